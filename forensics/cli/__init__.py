@@ -1,0 +1,43 @@
+"""Command-line interface: the one place where exceptions become messages and exit codes.
+
+Exit codes: 0 clean; 1 ran, but rows were quarantined or findings exist; 2 usage error or
+failure."""
+
+from __future__ import annotations
+
+import sys
+import traceback
+
+import click
+
+from forensics.cli import ingest_cmd, investigate_cmd  # noqa: F401  (register commands)
+from forensics.cli.app import app, console
+from rich.markup import escape
+
+from forensics.errors import KvfError
+
+__all__ = ["app", "main", "run"]
+
+
+def run(argv: list[str] | None = None) -> int:
+    """Run the CLI with `argv` and return the exit code instead of exiting."""
+    try:
+        result = app(args=argv, prog_name="kvforensics", standalone_mode=False)
+    except KvfError as exc:
+        console.print(f"[bold red]error:[/] {escape(str(exc))}")
+        return exc.exit_code
+    except click.exceptions.ClickException as exc:
+        exc.show()
+        return 2
+    except (click.exceptions.Abort, KeyboardInterrupt):
+        console.print("interrupted; nothing was changed by the step in progress")
+        return 2
+    except Exception:  # the last boundary: never a bare traceback without an exit code
+        console.print("[bold red]internal error[/] (please report it with this traceback):")
+        console.print(traceback.format_exc(), markup=False)
+        return 2
+    return int(result) if isinstance(result, int) else 0
+
+
+def main() -> None:
+    sys.exit(run(sys.argv[1:]))

@@ -1,0 +1,49 @@
+"""The project's own exceptions. Library code raises these; only the CLI turns them into
+messages and exit codes (see forensics.cli)."""
+
+from __future__ import annotations
+
+
+class KvfError(Exception):
+    """Base class: a failure the user can act on. The message says what to do next."""
+
+    exit_code = 2
+
+
+class UsageError(KvfError):
+    """The command was called wrongly (a missing folder, a bad option value)."""
+
+
+class InputError(KvfError):
+    """An input file cannot be used at all (not a single bad row: those are quarantined)."""
+
+    def __init__(self, message: str, *, path: str | None = None, fix: str | None = None):
+        self.path = path
+        self.fix = fix
+        parts = [f"{path}: {message}" if path else message]
+        if fix:
+            parts.append(f"Fix: {fix}")
+        super().__init__("\n".join(parts))
+
+
+class MissingColumnError(InputError):
+    """A required column is absent from a file."""
+
+    def __init__(self, path: str, table: str, column: str, found: list[str], hint: str | None):
+        self.table = table
+        self.column = column
+        self.found = found
+        fix = f"did you mean '{hint}'? Rename the column" if hint else "add the column"
+        super().__init__(
+            f"the {table} table needs a column '{column}'; columns found: {', '.join(found)}",
+            path=path,
+            fix=fix,
+        )
+
+
+class CaseError(KvfError):
+    """The case database is missing, or lacks a stage the command needs."""
+
+
+class StageUnavailable(KvfError):
+    """A stage needs an optional dependency that is not installed."""

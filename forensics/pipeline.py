@@ -1,0 +1,46 @@
+"""The investigate pipeline: files -> ingest -> analysis -> (replay) -> exports and report.
+
+Each stage is a function `stage(ctx) -> dict` that reads the case database, writes its own
+tables and files, and returns a small JSON-able summary. Stages run in the order of STAGES."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+
+@dataclass
+class RunContext:
+    case_dir: Path
+    out_dir: Path
+    con: duckdb.DuckDBPyConnection
+    params: dict[str, Any] = field(default_factory=dict)
+    summaries: dict[str, dict[str, Any]] = field(default_factory=dict)
+    written: list[Path] = field(default_factory=list)
+
+    def wrote(self, path: Path) -> Path:
+        self.written.append(path)
+        return path
+
+
+Stage = Callable[[RunContext], dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class StageSpec:
+    name: str
+    run: Stage
+    help: str
+
+
+def stages() -> list[StageSpec]:
+    """The stages of `investigate`, in order. Imported lazily so optional extras stay optional."""
+    from forensics.ingest.stage import ingest_stage
+
+    return [
+        StageSpec("ingest", ingest_stage, "load and validate the case folder"),
+    ]
