@@ -1,0 +1,50 @@
+"""Hypothesis strategies for random KV ledgers (tests only)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import strategies as st
+
+REQUESTS = ("A", "B", "C", "D", "E")
+OPS = ("alloc", "share", "write", "read", "free")
+HASHES = (None, "h1", "h2")
+SOURCES = (None, "prefill", "decode", "transfer")
+
+
+@st.composite
+def event(draw: st.DrawFn, node: str, slots: int) -> dict[str, Any]:
+    op = draw(st.sampled_from(OPS))
+    start = draw(st.integers(0, slots - 1))
+    count = draw(st.integers(1, slots - start))
+    return {
+        "ts": draw(st.integers(0, 12)),
+        "node": node,
+        "request_id": draw(st.sampled_from(REQUESTS)),
+        "op": op,
+        "slot_start": start,
+        "slot_count": count,
+        "pos_start": draw(st.integers(0, 6)) if op != "free" else None,
+        "source": draw(st.sampled_from(SOURCES)) if op == "write" else None,
+        "content_hash": draw(st.sampled_from(HASHES)) if op in ("write", "share") else None,
+    }
+
+
+@st.composite
+def ledger(draw: st.DrawFn, max_events: int = 40, slots: int = 12) -> list[dict[str, Any]]:
+    """Events on one or two nodes; seq on every event of a node, on some, or none; ties on ts;
+    input order a random permutation (files read out of time order)."""
+    events: list[dict[str, Any]] = []
+    for node in draw(st.sampled_from((("n1",), ("n1", "n2")))):
+        evs = draw(st.lists(event(node, slots), min_size=1, max_size=max_events))
+        seq_mode = draw(st.sampled_from(("all", "some", "none")))
+        seqs = draw(st.permutations(range(len(evs))))
+        for ev, seq in zip(evs, seqs, strict=True):
+            dup = draw(st.booleans()) if seq_mode == "all" else False
+            keep = seq_mode == "all" or (seq_mode == "some" and draw(st.booleans()))
+            ev["seq"] = (seq // 2 if dup else seq) if keep else None
+        events.extend(evs)
+    order = draw(st.permutations(range(len(events))))
+    for input_order, idx in enumerate(order):
+        events[idx]["input_order"] = input_order
+    return sorted(events, key=lambda e: e["input_order"])
