@@ -13,8 +13,9 @@ INPUT_TABLES = ("requests", "kv_events", "nodes", "accounts", "contents")
 BOOKKEEPING_TABLES = ("quarantine", "ingest_warnings", "input_files")
 
 
-def connect(path: Path | str, *, read_only: bool = False,
-            memory_limit: str | None = None) -> duckdb.DuckDBPyConnection:
+def connect(
+    path: Path | str, *, read_only: bool = False, memory_limit: str | None = None
+) -> duckdb.DuckDBPyConnection:
     """Connect, set UTC and the project's macros, and create the input schema if missing."""
     if isinstance(path, Path):
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -31,16 +31,22 @@ class InvestigateResult:
 
     @property
     def findings(self) -> bool:
-        return any(bool(s.get("findings")) or bool(s.get("rows_quarantined"))
-                   for s in self.stages.values())
+        return any(
+            bool(s.get("findings")) or bool(s.get("rows_quarantined")) for s in self.stages.values()
+        )
 
     def to_json(self) -> dict[str, Any]:
-        return {"out_dir": str(self.out_dir), "findings": self.findings, "stages": self.stages,
-                "written": [str(p) for p in self.written]}
+        return {
+            "out_dir": str(self.out_dir),
+            "findings": self.findings,
+            "stages": self.stages,
+            "written": [str(p) for p in self.written],
+        }
 
 
-def investigate(case_dir: Path, out_dir: Path, options: InvestigateOptions,
-                progress: ProgressFn = no_progress) -> InvestigateResult:
+def investigate(
+    case_dir: Path, out_dir: Path, options: InvestigateOptions, progress: ProgressFn = no_progress
+) -> InvestigateResult:
     started = utc_now()
     reset_queries_used()
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -64,6 +70,12 @@ def _manifest(ctx: RunContext, options: InvestigateOptions, started: str) -> dic
     skipped = [{"path": p, "why": w} for p, w in ingest.skipped] if ingest else []
     outputs = [p.relative_to(ctx.out_dir).as_posix() for p in ctx.written]
     return build_manifest(
-        inputs=inputs, skipped=skipped, params=ctx.params, stages=ctx.summaries,
-        outputs=outputs, started_at=started, finished_at=utc_now(), command=options.command,
+        inputs=inputs,
+        skipped=skipped,
+        params=ctx.params,
+        stages=ctx.summaries,
+        outputs=outputs,
+        started_at=started,
+        finished_at=utc_now(),
+        command=options.command,
     )

@@ -23,8 +23,14 @@ def utc_now() -> str:
 
 
 def build_manifest(
-    *, inputs: list[dict[str, Any]], skipped: list[dict[str, str]], params: dict[str, Any],
-    stages: dict[str, dict[str, Any]], outputs: list[str], started_at: str, finished_at: str,
+    *,
+    inputs: list[dict[str, Any]],
+    skipped: list[dict[str, str]],
+    params: dict[str, Any],
+    stages: dict[str, dict[str, Any]],
+    outputs: list[str],
+    started_at: str,
+    finished_at: str,
     command: list[str],
 ) -> dict[str, Any]:
     return {
@@ -45,6 +51,7 @@ def build_manifest(
 
 
 def write_manifest(path: Path, manifest: dict[str, Any]) -> Path:
-    path.write_text(json.dumps(manifest, indent=2, sort_keys=True, default=str) + "\n",
-                    encoding="utf-8")
+    path.write_text(
+        json.dumps(manifest, indent=2, sort_keys=True, default=str) + "\n", encoding="utf-8"
+    )
     return path

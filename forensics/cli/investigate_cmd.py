@@ -27,8 +27,9 @@ def investigate(
     json_out: bool = typer.Option(False, "--json", help="Print a JSON summary on stdout."),
 ) -> None:
     """Run every stage on a case folder: ingest, analysis, exports, report, manifest."""
-    options = InvestigateOptions(assume_utc=assume_utc, aware_at=aware_at,
-                                 command=["kvforensics", *sys.argv[1:]])
+    options = InvestigateOptions(
+        assume_utc=assume_utc, aware_at=aware_at, command=["kvforensics", *sys.argv[1:]]
+    )
     with progress_reporter(console, "investigate") as progress:
         result = run_investigation(case_dir, out, options, progress=progress)
     if json_out:

@@ -16,8 +16,12 @@ def print_investigation(console: Console, result: InvestigateResult) -> None:
         ingest = stages["ingest"]
         files = [FileCounts(**f) for f in ingest["files"]]
         skipped = [(s["path"], s["why"]) for s in ingest["skipped"]]
-        print_ingest_summary(console, IngestResult(ingest["case_dir"], files, skipped,
-                                                   ingest["warnings"], ingest["unchanged"]))
+        print_ingest_summary(
+            console,
+            IngestResult(
+                ingest["case_dir"], files, skipped, ingest["warnings"], ingest["unchanged"]
+            ),
+        )
     for name, summary in stages.items():
         line = summary.get("headline")
         if line:

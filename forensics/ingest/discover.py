@@ -9,8 +9,14 @@ from pathlib import Path
 from forensics.errors import UsageError
 from forensics.ingest.contract import BY_NAME
 
-FORMATS = {".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl",
-           ".parquet": "parquet", ".pq": "parquet"}
+FORMATS = {
+    ".csv": "csv",
+    ".jsonl": "jsonl",
+    ".ndjson": "jsonl",
+    ".json": "jsonl",
+    ".parquet": "parquet",
+    ".pq": "parquet",
+}
 COMPRESSIONS = {".gz": "gzip", ".gzip": "gzip", ".zst": "zstd", ".zstd": "zstd"}
 # Folders inside a case that are not tables: logs are read by the log adapters.
 NOT_TABLES = {"logs", "ground_truth"}
@@ -18,10 +24,10 @@ NOT_TABLES = {"logs", "ground_truth"}
 
 @dataclass(frozen=True)
 class InputFile:
-    path: Path          # absolute
-    rel: str            # relative to the case folder, POSIX separators
+    path: Path  # absolute
+    rel: str  # relative to the case folder, POSIX separators
     table: str
-    fmt: str            # csv | jsonl | parquet
+    fmt: str  # csv | jsonl | parquet
     compression: str | None
 
 
@@ -32,7 +38,7 @@ class Discovery:
 
 
 def split_format(name: str) -> tuple[str, str | None, str | None]:
-    """'kv_events.jsonl.gz' -> ('kv_events', 'jsonl', 'gzip'); unknown format -> (stem, None, ..)."""
+    """'kv_events.jsonl.gz' -> ('kv_events', 'jsonl', 'gzip'); fmt is None when unknown."""
     suffixes = [s.lower() for s in Path(name).suffixes]
     compression = COMPRESSIONS.get(suffixes[-1]) if suffixes else None
     if compression:
@@ -67,9 +73,11 @@ def discover(case_dir: Path) -> Discovery:
     for entry in sorted(case_dir.iterdir()):
         if entry.name.startswith(".") or entry.name in NOT_TABLES:
             continue
-        candidates = [(entry, None)] if entry.is_file() else [
-            (p, entry.name) for p in sorted(entry.rglob("*")) if p.is_file()
-        ]
+        candidates = (
+            [(entry, None)]
+            if entry.is_file()
+            else [(p, entry.name) for p in sorted(entry.rglob("*")) if p.is_file()]
+        )
         for path, table in candidates:
             item = _classify(path, case_dir, table)
             (found if isinstance(item, InputFile) else skipped).append(item)  # type: ignore[arg-type]

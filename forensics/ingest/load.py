@@ -36,8 +36,12 @@ def ingest_case(
 
 
 def ingest_into(
-    con: duckdb.DuckDBPyConnection, case_dir: Path, discovery: Discovery, *,
-    assume_utc: bool = False, progress: ProgressFn = no_progress,
+    con: duckdb.DuckDBPyConnection,
+    case_dir: Path,
+    discovery: Discovery,
+    *,
+    assume_utc: bool = False,
+    progress: ProgressFn = no_progress,
 ) -> IngestResult:
     hashes = {f.rel: sha256_file(f.path) for f in discovery.files}
     params = {"assume_utc": assume_utc}
@@ -54,8 +58,14 @@ def ingest_into(
     return result
 
 
-def _load(con: duckdb.DuckDBPyConnection, case_dir: Path, discovery: Discovery,
-          hashes: dict[str, str], params: dict[str, bool], progress: ProgressFn) -> IngestResult:
+def _load(
+    con: duckdb.DuckDBPyConnection,
+    case_dir: Path,
+    discovery: Discovery,
+    hashes: dict[str, str],
+    params: dict[str, bool],
+    progress: ProgressFn,
+) -> IngestResult:
     _clear(con)
     counts: dict[str, FileCounts] = {}
     rank = {f.rel: i for i, f in enumerate(discovery.files)}
@@ -69,8 +79,13 @@ def _load(con: duckdb.DuckDBPyConnection, case_dir: Path, discovery: Discovery,
         if table.key and files:
             _dedupe(con, table, counts)
     run_script(con, sql("ingest_unknown_requests"))
-    result = IngestResult(str(case_dir), [counts[f.rel] for f in discovery.files],
-                          discovery.skipped, _warning_count(con), unchanged=False)
+    result = IngestResult(
+        str(case_dir),
+        [counts[f.rel] for f in discovery.files],
+        discovery.skipped,
+        _warning_count(con),
+        unchanged=False,
+    )
     _record(con, result, params)
     progress("done", len(discovery.files), len(discovery.files))
     return result
@@ -83,8 +98,14 @@ def _clear(con: duckdb.DuckDBPyConnection) -> None:
         con.execute(f"DELETE FROM {ident(name)}")
 
 
-def _load_file(con: duckdb.DuckDBPyConnection, f: InputFile, table: TableContract,
-               digest: str, rank: int, params: dict[str, bool]) -> FileCounts:
+def _load_file(
+    con: duckdb.DuckDBPyConnection,
+    f: InputFile,
+    table: TableContract,
+    digest: str,
+    rank: int,
+    params: dict[str, bool],
+) -> FileCounts:
     stage_file(con, f, table)
     run_script(con, sql(f"validate_{table.name}"), {**params, "file_rank": rank})
     read, loaded, quarantined = con.execute(sql("ingest_counts")).fetchone() or (0, 0, 0)
@@ -93,8 +114,9 @@ def _load_file(con: duckdb.DuckDBPyConnection, f: InputFile, table: TableContrac
     return FileCounts(f.rel, table.name, digest, f.path.stat().st_size, read, loaded, quarantined)
 
 
-def _dedupe(con: duckdb.DuckDBPyConnection, table: TableContract,
-            counts: dict[str, FileCounts]) -> None:
+def _dedupe(
+    con: duckdb.DuckDBPyConnection, table: TableContract, counts: dict[str, FileCounts]
+) -> None:
     assert table.key is not None
     script = sql("ingest_dedupe").format(table=ident(table.name), key=ident(table.key))
     run_script(con, script, {"table_name": table.name, "key_name": table.key})
@@ -108,18 +130,26 @@ def _warning_count(con: duckdb.DuckDBPyConnection) -> int:
     return int(row[0]) if row else 0
 
 
-def _record(con: duckdb.DuckDBPyConnection, result: IngestResult,
-            params: dict[str, bool]) -> None:
+def _record(con: duckdb.DuckDBPyConnection, result: IngestResult, params: dict[str, bool]) -> None:
     for f in result.files:
         con.execute(sql("ingest_record_file"), f.as_row())
-    meta = {"case_dir": result.case_dir, "ingest_params": json.dumps(params, sort_keys=True),
-            "tool_version": __version__, "skipped": json.dumps(result.skipped)}
+    meta = {
+        "case_dir": result.case_dir,
+        "ingest_params": json.dumps(params, sort_keys=True),
+        "tool_version": __version__,
+        "skipped": json.dumps(result.skipped),
+    }
     for key, value in meta.items():
         run_script(con, sql("case_meta_set"), {"key": key, "value": value})
 
 
-def _stored_result(con: duckdb.DuckDBPyConnection, case_dir: Path, discovery: Discovery,
-                   hashes: dict[str, str], params: dict[str, bool]) -> IngestResult | None:
+def _stored_result(
+    con: duckdb.DuckDBPyConnection,
+    case_dir: Path,
+    discovery: Discovery,
+    hashes: dict[str, str],
+    params: dict[str, bool],
+) -> IngestResult | None:
     """The last ingest's result when it read exactly these files with these parameters."""
     rows = con.execute(sql("ingest_stored_files")).fetchall()
     stored = [FileCounts(*r) for r in rows]
@@ -133,5 +163,6 @@ def _stored_result(con: duckdb.DuckDBPyConnection, case_dir: Path, discovery: Di
         return None
     order = {f.rel: i for i, f in enumerate(discovery.files)}
     stored.sort(key=lambda f: order[f.path])
-    return IngestResult(str(case_dir), stored, discovery.skipped, _warning_count(con),
-                        unchanged=True)
+    return IngestResult(
+        str(case_dir), stored, discovery.skipped, _warning_count(con), unchanged=True
+    )

@@ -37,7 +37,8 @@ def _read_raw(con: duckdb.DuckDBPyConnection, f: InputFile, script: str) -> None
         run_script(con, sql(script), {"path": str(f.path), "compression": f.compression or "none"})
     except duckdb.Error as exc:
         raise InputError(
-            f"cannot read this {f.fmt} file: {exc}", path=f.rel,
+            f"cannot read this {f.fmt} file: {exc}",
+            path=f.rel,
             fix="check that the file is complete and in the format its name says",
         ) from exc
 
@@ -80,11 +81,16 @@ def stage_parquet(con: duckdb.DuckDBPyConnection, f: InputFile, table: TableCont
         described = con.execute("DESCRIBE SELECT * FROM read_parquet($path)", {"path": str(f.path)})
         types = {r[0]: r[1] for r in described.fetchall()}
     except duckdb.Error as exc:
-        raise InputError(f"cannot read this Parquet file: {exc}", path=f.rel,
-                         fix="check that the file is complete Parquet") from exc
+        raise InputError(
+            f"cannot read this Parquet file: {exc}",
+            path=f.rel,
+            fix="check that the file is complete Parquet",
+        ) from exc
     _check_columns(f, table, list(types))
     projection = ", ".join(
-        f"{_parquet_expr(c, types[c])} AS {ident(c)}" if c in types else f"NULL::VARCHAR AS {ident(c)}"
+        f"{_parquet_expr(c, types[c])} AS {ident(c)}"
+        if c in types
+        else f"NULL::VARCHAR AS {ident(c)}"
         for c in table.names
     )
     run_script(con, sql("stage_parquet_rows").format(projection=projection), {"path": str(f.path)})

@@ -43,8 +43,9 @@ class IngestResult:
     def by_table(self) -> dict[str, dict[str, int]]:
         out: dict[str, dict[str, int]] = {}
         for f in self.files:
-            t = out.setdefault(f.table, {"files": 0, "rows_read": 0, "rows_loaded": 0,
-                                         "rows_quarantined": 0})
+            t = out.setdefault(
+                f.table, {"files": 0, "rows_read": 0, "rows_loaded": 0, "rows_quarantined": 0}
+            )
             t["files"] += 1
             t["rows_read"] += f.rows_read
             t["rows_loaded"] += f.rows_loaded

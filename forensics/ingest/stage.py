@@ -11,9 +11,13 @@ from forensics.resources import sql
 
 
 def ingest_stage(ctx: RunContext) -> dict[str, Any]:
-    result = ingest_into(ctx.con, ctx.case_dir, discover(ctx.case_dir),
-                         assume_utc=bool(ctx.params.get("assume_utc", False)),
-                         progress=ctx.progress)
+    result = ingest_into(
+        ctx.con,
+        ctx.case_dir,
+        discover(ctx.case_dir),
+        assume_utc=bool(ctx.params.get("assume_utc", False)),
+        progress=ctx.progress,
+    )
     quarantine = ctx.wrote(ctx.out_dir / "quarantine.csv")
     ctx.con.execute(sql("export_quarantine").replace("$target", _literal(quarantine)))
     ctx.ingest = result
