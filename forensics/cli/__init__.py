@@ -9,11 +9,10 @@ import sys
 import traceback
 
 import click
+from rich.markup import escape
 
 from forensics.cli import ingest_cmd, investigate_cmd  # noqa: F401  (register commands)
 from forensics.cli.app import app, console
-from rich.markup import escape
-
 from forensics.errors import KvfError
 
 __all__ = ["app", "main", "run"]
