@@ -48,3 +48,45 @@ def ledger(draw: st.DrawFn, max_events: int = 40, slots: int = 12) -> list[dict[
     for input_order, idx in enumerate(order):
         events[idx]["input_order"] = input_order
     return sorted(events, key=lambda e: e["input_order"])
+
+
+@st.composite
+def lifecycle(draw: st.DrawFn, node: str, request: str, slots: int) -> list[dict[str, Any]]:
+    """One request's plausible life on a node: acquire, write part, read, maybe free."""
+    start = draw(st.integers(0, slots - 1))
+    count = draw(st.integers(1, slots - start))
+    t = draw(st.integers(0, 10))
+    base = {"node": node, "request_id": request, "slot_start": start, "slot_count": count,
+            "source": None, "content_hash": None, "pos_start": 0}
+    acquire = draw(st.sampled_from(("alloc", "alloc", "share")))
+    out = [dict(base, ts=t, op=acquire, content_hash=draw(st.sampled_from(HASHES)))]
+    w_start = draw(st.integers(start, start + count - 1))
+    w_count = draw(st.integers(1, start + count - w_start))
+    out.append(dict(base, ts=t + draw(st.integers(0, 2)), op="write", slot_start=w_start,
+                    slot_count=w_count, pos_start=w_start - start,
+                    source=draw(st.sampled_from(SOURCES)),
+                    content_hash=draw(st.sampled_from(HASHES))))
+    out.append(dict(base, ts=t + draw(st.integers(0, 3)), op="read"))
+    if draw(st.booleans()):
+        out.append(dict(base, ts=t + draw(st.integers(1, 4)), op="free", pos_start=None))
+    return out
+
+
+@st.composite
+def busy_ledger(draw: st.DrawFn, slots: int = 16) -> list[dict[str, Any]]:
+    """Many request lifecycles on shared slots plus random events, seq on all or none."""
+    events: list[dict[str, Any]] = []
+    for node in draw(st.sampled_from((("n1",), ("n1", "n2")))):
+        evs: list[dict[str, Any]] = []
+        for i in range(draw(st.integers(1, 8))):
+            evs.extend(draw(lifecycle(node, f"R{i}", slots)))
+        evs.extend(draw(st.lists(event(node, slots), max_size=8)))
+        use_seq = draw(st.booleans())
+        ranks = sorted(range(len(evs)), key=lambda i: (evs[i]["ts"], draw(st.integers(0, 3))))
+        for seq, i in enumerate(ranks):
+            evs[i]["seq"] = seq if use_seq else None
+        events.extend(evs)
+    order = draw(st.permutations(range(len(events))))
+    for input_order, idx in enumerate(order):
+        events[idx]["input_order"] = input_order
+    return sorted(events, key=lambda e: e["input_order"])

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 
 from forensics.analysis.sweep import CATEGORIES, EXPOSURE_KINDS, OPS, VIOLATIONS, sweep_node
 from tests import oracle
-from tests.ledgers import ledger
+from tests.ledgers import busy_ledger, ledger
 
 
 def _codes(values: list) -> tuple[np.ndarray, list]:
@@ -67,3 +67,17 @@ def test_foreign_category_covers_exactly_the_exposures() -> None:
     assert {(s, k) for (_, t, s, k, _) in reads} == {(0, "own"), (1, "stale"), (2, "stale"),
                                                       (3, "stale")}
     assert viol == set()
+
+
+@settings(max_examples=200, deadline=None)
+@given(busy_ledger())
+def test_sweep_matches_oracle_on_busy_ledgers(events: list[dict]) -> None:
+    facts = oracle.run(events)
+    reads: set = set()
+    viol: set = set()
+    for node, evs in oracle.ordered(events).items():
+        r, v = _sweep_facts(node, evs)
+        reads |= r
+        viol |= v
+    assert reads == facts.per_read
+    assert viol == facts.per_violation

@@ -1,0 +1,46 @@
+"""Turn the sweep's pieces into the analysis tables, all in SQL (queries/analysis_*.sql).
+
+exposures, violations and read_stats come from the pieces; exposure_tokens counts DESIGN §6
+token exposures per (receiver, node, leaker); affected_requests and affected_accounts join both
+sides back to requests and accounts, cross-account only, ledger evidence first, screening
+(`possible`) for what no ledger decides."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import duckdb
+
+from forensics.ingest.sqlrun import run_script
+from forensics.resources import sql
+
+LEDGER_QUERIES = ("analysis_exposures", "analysis_violations", "analysis_read_stats",
+                  "analysis_exposure_tokens")
+AFFECTED_QUERIES = ("analysis_affected_requests", "analysis_affected_accounts")
+
+
+def prepare(con: duckdb.DuckDBPyConnection) -> None:
+    """Create the analysis tables if missing and the one-row-per-request view of the log."""
+    run_script(con, sql("schema_analysis"))
+    run_script(con, sql("analysis_requests"))
+
+
+def ledger_tables(con: duckdb.DuckDBPyConnection) -> None:
+    for name in LEDGER_QUERIES:
+        run_script(con, sql(name))
+
+
+def affected_tables(con: duckdb.DuckDBPyConnection) -> None:
+    for name in AFFECTED_QUERIES:
+        run_script(con, sql(name))
+
+
+def summary(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
+    """The figures `analyze` prints: reads, exposures by kind, both sides, tokens, violations."""
+    row = con.execute(sql("analysis_summary")).fetchone()
+    names = [d[0] for d in con.description]
+    out = dict(zip(names, row, strict=True)) if row else {}
+    for key in ("exposures_by_kind", "violations_by_kind"):
+        out[key] = {k: int(v) for k, v in sorted((out.get(key) or {}).items())}
+    return {k: (int(v) if isinstance(v, int | float) and not isinstance(v, bool) else v)
+            for k, v in out.items()}

@@ -1,0 +1,54 @@
+"""Screening from the gateway log and node facts, for periods and nodes without a ledger.
+
+A request is a *possible receiver* when (queries/analysis_screening.sql):
+
+- over-pool: it was answered 200 although prompt_tokens exceeds pool_slots of its serving
+  prefill node (such a prompt cannot have been prefilled: the incident's signature);
+- fast-ttft: its time to first token is implausibly short for its prompt. Per prefill node, the
+  normal prefill rate is the median of log(prompt_tokens / ttft) over normal requests (status
+  200, ttft > 0, prompt_tokens >= min_prompt, not over-pool); expected ttft = prompt_tokens /
+  that rate. A request is flagged when ttft < expected / factor, factor = max(ttft_factor,
+  exp(mad_k * 1.4826 * MAD of the log rates)); nodes with fewer than min_normal normal
+  requests give no verdict. Defaults: ttft_factor 10, mad_k 4, min_prompt 256, min_normal 5;
+- engine-rejected: the engine logged exceeds-max-tokens or input-too-long for it (the log
+  adapters' engine_evidence table), yet the gateway answered 200; kv-checksum-mismatch and
+  kv-canary-violation evidence also make it a suspect.
+
+Every other request on the same decode node that was received before the suspect and was
+still active within `window_s` (default 600 s) before the suspect arrived is a *possible
+leaker* (queries/analysis_possible_exposures.sql). Where the ledger covers the suspect's decode
+node at that time, the ledger decides: the suspect keeps its screening row (corroboration) but
+gets no possible pairs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import duckdb
+
+from forensics.ingest.sqlrun import run_script
+from forensics.resources import sql
+
+
+@dataclass(frozen=True)
+class ScreeningParams:
+    window_s: float = 600.0
+    ttft_factor: float = 10.0
+    mad_k: float = 4.0
+    min_prompt: int = 256
+    min_normal: int = 5
+
+    @classmethod
+    def from_params(cls, params: dict[str, Any]) -> ScreeningParams:
+        known = {k: params[k] for k in asdict(cls()) if params.get(k) is not None}
+        return cls(**known)
+
+
+def screen(con: duckdb.DuckDBPyConnection, params: ScreeningParams) -> None:
+    """Write screening and possible_exposures."""
+    run_script(con, sql("analysis_engine_evidence_empty"))
+    bound = asdict(params)
+    run_script(con, sql("analysis_screening"), bound)
+    run_script(con, sql("analysis_possible_exposures"), bound)

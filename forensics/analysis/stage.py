@@ -1,0 +1,73 @@
+"""The analysis stage: order, sweep, aggregate, screen; then the files investigate writes.
+
+`analyze(con, params)` works on an open case database and returns the summary;
+`analyze_stage(ctx)` is the investigate stage, which also writes OUT/exposures.parquet and
+OUT/notifications/{receiving,leaking}_accounts.csv."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
+
+from forensics.analysis import aggregate, order
+from forensics.analysis.screening import ScreeningParams, screen
+from forensics.pipeline import RunContext
+from forensics.progress import ProgressFn, no_progress
+from forensics.resources import sql
+
+
+def analyze(
+    con: duckdb.DuckDBPyConnection,
+    params: dict[str, Any] | None = None,
+    progress: ProgressFn = no_progress,
+) -> dict[str, Any]:
+    """Compute every analysis table in the case database; returns the summary figures."""
+    params = params or {}
+    aggregate.prepare(con)
+    progress("order events", 0, None)
+    order.order_events(con)
+    nodes = order.load_nodes(con)
+    pieces = order.sweep_nodes(nodes, int(params.get("workers") or 2), progress)
+    order.store_pieces(con, pieces)
+    progress("aggregate", 0, None)
+    aggregate.ledger_tables(con)
+    screen(con, ScreeningParams.from_params(params))
+    aggregate.affected_tables(con)
+    out = aggregate.summary(con)
+    out["findings"] = bool(out["exposure_runs"] or out["possible_pairs"]
+                           or sum(out["violations_by_kind"].values()))
+    out["headline"] = headline(out)
+    return out
+
+
+def headline(s: dict[str, Any]) -> str:
+    kinds = ", ".join(f"{k} {v}" for k, v in s["exposures_by_kind"].items()) or "none"
+    return (
+        f"{s['reads']} reads; exposure runs: {kinds}; {s['tokens']} tokens "
+        f"({s['cross_account_tokens']} cross-account); receiving {s['receiving_requests']} "
+        f"requests / {s['receiving_accounts']} accounts, leaking {s['leaking_requests']} "
+        f"requests / {s['leaking_accounts']} accounts; "
+        f"{sum(s['violations_by_kind'].values())} violation runs; "
+        f"{s['screened_suspects']} screened suspects"
+    )
+
+
+def analyze_stage(ctx: RunContext) -> dict[str, Any]:
+    out = analyze(ctx.con, ctx.params, ctx.progress)
+    write_outputs(ctx.con, ctx.out_dir, ctx.wrote)
+    return out
+
+
+def write_outputs(con: duckdb.DuckDBPyConnection, out_dir: Path, wrote=lambda p: p) -> None:
+    """exposures.parquet and the two notification lists (sorted, so byte-identical reruns)."""
+    pq.write_table(con.sql(sql("analysis_export_exposures")).to_arrow_table(),
+                   wrote(out_dir / "exposures.parquet"))
+    notifications = out_dir / "notifications"
+    notifications.mkdir(parents=True, exist_ok=True)
+    for side in ("receiving", "leaking"):
+        table = con.sql(sql("analysis_export_accounts"), params={"side": side}).to_arrow_table()
+        pacsv.write_csv(table, wrote(notifications / f"{side}_accounts.csv"))

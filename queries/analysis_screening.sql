@@ -1,0 +1,65 @@
+-- screening: every request of the gateway log, screened without the ledger (DESIGN §4).
+-- Reasons:
+--   over-pool   status 200 and prompt_tokens > pool_slots of the serving prefill node;
+--   fast-ttft   time to first token below expected / factor, where expected = prompt_tokens /
+--               the prefill node's median rate, the median taken over log(prompt_tokens / ttft)
+--               of its normal requests (status 200, ttft > 0, prompt_tokens >= min_prompt, not
+--               over-pool), and factor = greatest(ttft_factor, exp(mad_k * 1.4826 * MAD)) so a
+--               node with widely spread rates needs a larger gap; at least min_normal normal
+--               requests per node, else no verdict;
+--   engine-rejected  the engine logged exceeds-max-tokens / input-too-long for it, yet 200;
+--   kv-checksum-mismatch, kv-canary-violation, deferred-release-timeout  engine evidence for it.
+-- ledger_covered: the ledger of its decode node spans its received_at, or logs it.
+DELETE FROM screening;
+
+INSERT INTO screening BY NAME
+WITH pool AS (
+    SELECT node, max(pool_slots) AS pool_slots FROM nodes GROUP BY node
+), r AS (
+    SELECT q.*, p.pool_slots,
+           (epoch_us(q.first_token_at) - epoch_us(q.received_at)) / 1000.0 AS ttft_ms,
+           q.http_status = 200 AND q.prompt_tokens > p.pool_slots AS over_pool
+    FROM analysis_requests q LEFT JOIN pool p ON p.node = q.serving_prefill_node
+), normal AS (
+    SELECT serving_prefill_node AS node, ln(prompt_tokens / (ttft_ms / 1000.0)) AS log_rate
+    FROM r
+    WHERE http_status = 200 AND ttft_ms > 0 AND prompt_tokens >= $min_prompt
+      AND NOT coalesce(over_pool, false) AND serving_prefill_node IS NOT NULL
+), med AS (
+    SELECT node, count(*) AS n, median(log_rate) AS med FROM normal GROUP BY node
+), model AS (
+    SELECT med.node, med.n, med.med,
+           greatest($ttft_factor, exp($mad_k * 1.4826 * median(abs(normal.log_rate - med.med))))
+               AS factor
+    FROM med JOIN normal USING (node) GROUP BY med.node, med.n, med.med
+), judged AS (
+    SELECT r.*, r.prompt_tokens / exp(m.med) * 1000.0 AS expected_ttft_ms,
+           m.n >= $min_normal AND r.ttft_ms < r.prompt_tokens / exp(m.med) * 1000.0 / m.factor
+               AS fast_ttft
+    FROM r LEFT JOIN model m ON m.node = r.serving_prefill_node
+), evidence AS (
+    SELECT e.request_id,
+           list(DISTINCT CASE WHEN e.kind IN ('exceeds-max-tokens', 'input-too-long')
+                              THEN 'engine-rejected' ELSE e.kind END) AS kinds
+    FROM engine_evidence e WHERE e.request_id IS NOT NULL GROUP BY e.request_id
+), span AS (
+    SELECT node, min(ts) AS first_ts, max(ts) AS last_ts FROM analysis_events GROUP BY node
+), logged AS (
+    SELECT DISTINCT request_id, node FROM analysis_events
+)
+SELECT j.request_id, j.account_id, j.serving_prefill_node AS prefill_node,
+       j.serving_decode_node AS decode_node,
+       list_sort(list_distinct(list_concat(
+           [CASE WHEN coalesce(j.over_pool, false) THEN 'over-pool' END,
+            CASE WHEN coalesce(j.fast_ttft, false) THEN 'fast-ttft' END],
+           list_filter(coalesce(ev.kinds, []),
+                       lambda k: k <> 'engine-rejected' OR j.http_status = 200)
+       ))) AS reasons,
+       j.ttft_ms, j.expected_ttft_ms,
+       (s.node IS NOT NULL AND j.received_at BETWEEN s.first_ts AND s.last_ts)
+           OR l.request_id IS NOT NULL AS ledger_covered
+FROM judged j
+LEFT JOIN evidence ev ON ev.request_id = j.request_id
+LEFT JOIN span s ON s.node = j.serving_decode_node
+LEFT JOIN logged l ON l.request_id = j.request_id AND l.node = j.serving_decode_node
+ORDER BY j.request_id;

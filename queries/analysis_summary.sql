@@ -1,0 +1,26 @@
+-- The figures `kvforensics analyze` prints.
+SELECT
+    (SELECT count(*) FROM analysis_events WHERE op = 'read') AS reads,
+    (SELECT count(*) FROM analysis_events) AS events,
+    (SELECT count(DISTINCT node) FROM analysis_events) AS ledger_nodes,
+    (SELECT coalesce(map_from_entries(list({'k': kind, 'v': n})), MAP {})
+       FROM (SELECT kind, count(*) AS n FROM exposures GROUP BY kind)) AS exposures_by_kind,
+    (SELECT count(*) FROM exposures) AS exposure_runs,
+    (SELECT coalesce(sum(tokens), 0) FROM exposure_tokens) AS tokens,
+    (SELECT coalesce(sum(tokens), 0) FROM exposure_tokens WHERE cross_account) AS cross_account_tokens,
+    (SELECT count(DISTINCT receiver_request_id) FROM exposures) AS receiving_requests,
+    (SELECT count(DISTINCT leaker_request_id) FROM exposures) AS leaking_requests,
+    (SELECT count(DISTINCT request_id) FROM affected_requests WHERE side = 'receiving')
+        AS receiving_requests_cross_account,
+    (SELECT count(DISTINCT request_id) FROM affected_requests WHERE side = 'leaking')
+        AS leaking_requests_cross_account,
+    (SELECT count(*) FROM affected_accounts WHERE side = 'receiving') AS receiving_accounts,
+    (SELECT count(*) FROM affected_accounts WHERE side = 'leaking') AS leaking_accounts,
+    (SELECT coalesce(map_from_entries(list({'k': violation, 'v': n})), MAP {})
+       FROM (SELECT violation, count(*) AS n FROM violations GROUP BY violation))
+        AS violations_by_kind,
+    (SELECT coalesce(sum(uninitialised_slots), 0) FROM read_stats) AS uninitialised_slots,
+    (SELECT count(*) FROM screening WHERE len(reasons) > 0) AS screened_suspects,
+    (SELECT count(*) FROM screening WHERE len(reasons) > 0 AND NOT ledger_covered)
+        AS screened_suspects_without_ledger,
+    (SELECT count(*) FROM possible_exposures) AS possible_pairs;
