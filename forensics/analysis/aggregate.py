@@ -37,9 +37,9 @@ def affected_tables(con: duckdb.DuckDBPyConnection) -> None:
 
 def summary(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
     """The figures `analyze` prints: reads, exposures by kind, both sides, tokens, violations."""
-    row = con.execute(sql("analysis_summary")).fetchone()
-    names = [d[0] for d in con.description]
-    out = dict(zip(names, row, strict=True)) if row else {}
+    cur = con.execute(sql("analysis_summary"))
+    names = [d[0] for d in cur.description]
+    out = dict(zip(names, cur.fetchall()[0], strict=True))
     for key in ("exposures_by_kind", "violations_by_kind"):
         out[key] = {k: int(v) for k, v in sorted((out.get(key) or {}).items())}
     return {k: (int(v) if isinstance(v, int | float) and not isinstance(v, bool) else v)

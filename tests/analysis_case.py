@@ -1,0 +1,47 @@
+"""Build small case databases directly (schema.sql + rows) for the analysis tests."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+
+from forensics.db import connect
+
+EPOCH = dt.datetime(2026, 8, 27, 10, 0, 0)
+
+KV_COLS = ("ts", "seq", "node", "request_id", "op", "slot_start", "slot_count", "pos_start",
+           "source", "content_hash", "input_order")
+
+
+def at(us: int | None) -> dt.datetime | None:
+    return None if us is None else EPOCH + dt.timedelta(microseconds=us)
+
+
+def new_case() -> duckdb.DuckDBPyConnection:
+    return connect(":memory:")
+
+
+def insert(con: duckdb.DuckDBPyConnection, table: str, rows: list[dict[str, Any]]) -> None:
+    """Insert rows (dicts; timestamps as datetime) by column name, with provenance filled in."""
+    if not rows:
+        return
+    cols = sorted({k for r in rows for k in r})
+    data = {c: [r.get(c) for r in rows] for c in cols}
+    data["src_file"] = [f"{table}.csv"] * len(rows)
+    data["src_row"] = list(range(1, len(rows) + 1))
+    if table == "kv_events":
+        data["request_known"] = [True] * len(rows)
+    con.register("_rows", pa.table(data))
+    try:
+        con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM _rows")
+    finally:
+        con.unregister("_rows")
+
+
+def insert_ledger(con: duckdb.DuckDBPyConnection, events: list[dict[str, Any]]) -> None:
+    """Events as the oracle sees them (ts in integer microseconds after EPOCH)."""
+    insert(con, "kv_events", [{**{c: e.get(c) for c in KV_COLS}, "ts": at(e["ts"])}
+                              for e in events])

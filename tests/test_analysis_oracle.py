@@ -1,0 +1,82 @@
+"""The whole analysis (DuckDB ordering, compiled sweep, SQL aggregation) against the naive
+per-slot oracle on random ledgers: exposure runs, violations, read_stats and tokens exactly."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from forensics.analysis.stage import analyze
+from tests import oracle
+from tests.analysis_case import EPOCH, at, insert, insert_ledger, new_case
+from tests.ledgers import REQUESTS, busy_ledger, ledger
+
+ACCOUNTS = ("acct-1", "acct-2", "acct-3")
+
+
+def _us(value) -> int:
+    return round((value - EPOCH).total_seconds() * 1_000_000)
+
+
+def _requests(draw, names: list[str]) -> dict[str, tuple[str, int]]:
+    return {n: (draw(st.sampled_from(ACCOUNTS)), draw(st.integers(1, 8))) for n in names}
+
+
+def _check(events: list[dict], requests: dict[str, tuple[str, int]]) -> None:
+    con = new_case()
+    insert_ledger(con, events)
+    insert(con, "requests", [
+        {"request_id": r, "account_id": a, "model": "m", "received_at": at(0),
+         "http_status": 200, "prompt_tokens": p, "decode_node": "n1"}
+        for r, (a, p) in requests.items()
+    ])
+    analyze(con)
+    facts = oracle.run(events)
+    prompts = {r: p for r, (_a, p) in requests.items()}
+
+    got = {(r, w, n, k, s0, c, p0, p1, part, _us(fr), _us(lr), _us(fw), _us(lw))
+           for (r, w, n, k, s0, c, p0, p1, part, fr, lr, fw, lw) in con.execute(
+               "SELECT receiver_request_id, leaker_request_id, node, kind, slot_start, slot_count,"
+               " leaker_pos_min, leaker_pos_max, leaker_part, first_read_at, last_read_at,"
+               " first_write_at, last_write_at FROM exposures").fetchall()}
+    assert got == oracle.exposure_runs(facts, prompts)
+
+    got_v = {(r, n, v, o, s0, c, _us(f), _us(la)) for (r, n, v, o, s0, c, f, la) in con.execute(
+        "SELECT request_id, node, violation, other_request_id, slot_start, slot_count, first_at,"
+        " last_at FROM violations").fetchall()}
+    assert got_v == oracle.violation_runs(facts)
+
+    assert set(con.execute("SELECT * FROM read_stats").fetchall()) == oracle.read_stats(facts)
+
+    tokens = {(r, n, w): t for (r, n, w, t) in con.execute(
+        "SELECT receiver_request_id, node, leaker_request_id, tokens FROM exposure_tokens"
+    ).fetchall()}
+    assert tokens == oracle.tokens(facts)
+
+    expected = defaultdict(lambda: [set(), 0])
+    for (r, _n, w), t in oracle.tokens(facts).items():
+        ra, wa = requests[r][0], requests[w][0]
+        if ra != wa:
+            for side, req, acct in (("receiving", r, ra), ("leaking", w, wa)):
+                expected[(side, acct)][0].add(req)
+                expected[(side, acct)][1] += t
+    got_a = {(s, a): (n, t) for (s, a, n, t) in con.execute(
+        "SELECT side, account_id, requests, tokens FROM affected_accounts").fetchall()}
+    assert got_a == {k: (len(v[0]), v[1]) for k, v in expected.items()}
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.data())
+def test_analysis_matches_oracle_on_random_ledgers(data: st.DataObject) -> None:
+    events = data.draw(ledger(max_events=30))
+    _check(events, _requests(data.draw, list(REQUESTS)))
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.data())
+def test_analysis_matches_oracle_on_busy_ledgers(data: st.DataObject) -> None:
+    events = data.draw(busy_ledger())
+    names = sorted({e["request_id"] for e in events})
+    _check(events, _requests(data.draw, names))
