@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from forensics.analysis.runmap import bs_next
+from forensics.analysis.runmap import bs_clear, bs_next, bs_prev, rm_split
 
 
 def new_pool(capacity: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -152,3 +152,43 @@ def pool_reserve(ent, sets, cnt, need_ent, need_sets, words, offs, nlev, val, n)
         grown[:ns] = new_sets[:ns]
         new_sets = grown
     return new_ent, new_sets
+
+
+@njit(cache=True, nogil=True)
+def count_runs(words, offs, nlev, a, b, n):
+    """How many runs of the map meet [a, b)."""
+    k = 1
+    j = bs_next(words, offs, nlev, a + 1, n)
+    while j < b:
+        k += 1
+        j = bs_next(words, offs, nlev, j + 1, n)
+    return k
+
+
+@njit(cache=True, nogil=True)
+def update_holders(hmap, ent, sets, cnt, a, b, r, acq, n):
+    """Add r, held since acq, to the holder sets of [a, b) (acq < 0 removes r), then merge
+    runs whose sets became equal. Returns the (possibly reallocated) pool arrays."""
+    hw, ho, hn, hv = hmap
+    runs = count_runs(hw, ho, hn, a, b, n) + 2
+    ent, sets = pool_reserve(ent, sets, cnt, runs * (cnt[2] + 1), runs, hw, ho, hn, hv, n)
+    rm_split(hw, ho, hn, hv, a, n)
+    rm_split(hw, ho, hn, hv, b, n)
+    x = a
+    while x < b:
+        nx = bs_next(hw, ho, hn, x + 1, n)
+        if acq >= 0:
+            hv[x] = set_with(ent, sets, cnt, hv[x], r, acq)
+        else:
+            hv[x] = set_without(ent, sets, cnt, hv[x], r)
+        x = nx
+    prev_sid = hv[bs_prev(hw, ho, hn, a - 1)] if a > 0 else -1
+    x = a
+    while x <= b and x < n:
+        nx = bs_next(hw, ho, hn, x + 1, n)
+        if prev_sid >= 0 and set_equal(ent, sets, prev_sid, hv[x]):
+            bs_clear(hw, ho, hn, x)
+        else:
+            prev_sid = hv[x]
+        x = nx
+    return ent, sets

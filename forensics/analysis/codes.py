@@ -1,0 +1,18 @@
+"""Integer codes shared by the compiled sweep and the SQL that decodes its pieces.
+
+Each code is the index in its tuple; the SQL in queries/analysis_*.sql lists the same names in
+the same order."""
+
+from __future__ import annotations
+
+OPS = ("free", "alloc", "share", "write", "read")  # code = index = op rank
+FREE, ALLOC, SHARE, WRITE, READ = 0, 1, 2, 3, 4
+
+EXPOSURE_KINDS = ("stale", "overwritten", "prefix-mismatch")
+STALE, OVERWRITTEN, PREFIX_MISMATCH = 0, 1, 2
+
+CATEGORIES = ("own", "shared_verified", "shared_unverified", "foreign", "uninitialised")
+OWN, SHARED_VERIFIED, SHARED_UNVERIFIED, FOREIGN, UNINITIALISED = 0, 1, 2, 3, 4
+
+VIOLATIONS = ("write-after-free", "write-unheld", "double-allocation", "read-unheld")
+WRITE_AFTER_FREE, WRITE_UNHELD, DOUBLE_ALLOCATION, READ_UNHELD = 0, 1, 2, 3
