@@ -25,11 +25,17 @@ from forensics.analysis.sweep import ALLOC, FREE, READ, WRITE
 
 def _request(r: int, base: int, prompt: int, decode: int, stub: bool) -> list[tuple]:
     """One request's events as (req, op, start, count), in its own order."""
-    ev = [(r, ALLOC, base, prompt), (r, WRITE, base, 1 if stub else prompt),
-          (r, READ, base, prompt)]
+    ev = [
+        (r, ALLOC, base, prompt),
+        (r, WRITE, base, 1 if stub else prompt),
+        (r, READ, base, prompt),
+    ]
     for k in range(decode):
-        ev += [(r, ALLOC, base + prompt + k, 1), (r, WRITE, base + prompt + k, 1),
-               (r, READ, base, prompt + k + 1)]
+        ev += [
+            (r, ALLOC, base + prompt + k, 1),
+            (r, WRITE, base + prompt + k, 1),
+            (r, READ, base, prompt + k + 1),
+        ]
     ev.append((r, FREE, base, prompt + decode))
     return ev
 
@@ -55,8 +61,9 @@ def node_ledger(n_events: int, seed: int, decode: int, pool: int, live: int = 8)
             else:
                 rows.append(step)
     a = np.array(rows, dtype=np.int64)
-    return NodeEvents(f"node-{seed}", a[:, 0], a[:, 1], a[:, 2], a[:, 3],
-                      np.full(len(a), -1, np.int64))
+    return NodeEvents(
+        f"node-{seed}", a[:, 0], a[:, 1], a[:, 2], a[:, 3], np.full(len(a), -1, np.int64)
+    )
 
 
 def main() -> None:
@@ -72,17 +79,21 @@ def main() -> None:
     nodes = [node_ledger(per_node, seed, args.decode, args.pool) for seed in range(args.nodes)]
     total = sum(len(n.req) for n in nodes)
     slots = sum(int(n.slot_count.sum()) for n in nodes)
-    print(f"ledger: {total:,} events on {args.nodes} nodes, {slots:,} slots in all ranges "
-          f"(built in {time.perf_counter() - started:.1f} s)")
+    print(
+        f"ledger: {total:,} events on {args.nodes} nodes, {slots:,} slots in all ranges "
+        f"(built in {time.perf_counter() - started:.1f} s)"
+    )
     sweep_nodes([node_ledger(1000, 99, 4, 10_000)])  # compile or load the cached code
     for workers in sorted({1, args.workers}):
         started, cpu = time.perf_counter(), time.process_time()
         pieces = sweep_nodes(nodes, workers)
         took, cpu = time.perf_counter() - started, time.process_time() - cpu
         foreign = sum(len(p.exposures) for p in pieces)
-        print(f"sweep, {workers} worker(s): {took:.2f} s wall, {total / took:,.0f} events/s; "
-              f"{cpu:.2f} s CPU, {total / cpu:,.0f} events per CPU-second; "
-              f"{foreign:,} foreign pieces")
+        print(
+            f"sweep, {workers} worker(s): {took:.2f} s wall, {total / took:,.0f} events/s; "
+            f"{cpu:.2f} s CPU, {total / cpu:,.0f} events per CPU-second; "
+            f"{foreign:,} foreign pieces"
+        )
 
 
 if __name__ == "__main__":

@@ -12,8 +12,19 @@ from forensics.db import connect
 
 EPOCH = dt.datetime(2026, 8, 27, 10, 0, 0)
 
-KV_COLS = ("ts", "seq", "node", "request_id", "op", "slot_start", "slot_count", "pos_start",
-           "source", "content_hash", "input_order")
+KV_COLS = (
+    "ts",
+    "seq",
+    "node",
+    "request_id",
+    "op",
+    "slot_start",
+    "slot_count",
+    "pos_start",
+    "source",
+    "content_hash",
+    "input_order",
+)
 
 
 def at(us: int | None) -> dt.datetime | None:
@@ -43,5 +54,6 @@ def insert(con: duckdb.DuckDBPyConnection, table: str, rows: list[dict[str, Any]
 
 def insert_ledger(con: duckdb.DuckDBPyConnection, events: list[dict[str, Any]]) -> None:
     """Events as the oracle sees them (ts in integer microseconds after EPOCH)."""
-    insert(con, "kv_events", [{**{c: e.get(c) for c in KV_COLS}, "ts": at(e["ts"])}
-                              for e in events])
+    insert(
+        con, "kv_events", [{**{c: e.get(c) for c in KV_COLS}, "ts": at(e["ts"])} for e in events]
+    )

@@ -56,16 +56,31 @@ def lifecycle(draw: st.DrawFn, node: str, request: str, slots: int) -> list[dict
     start = draw(st.integers(0, slots - 1))
     count = draw(st.integers(1, slots - start))
     t = draw(st.integers(0, 10))
-    base = {"node": node, "request_id": request, "slot_start": start, "slot_count": count,
-            "source": None, "content_hash": None, "pos_start": 0}
+    base = {
+        "node": node,
+        "request_id": request,
+        "slot_start": start,
+        "slot_count": count,
+        "source": None,
+        "content_hash": None,
+        "pos_start": 0,
+    }
     acquire = draw(st.sampled_from(("alloc", "alloc", "share")))
     out = [dict(base, ts=t, op=acquire, content_hash=draw(st.sampled_from(HASHES)))]
     w_start = draw(st.integers(start, start + count - 1))
     w_count = draw(st.integers(1, start + count - w_start))
-    out.append(dict(base, ts=t + draw(st.integers(0, 2)), op="write", slot_start=w_start,
-                    slot_count=w_count, pos_start=w_start - start,
-                    source=draw(st.sampled_from(SOURCES)),
-                    content_hash=draw(st.sampled_from(HASHES))))
+    out.append(
+        dict(
+            base,
+            ts=t + draw(st.integers(0, 2)),
+            op="write",
+            slot_start=w_start,
+            slot_count=w_count,
+            pos_start=w_start - start,
+            source=draw(st.sampled_from(SOURCES)),
+            content_hash=draw(st.sampled_from(HASHES)),
+        )
+    )
     out.append(dict(base, ts=t + draw(st.integers(0, 3)), op="read"))
     if draw(st.booleans()):
         out.append(dict(base, ts=t + draw(st.integers(1, 4)), op="free", pos_start=None))

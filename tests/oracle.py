@@ -151,7 +151,7 @@ def exposure_runs(facts: SlotFacts, prompt_tokens: dict[str, int]) -> set[tuple]
     """(R, W, node, kind, slot_start, slot_count, pos_min, pos_max, part, first_read, last_read,
     first_write, last_write) per maximal run of distinct exposed slots."""
     groups: dict[tuple, list[int]] = defaultdict(list)
-    for (r, w, node, s, kind) in facts.exposures:
+    for r, w, node, s, kind in facts.exposures:
         groups[(r, w, node, kind)].append(s)
     out = set()
     for (r, w, node, kind), slots in groups.items():
@@ -159,16 +159,30 @@ def exposure_runs(facts: SlotFacts, prompt_tokens: dict[str, int]) -> set[tuple]
             seen = [x for s in run for x in facts.exposures[(r, w, node, s, kind)]]
             parts = {part_of(src, pos, prompt_tokens.get(w)) for (_, _, pos, src) in seen}
             part = parts.pop() if len(parts) == 1 else "mixed"
-            out.add((r, w, node, kind, run[0], len(run), min(x[2] for x in seen),
-                     max(x[2] for x in seen), part, min(x[0] for x in seen),
-                     max(x[0] for x in seen), min(x[1] for x in seen), max(x[1] for x in seen)))
+            out.add(
+                (
+                    r,
+                    w,
+                    node,
+                    kind,
+                    run[0],
+                    len(run),
+                    min(x[2] for x in seen),
+                    max(x[2] for x in seen),
+                    part,
+                    min(x[0] for x in seen),
+                    max(x[0] for x in seen),
+                    min(x[1] for x in seen),
+                    max(x[1] for x in seen),
+                )
+            )
     return out
 
 
 def violation_runs(facts: SlotFacts) -> set[tuple]:
     """(R, node, violation, other, slot_start, slot_count, first_at, last_at) per run."""
     groups: dict[tuple, list[int]] = defaultdict(list)
-    for (r, node, kind, other, s) in facts.violations:
+    for r, node, kind, other, s in facts.violations:
         groups[(r, node, kind, other)].append(s)
     out = set()
     for key, slots in groups.items():
@@ -182,7 +196,7 @@ def tokens(facts: SlotFacts) -> dict[tuple, int]:
     """(R, node, W) -> distinct slots: DESIGN §6 token exposures."""
     combos = {(r, node, s, w) for (r, w, node, s, _kind) in facts.exposures}
     out: dict[tuple, int] = defaultdict(int)
-    for (r, node, _s, w) in combos:
+    for r, node, _s, w in combos:
         out[(r, node, w)] += 1
     return dict(out)
 

@@ -41,16 +41,20 @@ def analysed(request, tmp_path_factory) -> tuple[str, Path]:
 def test_exposures(analysed) -> None:
     case, db = analysed
     con = connect(db, read_only=True)
-    rows = con.execute("SELECT receiver_request_id, leaker_request_id, node, slot_start, "
-                       "slot_count, kind FROM exposures").fetchall()
+    rows = con.execute(
+        "SELECT receiver_request_id, leaker_request_id, node, slot_start, "
+        "slot_count, kind FROM exposures"
+    ).fetchall()
     assert _strings(rows) == _expected(case, "exposures")
 
 
 def test_violations(analysed) -> None:
     case, db = analysed
     con = connect(db, read_only=True)
-    rows = con.execute("SELECT request_id, node, slot_start, slot_count, violation, "
-                       "other_request_id FROM violations").fetchall()
+    rows = con.execute(
+        "SELECT request_id, node, slot_start, slot_count, violation, "
+        "other_request_id FROM violations"
+    ).fetchall()
     assert _strings(rows) == _expected(case, "violations")
 
 
@@ -66,8 +70,10 @@ def test_uninitialised_reads_are_counted_not_exposed(analysed) -> None:
     if case != "semantics-seq":
         pytest.skip("C's uninitialised read is in semantics-seq")
     con = connect(db, read_only=True)
-    row = con.execute("SELECT own_slots, foreign_slots, uninitialised_slots FROM read_stats "
-                      "WHERE request_id = 'C'").fetchone()
+    row = con.execute(
+        "SELECT own_slots, foreign_slots, uninitialised_slots FROM read_stats "
+        "WHERE request_id = 'C'"
+    ).fetchone()
     assert row == (1, 0, 7)
     stats = dict(con.execute("SELECT request_id, shared_verified FROM read_stats").fetchall())
     assert stats["E"] == 4  # the verified prefix-cache hit
@@ -84,12 +90,18 @@ def test_investigate_writes_exposures_and_notification_lists(tmp_path) -> None:
     with open(out / "notifications" / "receiving_accounts.csv", newline="") as f:
         rows = {r["account_id"]: r for r in csv.DictReader(f)}
     assert {a: (r["requests"], r["tokens"], r["confidence"]) for a, r in rows.items()} == {
-        "acct-1": ("1", "2", "ledger"), "acct-2": ("1", "6", "ledger"),
-        "acct-4": ("1", "2", "ledger"), "acct-6": ("1", "4", "ledger"),
+        "acct-1": ("1", "2", "ledger"),
+        "acct-2": ("1", "6", "ledger"),
+        "acct-4": ("1", "2", "ledger"),
+        "acct-6": ("1", "4", "ledger"),
     }
     with open(out / "notifications" / "leaking_accounts.csv", newline="") as f:
-        assert {r["account_id"] for r in csv.DictReader(f)} == {"acct-1", "acct-2", "acct-4",
-                                                              "acct-7"}
+        assert {r["account_id"] for r in csv.DictReader(f)} == {
+            "acct-1",
+            "acct-2",
+            "acct-4",
+            "acct-7",
+        }
     first = (out / "notifications" / "leaking_accounts.csv").read_bytes()
     out2 = tmp_path / "again"
     run(["investigate", str(EXAMPLES / "semantics-seq"), "--out", str(out2)])

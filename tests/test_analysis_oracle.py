@@ -27,32 +27,53 @@ def _requests(draw, names: list[str]) -> dict[str, tuple[str, int]]:
 def _check(events: list[dict], requests: dict[str, tuple[str, int]]) -> None:
     con = new_case()
     insert_ledger(con, events)
-    insert(con, "requests", [
-        {"request_id": r, "account_id": a, "model": "m", "received_at": at(0),
-         "http_status": 200, "prompt_tokens": p, "decode_node": "n1"}
-        for r, (a, p) in requests.items()
-    ])
+    insert(
+        con,
+        "requests",
+        [
+            {
+                "request_id": r,
+                "account_id": a,
+                "model": "m",
+                "received_at": at(0),
+                "http_status": 200,
+                "prompt_tokens": p,
+                "decode_node": "n1",
+            }
+            for r, (a, p) in requests.items()
+        ],
+    )
     analyze(con)
     facts = oracle.run(events)
     prompts = {r: p for r, (_a, p) in requests.items()}
 
-    got = {(r, w, n, k, s0, c, p0, p1, part, _us(fr), _us(lr), _us(fw), _us(lw))
-           for (r, w, n, k, s0, c, p0, p1, part, fr, lr, fw, lw) in con.execute(
-               "SELECT receiver_request_id, leaker_request_id, node, kind, slot_start, slot_count,"
-               " leaker_pos_min, leaker_pos_max, leaker_part, first_read_at, last_read_at,"
-               " first_write_at, last_write_at FROM exposures").fetchall()}
+    got = {
+        (r, w, n, k, s0, c, p0, p1, part, _us(fr), _us(lr), _us(fw), _us(lw))
+        for (r, w, n, k, s0, c, p0, p1, part, fr, lr, fw, lw) in con.execute(
+            "SELECT receiver_request_id, leaker_request_id, node, kind, slot_start, slot_count,"
+            " leaker_pos_min, leaker_pos_max, leaker_part, first_read_at, last_read_at,"
+            " first_write_at, last_write_at FROM exposures"
+        ).fetchall()
+    }
     assert got == oracle.exposure_runs(facts, prompts)
 
-    got_v = {(r, n, v, o, s0, c, _us(f), _us(la)) for (r, n, v, o, s0, c, f, la) in con.execute(
-        "SELECT request_id, node, violation, other_request_id, slot_start, slot_count, first_at,"
-        " last_at FROM violations").fetchall()}
+    got_v = {
+        (r, n, v, o, s0, c, _us(f), _us(la))
+        for (r, n, v, o, s0, c, f, la) in con.execute(
+            "SELECT request_id, node, violation, other_request_id, slot_start, slot_count,"
+            " first_at, last_at FROM violations"
+        ).fetchall()
+    }
     assert got_v == oracle.violation_runs(facts)
 
     assert set(con.execute("SELECT * FROM read_stats").fetchall()) == oracle.read_stats(facts)
 
-    tokens = {(r, n, w): t for (r, n, w, t) in con.execute(
-        "SELECT receiver_request_id, node, leaker_request_id, tokens FROM exposure_tokens"
-    ).fetchall()}
+    tokens = {
+        (r, n, w): t
+        for (r, n, w, t) in con.execute(
+            "SELECT receiver_request_id, node, leaker_request_id, tokens FROM exposure_tokens"
+        ).fetchall()
+    }
     assert tokens == oracle.tokens(facts)
 
     expected = defaultdict(lambda: [set(), 0])
@@ -62,8 +83,12 @@ def _check(events: list[dict], requests: dict[str, tuple[str, int]]) -> None:
             for side, req, acct in (("receiving", r, ra), ("leaking", w, wa)):
                 expected[(side, acct)][0].add(req)
                 expected[(side, acct)][1] += t
-    got_a = {(s, a): (n, t) for (s, a, n, t) in con.execute(
-        "SELECT side, account_id, requests, tokens FROM affected_accounts").fetchall()}
+    got_a = {
+        (s, a): (n, t)
+        for (s, a, n, t) in con.execute(
+            "SELECT side, account_id, requests, tokens FROM affected_accounts"
+        ).fetchall()
+    }
     assert got_a == {k: (len(v[0]), v[1]) for k, v in expected.items()}
 
 

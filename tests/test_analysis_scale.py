@@ -7,7 +7,7 @@ import time
 
 import numpy as np
 
-from forensics.analysis.sweep import FREE, ALLOC, READ, WRITE, sweep_node
+from forensics.analysis.sweep import ALLOC, FREE, READ, WRITE, sweep_node
 
 
 def _incident(scale: int, requests: int = 200) -> tuple[np.ndarray, ...]:
@@ -15,15 +15,13 @@ def _incident(scale: int, requests: int = 200) -> tuple[np.ndarray, ...]:
     frees: every read sees the previous request's stale data in all but one slot."""
     req, op, start, count = [], [], [], []
     for r in range(requests):
-        for o, c in ((ALLOC, scale), (WRITE, 1 if r % 2 else scale), (READ, scale),
-                     (FREE, scale)):
+        for o, c in ((ALLOC, scale), (WRITE, 1 if r % 2 else scale), (READ, scale), (FREE, scale)):
             req.append(r)
             op.append(o)
             start.append(0)
             count.append(c)
     n = len(req)
-    return (np.array(req), np.array(op), np.array(start), np.array(count),
-            np.full(n, -1, np.int64))
+    return (np.array(req), np.array(op), np.array(start), np.array(count), np.full(n, -1, np.int64))
 
 
 def test_million_slot_ranges_cost_what_hundred_slot_ranges_cost() -> None:
@@ -38,8 +36,11 @@ def test_million_slot_ranges_cost_what_hundred_slot_ranges_cost() -> None:
     for a, b in zip(small, large, strict=True):
         assert a.shape == b.shape  # the same number of pieces, whatever the range length
     ex_small, ex_large = small[0], large[0]
-    assert len(ex_large) == 100  # the 100 odd requests (1-slot writes) read their predecessor's data
+    # the 100 odd requests (1-slot writes) read their predecessor's data
+    assert len(ex_large) == 100
     assert (ex_large[:, 2] - ex_large[:, 1] == 1_000_000 - 1).all()
     assert (ex_small[:, 2] - ex_small[:, 1] == 100 - 1).all()
-    print(f"sweep of 800 events: 100-slot ranges {timings[100] * 1e3:.2f} ms, "
-          f"1,000,000-slot ranges {timings[1_000_000] * 1e3:.2f} ms")
+    print(
+        f"sweep of 800 events: 100-slot ranges {timings[100] * 1e3:.2f} ms, "
+        f"1,000,000-slot ranges {timings[1_000_000] * 1e3:.2f} ms"
+    )

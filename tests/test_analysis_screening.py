@@ -14,14 +14,26 @@ SECOND = 1_000_000
 RATE = 10_000  # normal prefill rate of p1, tokens per second
 
 
-def _request(rid: str, account: str, received_s: float, prompt: int, ttft_s: float | None,
-             decode: str = "d1", status: int = 200) -> dict:
+def _request(
+    rid: str,
+    account: str,
+    received_s: float,
+    prompt: int,
+    ttft_s: float | None,
+    decode: str = "d1",
+    status: int = 200,
+) -> dict:
     received = int(received_s * SECOND)
     return {
-        "request_id": rid, "account_id": account, "model": "m", "received_at": at(received),
+        "request_id": rid,
+        "account_id": account,
+        "model": "m",
+        "received_at": at(received),
         "first_token_at": at(received + int(ttft_s * SECOND)) if ttft_s is not None else None,
         "completed_at": at(received + int(((ttft_s or 0) + 2) * SECOND)),
-        "http_status": status, "prompt_tokens": prompt, "prefill_node": "p1",
+        "http_status": status,
+        "prompt_tokens": prompt,
+        "prefill_node": "p1",
         "decode_node": decode,
     }
 
@@ -29,43 +41,106 @@ def _request(rid: str, account: str, received_s: float, prompt: int, ttft_s: flo
 @pytest.fixture(scope="module")
 def screened():
     con = new_case()
-    insert(con, "nodes", [
-        {"node": "p1", "role": "prefill", "pool_slots": 1000},
-        {"node": "d1", "role": "decode", "pool_slots": 1000},
-        {"node": "d2", "role": "decode", "pool_slots": 1000},
-    ])
-    normal = [_request(f"N{i:02d}", f"acct-{i % 3}", 100 + 10 * i, 300 + 25 * i,
-                       (300 + 25 * i) / RATE * (1 + 0.1 * (i % 4)) + 0.002) for i in range(20)]
+    insert(
+        con,
+        "nodes",
+        [
+            {"node": "p1", "role": "prefill", "pool_slots": 1000},
+            {"node": "d1", "role": "decode", "pool_slots": 1000},
+            {"node": "d2", "role": "decode", "pool_slots": 1000},
+        ],
+    )
+    normal = [
+        _request(
+            f"N{i:02d}",
+            f"acct-{i % 3}",
+            100 + 10 * i,
+            300 + 25 * i,
+            (300 + 25 * i) / RATE * (1 + 0.1 * (i % 4)) + 0.002,
+        )
+        for i in range(20)
+    ]
     suspects = [
-        _request("S1", "acct-9", 300.0, 5000, 0.005),                 # over-pool (and fast)
-        _request("S2", "acct-9", 310.0, 800, 0.001),                  # fast-ttft only
-        _request("S3", "acct-8", 320.0, 400, 0.05),                  # engine-rejected, 200
-        _request("S4", "acct-8", 3000.0, 400, None, status=400),      # rejected and said so
-        _request("S5", "acct-7", 4000.0, 5000, 0.005, decode="d2"),   # over-pool, ledger on d2
+        _request("S1", "acct-9", 300.0, 5000, 0.005),  # over-pool (and fast)
+        _request("S2", "acct-9", 310.0, 800, 0.001),  # fast-ttft only
+        _request("S3", "acct-8", 320.0, 400, 0.05),  # engine-rejected, 200
+        _request("S4", "acct-8", 3000.0, 400, None, status=400),  # rejected and said so
+        _request("S5", "acct-7", 4000.0, 5000, 0.005, decode="d2"),  # over-pool, ledger on d2
         _request("L1", "acct-1", 3990.0, 300, 0.04, decode="d2"),
-        _request("B1", "acct-9", 295.0, 300, 0.04),                   # same account as S1
+        _request("B1", "acct-9", 295.0, 300, 0.04),  # same account as S1
     ]
     insert(con, "requests", normal + suspects)
     run_script(con, sql("analysis_engine_evidence_empty"))
-    insert(con, "engine_evidence", [
-        {"node": "p1", "ts": at(320 * SECOND), "kind": "input-too-long", "request_id": "S3"},
-        {"node": "p1", "ts": at(3000 * SECOND), "kind": "input-too-long", "request_id": "S4"},
-    ])
+    insert(
+        con,
+        "engine_evidence",
+        [
+            {"node": "p1", "ts": at(320 * SECOND), "kind": "input-too-long", "request_id": "S3"},
+            {"node": "p1", "ts": at(3000 * SECOND), "kind": "input-too-long", "request_id": "S4"},
+        ],
+    )
     ledger = [
-        {"ts": 3990 * SECOND, "node": "d2", "request_id": "L1", "op": "alloc", "slot_start": 0,
-         "slot_count": 8},
-        {"ts": 3991 * SECOND, "node": "d2", "request_id": "L1", "op": "write", "slot_start": 0,
-         "slot_count": 8, "pos_start": 0, "source": "transfer"},
-        {"ts": 3992 * SECOND, "node": "d2", "request_id": "L1", "op": "free", "slot_start": 0,
-         "slot_count": 8},
-        {"ts": 4000 * SECOND, "node": "d2", "request_id": "S5", "op": "alloc", "slot_start": 0,
-         "slot_count": 8},
-        {"ts": 4000 * SECOND + 1, "node": "d2", "request_id": "S5", "op": "write",
-         "slot_start": 0, "slot_count": 1, "pos_start": 0, "source": "transfer"},
-        {"ts": 4000 * SECOND + 2, "node": "d2", "request_id": "S5", "op": "read",
-         "slot_start": 0, "slot_count": 8, "pos_start": 0},
-        {"ts": 4010 * SECOND, "node": "d2", "request_id": "S5", "op": "free", "slot_start": 0,
-         "slot_count": 8},
+        {
+            "ts": 3990 * SECOND,
+            "node": "d2",
+            "request_id": "L1",
+            "op": "alloc",
+            "slot_start": 0,
+            "slot_count": 8,
+        },
+        {
+            "ts": 3991 * SECOND,
+            "node": "d2",
+            "request_id": "L1",
+            "op": "write",
+            "slot_start": 0,
+            "slot_count": 8,
+            "pos_start": 0,
+            "source": "transfer",
+        },
+        {
+            "ts": 3992 * SECOND,
+            "node": "d2",
+            "request_id": "L1",
+            "op": "free",
+            "slot_start": 0,
+            "slot_count": 8,
+        },
+        {
+            "ts": 4000 * SECOND,
+            "node": "d2",
+            "request_id": "S5",
+            "op": "alloc",
+            "slot_start": 0,
+            "slot_count": 8,
+        },
+        {
+            "ts": 4000 * SECOND + 1,
+            "node": "d2",
+            "request_id": "S5",
+            "op": "write",
+            "slot_start": 0,
+            "slot_count": 1,
+            "pos_start": 0,
+            "source": "transfer",
+        },
+        {
+            "ts": 4000 * SECOND + 2,
+            "node": "d2",
+            "request_id": "S5",
+            "op": "read",
+            "slot_start": 0,
+            "slot_count": 8,
+            "pos_start": 0,
+        },
+        {
+            "ts": 4010 * SECOND,
+            "node": "d2",
+            "request_id": "S5",
+            "op": "free",
+            "slot_start": 0,
+            "slot_count": 8,
+        },
     ]
     insert_ledger(con, [dict(e, input_order=i) for i, e in enumerate(ledger)])
     summary = analyze(con, {"window_s": 60})
@@ -90,7 +165,8 @@ def test_reasons(screened) -> None:
 def test_expected_ttft_follows_the_node_median_rate(screened) -> None:
     con, _ = screened
     ttft, expected = con.execute(
-        "SELECT ttft_ms, expected_ttft_ms FROM screening WHERE request_id = 'S2'").fetchone()
+        "SELECT ttft_ms, expected_ttft_ms FROM screening WHERE request_id = 'S2'"
+    ).fetchone()
     assert ttft == pytest.approx(1.0)
     # the normal requests' rates lie between RATE/1.3 and RATE (slowed by 0-30 % and 2 ms)
     assert 800 / RATE * 1000 < expected < 800 / (RATE / 1.5) * 1000
@@ -98,8 +174,12 @@ def test_expected_ttft_follows_the_node_median_rate(screened) -> None:
 
 def test_possible_leakers_are_the_window_before_on_the_same_decode_node(screened) -> None:
     con, _ = screened
-    pairs = set(con.execute("SELECT receiver_request_id, leaker_request_id, node, cross_account "
-                            "FROM possible_exposures").fetchall())
+    pairs = set(
+        con.execute(
+            "SELECT receiver_request_id, leaker_request_id, node, cross_account "
+            "FROM possible_exposures"
+        ).fetchall()
+    )
     s1 = {(lk, cross) for (rx, lk, _n, cross) in pairs if rx == "S1"}
     # S1 arrives at 300 s: requests received by then and still active within 60 s before it
     # (N14 .. N19, received 240 .. 290 s, each completed about 2 s later) and B1
@@ -113,19 +193,26 @@ def test_ledger_decides_where_it_covers(screened) -> None:
     con, _ = screened
     covered = dict(con.execute("SELECT request_id, ledger_covered FROM screening").fetchall())
     assert covered["S5"] and covered["L1"] and not covered["S1"]
-    assert con.execute("SELECT leaker_request_id, kind, slot_count FROM exposures "
-                       "WHERE receiver_request_id = 'S5'").fetchall() == [("L1", "stale", 7)]
-    rows = dict(con.execute("SELECT request_id, confidence FROM affected_requests "
-                            "WHERE side = 'receiving'").fetchall())
+    assert con.execute(
+        "SELECT leaker_request_id, kind, slot_count FROM exposures WHERE receiver_request_id = 'S5'"
+    ).fetchall() == [("L1", "stale", 7)]
+    rows = dict(
+        con.execute(
+            "SELECT request_id, confidence FROM affected_requests WHERE side = 'receiving'"
+        ).fetchall()
+    )
     assert rows["S5"] == "ledger"
     assert rows["S1"] == rows["S2"] == rows["S3"] == "possible"
 
 
 def test_possible_accounts_have_no_token_count(screened) -> None:
     con, summary = screened
-    rows = {a: (c, t) for (a, c, t) in con.execute(
-        "SELECT account_id, confidence, tokens FROM affected_accounts WHERE side = 'receiving'"
-    ).fetchall()}
+    rows = {
+        a: (c, t)
+        for (a, c, t) in con.execute(
+            "SELECT account_id, confidence, tokens FROM affected_accounts WHERE side = 'receiving'"
+        ).fetchall()
+    }
     assert rows["acct-9"] == ("possible", None)
     assert rows["acct-7"] == ("ledger", 7)
     assert summary["screened_suspects_without_ledger"] == 3

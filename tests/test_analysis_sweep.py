@@ -64,8 +64,12 @@ def test_foreign_category_covers_exactly_the_exposures() -> None:
         {"request_id": "B", "op": "read", "slot_start": 0, "slot_count": 4, "content_hash": None},
     ]
     reads, viol = _sweep_facts("n", [dict(e, ts=0, node="n") for e in evs])
-    assert {(s, k) for (_, t, s, k, _) in reads} == {(0, "own"), (1, "stale"), (2, "stale"),
-                                                      (3, "stale")}
+    assert {(s, k) for (_, t, s, k, _) in reads} == {
+        (0, "own"),
+        (1, "stale"),
+        (2, "stale"),
+        (3, "stale"),
+    }
     assert viol == set()
 
 

@@ -14,8 +14,12 @@ import duckdb
 from forensics.ingest.sqlrun import run_script
 from forensics.resources import sql
 
-LEDGER_QUERIES = ("analysis_exposures", "analysis_violations", "analysis_read_stats",
-                  "analysis_exposure_tokens")
+LEDGER_QUERIES = (
+    "analysis_exposures",
+    "analysis_violations",
+    "analysis_read_stats",
+    "analysis_exposure_tokens",
+)
 AFFECTED_QUERIES = ("analysis_affected_requests", "analysis_affected_accounts")
 
 
@@ -42,5 +46,7 @@ def summary(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
     out = dict(zip(names, cur.fetchall()[0], strict=True))
     for key in ("exposures_by_kind", "violations_by_kind"):
         out[key] = {k: int(v) for k, v in sorted((out.get(key) or {}).items())}
-    return {k: (int(v) if isinstance(v, int | float) and not isinstance(v, bool) else v)
-            for k, v in out.items()}
+    return {
+        k: (int(v) if isinstance(v, int | float) and not isinstance(v, bool) else v)
+        for k, v in out.items()
+    }

@@ -35,8 +35,13 @@ def push_category(cat, n, t, kind, x, e):
 @njit(cache=True, nogil=True)
 def push_exposure(ex, n, t, x, e, w, kind):
     """Append [t, x, e, w, kind], extending the previous row when it continues it."""
-    if n > 0 and ex[n - 1, 0] == t and ex[n - 1, 3] == w and ex[n - 1, 4] == kind \
-            and ex[n - 1, 2] == x:
+    if (
+        n > 0
+        and ex[n - 1, 0] == t
+        and ex[n - 1, 3] == w
+        and ex[n - 1, 4] == kind
+        and ex[n - 1, 2] == x
+    ):
         ex[n - 1, 2] = e
         return ex, n
     return push(ex, n, t, x, e, w, kind), n + 1

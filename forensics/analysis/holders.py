@@ -2,9 +2,9 @@
 
 A holder set is an immutable, request-sorted list of (request code, acquisition event index)
 entries stored in a pool: `ent[i] = (request, acquired_at)`, `sets[sid] = (offset, length)`,
-`cnt = [entries used, sets used, longest set so far]`. Set 0 is the empty set. Changing the holders of a run makes a
-new set (copy on write), so runs that split share their set. When the pool is full it is first
-compacted to the sets still referenced by the holder map, then grown.
+`cnt = [entries used, sets used, longest set so far]`. Set 0 is the empty set. Changing the
+holders of a run makes a new set (copy on write), so runs that split share their set. When the
+pool is full it is first compacted to the sets still referenced by the holder map, then grown.
 """
 
 from __future__ import annotations

@@ -97,8 +97,9 @@ def read(t, r, a, b, n, lw, ww, hc, hf, pc, pf, op, hsh, ex, nex, cat, ncat, vio
         elif wr == r:
             cat, ncat = push_category(cat, ncat, t, OWN, x, e)
         else:
-            ex, nex, cat, ncat = foreign_run(t, r, wr, x, e, n, lw, hf, ent_f, sets_f, op, hsh,
-                                             ex, nex, cat, ncat)
+            ex, nex, cat, ncat = foreign_run(
+                t, r, wr, x, e, n, lw, hf, ent_f, sets_f, op, hsh, ex, nex, cat, ncat
+            )
         if set_find(ent_c, sets_c, cv[p_h], r) < 0:
             vio, nv = push_holders(vio, nv, t, x, e, READ_UNHELD, ent_c, sets_c, cv[p_h], r)
         x = e

@@ -67,8 +67,9 @@ def sweep_nodes(
     """Sweep every node, `workers` at a time; results in node order."""
 
     def one(ev: NodeEvents) -> Pieces:
-        return Pieces(ev.node, *sweep_node(ev.req, ev.op, ev.slot_start, ev.slot_count,
-                                           ev.content_hash))
+        return Pieces(
+            ev.node, *sweep_node(ev.req, ev.op, ev.slot_start, ev.slot_count, ev.content_hash)
+        )
 
     out: list[Pieces] = []
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
@@ -79,12 +80,15 @@ def sweep_nodes(
 
 
 _TABLES = {
-    "analysis_exposure_pieces": ("exposures", ("read_ord", "slot_start", "slot_end", "write_ord",
-                                               "kind_code")),
-    "analysis_read_pieces": ("categories", ("read_ord", "category_code", "slot_start",
-                                            "slot_end")),
-    "analysis_violation_pieces": ("violations", ("ord", "slot_start", "slot_end",
-                                                 "violation_code", "other_code")),
+    "analysis_exposure_pieces": (
+        "exposures",
+        ("read_ord", "slot_start", "slot_end", "write_ord", "kind_code"),
+    ),
+    "analysis_read_pieces": ("categories", ("read_ord", "category_code", "slot_start", "slot_end")),
+    "analysis_violation_pieces": (
+        "violations",
+        ("ord", "slot_start", "slot_end", "violation_code", "other_code"),
+    ),
 }
 
 
@@ -98,8 +102,9 @@ def store_pieces(con: duckdb.DuckDBPyConnection, pieces: list[Pieces]) -> dict[s
             pa.array(np.repeat(np.arange(len(pieces)), [len(a) for a in arrays]), pa.int32()),
             pa.array([p.node for p in pieces], pa.string()),
         ).cast(pa.string())
-        frame = pa.table([node, *(pa.array(rows[:, i]) for i in range(len(names)))],
-                         names=["node", *names])
+        frame = pa.table(
+            [node, *(pa.array(rows[:, i]) for i in range(len(names)))], names=["node", *names]
+        )
         con.register("_analysis_pieces", frame)
         try:
             con.execute(sql(f"analysis_store_{attr}"))

@@ -38,8 +38,9 @@ def analyze(
     screen(con, ScreeningParams.from_params(params))
     aggregate.affected_tables(con)
     out = aggregate.summary(con)
-    out["findings"] = bool(out["exposure_runs"] or out["possible_pairs"]
-                           or sum(out["violations_by_kind"].values()))
+    out["findings"] = bool(
+        out["exposure_runs"] or out["possible_pairs"] or sum(out["violations_by_kind"].values())
+    )
     out["headline"] = headline(out)
     return out
 
@@ -64,8 +65,10 @@ def analyze_stage(ctx: RunContext) -> dict[str, Any]:
 
 def write_outputs(con: duckdb.DuckDBPyConnection, out_dir: Path, wrote=lambda p: p) -> None:
     """exposures.parquet and the two notification lists (sorted, so byte-identical reruns)."""
-    pq.write_table(con.sql(sql("analysis_export_exposures")).to_arrow_table(),
-                   wrote(out_dir / "exposures.parquet"))
+    pq.write_table(
+        con.sql(sql("analysis_export_exposures")).to_arrow_table(),
+        wrote(out_dir / "exposures.parquet"),
+    )
     notifications = out_dir / "notifications"
     notifications.mkdir(parents=True, exist_ok=True)
     for side in ("receiving", "leaking"):

@@ -11,8 +11,9 @@ boundary, so the state is constant inside a cell). The sweep keeps four run maps
   (holder sets: forensics.analysis.holders, one pool for hc and one for hf).
 
 Each read walks the runs of `ww` and `hc` inside its range; only where the writer is another
-request does it walk `lw` and `hf` there and emit foreign pieces (forensics.analysis.kinds). Cost therefore grows with
-events, runs touched and foreign pieces, never with the number of slots in a range.
+request does it walk `lw` and `hf` there and emit foreign pieces (forensics.analysis.kinds).
+Cost therefore grows with events, runs touched and foreign pieces, never with the number of
+slots in a range.
 
 Outputs (int64, 2-D, one row per piece, cells not yet mapped back to slots):
 - exposures  `[read event, c0, c1, write event, kind]`  (kind: EXPOSURE_KINDS)
@@ -59,26 +60,47 @@ def sweep_cells(req, op, c0, c1, hsh, acq_ptr, acq_idx, n, lw, ww, hc, hf, pool_
         a = c0[t]
         b = c1[t]
         if o == READ:
-            ex, nex, cat, ncat, vio, nv = read(t, r, a, b, n, lw, ww, hc, hf, (ent_c, sets_c),
-                                               (ent_f, sets_f), op, hsh, ex, nex, cat, ncat,
-                                               vio, nv)
+            ex, nex, cat, ncat, vio, nv = read(
+                t,
+                r,
+                a,
+                b,
+                n,
+                lw,
+                ww,
+                hc,
+                hf,
+                (ent_c, sets_c),
+                (ent_f, sets_f),
+                op,
+                hsh,
+                ex,
+                nex,
+                cat,
+                ncat,
+                vio,
+                nv,
+            )
         elif o == WRITE:
-            vio, nv = check_holders(t, r, a, b, n, hc, ent_c, sets_c, vio, nv, True, acq_ptr,
-                                    acq_idx, c0, c1)
+            vio, nv = check_holders(
+                t, r, a, b, n, hc, ent_c, sets_c, vio, nv, True, acq_ptr, acq_idx, c0, c1
+            )
             rm_assign(lw[0], lw[1], lw[2], lw[3], a, b, t, n)
             rm_assign(ww[0], ww[1], ww[2], ww[3], a, b, r, n)
         else:
             if o == ALLOC:
-                vio, nv = check_holders(t, r, a, b, n, hc, ent_c, sets_c, vio, nv, False,
-                                        acq_ptr, acq_idx, c0, c1)
+                vio, nv = check_holders(
+                    t, r, a, b, n, hc, ent_c, sets_c, vio, nv, False, acq_ptr, acq_idx, c0, c1
+                )
             since = t if o != FREE else -1
             ent_c, sets_c = update_holders(hc, ent_c, sets_c, cnt_c, a, b, r, min(since, 0), n)
             ent_f, sets_f = update_holders(hf, ent_f, sets_f, cnt_f, a, b, r, since, n)
     return ex[:nex], cat[:ncat], vio[:nv]
 
 
-def compress(slot_start: np.ndarray, slot_count: np.ndarray) -> tuple[np.ndarray, np.ndarray,
-                                                                      np.ndarray]:
+def compress(
+    slot_start: np.ndarray, slot_count: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Cell boundaries (sorted real slots) and each event's [c0, c1) in cells."""
     end = slot_start + slot_count
     bounds = np.sort(np.concatenate([slot_start, end]))
@@ -115,9 +137,22 @@ def sweep_node(
     bounds, c0, c1 = compress(np.asarray(slot_start, np.int64), np.asarray(slot_count, np.int64))
     n = max(1, len(bounds) - 1)
     acq_ptr, acq_idx = acquisitions(req, op, int(req.max()) + 1)
-    ex, cat, vio = sweep_cells(req, op, c0.astype(np.int64), c1.astype(np.int64), hsh, acq_ptr,
-                               acq_idx, n, new_map(n, -1), new_map(n, -1), new_map(n, 0),
-                               new_map(n, 0), new_pool(2 * len(req)), new_pool(2 * len(req)))
+    ex, cat, vio = sweep_cells(
+        req,
+        op,
+        c0.astype(np.int64),
+        c1.astype(np.int64),
+        hsh,
+        acq_ptr,
+        acq_idx,
+        n,
+        new_map(n, -1),
+        new_map(n, -1),
+        new_map(n, 0),
+        new_map(n, 0),
+        new_pool(2 * len(req)),
+        new_pool(2 * len(req)),
+    )
     for buf, cols in ((ex, (1, 2)), (cat, (2, 3)), (vio, (1, 2))):
         for col in cols:
             buf[:, col] = bounds[buf[:, col]]

@@ -15,12 +15,16 @@ from forensics.errors import CaseError
 def analyze(
     db: Path = typer.Option(..., "--db", help="Case database written by `kvforensics ingest`."),
     window_s: float = typer.Option(
-        600.0, "--window-s", help="Screening: seconds before a suspect in which requests on the "
-        "same decode node are possible leakers."
+        600.0,
+        "--window-s",
+        help="Screening: seconds before a suspect in which requests on the "
+        "same decode node are possible leakers.",
     ),
     ttft_factor: float = typer.Option(
-        10.0, "--ttft-factor", help="Screening: flag a time to first token this many times "
-        "shorter than the node's normal prefill rate predicts."
+        10.0,
+        "--ttft-factor",
+        help="Screening: flag a time to first token this many times "
+        "shorter than the node's normal prefill rate predicts.",
     ),
     workers: int = typer.Option(2, "--workers", help="Nodes swept in parallel."),
     json_out: bool = typer.Option(False, "--json", help="Print a JSON summary on stdout."),
@@ -31,8 +35,9 @@ def analyze(
     from forensics.db import connect
 
     if not db.is_file():
-        raise CaseError(f"no case database at {db}; create it with `kvforensics ingest CASE "
-                        f"--db {db}`")
+        raise CaseError(
+            f"no case database at {db}; create it with `kvforensics ingest CASE --db {db}`"
+        )
     con = connect(db)
     try:
         params = {"window_s": window_s, "ttft_factor": ttft_factor, "workers": workers}
