@@ -35,6 +35,9 @@ def run(argv: list[str] | None = None) -> int:
         console.print("[bold red]internal error[/] (please report it with this traceback):")
         console.print(traceback.format_exc(), markup=False)
         return 2
+    if result == 130:  # click reports Ctrl-C as 130 when it handles it itself
+        console.print("interrupted; nothing was changed by the step in progress")
+        return 2
     return int(result) if isinstance(result, int) else 0
 
 

@@ -6,7 +6,13 @@ from the contract's own column names (never from file content) and quoted as ide
 
 from __future__ import annotations
 
+import gzip
+import shutil
+import tempfile
+from pathlib import Path
+
 import duckdb
+import zstandard
 
 from forensics.errors import InputError, MissingColumnError
 from forensics.ingest.contract import TableContract
@@ -49,7 +55,7 @@ def _stage_text(con: duckdb.DuckDBPyConnection, f: InputFile, header_lines: int)
 
 def stage_csv(con: duckdb.DuckDBPyConnection, f: InputFile, table: TableContract) -> None:
     _read_raw(con, f, "stage_csv")
-    found = [r[0] for r in con.execute("DESCRIBE raw_rows").fetchall()]
+    found = [r[0] for r in con.execute(sql("describe_raw")).fetchall()]
     _check_columns(f, table, found)
     _stage_text(con, f, header_lines=1)
     projection = ", ".join(
@@ -77,8 +83,21 @@ def _parquet_expr(column: str, dtype: str) -> str:
 
 
 def stage_parquet(con: duckdb.DuckDBPyConnection, f: InputFile, table: TableContract) -> None:
+    """Parquet compresses inside the file; a whole-file .gz/.zst wrapper is unpacked first."""
+    if f.compression is None:
+        _stage_parquet_path(con, f, table, f.path)
+        return
+    with tempfile.TemporaryDirectory(prefix="kvf-") as tmp:
+        plain = Path(tmp) / "part.parquet"
+        decompress_to(f.path, f.compression, plain)
+        _stage_parquet_path(con, f, table, plain)
+
+
+def _stage_parquet_path(
+    con: duckdb.DuckDBPyConnection, f: InputFile, table: TableContract, path: Path
+) -> None:
     try:
-        described = con.execute("DESCRIBE SELECT * FROM read_parquet($path)", {"path": str(f.path)})
+        described = con.execute(sql("describe_parquet"), {"path": str(path)})
         types = {r[0]: r[1] for r in described.fetchall()}
     except duckdb.Error as exc:
         raise InputError(
@@ -93,7 +112,17 @@ def stage_parquet(con: duckdb.DuckDBPyConnection, f: InputFile, table: TableCont
         else f"NULL::VARCHAR AS {ident(c)}"
         for c in table.names
     )
-    run_script(con, sql("stage_parquet_rows").format(projection=projection), {"path": str(f.path)})
+    run_script(con, sql("stage_parquet_rows").format(projection=projection), {"path": str(path)})
+
+
+def decompress_to(source: Path, compression: str, target: Path) -> None:
+    with source.open("rb") as raw, target.open("wb") as out:
+        if compression == "gzip":
+            with gzip.open(raw) as stream:
+                shutil.copyfileobj(stream, out, 1 << 20)
+        else:
+            with zstandard.ZstdDecompressor().stream_reader(raw) as stream:
+                shutil.copyfileobj(stream, out, 1 << 20)
 
 
 STAGERS = {"csv": stage_csv, "jsonl": stage_jsonl, "parquet": stage_parquet}
