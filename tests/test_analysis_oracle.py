@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+import oracle
+from analysis_case import EPOCH, at, insert, insert_ledger, new_case
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from ledgers import REQUESTS, busy_ledger, ledger
 
 from forensics.analysis.stage import analyze
-from tests import oracle
-from tests.analysis_case import EPOCH, at, insert, insert_ledger, new_case
-from tests.ledgers import REQUESTS, busy_ledger, ledger
 
 ACCOUNTS = ("acct-1", "acct-2", "acct-3")
 

@@ -4,11 +4,11 @@ possible leakers in the window before a suspect, and the ledger deciding where i
 from __future__ import annotations
 
 import pytest
+from analysis_case import at, insert, insert_ledger, new_case
 
 from forensics.analysis.stage import analyze
 from forensics.ingest.sqlrun import run_script
 from forensics.resources import sql
-from tests.analysis_case import at, insert, insert_ledger, new_case
 
 SECOND = 1_000_000
 RATE = 10_000  # normal prefill rate of p1, tokens per second

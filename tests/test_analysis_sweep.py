@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import numpy as np
+import oracle
 from hypothesis import given, settings
+from ledgers import busy_ledger, ledger
 
 from forensics.analysis.sweep import CATEGORIES, EXPOSURE_KINDS, OPS, VIOLATIONS, sweep_node
-from tests import oracle
-from tests.ledgers import busy_ledger, ledger
 
 
 def _codes(values: list) -> tuple[np.ndarray, list]:
