@@ -21,6 +21,7 @@ import numpy as np
 
 from forensics.analysis.order import NodeEvents, sweep_nodes
 from forensics.analysis.sweep import ALLOC, FREE, READ, WRITE
+from forensics.resources import sql
 
 
 def _request(r: int, base: int, prompt: int, decode: int, stub: bool) -> list[tuple]:
@@ -66,6 +67,47 @@ def node_ledger(n_events: int, seed: int, decode: int, pool: int, live: int = 8)
     )
 
 
+def whole_analysis(nodes: list[NodeEvents]) -> None:
+    """Time `analyze` (DuckDB ordering, sweep, SQL) on the ledger loaded into a case database."""
+    import pyarrow as pa
+
+    from forensics.analysis.codes import OPS
+    from forensics.analysis.stage import analyze
+    from forensics.db import connect
+
+    con = connect(":memory:")
+    for k, ev in enumerate(nodes):
+        n = len(ev.req)
+        names = np.array([f"{ev.node}-r{r}" for r in range(int(ev.req.max()) + 1)])
+        ts = np.datetime64("2026-08-27T00:00:00", "us") + np.arange(n).astype("timedelta64[us]")
+        table = pa.table(
+            {
+                "ts": ts,
+                "node": np.full(n, ev.node),
+                "request_id": names[ev.req],
+                "op": np.array(OPS)[ev.op],
+                "slot_start": ev.slot_start,
+                "slot_count": ev.slot_count,
+                "pos_start": np.zeros(n, np.int64),
+                "input_order": np.arange(n) + k * n,
+                "request_known": np.ones(n, bool),
+                "src_file": np.full(n, "kv_events.parquet"),
+                "src_row": np.arange(n) + 1,
+            }
+        )
+        con.register("_bench", table)
+        con.execute(sql("bench_insert_kv_events"))
+        con.unregister("_bench")
+    started, cpu = time.perf_counter(), time.process_time()
+    summary = analyze(con)
+    took, cpu = time.perf_counter() - started, time.process_time() - cpu
+    print(
+        f"whole analysis: {summary['events']:,} events in {took:.2f} s wall "
+        f"({summary['events'] / took:,.0f} events/s), {cpu:.2f} s CPU; "
+        f"{summary['exposure_runs']:,} exposure runs"
+    )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--events", type=int, default=3_000_000)
@@ -73,6 +115,12 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--decode", type=int, default=32)
     ap.add_argument("--pool", type=int, default=681_280 * 4)
+    ap.add_argument(
+        "--db-events",
+        type=int,
+        default=1_000_000,
+        help="events for the whole-analysis timing (0: skip it)",
+    )
     args = ap.parse_args()
     per_node = args.events // args.nodes
     started = time.perf_counter()
@@ -93,6 +141,11 @@ def main() -> None:
             f"sweep, {workers} worker(s): {took:.2f} s wall, {total / took:,.0f} events/s; "
             f"{cpu:.2f} s CPU, {total / cpu:,.0f} events per CPU-second; "
             f"{foreign:,} foreign pieces"
+        )
+    if args.db_events:
+        per_node = args.db_events // args.nodes
+        whole_analysis(
+            [node_ledger(per_node, s, args.decode, args.pool) for s in range(args.nodes)]
         )
 
 

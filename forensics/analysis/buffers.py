@@ -7,13 +7,21 @@ from numba import njit
 
 
 @njit(cache=True, nogil=True)
+def grown(buf, n, rows):
+    """A copy of buf's first n rows in a buffer of `rows` rows (plain loops: quick to compile)."""
+    out = np.empty((rows, buf.shape[1]), dtype=np.int64)
+    for i in range(n):
+        for j in range(buf.shape[1]):
+            out[i, j] = buf[i, j]
+    return out
+
+
+@njit(cache=True, nogil=True)
 def push(buf, n, a, b, c, d, e):
     """Write row n (columns beyond the buffer's width are ignored); returns the buffer, grown
     when full. The caller counts rows."""
     if n >= buf.shape[0]:
-        grown = np.empty((2 * buf.shape[0] + 16, buf.shape[1]), dtype=np.int64)
-        grown[:n] = buf[:n]
-        buf = grown
+        buf = grown(buf, n, 2 * buf.shape[0] + 16)
     buf[n, 0] = a
     buf[n, 1] = b
     buf[n, 2] = c
@@ -29,7 +37,7 @@ def push_category(cat, n, t, kind, x, e):
     if n > 0 and cat[n - 1, 0] == t and cat[n - 1, 1] == kind and cat[n - 1, 3] == x:
         cat[n - 1, 3] = e
         return cat, n
-    return push(cat, n, t, kind, x, e, 0), n + 1
+    return push(cat, n, t, kind, x, e, np.int64(0)), n + 1
 
 
 @njit(cache=True, nogil=True)

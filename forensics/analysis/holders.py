@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from forensics.analysis.buffers import grown
 from forensics.analysis.runmap import bs_clear, bs_next, bs_prev, rm_split
 
 
@@ -124,14 +125,13 @@ def pool_reserve(ent, sets, cnt, need_ent, need_sets, words, offs, nlev, val, n)
         if remap[sid] < 0:
             length = sets[sid, 1]
             if ne + length > new_ent.shape[0]:
-                grown = np.empty((2 * (ne + length), 2), dtype=np.int64)
-                grown[:ne] = new_ent[:ne]
-                new_ent = grown
+                new_ent = grown(new_ent, ne, 2 * (ne + length))
             if ns + 1 > new_sets.shape[0]:
-                grown = np.empty((2 * (ns + 1), 2), dtype=np.int64)
-                grown[:ns] = new_sets[:ns]
-                new_sets = grown
-            new_ent[ne : ne + length] = ent[sets[sid, 0] : sets[sid, 0] + length]
+                new_sets = grown(new_sets, ns, 2 * (ns + 1))
+            off = sets[sid, 0]
+            for i in range(length):
+                new_ent[ne + i, 0] = ent[off + i, 0]
+                new_ent[ne + i, 1] = ent[off + i, 1]
             new_sets[ns, 0] = ne
             new_sets[ns, 1] = length
             remap[sid] = ns
@@ -144,13 +144,9 @@ def pool_reserve(ent, sets, cnt, need_ent, need_sets, words, offs, nlev, val, n)
     want_ent = 2 * (ne + need_ent)
     want_sets = 2 * (ns + need_sets)
     if want_ent > new_ent.shape[0]:
-        grown = np.empty((want_ent, 2), dtype=np.int64)
-        grown[:ne] = new_ent[:ne]
-        new_ent = grown
+        new_ent = grown(new_ent, ne, want_ent)
     if want_sets > new_sets.shape[0]:
-        grown = np.empty((want_sets, 2), dtype=np.int64)
-        grown[:ns] = new_sets[:ns]
-        new_sets = grown
+        new_sets = grown(new_sets, ns, want_sets)
     return new_ent, new_sets
 
 

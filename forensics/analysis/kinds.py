@@ -14,6 +14,7 @@ that acquired each holding) to classify, per DESIGN §4:
 
 from __future__ import annotations
 
+import numpy as np
 from numba import njit
 
 from forensics.analysis.buffers import push_category, push_exposure
@@ -93,15 +94,17 @@ def read(t, r, a, b, n, lw, ww, hc, hf, pc, pf, op, hsh, ex, nex, cat, ncat, vio
         e = min(n_l, n_h, b)
         wr = ww_v[p_l]
         if wr < 0:
-            cat, ncat = push_category(cat, ncat, t, UNINITIALISED, x, e)
+            cat, ncat = push_category(cat, ncat, t, np.int64(UNINITIALISED), x, e)
         elif wr == r:
-            cat, ncat = push_category(cat, ncat, t, OWN, x, e)
+            cat, ncat = push_category(cat, ncat, t, np.int64(OWN), x, e)
         else:
             ex, nex, cat, ncat = foreign_run(
                 t, r, wr, x, e, n, lw, hf, ent_f, sets_f, op, hsh, ex, nex, cat, ncat
             )
         if set_find(ent_c, sets_c, cv[p_h], r) < 0:
-            vio, nv = push_holders(vio, nv, t, x, e, READ_UNHELD, ent_c, sets_c, cv[p_h], r)
+            vio, nv = push_holders(
+                vio, nv, t, x, e, np.int64(READ_UNHELD), ent_c, sets_c, cv[p_h], r
+            )
         x = e
         if x == n_l:
             p_l = n_l

@@ -37,7 +37,7 @@ def new_map(n: int, value: int) -> tuple[np.ndarray, np.ndarray, int, np.ndarray
     return words, offs, len(sizes), val
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True)
 def bs_test(words, offs, nlev, i):
     return (words[offs[0] + (i >> 6)] >> np.uint64(i & 63)) & _ONE != 0
 

@@ -49,9 +49,9 @@ def sweep_cells(req, op, c0, c1, hsh, acq_ptr, acq_idx, n, lw, ww, hc, hf, pool_
     ex = np.empty((1024, 5), dtype=np.int64)
     cat = np.empty((1024, 4), dtype=np.int64)
     vio = np.empty((256, 5), dtype=np.int64)
-    nex = 0
-    ncat = 0
-    nv = 0
+    nex = np.int64(0)
+    ncat = np.int64(0)
+    nv = np.int64(0)
     ent_c, sets_c, cnt_c = pool_c
     ent_f, sets_f, cnt_f = pool_f
     for t in range(req.shape[0]):
@@ -83,14 +83,14 @@ def sweep_cells(req, op, c0, c1, hsh, acq_ptr, acq_idx, n, lw, ww, hc, hf, pool_
             )
         elif o == WRITE:
             vio, nv = check_holders(
-                t, r, a, b, n, hc, ent_c, sets_c, vio, nv, True, acq_ptr, acq_idx, c0, c1
+                t, r, a, b, n, hc, ent_c, sets_c, vio, nv, o == WRITE, acq_ptr, acq_idx, c0, c1
             )
             rm_assign(lw[0], lw[1], lw[2], lw[3], a, b, t, n)
             rm_assign(ww[0], ww[1], ww[2], ww[3], a, b, r, n)
         else:
             if o == ALLOC:
                 vio, nv = check_holders(
-                    t, r, a, b, n, hc, ent_c, sets_c, vio, nv, False, acq_ptr, acq_idx, c0, c1
+                    t, r, a, b, n, hc, ent_c, sets_c, vio, nv, o == WRITE, acq_ptr, acq_idx, c0, c1
                 )
             since = t if o != FREE else -1
             ent_c, sets_c = update_holders(hc, ent_c, sets_c, cnt_c, a, b, r, min(since, 0), n)

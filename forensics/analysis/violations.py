@@ -25,7 +25,7 @@ def push_holders(vio, n, t, x, e, kind, ent, sets, sid, skip):
             n += 1
             any_other = True
     if not any_other and kind != DOUBLE_ALLOCATION:
-        vio = push(vio, n, t, x, e, kind, -1)
+        vio = push(vio, n, t, x, e, kind, np.int64(-1))
         n += 1
     return vio, n
 
@@ -45,7 +45,12 @@ def unheld_write(vio, nv, t, x, e, r, acq_ptr, acq_idx, c0, c1, ent, sets, sid):
             lo[k] = max(x, c0[j])
             hi[k] = min(e, c1[j])
             k += 1
-    order = np.argsort(lo[:k])
+    order = np.arange(k)
+    for i in range(1, k):  # insertion sort by start: an unheld write meets few holdings
+        j = i
+        while j > 0 and lo[order[j - 1]] > lo[order[j]]:
+            order[j - 1], order[j] = order[j], order[j - 1]
+            j -= 1
     cur = x
     i = 0
     while i < k:
@@ -56,11 +61,11 @@ def unheld_write(vio, nv, t, x, e, r, acq_ptr, acq_idx, c0, c1, ent, sets, sid):
             s1 = max(s1, hi[order[i]])
             i += 1
         if cur < s0:
-            vio, nv = push_holders(vio, nv, t, cur, s0, WRITE_UNHELD, ent, sets, sid, r)
-        vio, nv = push_holders(vio, nv, t, s0, s1, WRITE_AFTER_FREE, ent, sets, sid, r)
+            vio, nv = push_holders(vio, nv, t, cur, s0, np.int64(WRITE_UNHELD), ent, sets, sid, r)
+        vio, nv = push_holders(vio, nv, t, s0, s1, np.int64(WRITE_AFTER_FREE), ent, sets, sid, r)
         cur = s1
     if cur < e:
-        vio, nv = push_holders(vio, nv, t, cur, e, WRITE_UNHELD, ent, sets, sid, r)
+        vio, nv = push_holders(vio, nv, t, cur, e, np.int64(WRITE_UNHELD), ent, sets, sid, r)
     return vio, nv
 
 
@@ -74,7 +79,7 @@ def check_holders(t, r, a, b, n, hmap, ent, sets, vio, nv, is_write, acq_ptr, ac
         e = min(bs_next(hw, ho, hn, x + 1, n), b)
         sid = hv[p_h]
         if not is_write:
-            vio, nv = push_holders(vio, nv, t, x, e, DOUBLE_ALLOCATION, ent, sets, sid, r)
+            vio, nv = push_holders(vio, nv, t, x, e, np.int64(DOUBLE_ALLOCATION), ent, sets, sid, r)
         elif set_find(ent, sets, sid, r) < 0:
             vio, nv = unheld_write(vio, nv, t, x, e, r, acq_ptr, acq_idx, c0, c1, ent, sets, sid)
         x = e
