@@ -166,8 +166,10 @@ def update_holders(hmap, ent, sets, cnt, a, b, r, acq, n):
     """Add r, held since acq, to the holder sets of [a, b) (acq < 0 removes r), then merge
     runs whose sets became equal. Returns the (possibly reallocated) pool arrays."""
     hw, ho, hn, hv = hmap
-    runs = count_runs(hw, ho, hn, a, b, n) + 2
-    ent, sets = pool_reserve(ent, sets, cnt, runs * (cnt[2] + 1), runs, hw, ho, hn, hv, n)
+    runs = b - a + 2  # at most one new set per cell: count the runs only when that is short
+    if cnt[0] + runs * (cnt[2] + 1) > ent.shape[0] or cnt[1] + runs > sets.shape[0]:
+        runs = count_runs(hw, ho, hn, a, b, n) + 2
+        ent, sets = pool_reserve(ent, sets, cnt, runs * (cnt[2] + 1), runs, hw, ho, hn, hv, n)
     rm_split(hw, ho, hn, hv, a, n)
     rm_split(hw, ho, hn, hv, b, n)
     x = a
