@@ -1,0 +1,130 @@
+"""Reading engine log files: plain or gzip, line prefixes, ranks and spliced lines.
+
+A physical line may hold one record or, when several processes wrote to the same file at once,
+several records glued together; `split_records` cuts it at every embedded SGLang prefix."""
+
+from __future__ import annotations
+
+import gzip
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+from forensics.errors import InputError
+
+_GZIP_MAGIC = b"\x1f\x8b"
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+_RANK = re.compile(r"([A-Z][A-Z_]*?)(\d+)")
+
+# SGLang: [2026-08-27 10:00:00 DP0 TP3 EP3], [2026-08-27 10:00:00.123] (SGLANG_LOG_MS), and
+# before 0.4 [10:00:00 TP0] (no date: the time stays unknown).
+_SGLANG_PREFIX = re.compile(
+    r"\[((?:\d{4}-\d{2}-\d{2}[ T])?\d{2}:\d{2}:\d{2}(?:[.,]\d{1,6})?)((?: [A-Z][A-Z_]*\d+)*)\] ?"
+)
+# vLLM: (EngineCore_DP0 pid=12) INFO 08-27 10:00:00 [kv_cache_utils.py:1148] (process optional;
+# older builds write `llm_engine.py:237]` without the opening bracket)
+_VLLM_PREFIX = re.compile(
+    r"^(?:\((?P<proc>[^)]*?)\s+pid=\d+\)\s+)?"
+    r"(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s+"
+    r"(?P<ts>(?:\d{4}-)?\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:[.,]\d{1,6})?)\s+"
+    r"(?:\[[^\]]*\]|[\w./-]+:\d+\])\s?"
+)
+# A collector's timestamp in front of everything (kubectl logs --timestamps, journald exports).
+_LEADING_ISO = re.compile(
+    r"^(\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:\.\d+)?)(?:Z|[+-]\d{2}:?\d{2})?\s+"
+)
+_PROC_RANK = re.compile(r"(?:^|[_ ])(DP|TP|PP|EP|rank)[=_ ]?(\d+)", re.IGNORECASE)
+
+Ranks = tuple[tuple[str, int], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """One log record: its time (as written, node-local clock), ranks and message body."""
+
+    ts: datetime | None
+    ranks: Ranks
+    body: str
+
+
+def open_lines(path: Path) -> Iterator[str]:
+    """The lines of a plain or gzip file (detected by content), without line endings.
+
+    Undecodable bytes become U+FFFD; a gzip file cut short yields the lines read so far."""
+    try:
+        with path.open("rb") as probe:
+            magic = probe.read(2)
+    except OSError as exc:
+        raise InputError(f"cannot read the log file: {exc.strerror}", path=str(path)) from exc
+    opener = gzip.open if magic == _GZIP_MAGIC else open
+    try:
+        with opener(path, "rb") as handle:  # type: ignore[operator]
+            for raw in handle:
+                yield raw.decode("utf-8", errors="replace").rstrip("\r\n")
+    except (EOFError, gzip.BadGzipFile):
+        return  # a cut-off gzip stream: what was read stays, the rest is lost
+
+
+def clean(line: str) -> str:
+    """Drop terminal colour codes and trailing blanks."""
+    return _ANSI.sub("", line).rstrip()
+
+
+def _parse_ts(text: str) -> datetime | None:
+    text = text.replace(",", ".").replace("T", " ")
+    for fmt in ("%Y-%m-%d %H:%M:%S.%f", "%Y-%m-%d %H:%M:%S"):
+        try:
+            return datetime.strptime(text, fmt)
+        except ValueError:
+            continue
+    return None  # vLLM writes no year: the time stays unknown rather than guessed
+
+
+def _ranks(text: str) -> Ranks:
+    return tuple((name, int(num)) for name, num in _RANK.findall(text))
+
+
+def _proc_ranks(proc: str | None) -> Ranks:
+    if not proc:
+        return ()
+    return tuple((name.upper(), int(num)) for name, num in _PROC_RANK.findall(proc))
+
+
+def split_records(line: str) -> list[Record]:
+    """Cut a cleaned physical line into records.
+
+    Every SGLang bracket prefix starts a new record (so text that two processes glued together is
+    separated); otherwise a vLLM prefix, or none, gives one record."""
+    lead = _LEADING_ISO.match(line)
+    lead_ts = _parse_ts(lead.group(1)) if lead else None
+    text = line[lead.end():] if lead else line
+    starts = list(_SGLANG_PREFIX.finditer(text))
+    if not starts:
+        return [_plain_record(text, lead_ts)]
+    records = []
+    if starts[0].start() > 0 and text[: starts[0].start()].strip():
+        records.append(_plain_record(text[: starts[0].start()], lead_ts))
+    for here, nxt in zip(starts, [*starts[1:], None], strict=True):
+        end = nxt.start() if nxt else len(text)
+        ts = _parse_ts(here.group(1)) or lead_ts
+        records.append(Record(ts, _ranks(here.group(2)), text[here.end():end].rstrip()))
+    return records
+
+
+def _plain_record(text: str, lead_ts: datetime | None) -> Record:
+    match = _VLLM_PREFIX.match(text)
+    if not match:
+        return Record(lead_ts, (), text)
+    ts = _parse_ts(match.group("ts")) if len(match.group("ts")) > 14 else None
+    return Record(ts or lead_ts, _proc_ranks(match.group("proc")), text[match.end():])
+
+
+def is_primary(ranks: Ranks) -> bool:
+    """Rank 0 of every dimension except DP (each DP rank has its own KV pool)."""
+    return all(num == 0 for name, num in ranks if name != "DP")
+
+
+def dp_rank(ranks: Ranks) -> int:
+    return next((num for name, num in ranks if name == "DP"), 0)
