@@ -77,6 +77,7 @@ def split_runs(observations: list[Observation]) -> list[list[Observation]]:
         runs[-1].append(ob)
         if ob.fact in _CAPACITY or ob.fact == "gpu_blocks":
             seen.setdefault(key, ob.src_line)
+        if ob.fact in ("pool_slots", "gpu_blocks"):
             capacity_dp.add(dp_rank(ob.ranks))
     return runs
 

@@ -45,8 +45,8 @@ CHECKSUM = Spec(
     head=rx(r"KV checksum mismatch (?:on a peer rank )?req="),
     full=rx(r"KV checksum mismatch (?:on a peer rank )?req=(?P<request_id>\S+) "
             r"bootstrap_room=(?P<bootstrap_room>\d+)"
-            r"(?: expected=(?P<max_value>0x[0-9a-fA-F]+) got=(?P<value>0x[0-9a-fA-F]+)\b)?"),
-    partial=(rx(r"req=(?P<request_id>\S+) "),),
+            r"(?: expected=(?P<max_value>0x[0-9a-fA-F]+) got=(?P<value>0x[0-9a-fA-F]+)\b|\s*$)"),
+    partial=(rx(r"req=(?P<request_id>\S+) "), rx(r"bootstrap_room=(?P<bootstrap_room>\d+) ")),
 )
 CANARY = Spec(
     "evidence.kv-canary-violation", "sglang",

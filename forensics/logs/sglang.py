@@ -43,8 +43,9 @@ MAX_TOTAL = Spec(
     "sglang.max-total", "sglang",
     needle='max_total_num_tokens=',
     head=rx(r"(?<![\w(.])max_total_num_tokens=\d"),
-    full=rx(r"max_total_num_tokens=(?P<pool_slots>\d+), .*?context_len=(?P<context_len>\d+), "
-            r"available_[cg]pu_mem=[\d.]+ GB"),
+    # Builds before 0.4.x end the line at context_len; newer ones add the free memory.
+    full=rx(r"max_total_num_tokens=(?P<pool_slots>\d+), .*?context_len=(?P<context_len>\d+)"
+            r"(?:, available_[cg]pu_mem=[\d.]+ GB|\s*$)"),
     partial=(rx(r"max_total_num_tokens=(?P<pool_slots>\d+),"),
              rx(r"context_len=(?P<context_len>\d+),")),
 )
