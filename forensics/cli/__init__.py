@@ -11,7 +11,7 @@ import traceback
 import click
 from rich.markup import escape
 
-from forensics.cli import audit_cmd  # noqa: F401  (register commands)
+import forensics.cli.audit_cmd  # noqa: F401  (register commands)
 from forensics.cli import ingest_cmd, investigate_cmd  # noqa: F401  (register commands)
 from forensics.cli.app import app, console
 from forensics.errors import KvfError

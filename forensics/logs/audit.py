@@ -99,8 +99,8 @@ def _level(ob: Observation) -> int:
 
 def _best(cands: list[Observation]) -> Observation:
     """Most authoritative source first, then complete lines, then the last line."""
-    order = {id(o): i for i, o in enumerate(cands)}
-    return min(cands, key=lambda o: (PRIORITY.get(o.kind, 9), not o.complete, -order[id(o)]))
+    ranked = enumerate(cands)
+    return min(ranked, key=lambda p: (PRIORITY.get(p[1].kind, 9), not p[1].complete, -p[0]))[1]
 
 
 def _choose_number(run: list[Observation], fact: str, notes: list[str]) -> Fact | None:
@@ -110,7 +110,7 @@ def _choose_number(run: list[Observation], fact: str, notes: list[str]) -> Fact 
     per_dp = {dp: _best([o for o in cands if dp_rank(o.ranks) == dp])
               for dp in sorted({dp_rank(o.ranks) for o in cands})}
     chosen = min(per_dp.values(), key=lambda o: to_int(o.value) or 0)
-    values = {to_int(o.value) for o in per_dp.values()}
+    values = {to_int(o.value) or 0 for o in per_dp.values()}
     if len(values) > 1:
         notes.append(f"{fact} differs between DP ranks ({', '.join(map(str, sorted(values)))}); "
                      "the smallest is used")

@@ -74,7 +74,8 @@ BATCH = Spec(
     "sglang.batch", "sglang",
     needle=' batch',
     head=rx(r"\b(?:Prefill|Decode) batch[.,] #"),
-    full=rx(r"\b(?:Prefill|Decode) batch[.,] #.*(?:throughput \(token/s\): [\d.]+|#queue-req: \d+)"),
+    full=rx(r"\b(?:Prefill|Decode) batch[.,] #.*"
+            r"(?:throughput \(token/s\): [\d.]+|#queue-req: \d+)"),
 )
 
 SPECS: tuple[Spec, ...] = (
