@@ -73,13 +73,13 @@ def clean(line: str) -> str:
 
 
 def _parse_ts(text: str) -> datetime | None:
-    text = text.replace(",", ".").replace("T", " ")
-    for fmt in ("%Y-%m-%d %H:%M:%S.%f", "%Y-%m-%d %H:%M:%S"):
-        try:
-            return datetime.strptime(text, fmt)
-        except ValueError:
-            continue
-    return None  # vLLM writes no year: the time stays unknown rather than guessed
+    """A dated time; None for a time without a date (vLLM, SGLang before 0.4)."""
+    if len(text) < 19:
+        return None
+    try:
+        return datetime.fromisoformat(text.replace(",", "."))
+    except ValueError:
+        return None
 
 
 def _ranks(text: str) -> Ranks:
@@ -100,6 +100,10 @@ def split_records(line: str) -> list[Record]:
     lead = _LEADING_ISO.match(line)
     lead_ts = _parse_ts(lead.group(1)) if lead else None
     text = line[lead.end():] if lead else line
+    first = _SGLANG_PREFIX.match(text)
+    if first and "[" not in text[first.end():]:  # the common case: one record
+        return [Record(_parse_ts(first.group(1)) or lead_ts, _ranks(first.group(2)),
+                       text[first.end():].rstrip())]
     starts = list(_SGLANG_PREFIX.finditer(text))
     if not starts:
         return [_plain_record(text, lead_ts)]

@@ -74,8 +74,7 @@ BATCH = Spec(
     "sglang.batch", "sglang",
     needle=' batch',
     head=rx(r"\b(?:Prefill|Decode) batch[.,] #"),
-    full=rx(r"\b(?:Prefill|Decode) batch[.,] #.*"
-            r"(?:throughput \(token/s\): [\d.]+|#queue-req: \d+)"),
+    full=rx(r"(?:throughput \(token/s\): [\d.]+|#queue-req: \d+)\s*$"),
 )
 
 SPECS: tuple[Spec, ...] = (

@@ -53,7 +53,8 @@ def match_spec(spec: Spec, body: str) -> Match | None:
 
 
 def match_all(specs: tuple[Spec, ...], body: str) -> list[Match]:
-    return [m for m in (match_spec(s, body) for s in specs) if m is not None]
+    found = (match_spec(s, body) for s in specs if s.needle in body)
+    return [m for m in found if m is not None]
 
 
 def to_int(text: str) -> int | None:
