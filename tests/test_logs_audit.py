@@ -51,6 +51,10 @@ EXPECTED = {
                 "restart.log:8", "restart.log:8"),
     "sgl-split": ("sglang", "unified", 98304, 65536, 16, True,
                   "sgl-split-tp0.log.1:3", "sgl-split-tp0.log.1:3"),
+    "dock-decode-2": ("sglang", "decode", 1409024, 1048576, 64, True,
+                      "dock-decode-2.log:3", "dock-decode-2.log:3"),
+    "kube-prefill-1": ("sglang", "prefill", 681280, 1048576, 64, False,
+                       "kube-prefill-1.log:2", "kube-prefill-1.log:2"),
 }
 
 
@@ -122,6 +126,8 @@ COUNTS = {
     "sgl-split-tp0.log.1": (3, 3, 0, 0, 0),
     "sgl-split-tp0.log": (2, 2, 0, 0, 0),
     "sgl-split-tp1.log": (2, 2, 0, 0, 0),
+    "dock-decode-2.log": (5, 4, 0, 1, 0),
+    "kube-prefill-1.log": (4, 3, 0, 1, 0),
 }
 
 
@@ -187,7 +193,11 @@ def test_incident_evidence_rows():
 def test_variant_evidence_rows():
     summary = _read("variants")
     assert _ev(summary) == [
+        ("dock-decode-2", "kv-checksum-mismatch", "77c0ffee", 0xabd, 0xabc,
+         "dock-decode-2.log", 5),
         ("interleaved", "exceeds-max-tokens", "5e6f7a8b", 712455, 681216, "interleaved.log", 4),
+        ("kube-prefill-1", "exceeds-max-tokens", "aa11bb22", 712455, 681216,
+         "kube-prefill-1.log", 4),
         ("sgl-split", "exceeds-max-tokens", "1234abcd", 70000, 65535, "sgl-split-tp0.log", 2),
         ("truncated", "exceeds-max-tokens", "77aa", None, None, "truncated.log", 6),
         ("truncated", "kv-checksum-mismatch", "88bb", None, None, "truncated.log", 7),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import gzip
 from datetime import datetime
 
-from forensics.logs.lines import dp_rank, is_primary, open_lines, split_records
+from forensics.logs.lines import clean, dp_rank, is_primary, open_lines, split_records
 
 
 def test_sglang_prefix_with_ranks():
@@ -50,6 +50,27 @@ def test_vllm_prefixes():
     assert v0.body == "# GPU blocks: 1, # CPU blocks: 2"
     (dated,) = split_records("INFO 2026-08-27 09:41:12 [x.py:1] y")
     assert dated.ts == datetime(2026, 8, 27, 9, 41, 12)
+
+
+def test_docker_json_and_json_logging_lines():
+    line = ('{"log":"[2026-08-27 09:58:44 TP1] KV Cache is allocated. x\\n","stream":"stderr",'
+            '"time":"2026-08-27T00:58:44.123456789Z"}')
+    (rec,) = split_records(line)
+    assert rec.body == "KV Cache is allocated. x" and rec.ranks == (("TP", 1),)
+    assert rec.ts == datetime(2026, 8, 27, 9, 58, 44)  # the engine's own time wins
+    (msg,) = split_records('{"message": "max_total_num_tokens=5", "timestamp": '
+                           '"2026-08-27T10:00:00+09:00"}')
+    assert msg.body == "max_total_num_tokens=5"
+    assert msg.ts == datetime(2026, 8, 27, 1, 0, 0)  # a collector's offset time, in UTC
+    (other,) = split_records('{"event": "request.received", "rid": "abc"}')
+    assert other.body.startswith('{"event"')
+
+
+def test_bom_and_syslog_prefix():
+    (rec,) = split_records(clean("\ufeff[2026-08-27 10:00:00] hi"))
+    assert rec.body == "hi" and rec.prefixed
+    recs = split_records("Aug 27 10:14:05 host python3[4121]: [2026-08-27 10:14:05 TP0] msg")
+    assert [r.prefixed for r in recs] == [False, True] and recs[1].body == "msg"
 
 
 def test_collector_timestamp_in_front():

@@ -6,10 +6,11 @@ several records glued together; `split_records` cuts it at every embedded SGLang
 from __future__ import annotations
 
 import gzip
+import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 
 from forensics.errors import InputError
@@ -33,8 +34,12 @@ _VLLM_PREFIX = re.compile(
 )
 # A collector's timestamp in front of everything (kubectl logs --timestamps, journald exports).
 _LEADING_ISO = re.compile(
-    r"^(\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:\.\d+)?)(?:Z|[+-]\d{2}:?\d{2})?\s+"
+    r"^(\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2})(?:\.(\d+))?(Z|[+-]\d{2}:?\d{2})?(?:\s+|$)"
 )
+# Wrappers whose message is the engine's line: docker's json-file ({"log": ..., "time": ...}) and
+# JSON logging ({"message": ..., "timestamp": ...}).
+_JSON_TEXT = ("log", "message", "msg")
+_JSON_TIME = ("time", "timestamp", "@timestamp", "asctime", "ts")
 _PROC_RANK = re.compile(r"(?:^|[_ ])(DP|TP|PP|EP|rank)[=_ ]?(\d+)", re.IGNORECASE)
 
 Ranks = tuple[tuple[str, int], ...]
@@ -47,6 +52,7 @@ class Record:
     ts: datetime | None
     ranks: Ranks
     body: str
+    prefixed: bool = False  # began with an SGLang bracket prefix
 
 
 def open_lines(path: Path) -> Iterator[str]:
@@ -68,8 +74,8 @@ def open_lines(path: Path) -> Iterator[str]:
 
 
 def clean(line: str) -> str:
-    """Drop terminal colour codes and trailing blanks."""
-    return _ANSI.sub("", line).rstrip()
+    """Drop terminal colour codes, a byte-order mark and trailing blanks."""
+    return _ANSI.sub("", line).lstrip("\ufeff").rstrip()
 
 
 def _parse_ts(text: str) -> datetime | None:
@@ -92,18 +98,46 @@ def _proc_ranks(proc: str | None) -> Ranks:
     return tuple((name.upper(), int(num)) for name, num in _PROC_RANK.findall(proc))
 
 
+def _collector_time(text: str) -> tuple[datetime | None, int]:
+    """A collector's ISO time at the start of `text` (converted to UTC when it has an offset)
+    and where the rest begins."""
+    lead = _LEADING_ISO.match(text)
+    if not lead:
+        return None, 0
+    base, frac, zone = lead.groups()
+    ts = _parse_ts(base + (f".{frac[:6]}" if frac else ""))
+    if ts is not None and zone:
+        aware = datetime.fromisoformat(base + ("+00:00" if zone == "Z" else zone))
+        ts = aware.astimezone(UTC).replace(tzinfo=None, microsecond=ts.microsecond)
+    return ts, lead.end()
+
+
+def unwrap(line: str) -> tuple[str, datetime | None]:
+    """The engine's own text of a physical line, and a collector's time if one was added."""
+    if line.startswith("{") and line.endswith("}"):
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            obj = None
+        if isinstance(obj, dict):
+            text = next((obj[k] for k in _JSON_TEXT if isinstance(obj.get(k), str)), None)
+            if text is not None:
+                when = next((obj[k] for k in _JSON_TIME if isinstance(obj.get(k), str)), "")
+                return clean(text), _collector_time(when)[0]
+    ts, start = _collector_time(line)
+    return line[start:], ts
+
+
 def split_records(line: str) -> list[Record]:
     """Cut a cleaned physical line into records.
 
     Every SGLang bracket prefix starts a new record (so text that two processes glued together is
     separated); otherwise a vLLM prefix, or none, gives one record."""
-    lead = _LEADING_ISO.match(line)
-    lead_ts = _parse_ts(lead.group(1)) if lead else None
-    text = line[lead.end():] if lead else line
+    text, lead_ts = unwrap(line)
     first = _SGLANG_PREFIX.match(text)
     if first and "[" not in text[first.end():]:  # the common case: one record
         return [Record(_parse_ts(first.group(1)) or lead_ts, _ranks(first.group(2)),
-                       text[first.end():].rstrip())]
+                       text[first.end():].rstrip(), True)]
     starts = list(_SGLANG_PREFIX.finditer(text))
     if not starts:
         return [_plain_record(text, lead_ts)]
@@ -113,7 +147,7 @@ def split_records(line: str) -> list[Record]:
     for here, nxt in zip(starts, [*starts[1:], None], strict=True):
         end = nxt.start() if nxt else len(text)
         ts = _parse_ts(here.group(1)) or lead_ts
-        records.append(Record(ts, _ranks(here.group(2)), text[here.end():end].rstrip()))
+        records.append(Record(ts, _ranks(here.group(2)), text[here.end():end].rstrip(), True))
     return records
 
 
