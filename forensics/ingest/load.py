@@ -7,6 +7,7 @@ was. When every file's checksum matches the last ingest, nothing is reloaded."""
 from __future__ import annotations
 
 import json
+import tempfile
 from pathlib import Path
 
 import duckdb
@@ -67,6 +68,24 @@ def _load(
     progress: ProgressFn,
 ) -> IngestResult:
     _clear(con)
+    with tempfile.TemporaryDirectory(prefix="kvforensics-") as tmp:
+        counts = _load_tables(con, discovery, hashes, params, progress, Path(tmp))
+    run_script(con, sql("ingest_unknown_requests"))
+    result = IngestResult(str(case_dir), [counts[f.rel] for f in discovery.files],
+                          discovery.skipped, _warning_count(con), unchanged=False)
+    _record(con, result, params)
+    progress("done", len(discovery.files), len(discovery.files))
+    return result
+
+
+def _load_tables(
+    con: duckdb.DuckDBPyConnection,
+    discovery: Discovery,
+    hashes: dict[str, str],
+    params: dict[str, bool],
+    progress: ProgressFn,
+    workdir: Path,
+) -> dict[str, FileCounts]:
     counts: dict[str, FileCounts] = {}
     rank = {f.rel: i for i, f in enumerate(discovery.files)}
     done = 0
@@ -74,21 +93,12 @@ def _load(
         files = [f for f in discovery.files if f.table == table.name]
         for f in files:
             progress(f.rel, done, len(discovery.files))
-            counts[f.rel] = _load_file(con, f, table, hashes[f.rel], rank[f.rel], params)
+            counts[f.rel] = _load_file(con, f, table, (hashes[f.rel], rank[f.rel]), params,
+                                       workdir)
             done += 1
         if table.key and files:
             _dedupe(con, table, counts)
-    run_script(con, sql("ingest_unknown_requests"))
-    result = IngestResult(
-        str(case_dir),
-        [counts[f.rel] for f in discovery.files],
-        discovery.skipped,
-        _warning_count(con),
-        unchanged=False,
-    )
-    _record(con, result, params)
-    progress("done", len(discovery.files), len(discovery.files))
-    return result
+    return counts
 
 
 def _clear(con: duckdb.DuckDBPyConnection) -> None:
@@ -102,11 +112,13 @@ def _load_file(
     con: duckdb.DuckDBPyConnection,
     f: InputFile,
     table: TableContract,
-    digest: str,
-    rank: int,
+    identity: tuple[str, int],
     params: dict[str, bool],
+    workdir: Path,
 ) -> FileCounts:
-    stage_file(con, f, table)
+    """Stage, validate and load one file; identity is (sha256, rank in input order)."""
+    digest, rank = identity
+    stage_file(con, f, table, workdir)
     run_script(con, sql(f"validate_{table.name}"), {**params, "file_rank": rank})
     read, loaded, quarantined = con.execute(sql("ingest_counts")).fetchone() or (0, 0, 0)
     insert = sql("ingest_insert").format(table=ident(table.name))
