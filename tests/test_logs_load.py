@@ -135,3 +135,32 @@ def test_transaction_rollback_leaves_nothing(case, con):
     load_logs(con, case, _files(case))
     con.execute("ROLLBACK")
     assert con.execute("SELECT count(*) FROM nodes").fetchone() == (0,)
+
+
+def test_after_ingest_of_a_nodes_file(case, tmp_path):
+    """With the case database as ingest leaves it: the nodes file's row and the log's row for
+    the same node are both kept and their disagreement is reported."""
+    from forensics.db import connect
+    from forensics.ingest.load import ingest_case
+
+    (case / "nodes.csv").write_text(
+        "node,role,model,engine,engine_version,page_size,pool_slots,context_len,started_at\n"
+        "prefill-0,prefill,acme/longctx-70b,sglang,0.5.23,64,1048576,1048576,"
+        "2026-08-27T09:58:01+00:00\n"
+    )
+    db = tmp_path / "case.duckdb"
+    ingest_case(case, db)
+    con = connect(db)
+    try:
+        con.execute("BEGIN TRANSACTION")
+        summary = load_logs(con, case, _files(case))
+        con.execute("COMMIT")
+        rows = con.execute("SELECT node, pool_slots, src_file FROM nodes "
+                           "ORDER BY node, src_file").fetchall()
+    finally:
+        con.close()
+    assert rows == [("decode-0", 1409024, "logs/decode-0.log.gz"),
+                    ("prefill-0", 681280, "logs/prefill-0.log"),
+                    ("prefill-0", 1048576, "nodes.csv")]
+    assert [(d["node"], d["field"], d["in_nodes"], d["in_log"]) for d in summary.disagreements] \
+        == [("prefill-0", "pool_slots", "1048576", "681280")]
