@@ -37,6 +37,20 @@ def test_glued_records_are_split():
     assert [r.body for r in recs] == ["ze: 10.40 GB", "next"]
 
 
+def test_glued_vllm_records_are_split():
+    line = ("(EngineCore_DP0 pid=2) INFO 08-27 09:41:12 [kv_cache_utils.py:1148] GPU KV cache "
+            "size: 250,0(EngineCore_DP1 pid=3) INFO 08-27 09:41:12 [kv_cache_utils.py:1148] GPU "
+            "KV cache size: 190,000 tokens")
+    recs = split_records(line)
+    assert [(r.ranks, r.body) for r in recs] == [
+        ((("DP", 0),), "GPU KV cache size: 250,0"),
+        ((("DP", 1),), "GPU KV cache size: 190,000 tokens"),
+    ]
+    assert all(r.prefixed for r in recs)
+    (single,) = split_records("INFO 08-27 09:41:12 [x.py:1] one record")
+    assert single.prefixed and single.body == "one record"
+
+
 def test_vllm_prefixes():
     (rec,) = split_records("(EngineCore_DP1 pid=2390) INFO 08-27 09:41:12 "
                            "[kv_cache_utils.py:1148] GPU KV cache size: 5 tokens")

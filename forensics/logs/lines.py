@@ -32,6 +32,11 @@ _VLLM_PREFIX = re.compile(
     r"(?P<ts>(?:\d{4}-)?\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:[.,]\d{1,6})?)\s+"
     r"(?:\[[^\]]*\]|[\w./-]+:\d+\])\s?"
 )
+# Where a vLLM record starts inside a line (to cut records that processes glued together).
+_VLLM_START = re.compile(
+    r"(?:\([^()]*? pid=\d+\)\s+)?(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s+"
+    r"(?:\d{4}-)?\d{2}-\d{2} \d{2}:\d{2}:\d{2}"
+)
 # A collector's timestamp in front of everything (kubectl logs --timestamps, journald exports).
 _LEADING_ISO = re.compile(
     r"^(\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2})(?:\.(\d+))?(Z|[+-]\d{2}:?\d{2})?(?:\s+|$)"
@@ -140,7 +145,7 @@ def split_records(line: str) -> list[Record]:
                        text[first.end():].rstrip(), True)]
     starts = list(_SGLANG_PREFIX.finditer(text))
     if not starts:
-        return [_plain_record(text, lead_ts)]
+        return _split_plain(text, lead_ts)
     records = []
     if starts[0].start() > 0 and text[: starts[0].start()].strip():
         records.append(_plain_record(text[: starts[0].start()], lead_ts))
@@ -151,12 +156,23 @@ def split_records(line: str) -> list[Record]:
     return records
 
 
-def _plain_record(text: str, lead_ts: datetime | None) -> Record:
+def _split_plain(text: str, lead_ts: datetime | None) -> list[Record]:
+    """Records of a line without SGLang prefixes: cut at every vLLM record start."""
+    cuts = [m.start() for m in _VLLM_START.finditer(text)]
+    if not cuts or cuts == [0]:
+        return [_plain_record(text, lead_ts, bool(cuts))]
+    bounds = [0, *cuts] if cuts[0] > 0 else cuts
+    pieces = zip(bounds, [*bounds[1:], len(text)], strict=True)
+    return [_plain_record(text[a:b].rstrip(), lead_ts, a in cuts) for a, b in pieces
+            if text[a:b].strip()]
+
+
+def _plain_record(text: str, lead_ts: datetime | None, prefixed: bool = False) -> Record:
     match = _VLLM_PREFIX.match(text)
     if not match:
-        return Record(lead_ts, (), text)
+        return Record(lead_ts, (), text, prefixed)
     ts = _parse_ts(match.group("ts")) if len(match.group("ts")) > 14 else None
-    return Record(ts or lead_ts, _proc_ranks(match.group("proc")), text[match.end():])
+    return Record(ts or lead_ts, _proc_ranks(match.group("proc")), text[match.end():], prefixed)
 
 
 def is_primary(ranks: Ranks) -> bool:
