@@ -8,6 +8,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from forensics.errors import InputError
 from forensics.logs import load_logs
 from forensics.resources import sql
 
@@ -164,3 +165,10 @@ def test_after_ingest_of_a_nodes_file(case, tmp_path):
                     ("prefill-0", 1048576, "nodes.csv")]
     assert [(d["node"], d["field"], d["in_nodes"], d["in_log"]) for d in summary.disagreements] \
         == [("prefill-0", "pool_slots", "1048576", "681280")]
+
+
+def test_a_folder_and_a_missing_file(case, con):
+    summary = load_logs(con, case, [Path("logs")])  # relative to the case, a folder
+    assert [n.node for n in summary.nodes] == ["decode-0", "prefill-0"]
+    with pytest.raises(InputError, match="log file not found"):
+        load_logs(con, case, [case / "logs" / "gone.log"])

@@ -13,6 +13,7 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
+from forensics.errors import InputError
 from forensics.logs.audit import NodeAudit
 from forensics.logs.discover import is_log_file
 from forensics.logs.naming import read_node_map
@@ -52,7 +53,7 @@ def load_logs(con: duckdb.DuckDBPyConnection, case_dir: Path, files: list[Path],
     replaces their earlier rows. Call it after the nodes file is loaded, so that disagreements
     between the two are found (both rows are kept; the analysis takes the file's row first)."""
     case_dir = case_dir.resolve()
-    paths = sorted({_resolve(case_dir, p) for p in files})
+    paths = sorted({f for p in files for f in _expand(_resolve(case_dir, p))})
     triples = [(p, _naming(case_dir, p), _shown(case_dir, p)) for p in paths if is_log_file(p)]
     map_file = node_map or case_dir / "logs" / NODE_MAP_NAME
     summary = read_logs(triples, read_node_map(map_file) if map_file.is_file() else [])
@@ -70,6 +71,16 @@ def load_logs(con: duckdb.DuckDBPyConnection, case_dir: Path, files: list[Path],
             con.execute(sql(name))
         summary.disagreements = _disagreements(con)
     return summary
+
+
+def _expand(path: Path) -> list[Path]:
+    """A file as itself, a folder as its files (recursively); a missing path is an error."""
+    if path.is_dir():
+        return [p for p in path.rglob("*") if p.is_file()]
+    if not path.is_file():
+        raise InputError("log file not found", path=str(path),
+                         fix="check the case folder's logs/ (was it moved while reading?)")
+    return [path]
 
 
 def _resolve(case_dir: Path, path: Path) -> Path:
