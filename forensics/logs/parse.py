@@ -53,7 +53,6 @@ class FileResult:
     observations: list[Observation] = field(default_factory=list)
     evidence: list[evidence.Evidence] = field(default_factory=list)
     rooms: dict[int, str] = field(default_factory=dict)
-    first_ts: datetime | None = None
 
     @property
     def engine(self) -> str | None:
@@ -82,8 +81,6 @@ def _parse_line(result: FileResult, lineno: int, raw: str) -> None:
 
 
 def _parse_record(result: FileResult, lineno: int, rec: Record) -> str:
-    if rec.ts and result.first_ts is None:
-        result.first_ts = rec.ts
     pair = evidence.room_pairs(rec.body) if "room" in rec.body else None
     if pair:
         result.rooms.setdefault(pair[1], pair[0])
