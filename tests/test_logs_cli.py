@@ -82,3 +82,11 @@ def test_readme_documents_engine_logs():
     for must in ("node_map.csv", "audit-logs", "engine_evidence", "node_facts", "truncated",
                  "Exit 0"):
         assert must in section
+
+
+def test_a_file_named_twice_is_read_once(cli):
+    code, out, _ = cli("audit-logs", DATA / "incident", DATA / "incident" / "prefill-0.log",
+                       "--json")
+    nodes = json.loads(out)
+    assert [n["node"] for n in nodes] == ["decode-0", "prefill-0"]
+    assert nodes[1]["files"] == [(DATA / "incident" / "prefill-0.log").as_posix()]

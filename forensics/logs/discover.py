@@ -31,4 +31,16 @@ def discover(paths: list[Path]) -> list[tuple[Path, str, str]]:
             raise UsageError(f"{given}: no such file or folder; give log files or folders")
     if not found:
         raise UsageError("no log files found in " + ", ".join(str(p) for p in paths))
-    return found
+    return _once(found)
+
+
+def _once(found: list[tuple[Path, str, str]]) -> list[tuple[Path, str, str]]:
+    """Each file once, even when named both alone and through its folder."""
+    seen: set[Path] = set()
+    unique = []
+    for entry in found:
+        key = entry[0].resolve()
+        if key not in seen:
+            seen.add(key)
+            unique.append(entry)
+    return unique
