@@ -207,3 +207,18 @@ def test_variant_evidence_rows():
     ]
     rooms = [e.bootstrap_room for e in summary.evidence if e.node == "truncated"]
     assert rooms == [None, 42, 99]
+
+
+def test_dedupe_keeps_different_events_of_the_same_second(tmp_path):
+    log = tmp_path / "p.log"
+    log.write_text(
+        "[2026-08-27 10:00:00 TP0] Input length (900 tokens) exceeds the maximum allowed length "
+        "(800 tokens). Use a shorter input or enable --allow-auto-truncate.\n"
+        "[2026-08-27 10:00:00 TP0] Input length (950 tokens) exceeds the maximum allowed length "
+        "(800 tokens). Use a shorter input or enable --allow-auto-truncate.\n"
+        "[2026-08-27 10:00:00 TP1] Input length (950 tokens) exceeds the maximum allowed length "
+        "(800 tokens). Use a shorter input or enable --allow-auto-truncate.\n"
+    )
+    summary = read_logs([(log, log.name, log.name)])
+    assert [(e.value, e.src_line) for e in summary.evidence] == [(900, 1), (950, 2)]
+    assert summary.duplicate_evidence == 1

@@ -133,15 +133,18 @@ def _rank(ev: Evidence) -> tuple[int, int, str, int]:
 
 
 def dedupe(rows: list[Evidence]) -> tuple[list[Evidence], int]:
-    """One row per event when several ranks logged it (same node, kind, request, room, slot,
-    position and time): keep the most complete, then rank 0, then the first line.
-    Returns the rows in (file, line) order and how many duplicates were dropped."""
+    """One row per event when several ranks logged it: the same node, kind, request, room, slot,
+    position, time and values, where a line without values (a peer rank's short form, a cut
+    line) joins a line with them. Keeps rank 0, then the first line. Returns the rows in
+    (file, line) order and how many duplicates were dropped."""
     best: dict[tuple[object, ...], Evidence] = {}
-    for ev in rows:
-        key = _key(ev)
-        if key not in best or _rank(ev) < _rank(best[key]):
+    for ev in sorted(rows, key=_rank):
+        key = (*_key(ev), ev.value, ev.max_value)
+        if key not in best:
             best[key] = ev
-    kept = sorted(best.values(), key=lambda e: (e.src_file, e.src_line, e.kind))
+    with_values = {_key(ev) for ev in best.values() if ev.value is not None}
+    kept = [ev for ev in best.values() if ev.value is not None or _key(ev) not in with_values]
+    kept.sort(key=lambda e: (e.src_file, e.src_line, e.kind))
     return kept, len(rows) - len(kept)
 
 
