@@ -5,6 +5,8 @@ from __future__ import annotations
 import gzip
 from datetime import datetime
 
+import zstandard
+
 from forensics.logs.lines import clean, dp_rank, is_primary, open_lines, split_records
 
 
@@ -102,8 +104,10 @@ def test_plain_gzip_and_cut_gzip(tmp_path):
     packed.write_bytes(gzip.compress(text.encode(), mtime=0))
     disguised = tmp_path / "c.log"  # gzip content without the .gz name
     disguised.write_bytes(gzip.compress(text.encode(), mtime=0))
+    zst = tmp_path / "e.log.zst"
+    zst.write_bytes(zstandard.ZstdCompressor().compress(text.encode()))
     expected = ["line one", "line two", "last without newline"]
-    for path in (plain, packed, disguised):
+    for path in (plain, packed, disguised, zst):
         assert list(open_lines(path)) == expected
     cut = tmp_path / "d.log.gz"
     big = "".join(f"line {i:05d} with some text to compress poorly {i * 7919 % 10007}\n"

@@ -15,6 +15,7 @@ from forensics.logs.naming import classify, node_of, parse_name, read_node_map
     [
         ("prefill-0.log", "prefill-0", (), 0),
         ("prefill-0.log.gz", "prefill-0", (), 0),
+        ("prefill-0.log.zst", "prefill-0", (), 0),
         ("prefill-0-tp1.log", "prefill-0", (("TP", 1),), 0),
         ("decode_3_dp1_tp3.log.gz", "decode_3", (("DP", 1), ("TP", 3)), 0),
         ("node-a.rank2.log", "node-a", (("RANK", 2),), 0),

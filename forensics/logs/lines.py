@@ -6,16 +6,19 @@ several records glued together; `split_records` cuts it at every embedded SGLang
 from __future__ import annotations
 
 import gzip
+import io
 import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import BinaryIO
 
 from forensics.errors import InputError
 
 _GZIP_MAGIC = b"\x1f\x8b"
+_ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _RANK = re.compile(r"([A-Z][A-Z_]*?)(\d+)")
 
@@ -60,22 +63,39 @@ class Record:
     prefixed: bool = False  # began with an SGLang bracket prefix
 
 
-def open_lines(path: Path) -> Iterator[str]:
-    """The lines of a plain or gzip file (detected by content), without line endings.
+def _open(path: Path, magic: bytes) -> BinaryIO:
+    if magic.startswith(_GZIP_MAGIC):
+        return gzip.GzipFile(path, "rb")  # type: ignore[return-value]
+    if magic == _ZSTD_MAGIC:
+        import zstandard
 
-    Undecodable bytes become U+FFFD; a gzip file cut short yields the lines read so far."""
+        return io.BufferedReader(zstandard.ZstdDecompressor().stream_reader(path.open("rb")))
+    return path.open("rb")
+
+
+def open_lines(path: Path) -> Iterator[str]:
+    """The lines of a plain, gzip or zstd file (detected by content), without line endings.
+
+    Undecodable bytes become U+FFFD; a compressed file cut short yields the lines read so far."""
     try:
         with path.open("rb") as probe:
-            magic = probe.read(2)
+            magic = probe.read(4)
     except OSError as exc:
         raise InputError(f"cannot read the log file: {exc.strerror}", path=str(path)) from exc
-    opener = gzip.open if magic == _GZIP_MAGIC else open
     try:
-        with opener(path, "rb") as handle:  # type: ignore[operator]
+        with _open(path, magic) as handle:
             for raw in handle:
                 yield raw.decode("utf-8", errors="replace").rstrip("\r\n")
-    except (EOFError, gzip.BadGzipFile):
-        return  # a cut-off gzip stream: what was read stays, the rest is lost
+    except (EOFError, gzip.BadGzipFile, _zstd_error()):
+        return  # a cut-off stream: what was read stays, the rest is lost
+
+
+def _zstd_error() -> type[Exception]:
+    try:
+        import zstandard
+    except ImportError:  # pragma: no cover - zstandard is a dependency
+        return EOFError
+    return zstandard.ZstdError
 
 
 def clean(line: str) -> str:

@@ -3,9 +3,10 @@
 Rules, in order:
 1. A mapping file (CSV with header `node,file_glob`): the first row whose glob matches the file's
    path relative to the folder given (or its bare name) names the node.
-2. Otherwise the file name: drop `.gz`, a rotation number (`.1`), `.log`/`.txt`/`.out`/`.err`,
-   a date stamp (`.2026-08-27`), then rank suffixes (`-tp0`, `_dp1_tp3`, `.rank2`), which become
-   the file's ranks. `prefill-0-tp1.log.gz` is node `prefill-0`, ranks TP1.
+2. Otherwise the file name: drop `.gz` or `.zst`, a rotation number (`.1`),
+   `.log`/`.txt`/`.out`/`.err`, a date stamp (`.2026-08-27`), then rank suffixes (`-tp0`,
+   `_dp1_tp3`, `.rank2`), which become the file's ranks. `prefill-0-tp1.log.gz` is node
+   `prefill-0`, ranks TP1.
 3. When nothing is left, or only a generic word (`server`, `sglang`, `vllm`, `stdout`, …), the
    name of the folder holding the file is the node (`logs/decode-1/tp0.log` is `decode-1`).
 """
@@ -44,7 +45,7 @@ class LogFile:
 
 def parse_name(name: str) -> tuple[str, Ranks, int]:
     """(stem, ranks, rotation) from a file name, by rule 2."""
-    stem = name[:-3] if name.lower().endswith(".gz") else name
+    stem = re.sub(r"\.(?:gz|zst)$", "", name, flags=re.IGNORECASE)
     rotation = 0
     if _ROTATION.search(stem) and _EXT.search(_ROTATION.sub("", stem)):
         rotation = int(_ROTATION.search(stem).group(1))  # type: ignore[union-attr]
