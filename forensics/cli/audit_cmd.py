@@ -19,7 +19,7 @@ from forensics.logs.summary import node_json
 @app.command("audit-logs")
 def audit_logs(
     paths: list[Path] = typer.Argument(
-        ..., help="SGLang or vLLM log files (plain or .gz) or folders of them."
+        ..., help="SGLang or vLLM log files (plain, .gz or .zst) or folders of them."
     ),
     json_out: bool = typer.Option(
         False, "--json", help="Print a JSON list, one object per node, on stdout."
