@@ -20,6 +20,8 @@ from forensics.ingest.hashing import sha256_file
 from forensics.ingest.readers import ident, stage_file
 from forensics.ingest.result import FileCounts, IngestResult
 from forensics.ingest.sqlrun import run_script
+from forensics.logs.discover import is_log_file
+from forensics.logs.load import load_logs
 from forensics.progress import ProgressFn, no_progress
 from forensics.resources import sql
 
@@ -45,6 +47,7 @@ def ingest_into(
     progress: ProgressFn = no_progress,
 ) -> IngestResult:
     hashes = {f.rel: sha256_file(f.path) for f in discovery.files}
+    hashes.update({rel: sha256_file(case_dir / rel) for rel in log_files(case_dir)})
     params = {"assume_utc": assume_utc}
     stored = _stored_result(con, case_dir, discovery, hashes, params)
     if stored is not None:
@@ -59,6 +62,14 @@ def ingest_into(
     return result
 
 
+def log_files(case_dir: Path) -> list[str]:
+    """The engine logs of a case (relative paths), read by the log adapters."""
+    folder = case_dir / "logs"
+    if not folder.is_dir():
+        return []
+    return sorted(p.relative_to(case_dir).as_posix() for p in folder.rglob("*") if is_log_file(p))
+
+
 def _load(
     con: duckdb.DuckDBPyConnection,
     case_dir: Path,
@@ -71,7 +82,7 @@ def _load(
     with tempfile.TemporaryDirectory(prefix="kvforensics-") as tmp:
         counts = _load_tables(con, discovery, hashes, params, progress, Path(tmp))
     run_script(con, sql("ingest_unknown_requests"))
-    result = IngestResult(str(case_dir), [counts[f.rel] for f in discovery.files],
+    result = IngestResult(str(case_dir), [counts[rel] for rel in sorted(counts)],
                           discovery.skipped, _warning_count(con), unchanged=False)
     _record(con, result, params)
     progress("done", len(discovery.files), len(discovery.files))
@@ -98,7 +109,23 @@ def _load_tables(
             done += 1
         if table.key and files:
             _dedupe(con, table, counts)
+        if table.name == "nodes":
+            counts.update(_load_logs(con, discovery.case_dir, hashes))
     return counts
+
+
+def _load_logs(con: duckdb.DuckDBPyConnection, case_dir: Path,
+               hashes: dict[str, str]) -> dict[str, FileCounts]:
+    """Engine logs in the case's logs/ folder: node facts and per-request evidence. A line is
+    loaded when it was read whole (parsed or ignored as unrelated), quarantined when cut."""
+    if not log_files(case_dir):
+        return {}
+    summary = load_logs(con, case_dir, [case_dir / "logs"])
+    return {
+        f.file: FileCounts(f.file, "logs", hashes[f.file], (case_dir / f.file).stat().st_size,
+                           f.lines, f.parsed + f.ignored, f.truncated)
+        for f in summary.files
+    }
 
 
 def _clear(con: duckdb.DuckDBPyConnection) -> None:
@@ -173,8 +200,7 @@ def _stored_result(
     )
     if not same:
         return None
-    order = {f.rel: i for i, f in enumerate(discovery.files)}
-    stored.sort(key=lambda f: order[f.path])
+    stored.sort(key=lambda f: f.path)
     return IngestResult(
         str(case_dir), stored, discovery.skipped, _warning_count(con), unchanged=True
     )
