@@ -7,8 +7,6 @@ import pytest
 from analysis_case import at, insert, insert_ledger, new_case
 
 from forensics.analysis.stage import analyze
-from forensics.ingest.sqlrun import run_script
-from forensics.resources import sql
 
 SECOND = 1_000_000
 RATE = 10_000  # normal prefill rate of p1, tokens per second
@@ -70,13 +68,24 @@ def screened():
         _request("B1", "acct-9", 295.0, 300, 0.04),  # same account as S1
     ]
     insert(con, "requests", normal + suspects)
-    run_script(con, sql("analysis_engine_evidence_empty"))
     insert(
         con,
         "engine_evidence",
         [
-            {"node": "p1", "ts": at(320 * SECOND), "kind": "input-too-long", "request_id": "S3"},
-            {"node": "p1", "ts": at(3000 * SECOND), "kind": "input-too-long", "request_id": "S4"},
+            {
+                "node": "p1",
+                "ts": at(320 * SECOND),
+                "kind": "input-too-long",
+                "request_id": "S3",
+                "message": "Input length 4000 exceeds the maximum allowed 1000",
+            },
+            {
+                "node": "p1",
+                "ts": at(3000 * SECOND),
+                "kind": "input-too-long",
+                "request_id": "S4",
+                "message": "Input length 4000 exceeds the maximum allowed 1000",
+            },
         ],
     )
     ledger = [
@@ -216,3 +225,18 @@ def test_possible_accounts_have_no_token_count(screened) -> None:
     assert rows["acct-9"] == ("possible", None)
     assert rows["acct-7"] == ("ledger", 7)
     assert summary["screened_suspects_without_ledger"] == 3
+
+
+def test_a_case_database_without_engine_logs_is_screened_too() -> None:
+    import duckdb
+
+    from forensics.ingest.sqlrun import run_script
+    from forensics.resources import sql
+
+    con = duckdb.connect()
+    run_script(con, sql("macros"))
+    run_script(con, sql("schema"))  # no schema_logs: no engine_evidence table at all
+    insert(con, "nodes", [{"node": "p1", "role": "prefill", "pool_slots": 1000}])
+    insert(con, "requests", [_request("S1", "acct-9", 300.0, 5000, 0.005)])
+    analyze(con)
+    assert con.execute("SELECT reasons FROM screening").fetchall() == [(["over-pool"],)]

@@ -48,7 +48,8 @@ class ScreeningParams:
 
 def screen(con: duckdb.DuckDBPyConnection, params: ScreeningParams) -> None:
     """Write screening and possible_exposures."""
-    run_script(con, sql("analysis_engine_evidence_empty"))
+    if not con.execute(sql("analysis_table_count"), {"name": "engine_evidence"}).fetchall()[0][0]:
+        run_script(con, sql("analysis_engine_evidence_empty"))  # a case database without logs
     bound = asdict(params)
     run_script(con, sql("analysis_screening"), bound)
     run_script(con, sql("analysis_possible_exposures"), bound)
