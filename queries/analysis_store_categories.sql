@@ -1,2 +1,2 @@
--- Store the sweep's categories pieces (registered by forensics.analysis.order as _analysis_pieces).
-CREATE OR REPLACE TABLE analysis_read_pieces AS SELECT * FROM _analysis_pieces;
+-- Append one node's categories pieces (registered by forensics.analysis.order as _analysis_pieces).
+INSERT INTO analysis_read_pieces SELECT * FROM _analysis_pieces;

@@ -1,2 +1,2 @@
--- Store the sweep's exposures pieces (registered by forensics.analysis.order as _analysis_pieces).
-CREATE OR REPLACE TABLE analysis_exposure_pieces AS SELECT * FROM _analysis_pieces;
+-- Append one node's exposures pieces (registered by forensics.analysis.order as _analysis_pieces).
+INSERT INTO analysis_exposure_pieces SELECT * FROM _analysis_pieces;

@@ -1,2 +1,2 @@
--- Store the sweep's violations pieces (registered by forensics.analysis.order as _analysis_pieces).
-CREATE OR REPLACE TABLE analysis_violation_pieces AS SELECT * FROM _analysis_pieces;
+-- Append one node's violations pieces (registered by forensics.analysis.order as _analysis_pieces).
+INSERT INTO analysis_violation_pieces SELECT * FROM _analysis_pieces;

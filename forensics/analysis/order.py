@@ -9,7 +9,8 @@ keyed by (node, ord) of the events involved, for the SQL in queries/analysis_*.s
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
 import duckdb
@@ -45,38 +46,56 @@ def order_events(con: duckdb.DuckDBPyConnection) -> None:
     run_script(con, sql("analysis_events"))
 
 
-def load_nodes(con: duckdb.DuckDBPyConnection) -> list[NodeEvents]:
-    cols = con.execute(sql("analysis_sweep_input")).fetchnumpy()
-    nodes = np.asarray(cols["node"], dtype=object)
-    if len(nodes) == 0:
-        return []
-    cuts = np.flatnonzero(nodes[1:] != nodes[:-1]) + 1
-    bounds = zip(np.r_[0, cuts], np.r_[cuts, len(nodes)], strict=True)
-    return [
-        NodeEvents(str(nodes[a]), *(np.asarray(cols[c][a:b], dtype=np.int64) for c in _COLS))
-        for a, b in bounds
-    ]
+def node_names(con: duckdb.DuckDBPyConnection) -> list[str]:
+    return [r[0] for r in con.execute(sql("analysis_nodes")).fetchall()]
+
+
+def load_node(con: duckdb.DuckDBPyConnection, node: str) -> NodeEvents:
+    """One node's events in order, as int64 arrays."""
+    cols = con.execute(sql("analysis_sweep_input"), {"node": node}).fetchnumpy()
+    return NodeEvents(node, *(np.asarray(cols[c], dtype=np.int64) for c in _COLS))
 
 
 _COLS = ("req_code", "op_code", "slot_start", "slot_count", "hash_code")
+
+
+def _sweep_one(ev: NodeEvents) -> Pieces:
+    return Pieces(
+        ev.node, *sweep_node(ev.req, ev.op, ev.slot_start, ev.slot_count, ev.content_hash)
+    )
 
 
 def sweep_nodes(
     nodes: list[NodeEvents], workers: int = 2, progress: ProgressFn = no_progress
 ) -> list[Pieces]:
     """Sweep every node, `workers` at a time; results in node order."""
-
-    def one(ev: NodeEvents) -> Pieces:
-        return Pieces(
-            ev.node, *sweep_node(ev.req, ev.op, ev.slot_start, ev.slot_count, ev.content_hash)
-        )
-
     out: list[Pieces] = []
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        for i, pieces in enumerate(pool.map(one, nodes)):
+        for i, pieces in enumerate(pool.map(_sweep_one, nodes)):
             out.append(pieces)
             progress("sweep", i + 1, len(nodes))
     return out
+
+
+def sweep_case(
+    con: duckdb.DuckDBPyConnection, workers: int = 2, progress: ProgressFn = no_progress
+) -> dict[str, int]:
+    """Sweep every node of analysis_events and store the pieces. Nodes run `workers` at a time
+    in threads; only the nodes in flight are held in memory. Returns the piece counts."""
+    run_script(con, sql("analysis_pieces_create"))
+    names = node_names(con)
+    counts = dict.fromkeys(_TABLES, 0)
+    pending: deque[Future[Pieces]] = deque()
+    done = 0
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        for name in names:
+            pending.append(pool.submit(_sweep_one, load_node(con, name)))
+            while len(pending) > max(1, workers) or (pending and name == names[-1]):
+                for table, rows in store_pieces(con, pending.popleft().result()).items():
+                    counts[table] += rows
+                done += 1
+                progress("sweep", done, len(names))
+    return counts
 
 
 _TABLES = {
@@ -92,15 +111,13 @@ _TABLES = {
 }
 
 
-def store_pieces(con: duckdb.DuckDBPyConnection, pieces: list[Pieces]) -> dict[str, int]:
-    """Write the three piece tables; returns their row counts."""
+def store_pieces(con: duckdb.DuckDBPyConnection, pieces: Pieces) -> dict[str, int]:
+    """Append one node's pieces to the three piece tables; returns the rows added to each."""
     counts = {}
     for table, (attr, names) in _TABLES.items():
-        arrays = [getattr(p, attr) for p in pieces]
-        rows = np.concatenate(arrays) if arrays else np.empty((0, len(names)), np.int64)
+        rows = getattr(pieces, attr)
         node = pa.DictionaryArray.from_arrays(
-            pa.array(np.repeat(np.arange(len(pieces)), [len(a) for a in arrays]), pa.int32()),
-            pa.array([p.node for p in pieces], pa.string()),
+            pa.array(np.zeros(len(rows), np.int32)), pa.array([pieces.node], pa.string())
         ).cast(pa.string())
         frame = pa.table(
             [node, *(pa.array(rows[:, i]) for i in range(len(names)))], names=["node", *names]
