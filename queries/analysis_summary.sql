@@ -6,6 +6,7 @@ SELECT
     (SELECT coalesce(map_from_entries(list({'k': kind, 'v': n})), MAP {})
        FROM (SELECT kind, count(*) AS n FROM exposures GROUP BY kind)) AS exposures_by_kind,
     (SELECT count(*) FROM exposures) AS exposure_runs,
+    (SELECT count(*) FROM exposures WHERE cross_account IS NOT TRUE) AS same_or_unknown_account_runs,
     (SELECT coalesce(sum(tokens), 0) FROM exposure_tokens) AS tokens,
     (SELECT coalesce(sum(tokens), 0) FROM exposure_tokens WHERE cross_account) AS cross_account_tokens,
     (SELECT count(DISTINCT receiver_request_id) FROM exposures) AS receiving_requests,

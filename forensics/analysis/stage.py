@@ -46,7 +46,8 @@ def analyze(
 def headline(s: dict[str, Any]) -> str:
     kinds = ", ".join(f"{k} {v}" for k, v in s["exposures_by_kind"].items()) or "none"
     return (
-        f"{s['reads']} reads; exposure runs: {kinds}; {s['tokens']} tokens "
+        f"{s['reads']} reads; exposure runs: {kinds} ({s['same_or_unknown_account_runs']} not "
+        f"cross-account); {s['tokens']} tokens "
         f"({s['cross_account_tokens']} cross-account); receiving {s['receiving_requests']} "
         f"requests / {s['receiving_accounts']} accounts, leaking {s['leaking_requests']} "
         f"requests / {s['leaking_accounts']} accounts; "
