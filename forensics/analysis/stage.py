@@ -6,6 +6,7 @@ OUT/notifications/{receiving,leaking}_accounts.csv."""
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -33,13 +34,15 @@ def analyze(
     order.sweep_case(con, int(params.get("workers") or 2), progress)
     progress("aggregate", 0, None)
     aggregate.ledger_tables(con)
-    screen(con, ScreeningParams.from_params(params))
+    screening = ScreeningParams.from_params(params)
+    screen(con, screening)
     aggregate.affected_tables(con)
     out = aggregate.summary(con)
     out["findings"] = bool(
         out["exposure_runs"] or out["possible_pairs"] or sum(out["violations_by_kind"].values())
     )
     out["headline"] = headline(out)
+    out["parameters"] = {**asdict(screening), "workers": int(params.get("workers") or 2)}
     return out
 
 
