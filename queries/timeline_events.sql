@@ -1,6 +1,6 @@
 -- One line per event for OUT/timeline.csv (Timesketch CSV import): exposure runs, ownership
 -- violations, screened suspects, engine log evidence and engine starts. All values as text.
-SELECT first_read_at AS at, 'exposure' AS event_type, 'KV exposure read' AS timestamp_desc,
+SELECT first_read_at AS event_at, 'exposure' AS event_type, 'KV exposure read' AS timestamp_desc,
        node, receiver_request_id AS request_id, receiver_account_id AS account_id,
        leaker_request_id AS other_request_id, leaker_account_id AS other_account_id,
        slot_start, slot_count, kind, confidence,
@@ -27,4 +27,4 @@ SELECT started_at, 'engine-start', 'Engine started', node, NULL, NULL, NULL, NUL
        'pool_slots=' || coalesce(CAST(pool_slots AS VARCHAR), '?') ||
        ' context_len=' || coalesce(CAST(context_len AS VARCHAR), '?')
 FROM nodes WHERE started_at IS NOT NULL
-ORDER BY at, event_type, node, request_id, other_request_id, slot_start, kind;
+ORDER BY event_at, event_type, node, request_id, other_request_id, slot_start, kind;

@@ -49,9 +49,9 @@ def timeline_rows(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
     """The timeline lines, from a case database whose missing tables have stand-ins."""
     out = []
     for event in rows(con, "timeline_events"):
-        line = {k: ("" if v is None else v) for k, v in event.items() if k != "at"}
+        line = {k: ("" if v is None else v) for k, v in event.items() if k != "event_at"}
         line["message"] = _message(event)
-        line["datetime"] = _iso(event["at"])
+        line["datetime"] = _iso(event["event_at"])
         out.append({name: line.get(name, "") for name in COLUMNS})
     return out
 
