@@ -20,14 +20,20 @@ grouped AS (
 ),
 merged AS (
     SELECT r, w, node, grp, max(e) - min(s) AS tokens FROM grouped GROUP BY r, w, node, grp
+),
+pair_tokens AS (
+    SELECT r, w, node, sum(tokens) AS tokens FROM merged GROUP BY r, w, node
+),
+pairs AS (
+    SELECT r, w, node,
+           any_value(receiver_account_id) AS receiver_account_id,
+           any_value(leaker_account_id) AS leaker_account_id,
+           bool_or(cross_account) AS cross_account,
+           max(CASE confidence WHEN 'confirmed' THEN 3 WHEN 'ledger' THEN 2 ELSE 1 END) AS rank,
+           count(*) AS runs, min(first_read_at) AS first_read_at, max(last_read_at) AS last_read_at
+    FROM runs GROUP BY r, w, node
 )
-SELECT r AS receiver_request_id, w AS leaker_request_id, node,
-       any_value(receiver_account_id) AS receiver_account_id,
-       any_value(leaker_account_id) AS leaker_account_id,
-       bool_or(cross_account) AS cross_account,
-       max(CASE confidence WHEN 'confirmed' THEN 3 WHEN 'ledger' THEN 2 ELSE 1 END) AS rank,
-       (SELECT sum(m.tokens) FROM merged m
-        WHERE m.r = runs.r AND m.w = runs.w AND m.node = runs.node) AS tokens,
-       count(*) AS runs, min(first_read_at) AS first_read_at, max(last_read_at) AS last_read_at
-FROM runs
-GROUP BY r, w, node;
+SELECT p.r AS receiver_request_id, p.w AS leaker_request_id, p.node, p.receiver_account_id,
+       p.leaker_account_id, p.cross_account, p.rank, t.tokens, p.runs, p.first_read_at,
+       p.last_read_at
+FROM pairs p JOIN pair_tokens t USING (r, w, node);

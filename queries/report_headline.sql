@@ -14,7 +14,9 @@ SELECT
     (SELECT min(first_read_at) FROM exposures) AS first_exposure_at,
     (SELECT max(last_read_at) FROM exposures) AS last_exposure_at,
     (SELECT count(*) FROM violations) AS violation_runs,
-    (SELECT count(DISTINCT receiver_request_id) FROM p WHERE cross_account AND rank = 3)
+    (SELECT count(DISTINCT receiver_request_id) FROM p
+     WHERE cross_account AND (rank = 3 OR receiver_request_id IN
+         (SELECT request_id FROM replay_results WHERE verdict = 'confirmed')))
         AS confirmed_requests,
     (SELECT count(*) FROM screening WHERE len(reasons) > 0) AS screened_suspects,
     (SELECT count(*) FROM screening WHERE len(reasons) > 0 AND NOT ledger_covered)
