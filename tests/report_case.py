@@ -129,6 +129,7 @@ def _node(row: dict[str, Any]) -> dict[str, Any]:
 def build_case(db: Path, tables: Rows, schemas: tuple[str, ...] = ("schema", "schema_analysis"),
                ) -> Path:
     """A case database at `db`: the DDL of `schemas` executed, then `tables` inserted."""
+    db.parent.mkdir(parents=True, exist_ok=True)
     con = duckdb.connect(str(db))
     for schema in schemas:
         con.execute(sql(schema))
@@ -140,3 +141,33 @@ def build_case(db: Path, tables: Rows, schemas: tuple[str, ...] = ("schema", "sc
             con.execute(f"INSERT INTO {table} ({cols}) VALUES ({marks})", list(record.values()))
     con.close()
     return db
+
+
+HOSTILE = {
+    "B": "<script>alert(1)</script>",
+    "H": '"><img src=x onerror=alert(1)>',
+    "n1": "<img src=x onerror=alert(2)>",
+    "acct-6": "<svg onload=alert(3)>",
+}
+_ID_COLUMNS = {
+    "request_id", "receiver_request_id", "leaker_request_id", "other_request_id", "node",
+    "decode_node", "prefill_node", "account_id", "receiver_account_id", "leaker_account_id",
+}
+
+
+def hostile_tables() -> Rows:
+    """The semantics-seq case with request ids, a node name, an account id and every account
+    name replaced by markup."""
+    tables = seq_tables()
+    for records in tables.values():
+        for record in records:
+            for key in _ID_COLUMNS & record.keys():
+                record[key] = HOSTILE.get(record[key], record[key])
+            if "name" in record:
+                record["name"] = f'{record["name"]} "><img src=x onerror=alert(4)><script>x</script>'
+    return tables
+
+
+def add_rows(tables: Rows, table: str, records: list[dict[str, Any]]) -> Rows:
+    tables.setdefault(table, []).extend(records)
+    return tables

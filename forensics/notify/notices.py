@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +47,7 @@ def _md_finalize(value: Any) -> Any:
     return "" if value is None else str(escape(value)).replace("|", "\\|")
 
 
+@cache
 def environment(kind: str) -> jinja2.Environment:
     """The jinja2 environment for 'html' (autoescape) or 'md' (values HTML-escaped)."""
     loader = jinja2.FileSystemLoader(str(resource_dir("templates")))

@@ -9,6 +9,7 @@ import json
 import statistics
 from collections.abc import Callable
 from datetime import datetime
+from functools import cache
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -176,6 +177,7 @@ def _ms(value: float | None) -> str:
     return f"{value / 1000:,.2f} s" if value >= 10_000 else f"{value:,.1f} ms"
 
 
+@cache
 def environment() -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(resource_dir("templates"))),
