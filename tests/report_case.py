@@ -164,7 +164,7 @@ def hostile_tables() -> Rows:
             for key in _ID_COLUMNS & record.keys():
                 record[key] = HOSTILE.get(record[key], record[key])
             if "name" in record:
-                record["name"] = f'{record["name"]} "><img src=x onerror=alert(4)><script>x</script>'
+                record["name"] += ' "><img src=x onerror=alert(4)><script>x</script>'
     return tables
 
 

@@ -13,7 +13,8 @@ def headline_from_exposures(exposures: list[dict[str, Any]]) -> dict[str, int]:
 
     def tokens(runs: list[dict[str, Any]]) -> int:
         return len({(e["receiver_request_id"], e["node"], s, e["leaker_request_id"])
-                    for e in runs for s in range(e["slot_start"], e["slot_start"] + e["slot_count"])})
+                    for e in runs
+                    for s in range(e["slot_start"], e["slot_start"] + e["slot_count"])})
 
     return {
         "cross_runs": len(cross),

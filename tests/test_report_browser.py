@@ -22,7 +22,9 @@ FIGURES_JS = (
 )
 
 pytestmark = pytest.mark.skipif(
-    BROWSER is None, reason="no chromium on PATH; run .ci/install-browser (apt-get install chromium)")
+    BROWSER is None,
+    reason="no chromium on PATH; run .ci/install-browser (apt-get install chromium)",
+)
 pytest.importorskip("websocket", reason="websocket-client (test extra) is not installed")
 
 

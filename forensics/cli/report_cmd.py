@@ -6,6 +6,7 @@ from __future__ import annotations
 import shlex
 import sys
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
@@ -32,14 +33,18 @@ def _print_summary(result: ExportResult) -> None:
 
 @app.command()
 def report(
-    db: Path = typer.Option(..., "--db", help="Case database written by ingest and analysis."),
-    out: Path = typer.Option(..., "--out", help="Folder for report.html, timeline.csv and "
-                             "notifications/."),
-    aware_at: str = typer.Option(None, "--aware-at", help="When the operator became aware of "
-                                 "the incident (ISO-8601 with offset); sets notify_by."),
-    rules: Path = typer.Option(None, "--rules", help="CSV of notification rules per "
-                               "jurisdiction, replacing or adding to the shipped ones."),
-    json_out: bool = typer.Option(False, "--json", help="Print a JSON summary on stdout."),
+    db: Annotated[Path, typer.Option("--db", help="Case database written by ingest and "
+                                     "analysis.")],
+    out: Annotated[Path, typer.Option("--out", help="Folder for report.html, timeline.csv and "
+                                      "notifications/.")],
+    aware_at: Annotated[str | None, typer.Option(
+        "--aware-at", help="When the operator became aware of the incident (ISO-8601 with "
+        "offset); sets notify_by.")] = None,
+    rules: Annotated[Path | None, typer.Option(
+        "--rules", help="CSV of notification rules per jurisdiction, replacing or adding to "
+        "the shipped ones.")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print a JSON summary on "
+                                           "stdout.")] = False,
 ) -> None:
     """Write notification lists (CSV, JSON, Parquet), per-account notices, timeline.csv and a
     self-contained report.html from an existing case database."""

@@ -119,7 +119,9 @@ def parse_aware_at(text: str) -> datetime:
     return value.astimezone(UTC)
 
 
-def deadline(jurisdiction: str | None, aware_at: datetime | None, rules: dict[str, Rule]) -> Deadline:
+def deadline(
+    jurisdiction: str | None, aware_at: datetime | None, rules: dict[str, Rule]
+) -> Deadline:
     """When the account must be told (and the authority, where a rule says so)."""
     rule = match_rule(jurisdiction, rules)
     if aware_at is None:

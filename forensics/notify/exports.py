@@ -113,7 +113,9 @@ def write_json(path: Path, records: list[dict[str, Any]]) -> None:
     path.write_text(text + "\n", encoding="utf-8")
 
 
-def write_parquet(path: Path, records: list[dict[str, Any]], columns: dict[str, pa.DataType]) -> None:
+def write_parquet(
+    path: Path, records: list[dict[str, Any]], columns: dict[str, pa.DataType]
+) -> None:
     schema = pa.schema([pa.field(name, kind) for name, kind in columns.items()])
     table = pa.Table.from_pylist(records, schema=schema)
     pq.write_table(table, path, compression="zstd")

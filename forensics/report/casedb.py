@@ -66,7 +66,9 @@ def stand_ins(con: duckdb.DuckDBPyConnection) -> Iterator[list[str]]:
             con.execute(f"DROP TABLE IF EXISTS temp.main.{name}")
 
 
-def rows(con: duckdb.DuckDBPyConnection, query: str, params: list[Any] | None = None) -> list[dict[str, Any]]:
+def rows(
+    con: duckdb.DuckDBPyConnection, query: str, params: list[Any] | None = None
+) -> list[dict[str, Any]]:
     """Run queries/<query>.sql with bound parameters; rows as dicts."""
     cursor = con.execute(sql(query), params or [])
     names = [d[0] for d in cursor.description or []]

@@ -11,21 +11,21 @@ import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import timedelta
+from typing import Any
 
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.dates as mdates  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.ticker import FuncFormatter  # noqa: E402
 from markupsafe import Markup  # noqa: E402
+from matplotlib.ticker import FuncFormatter  # noqa: E402
 
 from forensics.report.context import Bucket, NodeRow  # noqa: E402
 
 PALETTE = ("#1f3a5f", "#d1495b", "#2e86ab", "#edae49", "#66a182", "#8d6a9f", "#5b5f97", "#c17c74")
 INK, GRID, MUTED, ALERT = "#1c2430", "#dfe4ea", "#8a94a3", "#c0392b"
-_STYLE = {
+_STYLE: Any = {
     "svg.fonttype": "none",
     "svg.hashsalt": "kvforensics-report",
     "text.parse_math": False,
@@ -84,18 +84,20 @@ def timeline_chart(buckets: Sequence[Bucket], unit: str) -> Markup:
     if not buckets:
         return Markup("")
     nodes = sorted({b.node for b in buckets})
-    times = sorted({b.bucket for b in buckets})
-    width = timedelta(hours=0.8) if unit == "hour" else timedelta(days=0.8)
+    stamps = sorted({b.bucket for b in buckets})
+    times = [float(mdates.date2num(t)) for t in stamps]
+    width = 0.8 / 24 if unit == "hour" else 0.8  # in days, matplotlib's date unit
     with _figure(9.0, 3.0) as (fig, ax):
         bottom = dict.fromkeys(times, 0)
         for i, node in enumerate(nodes):
             counts = {b.bucket: b.receivers for b in buckets if b.node == node}
-            heights = [counts.get(t, 0) for t in times]
+            heights = [counts.get(t, 0) for t in stamps]
             ax.bar(times, heights, width=width, bottom=[bottom[t] for t in times],
                    color=PALETTE[i % len(PALETTE)], label=node, align="edge")
             for t, h in zip(times, heights, strict=True):
                 bottom[t] += h
         ax.set_xlim(times[0] - width, times[-1] + 2 * width)
+        ax.xaxis_date()
         ax.set_ylabel(f"receiving requests per {unit}")
         ax.xaxis.set_major_formatter(mdates.DateFormatter("%m-%d %H:%M" if unit == "hour"
                                                           else "%Y-%m-%d"))
@@ -115,10 +117,10 @@ def nodes_chart(nodes: Sequence[NodeRow]) -> Markup:
     height = 1.0 + 0.45 * len(known)
     with _figure(9.0, height) as (fig, ax):
         ys = range(len(known))
-        ax.barh([y + 0.2 for y in ys], [n.context_len for n in known], height=0.38,
+        ax.barh([y + 0.2 for y in ys], [n.context_len or 0 for n in known], height=0.38,
                 color=GRID, edgecolor=MUTED, label="context length")
         colours = [ALERT if n.pool_short else PALETTE[0] for n in known]
-        ax.barh([y - 0.2 for y in ys], [n.pool_slots for n in known], height=0.38,
+        ax.barh([y - 0.2 for y in ys], [n.pool_slots or 0 for n in known], height=0.38,
                 color=colours, label="KV pool slots")
         for y, n in zip(ys, known, strict=True):
             share = 100.0 * (n.pool_slots or 0) / max(n.context_len or 1, 1)

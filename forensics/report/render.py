@@ -10,7 +10,6 @@ import statistics
 from collections.abc import Callable
 from datetime import datetime
 from functools import cache
-from pathlib import Path
 from typing import Any, TypeVar
 
 import duckdb
@@ -20,8 +19,22 @@ from forensics import __version__
 from forensics.report import charts
 from forensics.report.casedb import rows
 from forensics.report.context import (
-    Bucket, Charts, ConfidenceLevel, EvidenceRow, ExposureRow, Fact, Headline, InputRow, KindRow,
-    NodeRow, OverlongRow, QuarantineRow, ReplayRow, ReportContext, ScreeningRow, TtftSummary,
+    Bucket,
+    Charts,
+    ConfidenceLevel,
+    EvidenceRow,
+    ExposureRow,
+    Fact,
+    Headline,
+    InputRow,
+    KindRow,
+    NodeRow,
+    OverlongRow,
+    QuarantineRow,
+    ReplayRow,
+    ReportContext,
+    ScreeningRow,
+    TtftSummary,
     ViolationRow,
 )
 from forensics.resources import queries_used, resource_dir, sql

@@ -55,7 +55,9 @@ def read_manifest(out_dir: Path) -> dict[str, Any]:
     try:
         value = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as exc:
-        raise CaseError(f"{path} is not readable JSON ({exc}); remove it or re-run investigate")
+        raise CaseError(
+            f"{path} is not readable JSON ({exc}); remove it or re-run investigate"
+        ) from exc
     return value if isinstance(value, dict) else {}
 
 
