@@ -97,8 +97,10 @@ def _errors(events: list[dict[str, Any]]) -> list[str]:
     return out
 
 
-def visit(browser: str, page: Path, screenshot: Path, expression: str) -> PageVisit:
-    """Load `page`, evaluate `expression` (JSON-returning JS), save a full-page PNG."""
+def visit(browser: str, page: Path, screenshot: Path, expression: str,
+          media: str = "screen") -> PageVisit:
+    """Load `page` with CSS media `media`, evaluate `expression` (JSON-returning JS), save a
+    full-page PNG."""
     port = _free_port()
     with tempfile.TemporaryDirectory() as profile:
         proc = subprocess.Popen(
@@ -108,16 +110,17 @@ def visit(browser: str, page: Path, screenshot: Path, expression: str) -> PageVi
         )
         try:
             return _drive(_page_socket_url(port, time.monotonic() + 30), page, screenshot,
-                          expression)
+                          expression, media)
         finally:
             proc.terminate()
             proc.wait(timeout=15)
 
 
-def _drive(url: str, page: Path, screenshot: Path, expression: str) -> PageVisit:
+def _drive(url: str, page: Path, screenshot: Path, expression: str, media: str) -> PageVisit:
     session = _Session(url)
     for domain in ("Page", "Runtime", "Log", "Network"):
         session.call(f"{domain}.enable")
+    session.call("Emulation.setEmulatedMedia", media=media)
     session.events.clear()
     target = page.resolve().as_uri()
     session.call("Page.navigate", url=target)

@@ -34,18 +34,22 @@ VOID = {"meta", "link", "br", "hr", "img", "input", "col", "area", "base", "wbr"
 
 
 class Elements(HTMLParser):
-    """Every start tag with its attributes; the text of elements carrying data-figure."""
+    """Every start tag with its attributes; for elements carrying data-figure, their data-value
+    (`figures`) and their displayed text (`shown`)."""
 
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
         self.tags: list[tuple[str, dict[str, str | None]]] = []
         self.figures: dict[str, str] = {}
+        self.shown: dict[str, str] = {}
         self.text: list[str] = []
         self._open: list[str | None] = []
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         attributes = dict(attrs)
         self.tags.append((tag, attributes))
+        if attributes.get("data-figure"):
+            self.figures[str(attributes["data-figure"])] = str(attributes.get("data-value"))
         if tag not in VOID:
             self._open.append(attributes.get("data-figure"))
 
@@ -60,7 +64,7 @@ class Elements(HTMLParser):
         self.text.append(data)
         if self._open and self._open[-1]:
             name = self._open[-1]
-            self.figures[name] = self.figures.get(name, "") + data
+            self.shown[name] = self.shown.get(name, "") + data
 
 
 def parse(html: str) -> Elements:

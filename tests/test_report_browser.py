@@ -18,7 +18,7 @@ BROWSER = find_chromium()
 ARTIFACTS = Path(__file__).resolve().parents[1] / "test-artifacts"
 FIGURES_JS = (
     "JSON.stringify(Object.fromEntries([...document.querySelectorAll('[data-figure]')]"
-    ".map(e => [e.dataset.figure, e.textContent.trim()])))"
+    ".map(e => [e.dataset.figure, [e.dataset.value, e.textContent.trim()]])))"
 )
 
 pytestmark = pytest.mark.skipif(
@@ -44,6 +44,13 @@ def test_report_in_a_real_browser(tmp_path: Path) -> None:
     assert page.console_errors == []
     assert page.requests == []
     expected = headline_from_exposures(tables["exposures"])
-    shown = {name: int(page.values[name]) for name in expected}
+    assert {name: int(page.values[name][0]) for name in expected} == expected
+    shown = {name: int(page.values[name][1].replace(",", "")) for name in expected}
     assert shown == expected
     assert (ARTIFACTS / "report.png").stat().st_size > 10_000
+
+    printed = visit(BROWSER, tmp_path / "out" / "report.html", ARTIFACTS / "report-print.png",
+                    "JSON.stringify(getComputedStyle(document.querySelector('.masthead'))"
+                    ".backgroundColor)", media="print")
+    assert printed.console_errors == [] and printed.requests == []
+    assert printed.values == "rgba(0, 0, 0, 0)"  # the print style drops the dark masthead

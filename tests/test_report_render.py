@@ -44,9 +44,11 @@ def richer(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, dict]:
 def test_headline_figures_equal_the_naive_oracle(richer: tuple[str, dict]) -> None:
     html, tables = richer
     expected = headline_from_exposures(tables["exposures"])
-    figures = parse(html).figures
+    page = parse(html)
     for name, value in expected.items():
-        assert int(figures[name]) == value, name
+        assert int(page.figures[name]) == value, name
+        assert page.shown[name].strip().replace(",", "") == str(value), name
+    figures = page.figures
     # and by hand: 6 + 2 (B<-A, the overlap counted once) + 4 + 2 + 2
     assert int(figures["cross_tokens"]) == 16
     assert int(figures["same_account_tokens"]) == 3

@@ -19,7 +19,7 @@ matplotlib.use("Agg")
 import matplotlib.dates as mdates  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 from markupsafe import Markup  # noqa: E402
-from matplotlib.ticker import FuncFormatter  # noqa: E402
+from matplotlib.ticker import FuncFormatter, MaxNLocator  # noqa: E402
 
 from forensics.report.context import Bucket, NodeRow  # noqa: E402
 
@@ -65,7 +65,8 @@ def _svg(fig: plt.Figure, margins: tuple[float, float, float, float]) -> Markup:
     """The figure as SVG markup; margins (left, right, bottom, top) are fixed fractions, which
     spares the extra drawing pass of an automatic layout."""
     buffer = io.StringIO()
-    fig.subplots_adjust(*margins)
+    left, right, bottom, top = margins
+    fig.subplots_adjust(left=left, right=right, bottom=bottom, top=top)
     fig.savefig(buffer, format="svg", metadata={"Date": None, "Creator": None})
     text = buffer.getvalue()
     text = text[text.index("<svg"):]
@@ -79,6 +80,13 @@ def _plain_number(value: float, _pos: object = None) -> str:
     return f"{value:,.0f}" if value >= 1 else f"{value:g}"
 
 
+def _locator(unit: str, span_days: float) -> mdates.DateLocator:
+    """About eight ticks on whole hours or whole days."""
+    if unit == "hour":
+        return mdates.HourLocator(interval=max(1, round(span_days * 24 / 8)))
+    return mdates.DayLocator(interval=max(1, round(span_days / 8)))
+
+
 def timeline_chart(buckets: Sequence[Bucket], unit: str) -> Markup:
     """Stacked bars: requests that read another request's data, per bucket, one colour per node."""
     if not buckets:
@@ -86,27 +94,31 @@ def timeline_chart(buckets: Sequence[Bucket], unit: str) -> Markup:
     nodes = sorted({b.node for b in buckets})
     stamps = sorted({b.bucket for b in buckets})
     times = [float(mdates.date2num(t)) for t in stamps]
-    width = 0.8 / 24 if unit == "hour" else 0.8  # in days, matplotlib's date unit
+    step = 1 / 24 if unit == "hour" else 1.0  # one bucket, in days (matplotlib's date unit)
+    width = 0.8 * step
     with _figure(9.0, 3.0) as (fig, ax):
         bottom = dict.fromkeys(times, 0)
         for i, node in enumerate(nodes):
             counts = {b.bucket: b.receivers for b in buckets if b.node == node}
             heights = [counts.get(t, 0) for t in stamps]
-            ax.bar(times, heights, width=width, bottom=[bottom[t] for t in times],
+            ax.bar([t + 0.1 * step for t in times], heights, width=width,
+                   bottom=[bottom[t] for t in times],
                    color=PALETTE[i % len(PALETTE)], label=node, align="edge")
             for t, h in zip(times, heights, strict=True):
                 bottom[t] += h
-        ax.set_xlim(times[0] - width, times[-1] + 2 * width)
+        ax.set_xlim(times[0] - 2 * step, times[-1] + 3 * step)
         ax.xaxis_date()
         ax.set_ylabel(f"receiving requests per {unit}")
-        ax.xaxis.set_major_formatter(mdates.DateFormatter("%m-%d %H:%M" if unit == "hour"
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.xaxis.set_major_locator(_locator(unit, times[-1] - times[0]))
+        ax.xaxis.set_major_formatter(mdates.DateFormatter("%m-%d %H:00" if unit == "hour"
                                                           else "%Y-%m-%d"))
         for label in ax.get_xticklabels():
             label.set_rotation(30)
             label.set_horizontalalignment("right")
         ax.legend(title="node", frameon=False, fontsize=8, loc="upper left",
                   bbox_to_anchor=(1.0, 1.0))
-        return _svg(fig, (0.07, 0.86, 0.22, 0.96))
+        return _svg(fig, (0.08, 0.86, 0.24, 0.96))
 
 
 def nodes_chart(nodes: Sequence[NodeRow]) -> Markup:
@@ -126,6 +138,7 @@ def nodes_chart(nodes: Sequence[NodeRow]) -> Markup:
             share = 100.0 * (n.pool_slots or 0) / max(n.context_len or 1, 1)
             ax.text(n.pool_slots or 0, y - 0.2, f"  {share:.0f} %", va="center", fontsize=8)
         ax.set_yticks(list(ys), [n.node for n in known])
+        ax.xaxis.set_major_formatter(FuncFormatter(_plain_number))
         ax.invert_yaxis()
         ax.set_xlabel("tokens")
         ax.legend(frameon=False, fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
@@ -155,4 +168,4 @@ def ttft_chart(points: Sequence[TtftPoint], max_normal: int = 4000) -> Markup:
         ax.set_xlabel("prompt tokens (billed)")
         ax.set_ylabel("time to first token (ms)")
         ax.legend(frameon=False, fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
-        return _svg(fig, (0.08, 0.86, 0.14, 0.96))
+        return _svg(fig, (0.09, 0.86, 0.14, 0.96))

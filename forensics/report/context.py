@@ -47,6 +47,17 @@ class Bucket:
 
 
 @dataclass(frozen=True)
+class TimelineRow:
+    """One time bucket with its receiving requests per node (in ReportContext.timeline_nodes
+    order) and its total tokens."""
+
+    bucket: datetime
+    per_node: list[int]
+    receivers: int
+    tokens: int
+
+
+@dataclass(frozen=True)
 class NodeRow:
     """One engine node (queries/report_nodes.sql)."""
 
@@ -221,6 +232,8 @@ class ReportContext:
     headline: Headline
     bucket_unit: str  # 'hour' or 'day'
     buckets: list[Bucket]
+    timeline_nodes: list[str]  # the nodes in the timeline, sorted
+    timeline: list[TimelineRow]  # buckets with any exposure, in time order
     charts: Charts
     nodes: list[NodeRow]
     overlong: list[OverlongRow]

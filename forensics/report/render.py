@@ -34,13 +34,14 @@ from forensics.report.context import (
     ReplayRow,
     ReportContext,
     ScreeningRow,
+    TimelineRow,
     TtftSummary,
     ViolationRow,
 )
 from forensics.resources import queries_used, resource_dir, sql
 
 T = TypeVar("T")
-ROW_LIMIT = 50
+ROW_LIMIT = 20
 OWN_QUERIES = ("report_", "notify_", "timeline_", "case_tables")
 
 STAGE_OF_TABLE = {
@@ -93,6 +94,17 @@ def _bucket_unit(headline: Headline) -> str:
     return "hour" if (last - first).total_seconds() <= 3 * 86400 else "day"
 
 
+def _pivot(buckets: list[Bucket]) -> tuple[list[str], list[TimelineRow]]:
+    nodes = sorted({b.node for b in buckets})
+    rows = []
+    for when in sorted({b.bucket for b in buckets}):
+        here = {b.node: b for b in buckets if b.bucket == when}
+        counts = [here[n].receivers if n in here else 0 for n in nodes]
+        tokens = sum(int(b.tokens) for b in here.values())
+        rows.append(TimelineRow(when, counts, sum(counts), tokens))
+    return nodes, rows
+
+
 def _ttft(points: list[charts.TtftPoint]) -> TtftSummary:
     def median(values: list[float]) -> float | None:
         return float(statistics.median(values)) if values else None
@@ -139,6 +151,7 @@ def build_context(
     headline = Headline(**rows(con, "report_headline")[0])
     unit = _bucket_unit(headline)
     buckets = _typed(Bucket, rows(con, "report_exposure_buckets", [unit]))
+    timeline_nodes, timeline = _pivot(buckets)
     nodes = _typed(NodeRow, rows(con, "report_nodes"))
     points = [charts.TtftPoint(r["prompt_tokens"], float(r["ttft_ms"]), bool(r["suspect"]))
               for r in rows(con, "report_ttft_points")]
@@ -150,6 +163,8 @@ def build_context(
         headline=headline,
         bucket_unit=unit,
         buckets=buckets,
+        timeline_nodes=timeline_nodes,
+        timeline=timeline,
         charts=Charts(charts.timeline_chart(buckets, unit), charts.nodes_chart(nodes),
                       charts.ttft_chart(points)),
         nodes=nodes,
@@ -176,12 +191,16 @@ def _num(value: Any) -> str:
     if value is None:
         return "–"
     if isinstance(value, float):
-        return f"{value:,.1f}"
+        return f"{value:,.0f}" if value.is_integer() or abs(value) >= 1000 else f"{value:,.1f}"
     return f"{value:,}"
 
 
 def _ts(value: datetime | None) -> str:
     return "–" if value is None else value.strftime("%Y-%m-%d %H:%M:%S") + " UTC"
+
+
+def _bucket(value: datetime, unit: str) -> str:
+    return value.strftime("%Y-%m-%d" if unit == "day" else "%Y-%m-%d %H:00")
 
 
 def _ms(value: float | None) -> str:
@@ -196,7 +215,7 @@ def environment() -> jinja2.Environment:
         loader=jinja2.FileSystemLoader(str(resource_dir("templates"))),
         autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
     )
-    env.filters.update(num=_num, ts=_ts, ms=_ms)
+    env.filters.update(num=_num, ts=_ts, ms=_ms, bucket=_bucket)
     return env
 
 
