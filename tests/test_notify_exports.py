@@ -114,7 +114,7 @@ def test_formats_agree(seq_out: Path) -> None:
         from_parquet = pq.read_table(seq_out / f"{name}.parquet").to_pylist()
         assert list(from_csv[0]) == list(from_json[0]) == list(from_parquet[0])
         as_text = [{k: "" if v is None else str(v) for k, v in r.items()} for r in from_json]
-        assert as_text == from_csv
+        assert as_text == from_csv  # (no value here starts like a spreadsheet formula)
         assert from_parquet == from_json
 
 
@@ -204,3 +204,15 @@ def test_missing_analysis_tables_give_empty_lists(tmp_path: Path) -> None:
     from forensics.report.casedb import present_tables
     assert "exposures" not in present_tables(con)
     con.close()
+
+
+def test_csv_cells_cannot_run_as_spreadsheet_formulas(tmp_path: Path) -> None:
+    tables = seq_tables()
+    for row in tables["accounts"] + tables["affected_accounts"]:
+        if row["account_id"] == "acct-2":
+            row["name"] = '=HYPERLINK("http://evil.example","Customer Two")'
+    out = _run(tmp_path, tables)
+    rows = {r["account_id"]: r for r in _read_csv(out / "receiving_accounts.csv")}
+    assert rows["acct-2"]["name"] == '\'=HYPERLINK("http://evil.example","Customer Two")'
+    as_json = {r["account_id"]: r for r in json.loads((out / "receiving_accounts.json").read_text())}
+    assert as_json["acct-2"]["name"].startswith("=HYPERLINK")  # JSON keeps the value

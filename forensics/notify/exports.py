@@ -96,8 +96,18 @@ def build_exports(
     return Exports(accounts["receiving"], accounts["leaking"], requests)
 
 
+# A text cell starting with one of these is run as a formula by spreadsheet programs; such
+# values get a leading apostrophe in the CSV files (OWASP's advice on CSV injection). The JSON
+# and Parquet files keep the value as it is.
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
 def _csv_value(value: Any) -> Any:
-    return "" if value is None else value
+    if value is None:
+        return ""
+    if isinstance(value, str) and value.startswith(_FORMULA_START):
+        return "'" + value
+    return value
 
 
 def write_csv(path: Path, records: list[dict[str, Any]], columns: dict[str, Any]) -> None:
