@@ -214,5 +214,6 @@ def test_csv_cells_cannot_run_as_spreadsheet_formulas(tmp_path: Path) -> None:
     out = _run(tmp_path, tables)
     rows = {r["account_id"]: r for r in _read_csv(out / "receiving_accounts.csv")}
     assert rows["acct-2"]["name"] == '\'=HYPERLINK("http://evil.example","Customer Two")'
-    as_json = {r["account_id"]: r for r in json.loads((out / "receiving_accounts.json").read_text())}
+    records = json.loads((out / "receiving_accounts.json").read_text())
+    as_json = {r["account_id"]: r for r in records}
     assert as_json["acct-2"]["name"].startswith("=HYPERLINK")  # JSON keeps the value
