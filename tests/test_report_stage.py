@@ -37,3 +37,21 @@ def test_export_is_the_last_stage_of_investigate() -> None:
         import pytest
         pytest.skip(f"stages() does not import here: {exc}")
     assert names[-1] == "export"
+
+
+def test_an_empty_case_database_still_gives_every_output(tmp_path: Path) -> None:
+    from forensics.report.casedb import open_case
+    from forensics.report.stage import write_all
+
+    db = tmp_path / "empty.duckdb"
+    duckdb.connect(str(db)).close()
+    con = open_case(db)
+    result = write_all(con, tmp_path / "out")
+    con.close()
+    assert {"requests", "exposures", "replay_results", "engine_evidence"} <= set(
+        result.missing_tables)
+    assert not result.findings
+    report = (tmp_path / "out" / "report.html").read_text()
+    for stage in ("ingest", "analysis", "screening", "replay", "engine log reading"):
+        assert f"The {stage} stage has not run on this case" in report
+    assert (tmp_path / "out" / "notifications" / "affected_requests.parquet").is_file()

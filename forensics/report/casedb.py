@@ -19,6 +19,7 @@ from forensics.resources import sql
 
 # The DDL files whose tables the report and the exports read, in this order.
 SCHEMAS = ("schema", "schema_analysis", "report_optional_tables")
+_COMMENT = re.compile(r"--.*$")
 _CREATE = re.compile(r"CREATE TABLE IF NOT EXISTS\s+(\w+)", re.IGNORECASE)
 
 
@@ -33,7 +34,8 @@ def open_case(db: Path) -> duckdb.DuckDBPyConnection:
 
 
 def _statements(text: str) -> list[str]:
-    lines = [line for line in text.splitlines() if not line.lstrip().startswith("--")]
+    """The statements of a DDL file, comments removed (a comment may contain ';')."""
+    lines = [_COMMENT.sub("", line) for line in text.splitlines()]
     return [s.strip() for s in "\n".join(lines).split(";") if s.strip()]
 
 
