@@ -48,8 +48,9 @@ def test_sides_say_different_things(notices: Path) -> None:
     leaking = (notices / "leaking" / "acct-2.md").read_text()
     assert "delete the responses" in receiving and "delete the responses" not in leaking
     assert "data from your requests" in leaking
-    assert "| B | 2026-08-27T10:00:01.000200Z | 6 |" in receiving  # B received 6 tokens
-    assert "| B | 2026-08-27T10:00:07.000400Z | 2 |" in leaking  # B's data: 2 tokens to H
+    assert "| B | 27 August 2026, 10:00 UTC | 6 |" in receiving  # B received 6 tokens
+    assert "| B | 27 August 2026, 10:00 UTC | 2 |" in leaking  # B's data: 2 tokens to H
+    assert "On 27 August 2026, 10:00 UTC, 1 of your requests received" in receiving
 
 
 def test_no_counterpart_named(notices: Path) -> None:

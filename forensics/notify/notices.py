@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -43,6 +44,14 @@ class Notice:
 NOTICE_FIELDS = {"side", "account", "requests", "confidence_text", "sender"}
 
 
+def human_time(value: str | None) -> str:
+    """'2026-08-27T10:00:01.000200Z' as '27 August 2026, 10:00 UTC' (minutes, for people)."""
+    if not value:
+        return "an unknown time"
+    moment = datetime.fromisoformat(value.replace("Z", "+00:00")).astimezone(UTC)
+    return f"{moment.day} {moment:%B %Y, %H:%M} UTC"
+
+
 def _md_finalize(value: Any) -> Any:
     return "" if value is None else str(escape(value)).replace("|", "\\|")
 
@@ -52,10 +61,13 @@ def environment(kind: str) -> jinja2.Environment:
     """The jinja2 environment for 'html' (autoescape) or 'md' (values HTML-escaped)."""
     loader = jinja2.FileSystemLoader(str(resource_dir("templates")))
     if kind == "html":
-        return jinja2.Environment(loader=loader, autoescape=True, undefined=jinja2.StrictUndefined,
-                                  keep_trailing_newline=True)
-    return jinja2.Environment(loader=loader, autoescape=False, finalize=_md_finalize,
-                              undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
+        env = jinja2.Environment(loader=loader, autoescape=True, undefined=jinja2.StrictUndefined,
+                                 keep_trailing_newline=True)
+    else:
+        env = jinja2.Environment(loader=loader, autoescape=False, finalize=_md_finalize,
+                                 undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
+    env.filters["human"] = human_time
+    return env
 
 
 def file_stem(account_id: str) -> str:
