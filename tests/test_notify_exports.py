@@ -80,6 +80,15 @@ NOTIFY = {
 }
 
 
+def test_summary_names_rules_and_missing_stages(seq_out: Path) -> None:
+    summary = json.loads((seq_out / "summary.json").read_text())
+    assert summary["aware_at"] == "2026-08-28T07:00:00Z"
+    assert [r["jurisdiction"] for r in summary["rules_applied"]] == ["*", "EU", "UK", "US-CA"]
+    assert summary["missing_tables"] == ["engine_evidence", "replay_results"]
+    assert summary["rows"] == {"receiving_accounts": 4, "leaking_accounts": 4,
+                               "affected_requests": 8}
+
+
 def test_notify_by_per_jurisdiction(seq_out: Path) -> None:
     for name in ("receiving_accounts", "leaking_accounts", "affected_requests"):
         for row in _read_csv(seq_out / f"{name}.csv"):
@@ -93,6 +102,8 @@ def test_without_aware_at_notify_by_is_empty(tmp_path: Path) -> None:
     rows = _read_csv(out / "receiving_accounts.csv")
     assert rows and all(r["notify_by"] == "" and r["authority_notify_by"] == "" for r in rows)
     assert "no awareness time was given" in (out.parent / "report.html").read_text().lower()
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["aware_at"] is None and summary["notify_by"].startswith("empty")
 
 
 def test_rules_file_overrides_and_adds(tmp_path: Path) -> None:

@@ -60,3 +60,24 @@ def test_no_counterpart_named(notices: Path) -> None:
             text = (notices / side / f"acct-2.{ext}").read_text()
             assert "acct-1" not in text and "Customer One" not in text
             assert "| A |" not in text and "| H |" not in text and ">A<" not in text
+
+
+def test_possible_only_account_without_times(tmp_path: Path) -> None:
+    """A screened (possible) receiver has no token count and no times."""
+    tables = seq_tables()
+    tables["affected_requests"].append(
+        {"side": "receiving", "request_id": "C", "account_id": "acct-3", "confidence": "possible",
+         "tokens": None, "counterpart_requests": 2, "first_affected_at": None,
+         "last_affected_at": None})
+    tables["affected_accounts"].append(
+        {"side": "receiving", "account_id": "acct-3", "confidence": "possible", "requests": 1,
+         "tokens": None, "first_affected_at": None, "last_affected_at": None,
+         "counterpart_accounts": 2})
+    con = open_case(build_case(tmp_path / "case.duckdb", tables))
+    write_all(con, tmp_path / "out")
+    con.close()
+    text = (tmp_path / "out" / "notifications" / "notices" / "receiving" / "acct-3.md").read_text()
+    assert "During the period under investigation, 1 of your requests" in text
+    assert "an unknown number of\ntokens" in text or "an unknown number of tokens" in text
+    assert "Our finding is possible:" in text
+    assert "| C | an unknown time | unknown |" in text

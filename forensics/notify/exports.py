@@ -18,6 +18,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from forensics import __version__
 from forensics.notify.deadlines import Rule, deadline, iso_utc
 from forensics.report.casedb import rows
 from forensics.resources import sql
@@ -141,3 +142,29 @@ def write_exports(exports: Exports, out_dir: Path) -> list[Path]:
         write_parquet(out_dir / f"{name}.parquet", records, columns)
         written += [out_dir / f"{name}.{ext}" for ext in ("csv", "json", "parquet")]
     return written
+
+
+def write_summary(
+    path: Path, exports: Exports, aware_at: datetime | None, rules: dict[str, Rule],
+    missing_tables: list[str],
+) -> Path:
+    """notifications/summary.json: counts, the awareness time, the rules applied and the stages
+    whose tables were missing, so a reader of the lists knows what they rest on."""
+    used = sorted({r["notify_rule"] for _, (records, _) in exports.tables().items()
+                   for r in records})
+    summary = {
+        "tool_version": __version__,
+        "aware_at": iso_utc(aware_at) or None,
+        "notify_by": ("computed from aware_at and the rules" if aware_at else
+                      "empty: no awareness time was given (--aware-at)"),
+        "rows": {name: len(records) for name, (records, _) in exports.tables().items()},
+        "rules_applied": [
+            {"jurisdiction": rules[code].jurisdiction,
+             "notify_within_hours": rules[code].notify_within_hours,
+             "authority_within_hours": rules[code].authority_within_hours,
+             "basis": rules[code].basis} for code in used],
+        "missing_tables": missing_tables,
+        "scope": "cross-account exposures only; counterparts are counted, never named",
+    }
+    path.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    return path

@@ -13,7 +13,7 @@ import duckdb
 
 from forensics.errors import CaseError
 from forensics.notify.deadlines import iso_utc, load_rules, parse_aware_at
-from forensics.notify.exports import build_exports, write_exports
+from forensics.notify.exports import build_exports, write_exports, write_summary
 from forensics.notify.notices import write_notices
 from forensics.notify.timeline import timeline_rows, write_timeline
 from forensics.pipeline import RunContext
@@ -75,6 +75,8 @@ def write_all(
         exports = build_exports(con, aware_at, rules)
         notes = out_dir / "notifications"
         result.written += write_exports(exports, notes)
+        result.written.append(
+            write_summary(notes / "summary.json", exports, aware_at, rules, missing))
         result.written += write_notices(exports, notes / "notices", sender)
         result.written.append(write_timeline(out_dir / "timeline.csv", timeline_rows(con)))
         context = build_context(con, case_label=case_label, missing=missing,
