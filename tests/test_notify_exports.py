@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -228,3 +229,20 @@ def test_csv_cells_cannot_run_as_spreadsheet_formulas(tmp_path: Path) -> None:
     records = json.loads((out / "receiving_accounts.json").read_text())
     as_json = {r["account_id"]: r for r in records}
     assert as_json["acct-2"]["name"].startswith("=HYPERLINK")  # JSON keeps the value
+
+
+def test_report_shows_the_notification_plan(seq_out: Path) -> None:
+    html = (seq_out.parent / "report.html").read_text()
+    section = html[html.index('id="notifications"'):html.index('id="timeline"')]
+    rows = re.findall(r"<tr><td>([^<]+)</td><td>([^<]+)</td><td class=\"n\">(\d+)</td>"
+                      r"<td class=\"n\">(\d+)</td><td>([^<]+)</td>", section)
+    # hand-worked from accounts.csv and expected_accounts.csv, earliest deadline first per side
+    assert rows == [
+        ("received others' data", "EU", "1", "1", "2026-08-29T07:00:00Z"),
+        ("received others' data", "UK", "1", "1", "2026-08-29T07:00:00Z"),
+        ("received others' data", "default", "1", "1", "2026-08-31T07:00:00Z"),
+        ("received others' data", "US-CA", "1", "1", "2026-09-27T07:00:00Z"),
+        ("data was exposed", "EU", "2", "2", "2026-08-29T07:00:00Z"),
+        ("data was exposed", "UK", "1", "1", "2026-08-29T07:00:00Z"),
+        ("data was exposed", "US-CA", "1", "1", "2026-09-27T07:00:00Z"),
+    ]

@@ -74,8 +74,8 @@ def test_self_contained_with_a_strict_csp(richer: tuple[str, dict]) -> None:
 
 def test_sections_present(richer: tuple[str, dict]) -> None:
     html, _ = richer
-    for section in ("summary", "timeline", "nodes", "root-cause", "exposures", "method",
-                    "quarantine", "manifest"):
+    for section in ("summary", "notifications", "timeline", "nodes", "root-cause", "exposures",
+                    "method", "quarantine", "manifest"):
         assert f'<section id="{section}">' in html
     for level in ("confirmed", "ledger", "possible"):
         assert f">{level}</span>" in html

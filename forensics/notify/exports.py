@@ -168,3 +168,21 @@ def write_summary(
     }
     path.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     return path
+
+
+def notify_plan(exports: Exports) -> list[dict[str, Any]]:
+    """Per side and rule: accounts, requests and the earliest deadlines (for the report)."""
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for side, records in (("receiving", exports.receiving_accounts),
+                          ("leaking", exports.leaking_accounts)):
+        for record in records:
+            groups.setdefault((side, str(record["notify_rule"])), []).append(record)
+    return [
+        {"side": side, "rule": rule, "accounts": len(records),
+         "requests": sum(int(r["requests"] or 0) for r in records),
+         "earliest_notify_by": min(str(r["notify_by"]) for r in records),
+         "earliest_authority_by": min((str(r["authority_notify_by"]) for r in records
+                                       if r["authority_notify_by"]), default="")}
+        for (side, rule), records in sorted(groups.items(), key=lambda kv: (
+            kv[0][0] != "receiving", min(str(r["notify_by"]) for r in kv[1]), kv[0][1]))
+    ]

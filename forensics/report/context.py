@@ -213,6 +213,18 @@ class ConfidenceLevel:
 
 
 @dataclass(frozen=True)
+class NotifyPlanRow:
+    """Accounts to notify per side and deadline rule, from the notification lists."""
+
+    side: str  # receiving | leaking
+    rule: str  # the jurisdiction rule applied ('*' = the default)
+    accounts: int
+    requests: int
+    earliest_notify_by: str  # ISO-8601 UTC; '' without an awareness time
+    earliest_authority_by: str
+
+
+@dataclass(frozen=True)
 class Charts:
     """Inline SVG (from matplotlib); empty Markup when there is nothing to draw."""
 
@@ -245,6 +257,7 @@ class ReportContext:
     evidence: list[EvidenceRow]
     screening: list[ScreeningRow]
     confidence_levels: list[ConfidenceLevel]
+    notify_plan: list[NotifyPlanRow]
     quarantine: list[QuarantineRow]
     inputs: list[InputRow]
     manifest: list[Fact]  # tool and query versions, parameters, command line

@@ -29,6 +29,7 @@ from forensics.report.context import (
     InputRow,
     KindRow,
     NodeRow,
+    NotifyPlanRow,
     OverlongRow,
     QuarantineRow,
     ReplayRow,
@@ -144,6 +145,7 @@ def _confidence(headline: Headline) -> list[ConfidenceLevel]:
 def build_context(
     con: duckdb.DuckDBPyConnection, *, case_label: str, missing: list[str],
     manifest: dict[str, Any] | None = None, command: str = "", row_limit: int = ROW_LIMIT,
+    notify_plan: list[NotifyPlanRow] | None = None,
 ) -> ReportContext:
     """The report context from a case database whose missing tables have stand-ins."""
     manifest = manifest or {}
@@ -177,6 +179,7 @@ def build_context(
         evidence=_typed(EvidenceRow, rows(con, "report_evidence")),
         screening=_typed(ScreeningRow, rows(con, "report_screening")),
         confidence_levels=_confidence(headline),
+        notify_plan=notify_plan or [],
         quarantine=_typed(QuarantineRow, rows(con, "report_quarantine")),
         inputs=_typed(InputRow, rows(con, "report_inputs")),
         manifest=[],

@@ -13,11 +13,12 @@ import duckdb
 
 from forensics.errors import CaseError
 from forensics.notify.deadlines import iso_utc, load_rules, parse_aware_at
-from forensics.notify.exports import build_exports, write_exports, write_summary
+from forensics.notify.exports import build_exports, notify_plan, write_exports, write_summary
 from forensics.notify.notices import write_notices
 from forensics.notify.timeline import timeline_rows, write_timeline
 from forensics.pipeline import RunContext
 from forensics.report.casedb import stand_ins
+from forensics.report.context import NotifyPlanRow
 from forensics.report.render import build_context, render_report
 
 DEFAULT_SENDER = "our security incident team (reply to the address this notice came from)"
@@ -79,8 +80,10 @@ def write_all(
             write_summary(notes / "summary.json", exports, aware_at, rules, missing))
         result.written += write_notices(exports, notes / "notices", sender)
         result.written.append(write_timeline(out_dir / "timeline.csv", timeline_rows(con)))
+        plan = [NotifyPlanRow(**row) for row in notify_plan(exports)]
         context = build_context(con, case_label=case_label, missing=missing,
-                                manifest=read_manifest(out_dir), command=command)
+                                manifest=read_manifest(out_dir), command=command,
+                                notify_plan=plan)
     if aware_at is None:
         context.notes.append("No awareness time was given (--aware-at), so the notify_by "
                              "deadlines in the notification lists are empty.")
