@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 import pytest
-from report_case import _exposure, add_rows, build_case, seq_tables
+from report_case import _exposure, add_rows, build_case, seq_tables, t
 from report_oracle import headline_from_exposures, parse
 
 from forensics.report.casedb import open_case
@@ -121,3 +121,43 @@ def test_quarantine_and_inputs_shown(tmp_path: Path) -> None:
     section = html[html.index('id="quarantine"'):html.index('id="manifest"')]
     assert "bad timestamp" in section and '<td class="n">2</td>' in section
     assert "ab" * 32 in html[html.index('id="manifest"'):]
+
+
+def test_later_stages_shown_when_present(tmp_path: Path) -> None:
+    """Replay verdicts, engine log evidence and screening appear in the report and timeline."""
+    tables = seq_tables()
+    add_rows(tables, "replay_results", [
+        {"request_id": "B", "verdict": "confirmed", "reason": "contaminated replay matches",
+         "delivered_sha256": "aa", "contaminated_sha256": "aa", "clean_sha256": "bb",
+         "tokens": 12, "seconds": 0.5, "tokens_per_s": 24.0, "device": "cpu", "model": "tiny"},
+        {"request_id": "H", "verdict": "not-confirmed", "reason": "clean replay matches too",
+         "delivered_sha256": "cc", "contaminated_sha256": "cc", "clean_sha256": "cc",
+         "tokens": 8, "seconds": 0.4, "tokens_per_s": 20.0, "device": "cpu", "model": "tiny"},
+    ])
+    add_rows(tables, "engine_evidence", [
+        {"node": "n1", "ts": t("2026-08-27T09:00:01Z"), "kind": "pool-smaller-than-context",
+         "request_id": None, "value": 32.0, "max_value": 64.0,
+         "message": "max_total_num_tokens=32, context_len=64", "src_file": "n1.log",
+         "src_line": 12}])
+    add_rows(tables, "screening", [
+        {"request_id": "C", "account_id": "acct-3", "prefill_node": None, "decode_node": "n1",
+         "reasons": ["fast-ttft"], "ttft_ms": 0.2, "expected_ttft_ms": 50.0,
+         "ledger_covered": False}])
+    db = build_case(tmp_path / "case.duckdb", tables,
+                    schemas=("schema", "schema_analysis", "report_optional_tables"))
+    con = open_case(db)
+    result = write_all(con, tmp_path / "out")
+    con.close()
+    assert result.missing_tables == []
+    html = (tmp_path / "out" / "report.html").read_text()
+    page = parse(html)
+    assert page.figures["confirmed_requests"] == "1"  # B, by its replay verdict
+    assert page.figures["possible_receivers"] == "1"  # C: flagged, no ledger covers it
+    assert "has not run" not in html
+    section = html[html.index('id="exposures"'):html.index('id="method"')]
+    assert '<span class="tag good">confirmed</span>' in section
+    assert "clean replay matches too" in section
+    assert "max_total_num_tokens=32, context_len=64" in html
+    assert "fast-ttft" in html
+    timeline = (tmp_path / "out" / "timeline.csv").read_text()
+    assert "pool-smaller-than-context" in timeline and "screened as a possible receiver" in timeline
