@@ -1,5 +1,5 @@
--- Empty stand-ins for the tables of later stages, used only when a case database lacks them (the
--- stage did not run). The report and the exports create them as TEMP tables, never in the case
+-- Tables of the replay stage, as the report reads them. Used only as empty stand-ins when a case
+-- database lacks them (the stage did not run). The report and the exports create them as TEMP tables, never in the case
 -- database, so a stage that runs later still writes its own real tables. The columns are the
 -- ones the report reads; the stages that own these tables may have more.
 
@@ -15,16 +15,4 @@ CREATE TABLE IF NOT EXISTS replay_results (
     tokens_per_s        DOUBLE,
     device              VARCHAR,
     model               VARCHAR
-);
-
-CREATE TABLE IF NOT EXISTS engine_evidence (
-    node      VARCHAR NOT NULL,
-    ts        TIMESTAMP,
-    kind      VARCHAR NOT NULL,
-    request_id VARCHAR,
-    value     DOUBLE,
-    max_value DOUBLE,
-    message   VARCHAR,
-    src_file  VARCHAR,
-    src_line  BIGINT
 );

@@ -16,8 +16,8 @@ import duckdb
 
 from forensics.resources import sql
 
-# A copy of shared/examples/semantics-seq (inputs and hand-worked answers).
-EXAMPLE = Path(__file__).resolve().parent / "data" / "semantics-seq"
+# The worked example (inputs and hand-worked answers), kept as a test fixture.
+EXAMPLE = Path(__file__).resolve().parent / "data" / "examples" / "semantics-seq"
 
 Rows = dict[str, list[dict[str, Any]]]
 
@@ -126,8 +126,8 @@ def _node(row: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def build_case(db: Path, tables: Rows, schemas: tuple[str, ...] = ("schema", "schema_analysis"),
-               ) -> Path:
+def build_case(db: Path, tables: Rows,
+               schemas: tuple[str, ...] = ("schema", "schema_logs", "schema_analysis")) -> Path:
     """A case database at `db`: the DDL of `schemas` executed, then `tables` inserted."""
     db.parent.mkdir(parents=True, exist_ok=True)
     con = duckdb.connect(str(db))

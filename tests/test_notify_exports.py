@@ -85,7 +85,7 @@ def test_summary_names_rules_and_missing_stages(seq_out: Path) -> None:
     summary = json.loads((seq_out / "summary.json").read_text())
     assert summary["aware_at"] == "2026-08-28T07:00:00Z"
     assert [r["jurisdiction"] for r in summary["rules_applied"]] == ["*", "EU", "UK", "US-CA"]
-    assert summary["missing_tables"] == ["engine_evidence", "replay_results"]
+    assert summary["missing_tables"] == ["replay_results"]
     assert summary["rows"] == {"receiving_accounts": 4, "leaking_accounts": 4,
                                "affected_requests": 8}
 

@@ -103,7 +103,8 @@ def test_overlong_requests_answered_200_are_listed(tmp_path: Path) -> None:
 def test_missing_stages_are_named(richer: tuple[str, dict]) -> None:
     html, _ = richer
     assert "The replay stage has not run on this case (missing: replay_results)" in html
-    assert "The engine log reading stage has not run" in html
+    assert "engine log reading stage has not run" not in html  # its tables exist, empty
+    assert "No engine log evidence in the case." in html
 
 
 def test_quarantine_and_inputs_shown(tmp_path: Path) -> None:
@@ -144,7 +145,8 @@ def test_later_stages_shown_when_present(tmp_path: Path) -> None:
          "reasons": ["fast-ttft"], "ttft_ms": 0.2, "expected_ttft_ms": 50.0,
          "ledger_covered": False}])
     db = build_case(tmp_path / "case.duckdb", tables,
-                    schemas=("schema", "schema_analysis", "report_optional_tables"))
+                    schemas=("schema", "schema_analysis", "schema_logs",
+                             "report_optional_tables"))
     con = open_case(db)
     result = write_all(con, tmp_path / "out")
     con.close()

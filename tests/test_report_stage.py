@@ -19,10 +19,14 @@ def test_export_stage_on_a_run_context(tmp_path: Path) -> None:
                      params={"aware_at": "2026-08-28T09:00:00+02:00"})
     summary = export_stage(ctx)
     assert summary["aware_at"] == "2026-08-28T07:00:00Z"
-    assert summary["missing_tables"] == ["engine_evidence", "replay_results"]
+    assert summary["missing_tables"] == ["replay_results"]
     assert summary["figures"]["receiving_accounts_notifiable"] == 4
     written = {p.relative_to(ctx.out_dir).as_posix() for p in ctx.written}
-    assert {"report.html", "timeline.csv", "notifications/leaking_accounts.parquet"} <= written
+    assert {"report.html", "timeline.csv", "notifications/leaking_accounts.parquet",
+            "notifications/summary.json", "notifications/notices"} <= written
+    assert not [w for w in written if w.startswith("notifications/notices/")]  # folder only
+    assert summary["findings"] is True
+    assert summary["headline"].startswith("4 receiving and 4 leaking account(s) to notify")
     # the stand-ins were temporary: no table added, none left shadowing a later stage's
     temp = con.execute("SELECT count(*) FROM duckdb_tables() WHERE temporary").fetchone()
     assert temp == (0,)

@@ -18,7 +18,7 @@ from forensics.errors import CaseError
 from forensics.resources import sql
 
 # The DDL files whose tables the report and the exports read, in this order.
-SCHEMAS = ("schema", "schema_analysis", "report_optional_tables")
+SCHEMAS = ("schema", "schema_analysis", "schema_logs", "report_optional_tables")
 _COMMENT = re.compile(r"--.*$")
 _CREATE = re.compile(r"CREATE TABLE IF NOT EXISTS\s+(\w+)", re.IGNORECASE)
 

@@ -53,6 +53,7 @@ STAGE_OF_TABLE = {
     "affected_requests": "analysis", "affected_accounts": "analysis",
     "screening": "screening", "possible_exposures": "screening",
     "replay_results": "replay", "engine_evidence": "engine log reading",
+    "node_facts": "engine log reading", "log_files": "engine log reading",
 }
 STAGE_EFFECT = {
     "ingest": "inputs, quarantine or the input hashes are shown as empty",
@@ -119,13 +120,23 @@ def _ttft(points: list[charts.TtftPoint]) -> TtftSummary:
     )
 
 
+def _fact_value(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
+
+
 def _facts(manifest: dict[str, Any], con: duckdb.DuckDBPyConnection, command: str) -> list[Fact]:
+    """The manifest as key/value lines, one level of nesting spelled out. Its `inputs` are the
+    input table above and its `stages` the figures of the report, so neither is repeated."""
     facts = [Fact("report.tool_version", f"kvforensics {__version__}")]
     if command:
         facts.append(Fact("report.command_line", command))
     for key, value in sorted(manifest.items()):
-        text = value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
-        facts.append(Fact(f"manifest.{key}", text))
+        if key in ("inputs", "stages"):
+            continue
+        if isinstance(value, dict) and value:
+            facts += [Fact(f"manifest.{key}.{k}", _fact_value(v)) for k, v in sorted(value.items())]
+        else:
+            facts.append(Fact(f"manifest.{key}", _fact_value(value)))
     facts += [Fact(f"case_meta.{r['key']}", r["value"]) for r in rows(con, "report_meta")]
     facts += [Fact(f"query.{name}", digest) for name, digest in queries_used().items()
               if name.startswith(OWN_QUERIES)]

@@ -65,9 +65,10 @@ def read_manifest(out_dir: Path) -> dict[str, Any]:
 def write_all(
     con: duckdb.DuckDBPyConnection, out_dir: Path, *, aware_at: datetime | None = None,
     rules_file: Path | None = None, case_label: str = "", command: str = "",
-    sender: str = DEFAULT_SENDER,
+    sender: str = DEFAULT_SENDER, manifest: dict[str, Any] | None = None,
 ) -> ExportResult:
-    """Write every export, notice, the timeline and the report under out_dir."""
+    """Write every export, notice, the timeline and the report under out_dir. `manifest` is
+    shown in the report's evidence section; None reads OUT/manifest.json if there is one."""
     rules = load_rules(rules_file)
     result = ExportResult(out_dir, aware_at=aware_at)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -82,7 +83,8 @@ def write_all(
         result.written.append(write_timeline(out_dir / "timeline.csv", timeline_rows(con)))
         plan = [NotifyPlanRow(**row) for row in notify_plan(exports)]
         context = build_context(con, case_label=case_label, missing=missing,
-                                manifest=read_manifest(out_dir), command=command,
+                                manifest=read_manifest(out_dir) if manifest is None else manifest,
+                                command=command,
                                 notify_plan=plan)
     if aware_at is None:
         context.notes.append("No awareness time was given (--aware-at), so the notify_by "
@@ -101,16 +103,32 @@ def write_all(
 
 
 def export_stage(ctx: RunContext) -> dict[str, Any]:
-    """investigate stage: params 'aware_at' (ISO text or datetime) and 'rules' (path), optional."""
+    """investigate stage: params 'aware_at' (ISO text or datetime) and 'rules' (path), optional.
+
+    OUT/manifest.json is written after the stages, so a file there now is a previous run's; the
+    report shows this run's parameters and stages instead."""
     aware = ctx.params.get("aware_at")
     aware_at = parse_aware_at(aware) if isinstance(aware, str) else aware
     rules = ctx.params.get("rules")
+    this_run = {"parameters": ctx.params, "stages_before_export": sorted(ctx.summaries)}
     result = write_all(
         ctx.con, ctx.out_dir, aware_at=aware_at, rules_file=Path(rules) if rules else None,
-        case_label=str(ctx.case_dir), command=str(ctx.params.get("command_line", "")),
+        case_label=str(ctx.case_dir), manifest=this_run,
     )
+    notices = ctx.out_dir / "notifications" / "notices"
     for path in result.written:
-        ctx.wrote(path)
+        if notices not in path.parents:
+            ctx.wrote(path)
+    if notices.is_dir():
+        ctx.wrote(notices)
     summary = result.to_json()
-    summary.pop("written")
+    for key in ("written", "out"):  # paths: the manifest lists the outputs, relative
+        summary.pop(key)
+    f = result.figures
+    summary["findings"] = result.findings
+    summary["headline"] = (
+        f"{f['receiving_accounts_notifiable']} receiving and {f['leaking_accounts_notifiable']} "
+        f"leaking account(s) to notify, {f['cross_tokens']} cross-account token exposure(s); "
+        + ("notify_by computed" if aware_at else "notify_by empty (no --aware-at)")
+    )
     return summary
