@@ -97,10 +97,9 @@ def _errors(events: list[dict[str, Any]]) -> list[str]:
     return out
 
 
-def visit(browser: str, page: Path, screenshot: Path, expression: str,
-          media: str = "screen") -> PageVisit:
-    """Load `page` with CSS media `media`, evaluate `expression` (JSON-returning JS), save a
-    full-page PNG."""
+def visit(browser: str, page: Path, shots: dict[str, Path], expression: str) -> PageVisit:
+    """Load `page`, evaluate `expression` (JSON-returning JS) once per CSS media type in `shots`
+    ({'screen': png, 'print': png}), save a full-page PNG for each. Values: {media: result}."""
     port = _free_port()
     with tempfile.TemporaryDirectory() as profile:
         proc = subprocess.Popen(
@@ -109,33 +108,37 @@ def visit(browser: str, page: Path, screenshot: Path, expression: str,
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )
         try:
-            return _drive(_page_socket_url(port, time.monotonic() + 30), page, screenshot,
-                          expression, media)
+            session = _Session(_page_socket_url(port, time.monotonic() + 30))
+            return _drive(session, page, shots, expression)
         finally:
             proc.terminate()
             proc.wait(timeout=15)
 
 
-def _drive(url: str, page: Path, screenshot: Path, expression: str, media: str) -> PageVisit:
-    session = _Session(url)
+def _screenshot(session: _Session, path: Path) -> None:
+    size = session.call("Page.getLayoutMetrics")["cssContentSize"]
+    clip = {"x": 0, "y": 0, "width": size["width"], "height": size["height"], "scale": 1}
+    shot = session.call("Page.captureScreenshot", format="png", captureBeyondViewport=True,
+                        clip=clip)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(base64.b64decode(shot["data"]))
+
+
+def _drive(session: _Session, page: Path, shots: dict[str, Path], expression: str) -> PageVisit:
     for domain in ("Page", "Runtime", "Log", "Network"):
         session.call(f"{domain}.enable")
-    session.call("Emulation.setEmulatedMedia", media=media)
     session.events.clear()
     target = page.resolve().as_uri()
     session.call("Page.navigate", url=target)
     session.wait_for("Page.loadEventFired", 30)
     time.sleep(0.3)  # let late console messages and requests arrive
-    result = session.call("Runtime.evaluate", expression=expression, returnByValue=True)
-    size = session.call("Page.getLayoutMetrics")["cssContentSize"]
-    clip = {"x": 0, "y": 0, "width": size["width"], "height": size["height"], "scale": 1}
-    shot = session.call("Page.captureScreenshot", format="png", captureBeyondViewport=True,
-                        clip=clip)
-    screenshot.parent.mkdir(parents=True, exist_ok=True)
-    screenshot.write_bytes(base64.b64decode(shot["data"]))
+    values = {}
+    for media, path in shots.items():
+        session.call("Emulation.setEmulatedMedia", media=media)
+        result = session.call("Runtime.evaluate", expression=expression, returnByValue=True)
+        values[media] = json.loads(result["result"]["value"])
+        _screenshot(session, path)
     session.ws.close()
     requests = [str(e["params"]["request"]["url"]) for e in session.events
                 if e.get("method") == "Network.requestWillBeSent"]
-    visit_ = PageVisit(_errors(session.events), [u for u in requests if u != target])
-    visit_.values = json.loads(result["result"]["value"])
-    return visit_
+    return PageVisit(_errors(session.events), [u for u in requests if u != target], values)
