@@ -30,4 +30,5 @@ def test_timeline_lines(tmp_path: Path) -> None:
     assert (first["request_id"], first["other_request_id"], first["slot_start"],
             first["slot_count"], first["kind"]) == ("B", "A", "2", "6", "stale")
     assert first["datetime"] == "2026-08-27T10:00:01.000200+00:00"
+    assert first["timestamp"] == "1787824801000200"  # date -d 2026-08-27T10:00:01Z +%s, + µs
     assert all(r["message"] and r["timestamp_desc"] for r in rows)

@@ -1,8 +1,9 @@
 """OUT/timeline.csv in Timesketch's CSV import format.
 
-Timesketch needs the columns `message`, `datetime` (ISO 8601) and `timestamp_desc`; every other
-column becomes a searchable attribute. One line per exposure run, ownership violation, screened
-suspect, engine log finding and engine start, sorted by time."""
+Timesketch needs the columns `message`, `datetime` (ISO 8601) and `timestamp_desc`; `timestamp`
+(microseconds since the epoch) is optional; every other column becomes a searchable attribute.
+One line per exposure run, ownership violation, screened suspect, engine log finding and engine
+start, sorted by time."""
 
 from __future__ import annotations
 
@@ -16,14 +17,20 @@ import duckdb
 from forensics.report.casedb import rows
 
 COLUMNS = (
-    "message", "datetime", "timestamp_desc", "event_type", "node", "request_id", "account_id",
-    "other_request_id", "other_account_id", "slot_start", "slot_count", "kind", "confidence",
-    "detail",
+    "message", "datetime", "timestamp_desc", "timestamp", "event_type", "node", "request_id",
+    "account_id", "other_request_id", "other_account_id", "slot_start", "slot_count", "kind",
+    "confidence", "detail",
 )
 
 
 def _iso(value: datetime) -> str:
     return value.replace(tzinfo=UTC).isoformat(timespec="microseconds")
+
+
+def _micros(value: datetime) -> int:
+    """Microseconds since the Unix epoch (Timesketch's optional `timestamp` column)."""
+    delta = value.replace(tzinfo=UTC) - datetime(1970, 1, 1, tzinfo=UTC)
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
 
 
 def _message(e: dict[str, Any]) -> str:
@@ -52,6 +59,7 @@ def timeline_rows(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
         line = {k: ("" if v is None else v) for k, v in event.items() if k != "event_at"}
         line["message"] = _message(event)
         line["datetime"] = _iso(event["event_at"])
+        line["timestamp"] = _micros(event["event_at"])
         out.append({name: line.get(name, "") for name in COLUMNS})
     return out
 
