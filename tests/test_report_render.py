@@ -159,6 +159,7 @@ def test_later_stages_shown_when_present(tmp_path: Path) -> None:
     section = html[html.index('id="exposures"'):html.index('id="method"')]
     assert '<span class="tag good">confirmed</span>' in section
     assert "clean replay matches too" in section
+    assert "0.5" not in section and "24.0" not in section  # wall-clock figures stay out
     assert "max_total_num_tokens=32, context_len=64" in html
     assert "fast-ttft" in html
     timeline = (tmp_path / "out" / "timeline.csv").read_text()

@@ -15,10 +15,11 @@ from typing import Any
 import duckdb
 
 from forensics.errors import CaseError
-from forensics.resources import sql
+from forensics.resources import resource_dir, sql
 
-# The DDL files whose tables the report and the exports read, in this order.
-SCHEMAS = ("schema", "schema_analysis", "schema_logs", "report_optional_tables")
+# The DDL files whose tables the report and the exports read; the first file defining a table
+# wins, so a stage's own DDL file (when this installation has it) comes before the fallbacks.
+SCHEMAS = ("schema", "schema_analysis", "schema_logs", "schema_replay", "report_optional_tables")
 _COMMENT = re.compile(r"--.*$")
 _CREATE = re.compile(r"CREATE TABLE IF NOT EXISTS\s+(\w+)", re.IGNORECASE)
 
@@ -42,7 +43,10 @@ def _statements(text: str) -> list[str]:
 def schema_tables() -> dict[str, str]:
     """{table name: its CREATE statement} for every table the report may read."""
     tables: dict[str, str] = {}
+    folder = resource_dir("queries")
     for name in SCHEMAS:
+        if not (folder / f"{name}.sql").is_file():
+            continue
         for statement in _statements(sql(name)):
             match = _CREATE.search(statement)
             if match:

@@ -147,7 +147,6 @@ class ReplayRow:
     verdict: str
     reason: str | None
     tokens: int | None
-    seconds: float | None
     device: str | None
     model: str | None
     contaminated_matches: bool | None
