@@ -14,7 +14,8 @@ from typing import Any
 
 import duckdb
 
-from forensics.resources import sql
+from forensics.report.casedb import SCHEMAS
+from forensics.resources import resource_dir, sql
 
 # The worked example (inputs and hand-worked answers), kept as a test fixture.
 EXAMPLE = Path(__file__).resolve().parent / "data" / "examples" / "semantics-seq"
@@ -124,6 +125,12 @@ def _node(row: dict[str, Any]) -> dict[str, Any]:
     for key in ("page_size", "pool_slots", "context_len"):
         out[key] = int(row[key])
     return out
+
+
+def every_schema() -> tuple[str, ...]:
+    """Every DDL file the report reads that this checkout has (later stages included)."""
+    folder = resource_dir("queries")
+    return tuple(name for name in SCHEMAS if (folder / f"{name}.sql").is_file())
 
 
 def build_case(db: Path, tables: Rows,

@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 import pytest
-from report_case import _exposure, add_rows, build_case, seq_tables, t
+from report_case import _exposure, add_rows, build_case, every_schema, seq_tables, t
 from report_oracle import headline_from_exposures, parse
 
 from forensics.report.casedb import open_case
@@ -145,8 +145,7 @@ def test_later_stages_shown_when_present(tmp_path: Path) -> None:
          "reasons": ["fast-ttft"], "ttft_ms": 0.2, "expected_ttft_ms": 50.0,
          "ledger_covered": False}])
     db = build_case(tmp_path / "case.duckdb", tables,
-                    schemas=("schema", "schema_analysis", "schema_logs",
-                             "report_optional_tables"))
+                    schemas=every_schema())
     con = open_case(db)
     result = write_all(con, tmp_path / "out")
     con.close()
