@@ -19,7 +19,7 @@ matplotlib.use("Agg")
 import matplotlib.dates as mdates  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 from markupsafe import Markup  # noqa: E402
-from matplotlib.ticker import FuncFormatter, MaxNLocator  # noqa: E402
+from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator  # noqa: E402
 
 from forensics.report.context import Bucket, NodeRow  # noqa: E402
 
@@ -163,6 +163,7 @@ def ttft_chart(points: Sequence[TtftPoint], max_normal: int = 4000) -> Markup:
         ax.set_yscale("log")
         plain = FuncFormatter(_plain_number)
         for axis in (ax.xaxis, ax.yaxis):
+            axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
             axis.set_major_formatter(plain)
             axis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
         ax.set_xlabel("prompt tokens (billed)")
