@@ -22,6 +22,7 @@ def connect(
         path.parent.mkdir(parents=True, exist_ok=True)
     con = duckdb.connect(str(path), read_only=read_only)
     con.execute("SET TimeZone = 'UTC'")
+    con.execute("SET enable_progress_bar = false")
     if memory_limit:
         con.execute(f"SET memory_limit = '{_size(memory_limit)}'")
     run_script(con, sql("macros"))

@@ -45,8 +45,10 @@ def stages() -> list[StageSpec]:
     """The stages of `investigate`, in order. Imported lazily so optional extras stay optional."""
     from forensics.analysis.stage import analyze_stage
     from forensics.ingest.stage import ingest_stage
+    from forensics.report.stage import export_stage
 
     return [
         StageSpec("ingest", ingest_stage, "load and validate the case folder"),
         StageSpec("analyze", analyze_stage, "exposures, violations, screening, affected parties"),
+        StageSpec("export", export_stage, "notification lists, notices, timeline, report"),
     ]

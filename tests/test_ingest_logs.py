@@ -48,3 +48,11 @@ def test_changed_log_is_reloaded(cli, tmp_path):
     code, out, _ = cli("ingest", root, "--db", db, "--json")
     assert json.loads(out)["unchanged"] is False
     assert query(db, "SELECT count(*) FROM nodes WHERE node = 'prefill-0'") == [(0,)]
+
+
+def test_relative_case_path_with_logs(cli, tmp_path, monkeypatch):
+    _case(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    code, out, err = cli("ingest", "case", "--db", "c.duckdb", "--json")
+    assert code == 0, err
+    assert any(f["path"] == "logs/prefill-0.log" for f in json.loads(out)["files"])

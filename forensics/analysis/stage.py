@@ -1,8 +1,8 @@
 """The analysis stage: order, sweep, aggregate, screen; then the files investigate writes.
 
 `analyze(con, params)` works on an open case database and returns the summary;
-`analyze_stage(ctx)` is the investigate stage, which also writes OUT/exposures.parquet and
-OUT/notifications/{receiving,leaking}_accounts.csv."""
+`analyze_stage(ctx)` is the investigate stage, which also writes OUT/exposures.parquet (the
+export stage then writes the notification lists from affected_accounts)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
-import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from forensics.analysis import aggregate, order
@@ -61,18 +60,13 @@ def headline(s: dict[str, Any]) -> str:
 
 def analyze_stage(ctx: RunContext) -> dict[str, Any]:
     out = analyze(ctx.con, ctx.params, ctx.progress)
-    write_outputs(ctx.con, ctx.out_dir, ctx.wrote)
+    ctx.wrote(write_outputs(ctx.con, ctx.out_dir))
     return out
 
 
-def write_outputs(con: duckdb.DuckDBPyConnection, out_dir: Path, wrote=lambda p: p) -> None:
-    """exposures.parquet and the two notification lists (sorted, so byte-identical reruns)."""
-    pq.write_table(
-        con.sql(sql("analysis_export_exposures")).to_arrow_table(),
-        wrote(out_dir / "exposures.parquet"),
-    )
-    notifications = out_dir / "notifications"
-    notifications.mkdir(parents=True, exist_ok=True)
-    for side in ("receiving", "leaking"):
-        table = con.sql(sql("analysis_export_accounts"), params={"side": side}).to_arrow_table()
-        pacsv.write_csv(table, wrote(notifications / f"{side}_accounts.csv"))
+def write_outputs(con: duckdb.DuckDBPyConnection, out_dir: Path) -> Path:
+    """OUT/exposures.parquet, sorted, so the same case gives a byte-identical file. (The
+    notification lists are written from affected_accounts by the export stage.)"""
+    path = out_dir / "exposures.parquet"
+    pq.write_table(con.sql(sql("analysis_export_exposures")).to_arrow_table(), path)
+    return path

@@ -14,6 +14,7 @@ from typer.exceptions import Abort, TyperException
 import forensics.cli.audit_cmd  # noqa: F401  (register commands)
 import forensics.cli.bench_cmd  # noqa: F401
 from forensics.cli import analyze_cmd, ingest_cmd, investigate_cmd  # noqa: F401  (register commands)
+from forensics.cli import report_cmd  # noqa: F401
 from forensics.cli.app import app, console
 from forensics.errors import KvfError
 

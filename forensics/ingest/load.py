@@ -120,7 +120,7 @@ def _load_logs(con: duckdb.DuckDBPyConnection, case_dir: Path,
     loaded when it was read whole (parsed or ignored as unrelated), quarantined when cut."""
     if not log_files(case_dir):
         return {}
-    summary = load_logs(con, case_dir, [case_dir / "logs"])
+    summary = load_logs(con, case_dir, [case_dir.resolve() / "logs"])
     return {
         f.file: FileCounts(f.file, "logs", hashes[f.file], (case_dir / f.file).stat().st_size,
                            f.lines, f.parsed + f.ignored, f.truncated)

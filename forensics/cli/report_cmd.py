@@ -1,0 +1,62 @@
+"""`kvforensics report`: notification lists, notices, timeline and HTML report from a case
+database."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from forensics.cli.app import app, console, emit_json, finish
+from forensics.notify.deadlines import parse_aware_at
+from forensics.report.casedb import open_case
+from forensics.report.stage import ExportResult, write_all
+
+
+def _print_summary(result: ExportResult) -> None:
+    f = result.figures
+    console.print(
+        f"receiving: {f['receiving_accounts_notifiable']} account(s) to notify; "
+        f"leaking: {f['leaking_accounts_notifiable']} account(s) to notify; "
+        f"{f['cross_tokens']} cross-account token exposure(s) in the ledger"
+    )
+    if result.aware_at is None:
+        console.print("notify_by is empty: give --aware-at TIME to compute the deadlines")
+    if result.missing_tables:
+        console.print(f"stages not run (tables missing): {', '.join(result.missing_tables)}")
+    console.print(f"wrote {len(result.written)} files under {result.out_dir}, "
+                  f"report: {result.out_dir / 'report.html'}")
+
+
+@app.command()
+def report(
+    db: Annotated[Path, typer.Option("--db", help="Case database written by ingest and "
+                                     "analysis.")],
+    out: Annotated[Path, typer.Option("--out", help="Folder for report.html, timeline.csv and "
+                                      "notifications/.")],
+    aware_at: Annotated[str | None, typer.Option(
+        "--aware-at", help="When the operator became aware of the incident (ISO-8601 with "
+        "offset); sets notify_by.")] = None,
+    rules: Annotated[Path | None, typer.Option(
+        "--rules", help="CSV of notification rules per jurisdiction, replacing or adding to "
+        "the shipped ones.")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print a JSON summary on "
+                                           "stdout.")] = False,
+) -> None:
+    """Write notification lists (CSV, JSON, Parquet), per-account notices, timeline.csv and a
+    self-contained report.html from an existing case database."""
+    aware = parse_aware_at(aware_at) if aware_at else None
+    con = open_case(db)
+    try:
+        result = write_all(con, out, aware_at=aware, rules_file=rules, case_label=db.name,
+                           command=shlex.join(["kvforensics", *sys.argv[1:]]))
+    finally:
+        con.close()
+    if json_out:
+        emit_json(result.to_json())
+    else:
+        _print_summary(result)
+    finish(result.findings)

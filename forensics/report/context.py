@@ -1,0 +1,264 @@
+"""The typed context of OUT/report.html: everything the templates may use, documented.
+
+The templates see one variable, `r`, a ReportContext. Row types mirror the columns of the
+queries/report_*.sql that fill them (the constructors fail if a query's columns drift). A test
+walks the templates and checks that every attribute they use is a field declared here."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from markupsafe import Markup
+
+
+@dataclass(frozen=True)
+class Headline:
+    """The summary figures (queries/report_headline.sql). Tokens as DESIGN §6 defines them."""
+
+    cross_runs: int  # cross-account exposure runs in the ledger
+    cross_tokens: int  # cross-account token exposures
+    receiving_requests: int  # requests that read another account's data
+    receiving_accounts: int
+    leaking_requests: int  # requests whose data another account read
+    leaking_accounts: int
+    same_account_runs: int  # exposures between requests of the same account (not notifiable)
+    same_account_tokens: int
+    unknown_account_runs: int  # exposures where a request is missing from the request log
+    nodes_affected: int
+    first_exposure_at: datetime | None
+    last_exposure_at: datetime | None
+    violation_runs: int  # ownership violations (slot runs)
+    confirmed_requests: int  # receiving requests confirmed by replay
+    screened_suspects: int  # requests flagged by screening
+    possible_receivers: int  # flagged requests no ledger covers
+    requests_total: int
+    quarantined_rows: int
+
+
+@dataclass(frozen=True)
+class Bucket:
+    """Receiving requests per time bucket and node (queries/report_exposure_buckets.sql)."""
+
+    bucket: datetime
+    node: str
+    receivers: int
+    tokens: int
+
+
+@dataclass(frozen=True)
+class TimelineRow:
+    """One time bucket with its receiving requests per node (in ReportContext.timeline_nodes
+    order) and its total tokens."""
+
+    bucket: datetime
+    per_node: list[int]
+    receivers: int
+    tokens: int
+
+
+@dataclass(frozen=True)
+class NodeRow:
+    """One engine node (queries/report_nodes.sql)."""
+
+    node: str
+    role: str | None
+    engine: str | None
+    engine_version: str | None
+    pool_slots: int | None
+    context_len: int | None
+    started_at: datetime | None
+    requests: int
+    max_prompt_tokens: int | None
+    receivers: int
+    cross_tokens: int
+    same_tokens: int
+    pool_short: bool | None  # the pool holds fewer slots than the context length
+
+
+@dataclass(frozen=True)
+class OverlongRow:
+    """A request answered 200 with a prompt longer than its node's pool (report_overlong.sql)."""
+
+    request_id: str
+    account_id: str
+    prompt_tokens: int
+    http_status: int
+    serving_node: str
+    pool_slots: int
+    ttft_ms: float | None
+    received_at: datetime
+    total: int
+
+
+@dataclass(frozen=True)
+class TtftSummary:
+    """Time to first token of suspects against normal requests."""
+
+    suspects: int
+    normal: int
+    suspect_median_ms: float | None
+    normal_median_ms: float | None
+    suspect_median_prompt: float | None
+    normal_median_prompt: float | None
+
+
+@dataclass(frozen=True)
+class ExposureRow:
+    """An exposure pair, receiver <- leaker on a node (queries/report_exposures_top.sql)."""
+
+    receiver_request_id: str
+    receiver_account_id: str | None
+    leaker_request_id: str
+    leaker_account_id: str | None
+    node: str
+    tokens: int
+    runs: int
+    first_read_at: datetime
+    cross_account: bool | None
+    confidence: str
+    kinds: str
+    total: int
+
+
+@dataclass(frozen=True)
+class KindRow:
+    kind: str
+    relation: str
+    runs: int
+    slots: int
+    receivers: int
+
+
+@dataclass(frozen=True)
+class ViolationRow:
+    violation: str
+    node: str
+    runs: int
+    slots: int
+    requests: int
+    first_at: datetime
+    last_at: datetime
+
+
+@dataclass(frozen=True)
+class ReplayRow:
+    request_id: str
+    verdict: str
+    reason: str | None
+    tokens: int | None
+    device: str | None
+    model: str | None
+    contaminated_matches: bool | None
+    clean_matches: bool | None
+    verdict_total: int
+    total: int
+
+
+@dataclass(frozen=True)
+class EvidenceRow:
+    """Engine log findings per node and kind (queries/report_evidence.sql)."""
+
+    node: str
+    kind: str
+    lines: int
+    first_at: datetime | None
+    last_at: datetime | None
+    max_value: float | None
+    limit_value: float | None
+    example: str | None
+
+
+@dataclass(frozen=True)
+class ScreeningRow:
+    reason: str
+    requests: int
+    without_ledger: int
+
+
+@dataclass(frozen=True)
+class QuarantineRow:
+    status: str  # quarantined | warning
+    table_name: str
+    file: str
+    reason: str
+    rows: int
+
+
+@dataclass(frozen=True)
+class InputRow:
+    path: str
+    table_name: str
+    sha256: str
+    bytes: int
+    rows_read: int
+    rows_loaded: int
+    rows_quarantined: int
+
+
+@dataclass(frozen=True)
+class Fact:
+    """A key/value line of the evidence manifest."""
+
+    key: str
+    value: str
+
+
+@dataclass(frozen=True)
+class ConfidenceLevel:
+    level: str
+    meaning: str
+    requests: int  # receiving requests at this level (cross-account)
+
+
+@dataclass(frozen=True)
+class NotifyPlanRow:
+    """Accounts to notify per side and deadline rule, from the notification lists."""
+
+    side: str  # receiving | leaking
+    rule: str  # the jurisdiction rule applied ('*' = the default)
+    accounts: int
+    requests: int
+    earliest_notify_by: str  # ISO-8601 UTC; '' without an awareness time
+    earliest_authority_by: str
+
+
+@dataclass(frozen=True)
+class Charts:
+    """Inline SVG (from matplotlib); empty Markup when there is nothing to draw."""
+
+    timeline: Markup
+    nodes: Markup
+    ttft: Markup
+
+
+@dataclass(frozen=True)
+class ReportContext:
+    """Everything report.html shows."""
+
+    title: str
+    case_label: str  # the case folder or database the report was made from
+    generated_at: str  # from OUT/manifest.json when present, else ''
+    missing_stages: list[str]  # sentences naming the stages (tables) that did not run
+    headline: Headline
+    bucket_unit: str  # 'hour' or 'day'
+    buckets: list[Bucket]
+    timeline_nodes: list[str]  # the nodes in the timeline, sorted
+    timeline: list[TimelineRow]  # buckets with any exposure, in time order
+    charts: Charts
+    nodes: list[NodeRow]
+    overlong: list[OverlongRow]
+    ttft: TtftSummary
+    exposures: list[ExposureRow]
+    kinds: list[KindRow]
+    violations: list[ViolationRow]
+    replay: list[ReplayRow]
+    evidence: list[EvidenceRow]
+    screening: list[ScreeningRow]
+    confidence_levels: list[ConfidenceLevel]
+    notify_plan: list[NotifyPlanRow]
+    quarantine: list[QuarantineRow]
+    inputs: list[InputRow]
+    manifest: list[Fact]  # tool and query versions, parameters, command line
+    row_limit: int  # tables list at most this many rows
+    notes: list[str] = field(default_factory=list)  # other remarks for the reader

@@ -1,0 +1,238 @@
+"""Build the report context from a case database and render OUT/report.html.
+
+Templates: templates/report.html and its partials templates/_*.html, jinja2 with autoescape on.
+The only markup not escaped is the SVG that matplotlib writes (forensics.report.charts)."""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections.abc import Callable
+from datetime import datetime
+from functools import cache
+from typing import Any, TypeVar
+
+import duckdb
+import jinja2
+
+from forensics import __version__
+from forensics.report import charts
+from forensics.report.casedb import rows
+from forensics.report.context import (
+    Bucket,
+    Charts,
+    ConfidenceLevel,
+    EvidenceRow,
+    ExposureRow,
+    Fact,
+    Headline,
+    InputRow,
+    KindRow,
+    NodeRow,
+    NotifyPlanRow,
+    OverlongRow,
+    QuarantineRow,
+    ReplayRow,
+    ReportContext,
+    ScreeningRow,
+    TimelineRow,
+    TtftSummary,
+    ViolationRow,
+)
+from forensics.resources import queries_used, resource_dir, sql
+
+T = TypeVar("T")
+ROW_LIMIT = 20
+OWN_QUERIES = ("report_", "notify_", "timeline_", "case_tables")
+
+STAGE_OF_TABLE = {
+    "requests": "ingest", "nodes": "ingest", "accounts": "ingest", "quarantine": "ingest",
+    "ingest_warnings": "ingest", "input_files": "ingest", "case_meta": "ingest",
+    "contents": "ingest", "kv_events": "ingest",
+    "exposures": "analysis", "violations": "analysis", "read_stats": "analysis",
+    "affected_requests": "analysis", "affected_accounts": "analysis",
+    "screening": "screening", "possible_exposures": "screening",
+    "replay_results": "replay", "replay_attention": "replay",
+    "engine_evidence": "engine log reading",
+    "node_facts": "engine log reading", "log_files": "engine log reading",
+}
+STAGE_EFFECT = {
+    "ingest": "inputs, quarantine or the input hashes are shown as empty",
+    "analysis": "no ledger exposure or violation is reported",
+    "screening": "no possible (screened) receiver is reported",
+    "replay": "no exposure is marked confirmed",
+    "engine log reading": "no engine log evidence is shown",
+}
+CONFIDENCE_MEANINGS = (
+    ("confirmed", "Replay rebuilt the memory the response was decoded from and reproduced the "
+     "delivered output from it, while a clean replay from the request's own prompt did not."),
+    ("ledger", "The engine's KV ledger shows the request reading memory last written by "
+     "another request. Exact, but the effect on the output is not re-derived."),
+    ("possible", "Screening only: the gateway log and node facts match the fault (prompt longer "
+     "than the pool yet answered 200, or an implausibly short time to first token), but no "
+     "ledger covers the request."),
+)
+
+
+def _typed(cls: Callable[..., T], records: list[dict[str, Any]]) -> list[T]:
+    return [cls(**record) for record in records]
+
+
+def missing_stage_notes(missing: list[str]) -> list[str]:
+    """One sentence per stage whose tables are missing from the case database."""
+    by_stage: dict[str, list[str]] = {}
+    for table in missing:
+        by_stage.setdefault(STAGE_OF_TABLE.get(table, "unknown"), []).append(table)
+    return [
+        f"The {stage} stage has not run on this case (missing: {', '.join(sorted(tables))}); "
+        f"{STAGE_EFFECT.get(stage, 'its findings are absent')}."
+        for stage, tables in sorted(by_stage.items())
+    ]
+
+
+def _bucket_unit(headline: Headline) -> str:
+    first, last = headline.first_exposure_at, headline.last_exposure_at
+    if first is None or last is None:
+        return "hour"
+    return "hour" if (last - first).total_seconds() <= 3 * 86400 else "day"
+
+
+def _pivot(buckets: list[Bucket]) -> tuple[list[str], list[TimelineRow]]:
+    nodes = sorted({b.node for b in buckets})
+    rows = []
+    for when in sorted({b.bucket for b in buckets}):
+        here = {b.node: b for b in buckets if b.bucket == when}
+        counts = [here[n].receivers if n in here else 0 for n in nodes]
+        tokens = sum(int(b.tokens) for b in here.values())
+        rows.append(TimelineRow(when, counts, sum(counts), tokens))
+    return nodes, rows
+
+
+def _ttft(points: list[charts.TtftPoint]) -> TtftSummary:
+    def median(values: list[float]) -> float | None:
+        return float(statistics.median(values)) if values else None
+
+    sus = [p for p in points if p.suspect]
+    norm = [p for p in points if not p.suspect]
+    return TtftSummary(
+        len(sus), len(norm), median([p.ttft_ms for p in sus]), median([p.ttft_ms for p in norm]),
+        median([float(p.prompt_tokens) for p in sus]),
+        median([float(p.prompt_tokens) for p in norm]),
+    )
+
+
+def _fact_value(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
+
+
+def _facts(manifest: dict[str, Any], con: duckdb.DuckDBPyConnection, command: str) -> list[Fact]:
+    """The manifest as key/value lines, one level of nesting spelled out. Its `inputs` are the
+    input table above and its `stages` the figures of the report, so neither is repeated."""
+    facts = [Fact("report.tool_version", f"kvforensics {__version__}")]
+    if command:
+        facts.append(Fact("report.command_line", command))
+    for key, value in sorted(manifest.items()):
+        if key in ("inputs", "stages"):
+            continue
+        if isinstance(value, dict) and value:
+            facts += [Fact(f"manifest.{key}.{k}", _fact_value(v)) for k, v in sorted(value.items())]
+        else:
+            facts.append(Fact(f"manifest.{key}", _fact_value(value)))
+    facts += [Fact(f"case_meta.{r['key']}", r["value"]) for r in rows(con, "report_meta")]
+    facts += [Fact(f"query.{name}", digest) for name, digest in queries_used().items()
+              if name.startswith(OWN_QUERIES)]
+    return facts
+
+
+def _confidence(headline: Headline) -> list[ConfidenceLevel]:
+    counts = {
+        "confirmed": headline.confirmed_requests,
+        "ledger": headline.receiving_requests - headline.confirmed_requests,
+        "possible": headline.possible_receivers,
+    }
+    return [ConfidenceLevel(level, meaning, counts[level]) for level, meaning in
+            CONFIDENCE_MEANINGS]
+
+
+def build_context(
+    con: duckdb.DuckDBPyConnection, *, case_label: str, missing: list[str],
+    manifest: dict[str, Any] | None = None, command: str = "", row_limit: int = ROW_LIMIT,
+    notify_plan: list[NotifyPlanRow] | None = None,
+) -> ReportContext:
+    """The report context from a case database whose missing tables have stand-ins."""
+    manifest = manifest or {}
+    con.execute(sql("report_exposure_pairs"))
+    headline = Headline(**rows(con, "report_headline")[0])
+    unit = _bucket_unit(headline)
+    buckets = _typed(Bucket, rows(con, "report_exposure_buckets", [unit]))
+    timeline_nodes, timeline = _pivot(buckets)
+    nodes = _typed(NodeRow, rows(con, "report_nodes"))
+    points = [charts.TtftPoint(r["prompt_tokens"], float(r["ttft_ms"]), bool(r["suspect"]))
+              for r in rows(con, "report_ttft_points")]
+    context = ReportContext(
+        title="KV-cache cross-customer exposure: impact report",
+        case_label=case_label,
+        generated_at=str(manifest.get("generated_at", "")),
+        missing_stages=missing_stage_notes(missing),
+        headline=headline,
+        bucket_unit=unit,
+        buckets=buckets,
+        timeline_nodes=timeline_nodes,
+        timeline=timeline,
+        charts=Charts(charts.timeline_chart(buckets, unit), charts.nodes_chart(nodes),
+                      charts.ttft_chart(points)),
+        nodes=nodes,
+        overlong=_typed(OverlongRow, rows(con, "report_overlong", [row_limit])),
+        ttft=_ttft(points),
+        exposures=_typed(ExposureRow, rows(con, "report_exposures_top", [row_limit])),
+        kinds=_typed(KindRow, rows(con, "report_kinds")),
+        violations=_typed(ViolationRow, rows(con, "report_violations")),
+        replay=_typed(ReplayRow, rows(con, "report_replay", [row_limit])),
+        evidence=_typed(EvidenceRow, rows(con, "report_evidence")),
+        screening=_typed(ScreeningRow, rows(con, "report_screening")),
+        confidence_levels=_confidence(headline),
+        notify_plan=notify_plan or [],
+        quarantine=_typed(QuarantineRow, rows(con, "report_quarantine")),
+        inputs=_typed(InputRow, rows(con, "report_inputs")),
+        manifest=[],
+        row_limit=row_limit,
+    )
+    con.execute(sql("report_cleanup"))
+    facts = _facts(manifest, con, command)
+    return ReportContext(**{**context.__dict__, "manifest": facts})
+
+
+def _num(value: Any) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, float):
+        return f"{value:,.0f}" if value.is_integer() or abs(value) >= 1000 else f"{value:,.1f}"
+    return f"{value:,}"
+
+
+def _ts(value: datetime | None) -> str:
+    return "–" if value is None else value.strftime("%Y-%m-%d %H:%M:%S") + " UTC"
+
+
+def _bucket(value: datetime, unit: str) -> str:
+    return value.strftime("%Y-%m-%d" if unit == "day" else "%Y-%m-%d %H:00")
+
+
+def _ms(value: float | None) -> str:
+    if value is None:
+        return "–"
+    return f"{value / 1000:,.2f} s" if value >= 10_000 else f"{value:,.1f} ms"
+
+
+@cache
+def environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(resource_dir("templates"))),
+        autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+    )
+    env.filters.update(num=_num, ts=_ts, ms=_ms, bucket=_bucket)
+    return env
+
+
+def render_report(context: ReportContext) -> str:
+    return environment().get_template("report.html").render(r=context)

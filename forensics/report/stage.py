@@ -1,0 +1,134 @@
+"""The export stage: notification lists, notices, timeline.csv and report.html from a case
+database. `export_stage(ctx)` is the investigate stage; `write_all` serves `kvforensics report`."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from forensics.errors import CaseError
+from forensics.notify.deadlines import iso_utc, load_rules, parse_aware_at
+from forensics.notify.exports import build_exports, notify_plan, write_exports, write_summary
+from forensics.notify.notices import write_notices
+from forensics.notify.timeline import timeline_rows, write_timeline
+from forensics.pipeline import RunContext
+from forensics.report.casedb import stand_ins
+from forensics.report.context import NotifyPlanRow
+from forensics.report.render import build_context, render_report
+
+DEFAULT_SENDER = "our security incident team (reply to the address this notice came from)"
+
+
+@dataclass
+class ExportResult:
+    out_dir: Path
+    written: list[Path] = field(default_factory=list)
+    missing_tables: list[str] = field(default_factory=list)
+    figures: dict[str, Any] = field(default_factory=dict)
+    aware_at: datetime | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "out": str(self.out_dir),
+            "written": [str(p) for p in self.written],
+            "missing_tables": self.missing_tables,
+            "figures": self.figures,
+            "aware_at": iso_utc(self.aware_at) or None,
+            "notify_by": "computed" if self.aware_at else "empty: no --aware-at given",
+        }
+
+    @property
+    def findings(self) -> bool:
+        return bool(self.figures.get("receiving_accounts") or self.figures.get("leaking_accounts")
+                    or self.figures.get("possible_receivers"))
+
+
+def read_manifest(out_dir: Path) -> dict[str, Any]:
+    """OUT/manifest.json as written by investigate, or {} when there is none."""
+    path = out_dir / "manifest.json"
+    if not path.is_file():
+        return {}
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise CaseError(
+            f"{path} is not readable JSON ({exc}); remove it or re-run investigate"
+        ) from exc
+    return value if isinstance(value, dict) else {}
+
+
+def write_all(
+    con: duckdb.DuckDBPyConnection, out_dir: Path, *, aware_at: datetime | None = None,
+    rules_file: Path | None = None, case_label: str = "", command: str = "",
+    sender: str = DEFAULT_SENDER, manifest: dict[str, Any] | None = None,
+) -> ExportResult:
+    """Write every export, notice, the timeline and the report under out_dir. `manifest` is
+    shown in the report's evidence section; None reads OUT/manifest.json if there is one."""
+    rules = load_rules(rules_file)
+    result = ExportResult(out_dir, aware_at=aware_at)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    with stand_ins(con) as missing:
+        result.missing_tables = missing
+        exports = build_exports(con, aware_at, rules)
+        notes = out_dir / "notifications"
+        result.written += write_exports(exports, notes)
+        result.written.append(
+            write_summary(notes / "summary.json", exports, aware_at, rules, missing))
+        result.written += write_notices(exports, notes / "notices", sender)
+        result.written.append(write_timeline(out_dir / "timeline.csv", timeline_rows(con)))
+        plan = [NotifyPlanRow(**row) for row in notify_plan(exports)]
+        context = build_context(con, case_label=case_label, missing=missing,
+                                manifest=read_manifest(out_dir) if manifest is None else manifest,
+                                command=command,
+                                notify_plan=plan)
+    if aware_at is None:
+        context.notes.append("No awareness time was given (--aware-at), so the notify_by "
+                             "deadlines in the notification lists are empty.")
+    else:
+        context.notes.append(f"Notification deadlines count from the awareness time "
+                             f"{iso_utc(aware_at)}.")
+    report = out_dir / "report.html"
+    report.write_text(render_report(context), encoding="utf-8")
+    result.written.append(report)
+    result.figures = {**{k: iso_utc(v) if isinstance(v, datetime) else v
+                         for k, v in context.headline.__dict__.items()},
+                      "receiving_accounts_notifiable": len(exports.receiving_accounts),
+                      "leaking_accounts_notifiable": len(exports.leaking_accounts)}
+    return result
+
+
+def export_stage(ctx: RunContext) -> dict[str, Any]:
+    """investigate stage: params 'aware_at' (ISO text or datetime) and 'rules' (path), optional.
+
+    OUT/manifest.json is written after the stages, so a file there now is a previous run's; the
+    report shows this run's parameters and stages instead."""
+    aware = ctx.params.get("aware_at")
+    aware_at = parse_aware_at(aware) if isinstance(aware, str) else aware
+    rules = ctx.params.get("rules")
+    this_run = {"parameters": ctx.params, "stages_before_export": sorted(ctx.summaries)}
+    result = write_all(
+        ctx.con, ctx.out_dir, aware_at=aware_at, rules_file=Path(rules) if rules else None,
+        case_label=str(ctx.case_dir), manifest=this_run,
+    )
+    notices = ctx.out_dir / "notifications" / "notices"
+    for path in result.written:
+        if notices not in path.parents:
+            ctx.wrote(path)
+    if notices.is_dir():
+        ctx.wrote(notices)
+    summary = result.to_json()
+    for key in ("written", "out"):  # paths: the manifest lists the outputs, relative
+        summary.pop(key)
+    f = result.figures
+    summary["findings"] = result.findings
+    summary["headline"] = (
+        f"{f['receiving_accounts_notifiable']} receiving and {f['leaking_accounts_notifiable']} "
+        f"leaking account(s) to notify, {f['cross_tokens']} cross-account token exposure(s); "
+        + ("notify_by computed" if aware_at else "notify_by empty (no --aware-at)")
+    )
+    return summary

@@ -1,0 +1,25 @@
+-- The headline figures of the report, from the exposures (ledger and confirmed) and screening.
+WITH p AS (SELECT * FROM report_exposure_pairs)
+SELECT
+    (SELECT count(*) FROM exposures WHERE cross_account) AS cross_runs,
+    (SELECT coalesce(sum(tokens), 0) FROM p WHERE cross_account) AS cross_tokens,
+    (SELECT count(DISTINCT receiver_request_id) FROM p WHERE cross_account) AS receiving_requests,
+    (SELECT count(DISTINCT receiver_account_id) FROM p WHERE cross_account) AS receiving_accounts,
+    (SELECT count(DISTINCT leaker_request_id) FROM p WHERE cross_account) AS leaking_requests,
+    (SELECT count(DISTINCT leaker_account_id) FROM p WHERE cross_account) AS leaking_accounts,
+    (SELECT count(*) FROM exposures WHERE NOT cross_account) AS same_account_runs,
+    (SELECT coalesce(sum(tokens), 0) FROM p WHERE NOT cross_account) AS same_account_tokens,
+    (SELECT count(*) FROM exposures WHERE cross_account IS NULL) AS unknown_account_runs,
+    (SELECT count(DISTINCT node) FROM exposures) AS nodes_affected,
+    (SELECT min(first_read_at) FROM exposures) AS first_exposure_at,
+    (SELECT max(last_read_at) FROM exposures) AS last_exposure_at,
+    (SELECT count(*) FROM violations) AS violation_runs,
+    (SELECT count(DISTINCT receiver_request_id) FROM p
+     WHERE cross_account AND (rank = 3 OR receiver_request_id IN
+         (SELECT request_id FROM replay_results WHERE verdict = 'confirmed')))
+        AS confirmed_requests,
+    (SELECT count(*) FROM screening WHERE len(reasons) > 0) AS screened_suspects,
+    (SELECT count(*) FROM screening WHERE len(reasons) > 0 AND NOT ledger_covered)
+        AS possible_receivers,
+    (SELECT count(*) FROM requests) AS requests_total,
+    (SELECT count(*) FROM quarantine) AS quarantined_rows;

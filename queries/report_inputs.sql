@@ -1,0 +1,3 @@
+-- The input files with their hashes and row counts.
+SELECT path, table_name, sha256, bytes, rows_read, rows_loaded, rows_quarantined
+FROM input_files ORDER BY path;

@@ -1,0 +1,166 @@
+"""report.html: figures against a naive oracle, self-containment, sections, stage notes."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from report_case import _exposure, add_rows, build_case, every_schema, seq_tables, t
+from report_oracle import headline_from_exposures, parse
+
+from forensics.report.casedb import open_case
+from forensics.report.stage import write_all
+
+
+def _report(tmp_path: Path, tables: dict, schemas: tuple[str, ...] | None = None) -> str:
+    kwargs = {"schemas": schemas} if schemas else {}
+    db = build_case(tmp_path / "case.duckdb", tables, **kwargs)
+    con = open_case(db)
+    write_all(con, tmp_path / "out", case_label="semantics-seq")
+    con.close()
+    return (tmp_path / "out" / "report.html").read_text(encoding="utf-8")
+
+
+def _richer_tables() -> dict:
+    """semantics-seq plus a same-account exposure (H <- A, both acct-1) and an overlapping run of
+    another kind for B <- A (slots 4-9 while 2-7 is already exposed: 2 new slots, not 6)."""
+    tables = seq_tables()
+    add_rows(tables, "exposures", [
+        _exposure("H", "acct-1", "A", "acct-1", 0, 3, (0, 2), "2026-08-27T10:00:07.0004Z",
+                  "2026-08-27T10:00:00.0001Z", "stale"),
+        _exposure("B", "acct-2", "A", "acct-1", 4, 6, (4, 9), "2026-08-27T10:00:01.0002Z",
+                  "2026-08-27T10:00:00.0001Z", "overwritten"),
+    ])
+    return tables
+
+
+@pytest.fixture(scope="module")
+def richer(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, dict]:
+    tables = _richer_tables()
+    return _report(tmp_path_factory.mktemp("rich"), tables), tables
+
+
+def test_headline_figures_equal_the_naive_oracle(richer: tuple[str, dict]) -> None:
+    html, tables = richer
+    expected = headline_from_exposures(tables["exposures"])
+    page = parse(html)
+    for name, value in expected.items():
+        assert int(page.figures[name]) == value, name
+        assert page.shown[name].strip().replace(",", "") == str(value), name
+    figures = page.figures
+    # and by hand: 6 + 2 (B<-A, the overlap counted once) + 4 + 2 + 2
+    assert int(figures["cross_tokens"]) == 16
+    assert int(figures["same_account_tokens"]) == 3
+
+
+def test_self_contained_with_a_strict_csp(richer: tuple[str, dict]) -> None:
+    html, _ = richer
+    page = parse(html)
+    csp = [a.get("content") for t, a in page.tags
+           if t == "meta" and (a.get("http-equiv") or "").lower() == "content-security-policy"]
+    assert csp and "default-src 'none'" in csp[0]
+    assert not [t for t, _ in page.tags if t in ("script", "img", "link", "iframe", "object",
+                                                  "embed", "image")]
+    for _, attrs in page.tags:
+        for key, value in attrs.items():
+            assert not key.startswith("on")
+            if key in ("src", "href", "xlink:href"):
+                assert (value or "").startswith("#"), (key, value)
+    assert not re.search(r"url\(\s*['\"]?(?!#)", html)
+    assert "@import" not in html
+    assert html.count("<svg") >= 3  # timeline, nodes, time to first token
+
+
+def test_sections_present(richer: tuple[str, dict]) -> None:
+    html, _ = richer
+    for section in ("summary", "notifications", "timeline", "nodes", "root-cause", "exposures",
+                    "method", "quarantine", "manifest"):
+        assert f'<section id="{section}">' in html
+    for level in ("confirmed", "ledger", "possible"):
+        assert f">{level}</span>" in html
+    assert "@media print" in html
+
+
+def test_pool_shorter_than_context_is_flagged(richer: tuple[str, dict]) -> None:
+    html, _ = richer
+    # nodes.csv: n1 has 32 pool slots for a 64-token context: 50 %
+    assert '<span class="tag bad">50 %</span>' in html
+    assert "<strong>n1</strong> (32 of 64)" in html
+
+
+def test_overlong_requests_answered_200_are_listed(tmp_path: Path) -> None:
+    tables = seq_tables()
+    for row in tables["requests"]:
+        if row["request_id"] == "C":
+            row["prompt_tokens"] = 40  # n1 holds 32 slots
+    html = _report(tmp_path, tables)
+    section = html[html.index('id="root-cause"'):html.index('id="exposures"')]
+    assert "1 request(s) were answered 200" in section
+    assert '<td class="mono">C</td>' in section
+
+
+def test_missing_stages_are_named(richer: tuple[str, dict]) -> None:
+    html, _ = richer
+    assert "The replay stage has not run on this case (missing: " in html
+    assert "replay_results); no exposure is marked confirmed." in html
+    assert "engine log reading stage has not run" not in html  # its tables exist, empty
+    assert "No engine log evidence in the case." in html
+
+
+def test_quarantine_and_inputs_shown(tmp_path: Path) -> None:
+    tables = seq_tables()
+    add_rows(tables, "quarantine", [
+        {"table_name": "kv_events", "file": "kv_events.csv", "row": 3, "column": "ts",
+         "value": "yesterday", "reason": "bad timestamp"},
+        {"table_name": "kv_events", "file": "kv_events.csv", "row": 9, "column": "ts",
+         "value": "soon", "reason": "bad timestamp"},
+    ])
+    add_rows(tables, "input_files", [
+        {"path": "kv_events.csv", "table_name": "kv_events", "sha256": "ab" * 32, "bytes": 1234,
+         "rows_read": 32, "rows_loaded": 30, "rows_quarantined": 2}])
+    html = _report(tmp_path, tables)
+    section = html[html.index('id="quarantine"'):html.index('id="manifest"')]
+    assert "bad timestamp" in section and '<td class="n">2</td>' in section
+    assert "ab" * 32 in html[html.index('id="manifest"'):]
+
+
+def test_later_stages_shown_when_present(tmp_path: Path) -> None:
+    """Replay verdicts, engine log evidence and screening appear in the report and timeline."""
+    tables = seq_tables()
+    add_rows(tables, "replay_results", [
+        {"request_id": "B", "verdict": "confirmed", "reason": "contaminated replay matches",
+         "delivered_sha256": "aa", "contaminated_sha256": "aa", "clean_sha256": "bb",
+         "tokens": 12, "seconds": 0.5, "tokens_per_s": 24.0, "device": "cpu", "model": "tiny"},
+        {"request_id": "H", "verdict": "not-confirmed", "reason": "clean replay matches too",
+         "delivered_sha256": "cc", "contaminated_sha256": "cc", "clean_sha256": "cc",
+         "tokens": 8, "seconds": 0.4, "tokens_per_s": 20.0, "device": "cpu", "model": "tiny"},
+    ])
+    add_rows(tables, "engine_evidence", [
+        {"node": "n1", "ts": t("2026-08-27T09:00:01Z"), "kind": "pool-smaller-than-context",
+         "request_id": None, "value": 32.0, "max_value": 64.0,
+         "message": "max_total_num_tokens=32, context_len=64", "src_file": "n1.log",
+         "src_line": 12}])
+    add_rows(tables, "screening", [
+        {"request_id": "C", "account_id": "acct-3", "prefill_node": None, "decode_node": "n1",
+         "reasons": ["fast-ttft"], "ttft_ms": 0.2, "expected_ttft_ms": 50.0,
+         "ledger_covered": False}])
+    db = build_case(tmp_path / "case.duckdb", tables,
+                    schemas=every_schema())
+    con = open_case(db)
+    result = write_all(con, tmp_path / "out")
+    con.close()
+    assert result.missing_tables == []
+    html = (tmp_path / "out" / "report.html").read_text()
+    page = parse(html)
+    assert page.figures["confirmed_requests"] == "1"  # B, by its replay verdict
+    assert page.figures["possible_receivers"] == "1"  # C: flagged, no ledger covers it
+    assert "has not run" not in html
+    section = html[html.index('id="exposures"'):html.index('id="method"')]
+    assert '<span class="tag good">confirmed</span>' in section
+    assert "clean replay matches too" in section
+    assert "0.5" not in section and "24.0" not in section  # wall-clock figures stay out
+    assert "max_total_num_tokens=32, context_len=64" in html
+    assert "fast-ttft" in html
+    timeline = (tmp_path / "out" / "timeline.csv").read_text()
+    assert "pool-smaller-than-context" in timeline and "screened as a possible receiver" in timeline
