@@ -1,6 +1,8 @@
 -- screening: every request of the gateway log, screened without the ledger (DESIGN §4).
 -- Reasons:
---   over-pool   status 200 and prompt_tokens > pool_slots of the serving prefill node;
+--   over-pool   status 200 and prompt_tokens > pool_slots of the serving prefill node (its row
+--               from the nodes file; else the engine start-up log row in effect at received_at,
+--               the latest start at or before it, else the earliest);
 --   fast-ttft   time to first token below expected / factor, where expected = prompt_tokens /
 --               the prefill node's median rate, the median taken over log(prompt_tokens / ttft)
 --               of its normal requests (status 200, ttft > 0, prompt_tokens >= min_prompt, not
@@ -14,12 +16,20 @@ DELETE FROM screening;
 
 INSERT INTO screening BY NAME
 WITH pool AS (
-    SELECT node, max(pool_slots) AS pool_slots FROM nodes GROUP BY node
+    SELECT n.node, n.pool_slots, n.started_at, n.src_file, n.src_row,
+           n.src_file NOT IN (SELECT path FROM input_files WHERE table_name = 'nodes') AS from_log
+    FROM nodes n WHERE n.pool_slots IS NOT NULL
+), r0 AS (
+    SELECT q.*,
+           (SELECT p.pool_slots FROM pool p
+            WHERE p.node = q.serving_prefill_node
+            ORDER BY p.from_log, coalesce(p.started_at <= q.received_at, true) DESC,
+                     p.started_at DESC NULLS LAST, p.src_file, p.src_row
+            LIMIT 1) AS pool_slots,
+           (epoch_us(q.first_token_at) - epoch_us(q.received_at)) / 1000.0 AS ttft_ms
+    FROM analysis_requests q
 ), r AS (
-    SELECT q.*, p.pool_slots,
-           (epoch_us(q.first_token_at) - epoch_us(q.received_at)) / 1000.0 AS ttft_ms,
-           q.http_status = 200 AND q.prompt_tokens > p.pool_slots AS over_pool
-    FROM analysis_requests q LEFT JOIN pool p ON p.node = q.serving_prefill_node
+    SELECT *, http_status = 200 AND prompt_tokens > pool_slots AS over_pool FROM r0
 ), normal AS (
     SELECT serving_prefill_node AS node, ln(prompt_tokens / (ttft_ms / 1000.0)) AS log_rate
     FROM r

@@ -41,7 +41,8 @@ def insert(con: duckdb.DuckDBPyConnection, table: str, rows: list[dict[str, Any]
         return
     cols = sorted({k for r in rows for k in r})
     data = {c: [r.get(c) for r in rows] for c in cols}
-    data["src_file"] = [f"{table}.csv"] * len(rows)
+    if "src_file" not in data:
+        data["src_file"] = [f"{table}.csv"] * len(rows)
     data["src_line" if table == "engine_evidence" else "src_row"] = list(range(1, len(rows) + 1))
     if table == "kv_events":
         data["request_known"] = [True] * len(rows)

@@ -240,3 +240,48 @@ def test_a_case_database_without_engine_logs_is_screened_too() -> None:
     insert(con, "requests", [_request("S1", "acct-9", 300.0, 5000, 0.005)])
     analyze(con)
     assert con.execute("SELECT reasons FROM screening").fetchall() == [(["over-pool"],)]
+
+
+def test_the_pool_in_effect_decides_over_pool() -> None:
+    """Engine restarts logged with different pools: the start-up before the request counts; a
+    row from the nodes file wins over the logs."""
+    con = new_case()
+    day = 86_400
+    insert(
+        con,
+        "nodes",
+        [
+            {
+                "node": "p2",
+                "role": "prefill",
+                "pool_slots": 1000,
+                "started_at": at(0),
+                "src_file": "logs/p2.log",
+                "src_row": 1,
+            },
+            {
+                "node": "p2",
+                "role": "prefill",
+                "pool_slots": 5000,
+                "started_at": at(day * SECOND),
+                "src_file": "logs/p2.log",
+                "src_row": 9,
+            },
+            {"node": "p3", "role": "prefill", "pool_slots": 5000, "src_file": "logs/p3.log"},
+            {"node": "p3", "role": "prefill", "pool_slots": 1000, "src_file": "nodes.csv"},
+        ],
+    )
+    con.execute("INSERT INTO input_files VALUES ('nodes.csv', 'nodes', '0', 0, 1, 1, 0)")
+    before = _request("B", "a", 100.0, 3000, 0.005)
+    after = _request("A", "a", day + 100.0, 3000, 0.005)
+    file_wins = dict(_request("F", "a", 200.0, 3000, 0.005), prefill_node="p3")
+    insert(
+        con,
+        "requests",
+        [dict(before, prefill_node="p2"), dict(after, prefill_node="p2"), file_wins],
+    )
+    analyze(con)
+    reasons = _reasons(con)
+    assert reasons["B"] == ["over-pool"]
+    assert reasons["A"] == []
+    assert reasons["F"] == ["over-pool"]
