@@ -1,0 +1,175 @@
+"""What a suspect's decode read, rebuilt from the ledger and the kept contents.
+
+For a suspect R: its decode node (the request log's decode_node or node, else the node of its
+last read); its first read there (every read event of R at the earliest read time: one decode
+step may log several ranges); and for each slot of those reads, the last writer before the read
+and that writer's position (a per-request walk over the writes, in ledger order). R's position p
+is the slot's pos_start + offset. The writers' tokens come from `contents`: what each request
+processed (processed_token_ids when the engine computed something else, else the prompt), then
+what it generated."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import duckdb
+import numpy as np
+
+from forensics.errors import ReplayError
+from forensics.resources import sql
+
+Slot = tuple[str, int] | None
+
+
+@dataclass(frozen=True)
+class Contents:
+    prompt: list[int] | None
+    output: list[int] | None
+    processed: list[int] | None
+
+    @property
+    def computed(self) -> list[int] | None:
+        """The tokens whose KV the request wrote: what it processed, then what it generated."""
+        first = self.processed if self.processed is not None else self.prompt
+        if first is None:
+            return None
+        return first + (self.output or [])
+
+
+@dataclass
+class SuspectPlan:
+    """Everything a replay of one suspect needs."""
+
+    request_id: str
+    decode_node: str
+    prompt: list[int]
+    processed: list[int]
+    n_out: int
+    delivered: list[int] | None
+    delivered_sha256: str | None
+    slots: list[Slot]
+    writers: dict[str, list[int]] = field(default_factory=dict)
+
+    @property
+    def foreign(self) -> dict[str, int]:
+        """Foreign writer -> number of the suspect's positions holding its KV."""
+        counts: dict[str, int] = {}
+        for slot in self.slots:
+            if slot is not None and slot[0] != self.request_id:
+                counts[slot[0]] = counts.get(slot[0], 0) + 1
+        return dict(sorted(counts.items()))
+
+    @property
+    def unwritten(self) -> int:
+        return sum(1 for slot in self.slots if slot is None)
+
+
+def plan_suspect(con: duckdb.DuckDBPyConnection, request_id: str) -> SuspectPlan:
+    """Rebuild what the suspect's first decode read; ReplayError says why it cannot be done."""
+    request = _request(con, request_id)
+    own = load_contents(con, [request_id]).get(request_id)
+    if own is None:
+        raise ReplayError("no contents for the request (its prompt and output were not kept)")
+    if own.prompt is None:
+        raise ReplayError("the request's contents have no prompt_token_ids")
+    n_out = _output_length(request, own)
+    node = request["decode_node"] or _last_read_node(con, request_id)
+    if node is None:
+        raise ReplayError("the ledger has no read by the request on any node")
+    prompt_len = len(own.prompt)
+    slots = first_read_slots(con, node, request_id, prompt_len)
+    writers = _writer_tokens(con, request_id, own, slots)
+    return SuspectPlan(
+        request_id, node, own.prompt, own.processed or own.prompt, n_out, own.output,
+        request["response_sha256"], slots, writers)
+
+
+def _request(con: duckdb.DuckDBPyConnection, request_id: str) -> dict[str, Any]:
+    cur = con.execute(sql("replay_request"), {"request_id": request_id})
+    row = cur.fetchone()
+    if row is None:
+        raise ReplayError("the request is not in the request log")
+    return dict(zip([d[0] for d in cur.description], row, strict=True))
+
+
+def _output_length(request: dict[str, Any], own: Contents) -> int:
+    if request["completion_tokens"] is not None:
+        return int(request["completion_tokens"])
+    if own.output is not None:
+        return len(own.output)
+    raise ReplayError("the output length is unknown (no completion_tokens, no output_token_ids)")
+
+
+def _last_read_node(con: duckdb.DuckDBPyConnection, request_id: str) -> str | None:
+    row = con.execute(sql("replay_last_read_node"), {"request_id": request_id}).fetchone()
+    return None if row is None else str(row[0])
+
+
+def load_contents(con: duckdb.DuckDBPyConnection, request_ids: Sequence[str]
+                  ) -> dict[str, Contents]:
+    rows = con.execute(sql("replay_contents"), {"request_ids": list(request_ids)}).fetchall()
+    return {rid: Contents(_ints(p), _ints(o), _ints(c)) for rid, p, o, c in rows}
+
+
+def _ints(values: Sequence[int] | None) -> list[int] | None:
+    return None if values is None else [int(v) for v in values]
+
+
+def first_read_slots(con: duckdb.DuckDBPyConnection, node: str, request_id: str,
+                     positions: int) -> list[Slot]:
+    """slots[p] for p < positions: (last writer, its position) of the slot R's first decode read
+    held at position p, or None (never written, or not read)."""
+    events = con.execute(sql("replay_node_events"),
+                         {"node": node, "request_id": request_id}).fetchall()
+    reads = [e for e in events if e[1] == "read"]
+    if not reads:
+        raise ReplayError(f"the ledger has no read by the request on node {node}")
+    first_ts = reads[0][6]
+    group = {e[0] for e in reads if e[6] == first_ts}
+    return _walk(events, group, positions)
+
+
+def _walk(events: list[tuple[Any, ...]], group: set[int], positions: int) -> list[Slot]:
+    """Apply writes in order; at each read of the group, note each slot's last writer."""
+    read_ranges = [(e[3], e[3] + e[4]) for e in events if e[0] in group]
+    slots = np.unique(np.concatenate([np.arange(lo, hi) for lo, hi in read_ranges]))
+    writer = np.full(len(slots), -1, dtype=np.int64)
+    wpos = np.zeros(len(slots), dtype=np.int64)
+    names: list[str] = []
+    result: list[Slot] = [None] * positions
+    last = max(group)
+    for ord_, op, req, start, count, pos_start, _ in events:
+        if ord_ > last:
+            break
+        lo, hi = np.searchsorted(slots, [start, start + count])
+        if op == "write" and hi > lo:
+            names.append(str(req))
+            writer[lo:hi] = len(names) - 1
+            wpos[lo:hi] = pos_start + (slots[lo:hi] - start)
+        elif op == "read" and ord_ in group:
+            _snapshot(result, slots[lo:hi], start, pos_start, writer[lo:hi], wpos[lo:hi], names)
+    return result
+
+
+def _snapshot(result: list[Slot], slots: np.ndarray, start: int, pos_start: int,
+              writer: np.ndarray, wpos: np.ndarray, names: list[str]) -> None:
+    for slot, w, q in zip(slots.tolist(), writer.tolist(), wpos.tolist(), strict=True):
+        p = pos_start + (slot - start)
+        if 0 <= p < len(result):
+            result[p] = None if w < 0 else (names[w], q)
+
+
+def _writer_tokens(con: duckdb.DuckDBPyConnection, request_id: str, own: Contents,
+                   slots: list[Slot]) -> dict[str, list[int]]:
+    """Tokens of every writer of the slots; ReplayError names the writers without contents."""
+    needed = sorted({s[0] for s in slots if s is not None} - {request_id})
+    found = load_contents(con, needed)
+    missing = [w for w in needed if w not in found or found[w].computed is None]
+    if missing:
+        shown = ", ".join(missing[:5]) + (" …" if len(missing) > 5 else "")
+        raise ReplayError(f"no contents for {len(missing)} writer(s) of the slots it read: {shown}")
+    writers = {w: found[w].computed or [] for w in needed}
+    writers[request_id] = own.computed or []
+    return writers
