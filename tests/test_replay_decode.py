@@ -21,9 +21,9 @@ from forensics.replay.decode import (  # noqa: E402
 )
 from forensics.replay.testmodel import (  # noqa: E402
     build_test_model,
+    generated_weights,
     load_model,
     save_test_model,
-    generated_weights,
 )
 
 # SHA-256 of the test model's weights (sorted names, float32 little-endian bytes). The sample

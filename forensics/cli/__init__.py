@@ -12,6 +12,7 @@ import click
 from rich.markup import escape
 
 from forensics.cli import ingest_cmd, investigate_cmd  # noqa: F401  (register commands)
+from forensics.cli import replay_cmd as replay_cmd  # noqa: F401  (replay extra optional)
 from forensics.cli.app import app, console
 from forensics.errors import KvfError
 

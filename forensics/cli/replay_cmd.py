@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import duckdb
 import typer
 from rich.markup import escape
 from rich.table import Table
 
 from forensics.cli.app import app, console, emit_json, finish
 from forensics.cli.progress import progress_reporter
+from forensics.db import connect
 from forensics.errors import CaseError
 
 
@@ -34,7 +34,7 @@ def replay(
     require_replay()
     if not db.is_file():
         raise CaseError(f"{db}: no case database here; create it with kvforensics ingest")
-    con = duckdb.connect(str(db))
+    con = connect(db)
     try:
         with progress_reporter(console, "replay") as progress:
             run = run_case_replay(con, model, device, request or None, progress)

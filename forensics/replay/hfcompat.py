@@ -13,8 +13,9 @@ import torch
 
 
 @cache
-def _cache_kwarg(model_type: type) -> str:
-    params = inspect.signature(model_type.forward).parameters
+def _cache_kwarg(type_name: str, forward: Any) -> str:
+    """transformers 5 names the argument `cache`, 4.x `past_key_values`."""
+    params = inspect.signature(forward).parameters
     return "cache" if "cache" in params else "past_key_values"
 
 
@@ -28,7 +29,7 @@ def new_cache() -> Any:
 def forward(model: Any, ids: torch.Tensor, positions: torch.Tensor, kv: Any,
             attentions: bool = False) -> Any:
     """One forward pass of `ids` at `positions` (both [1, n]) that extends the cache `kv`."""
-    kwargs = {_cache_kwarg(type(model)): kv}
+    kwargs = {_cache_kwarg(type(model).__qualname__, type(model).forward): kv}
     return model(input_ids=ids, position_ids=positions, use_cache=True,
                  output_attentions=attentions, **kwargs)
 

@@ -66,7 +66,7 @@ def default_model(con: duckdb.DuckDBPyConnection, suspects: Sequence[str]
     if models and all(m == TEST_MODEL_NAME for m in models):
         return TEST_MODEL, ""
     return None, (f"no local model directory was given for {', '.join(models) or 'the case'}; "
-                  "pass one with --model PATH (investigate: --replay-model PATH)")
+                  "pass one with kvforensics replay --model PATH")
 
 
 def _ensure_tables(con: duckdb.DuckDBPyConnection) -> None:
@@ -79,30 +79,48 @@ def _ensure_tables(con: duckdb.DuckDBPyConnection) -> None:
     con.execute(sql("schema"))  # creates an empty contents table when none was kept
 
 
-def summarise(run: Any) -> dict[str, Any]:
-    """The JSON summary of a replay run."""
+def summarise(run: Any, timings: bool = True) -> dict[str, Any]:
+    """The JSON summary of a replay run (without wall-clock figures when timings is False)."""
+    counts = run.counts()
     return {
+        "headline": headline(run), "findings": counts["confirmed"] > 0,
         "model": run.model, "device": run.device, "suspects": len(run.results),
-        "verdicts": run.counts(), "updated_tables": getattr(run, "updated_tables", []),
-        "results": [{
-            "request_id": r.request_id, "verdict": r.verdict, "reason": r.reason,
-            "delivered_sha256": r.delivered_sha256,
-            "contaminated_sha256": r.contaminated_sha256, "clean_sha256": r.clean_sha256,
-            "seconds": r.seconds, "tokens": r.tokens, "tokens_per_s": r.tokens_per_s,
-            "attention": {w: share for w, (share, _) in sorted(r.attention.items())},
-        } for r in run.results],
+        "verdicts": counts, "updated_tables": run.updated_tables,
+        "results": [_result_json(r, timings) for r in run.results],
     }
+
+
+def headline(run: Any) -> str:
+    counts = run.counts()
+    return (f"{len(run.results)} suspect(s) replayed with {run.model or '(no model)'} on "
+            f"{run.device}: {counts['confirmed']} confirmed, {counts['not-reproduced']} not "
+            f"reproduced, {counts['cannot-replay']} cannot be replayed")
+
+
+def _result_json(r: Any, timings: bool) -> dict[str, Any]:
+    out = {
+        "request_id": r.request_id, "verdict": r.verdict, "reason": r.reason,
+        "delivered_sha256": r.delivered_sha256, "contaminated_sha256": r.contaminated_sha256,
+        "clean_sha256": r.clean_sha256, "tokens": r.tokens,
+        "attention": {w: share for w, (share, _) in sorted(r.attention.items())},
+    }
+    if timings:
+        out.update(seconds=r.seconds, tokens_per_s=r.tokens_per_s)
+    return out
 
 
 def replay_stage(ctx: Any) -> dict[str, Any]:
     """investigate's replay stage: every suspect, with ctx.params['replay_model'] (default: the
-    test model when the case was served by it) on ctx.params['replay_device'] (default auto)."""
-    require_replay()
-    model = ctx.params.get("replay_model")
-    device = str(ctx.params.get("replay_device") or "auto")
+    test model when the case was served by it) on ctx.params['replay_device'] (default auto).
+    Without the extra it only says how to enable replay."""
+    if not replay_available():
+        return {"status": "unavailable",
+                "headline": f"replay is off; to confirm suspects, install it: {INSTALL_HINT}"}
     try:
         suspects = find_suspects(ctx.con)
     except CaseError:
-        return {"status": "skipped", "reason": "no exposures or screening table"}
-    run = run_case_replay(ctx.con, model, device, suspects)
-    return summarise(run)
+        return {"status": "skipped", "headline": "replay skipped: no analysis tables"}
+    model = ctx.params.get("replay_model")
+    device = str(ctx.params.get("replay_device") or "auto")
+    run = run_case_replay(ctx.con, model, device, suspects, ctx.progress)
+    return summarise(run, timings=False)

@@ -70,7 +70,7 @@ def build_test_model(device: str = "cpu", seed: int = TEST_SEED) -> Any:
     from transformers import LlamaForCausalLM
 
     state = {n: torch.from_numpy(a) for n, a in generated_weights(seed).items()}
-    model = LlamaForCausalLM(_config())
+    model: Any = LlamaForCausalLM(_config())
     model.load_state_dict(state, strict=True)
     _neutral_generation_config(model)
     return model.to(device).eval()
@@ -112,17 +112,21 @@ def load_model(spec: str, device: str = "auto") -> Any:
     Never downloads: a directory that is not there raises UsageError."""
     resolved = resolve_device(device)
     if spec == TEST_MODEL:
-        if resolved == "cpu":
-            _one_thread()
+        _exact_float32(resolved)
         return build_test_model(resolved)
     return _load_directory(Path(spec), resolved)
 
 
-def _one_thread() -> None:
-    """The test model's matrices are tiny: on a CPU, extra threads only add waiting."""
+def _exact_float32(device: str) -> None:
+    """The test model's matrices are tiny: on a CPU extra threads only add waiting; on CUDA,
+    TF32 would round float32 matmuls and could flip a near tie between CPU and GPU."""
     import torch
 
-    torch.set_num_threads(1)
+    if device == "cpu":
+        torch.set_num_threads(1)
+    else:
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
 
 
 def _load_directory(path: Path, device: str) -> Any:
@@ -132,7 +136,7 @@ def _load_directory(path: Path, device: str) -> Any:
         raise UsageError(f"{path}: not a model directory (no config.json); pass a local "
                          "Hugging Face causal-LM directory or 'test'")
     try:
-        model = AutoModelForCausalLM.from_pretrained(
+        model: Any = AutoModelForCausalLM.from_pretrained(
             path, local_files_only=True, attn_implementation="eager", **_dtype_kwarg())
     except (OSError, ValueError) as exc:
         raise UsageError(f"{path}: cannot load the model: {exc}") from exc
