@@ -23,6 +23,6 @@ SELECT row_number() OVER (ORDER BY
            CASE WHEN f.all_seq THEN NULL ELSE p.ts END,
            CASE WHEN f.all_seq THEN 0 WHEN p.op = 'write' THEN 3 ELSE 4 END,
            p.input_order) AS ord,
-       p.op, p.request_id, p.slot_start, p.slot_count, p.pos_start, p.ts
+       p.op, p.request_id, p.slot_start, p.slot_count, p.pos_start, p.ts, p.source
 FROM picked p, node_flags f
 ORDER BY ord;

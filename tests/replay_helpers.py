@@ -26,9 +26,10 @@ class CaseBuilder:
 
     def request(self, rid: str, account: str, prompt_tokens: int, completion: int | None,
                 decode_node: str | None, sha: str | None = None,
-                model: str = "kvforensics/test-llama-tiny") -> None:
+                model: str = "kvforensics/test-llama-tiny",
+                prefill_node: str | None = None) -> None:
         self.requests.append((rid, account, model, T0, None, None, 200, prompt_tokens,
-                              completion, None, decode_node, None, sha, "requests.csv",
+                              completion, prefill_node, decode_node, None, sha, "requests.csv",
                               len(self.requests) + 1))
 
     def event(self, tick: int, node: str, rid: str, op: str, slot: int, count: int,

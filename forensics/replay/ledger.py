@@ -4,9 +4,15 @@ For a suspect R: its decode node (the request log's decode_node or node, else th
 last read); its first read there (every read event of R at the earliest read time: one decode
 step may log several ranges); and for each slot of those reads, the last writer before the read
 and that writer's position (a per-request walk over the writes, in ledger order). R's position p
-is the slot's pos_start + offset. The writers' tokens come from `contents`: what each request
-processed (processed_token_ids when the engine computed something else, else the prompt), then
-what it generated."""
+is the slot's pos_start + offset; positions run up to R's billed prompt length.
+
+A `transfer` write carries KV that the writer's prefill node computed: where the writer's own
+prefill read there saw another request's KV at a position (a prefix-cache hit on mismatched
+content), that KV is what was transferred, so the slot is traced back to it.
+
+The writers' tokens come from `contents`: what each request processed (processed_token_ids when
+the engine computed something else, else the prompt), up to its billed prompt length (positions a
+stub never computed hold 0 and are never needed), then what it generated."""
 
 from __future__ import annotations
 
@@ -28,14 +34,17 @@ class Contents:
     prompt: list[int] | None
     output: list[int] | None
     processed: list[int] | None
+    billed: int | None = None
 
     @property
     def computed(self) -> list[int] | None:
-        """The tokens whose KV the request wrote: what it processed, then what it generated."""
+        """Token at each position whose KV the request wrote: processed tokens (padded with 0 to
+        the billed prompt length), then the generated tokens."""
         first = self.processed if self.processed is not None else self.prompt
         if first is None:
             return None
-        return first + (self.output or [])
+        pad = max(0, (self.billed or 0) - len(first))
+        return first + [0] * pad + (self.output or [])
 
 
 @dataclass
@@ -78,8 +87,8 @@ def plan_suspect(con: duckdb.DuckDBPyConnection, request_id: str) -> SuspectPlan
     node = request["decode_node"] or _last_read_node(con, request_id)
     if node is None:
         raise ReplayError("the ledger has no read by the request on any node")
-    prompt_len = len(own.prompt)
-    slots = first_read_slots(con, node, request_id, prompt_len)
+    positions = int(request["prompt_tokens"] or len(own.prompt))
+    slots = _resolve_transfers(con, node, first_read(con, node, request_id, positions))
     writers = _writer_tokens(con, request_id, own, slots)
     return SuspectPlan(
         request_id, node, own.prompt, own.processed or own.prompt, n_out, own.output,
@@ -110,17 +119,27 @@ def _last_read_node(con: duckdb.DuckDBPyConnection, request_id: str) -> str | No
 def load_contents(con: duckdb.DuckDBPyConnection, request_ids: Sequence[str]
                   ) -> dict[str, Contents]:
     rows = con.execute(sql("replay_contents"), {"request_ids": list(request_ids)}).fetchall()
-    return {rid: Contents(_ints(p), _ints(o), _ints(c)) for rid, p, o, c in rows}
+    return {rid: Contents(_ints(p), _ints(o), _ints(c), b) for rid, p, o, c, b in rows}
 
 
 def _ints(values: Sequence[int] | None) -> list[int] | None:
     return None if values is None else [int(v) for v in values]
 
 
+# (writer, writer position, written by a transfer) per reader position, or None
+Source = tuple[str, int, bool] | None
+
+
 def first_read_slots(con: duckdb.DuckDBPyConnection, node: str, request_id: str,
                      positions: int) -> list[Slot]:
-    """slots[p] for p < positions: (last writer, its position) of the slot R's first decode read
-    held at position p, or None (never written, or not read)."""
+    """slots[p] for p < positions: (last writer, its position) of the slot R's first read on
+    `node` held at position p, or None (never written, or not read); transfers not traced."""
+    return [None if s is None else (s[0], s[1])
+            for s in first_read(con, node, request_id, positions)]
+
+
+def first_read(con: duckdb.DuckDBPyConnection, node: str, request_id: str,
+               positions: int) -> list[Source]:
     events = con.execute(sql("replay_node_events"),
                          {"node": node, "request_id": request_id}).fetchall()
     reads = [e for e in events if e[1] == "read"]
@@ -131,21 +150,21 @@ def first_read_slots(con: duckdb.DuckDBPyConnection, node: str, request_id: str,
     return _walk(events, group, positions)
 
 
-def _walk(events: list[tuple[Any, ...]], group: set[int], positions: int) -> list[Slot]:
+def _walk(events: list[tuple[Any, ...]], group: set[int], positions: int) -> list[Source]:
     """Apply writes in order; at each read of the group, note each slot's last writer."""
     read_ranges = [(e[3], e[3] + e[4]) for e in events if e[0] in group]
     slots = np.unique(np.concatenate([np.arange(lo, hi) for lo, hi in read_ranges]))
     writer = np.full(len(slots), -1, dtype=np.int64)
     wpos = np.zeros(len(slots), dtype=np.int64)
-    names: list[str] = []
-    result: list[Slot] = [None] * positions
+    names: list[tuple[str, bool]] = []
+    result: list[Source] = [None] * positions
     last = max(group)
-    for ord_, op, req, start, count, pos_start, _ in events:
+    for ord_, op, req, start, count, pos_start, _, source in events:
         if ord_ > last:
             break
         lo, hi = np.searchsorted(slots, [start, start + count])
         if op == "write" and hi > lo:
-            names.append(str(req))
+            names.append((str(req), source == "transfer"))
             writer[lo:hi] = len(names) - 1
             wpos[lo:hi] = pos_start + (slots[lo:hi] - start)
         elif op == "read" and ord_ in group:
@@ -153,12 +172,43 @@ def _walk(events: list[tuple[Any, ...]], group: set[int], positions: int) -> lis
     return result
 
 
-def _snapshot(result: list[Slot], slots: np.ndarray, start: int, pos_start: int,
-              writer: np.ndarray, wpos: np.ndarray, names: list[str]) -> None:
+def _snapshot(result: list[Source], slots: np.ndarray, start: int, pos_start: int,
+              writer: np.ndarray, wpos: np.ndarray, names: list[tuple[str, bool]]) -> None:
     for slot, w, q in zip(slots.tolist(), writer.tolist(), wpos.tolist(), strict=True):
         p = pos_start + (slot - start)
         if 0 <= p < len(result):
-            result[p] = None if w < 0 else (names[w], q)
+            result[p] = None if w < 0 else (names[w][0], q, names[w][1])
+
+
+def _resolve_transfers(con: duckdb.DuckDBPyConnection, node: str,
+                       sources: list[Source]) -> list[Slot]:
+    """Trace transfer-written slots back to the KV the writer's prefill read really held."""
+    views: dict[str, list[Source] | None] = {}
+    out: list[Slot] = []
+    for source in sources:
+        if source is None:
+            out.append(None)
+            continue
+        writer, pos, transfer = source
+        if transfer and writer not in views:
+            views[writer] = _prefill_view(con, node, writer)
+        view = views.get(writer) if transfer else None
+        traced = view[pos] if view is not None and pos < len(view) else (writer, pos, False)
+        out.append(None if traced is None else (traced[0], traced[1]))
+    return out
+
+
+def _prefill_view(con: duckdb.DuckDBPyConnection, decode_node: str, writer: str
+                  ) -> list[Source] | None:
+    """The writer's first read on its prefill node (None when that node or read is unknown)."""
+    try:
+        request = _request(con, writer)
+        prefill = request["prefill_node"]
+        if prefill is None or prefill == decode_node or request["prompt_tokens"] is None:
+            return None
+        return first_read(con, prefill, writer, int(request["prompt_tokens"]))
+    except ReplayError:
+        return None
 
 
 def _writer_tokens(con: duckdb.DuckDBPyConnection, request_id: str, own: Contents,
