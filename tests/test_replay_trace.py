@@ -103,3 +103,30 @@ def test_leak_of_a_stubs_generated_tokens(model, tmp_path):
     assert verdict == "confirmed", reason
     assert shares == [("S", 3)]
     assert query(db, "SELECT unwritten_slots FROM replay_results") == [(12,)]
+
+
+def test_verified_prefix_hit_is_not_traced(model, tmp_path):
+    """H's prompt starts with W's 8 tokens: the cached prefix holds exactly H's own KV, so the
+    transfer is H's own data and H's ordinary output is not a leak."""
+    w_prompt = ids(10, 8)
+    h_prompt = w_prompt + ids(14, 4)
+    b = CaseBuilder()
+    b.request("W", "acct-w", 8, 2, "d2", prefill_node="p1")
+    b.content("W", w_prompt, [3, 4])
+    b.event(1, "p1", "W", "alloc", 0, 8)
+    b.event(2, "p1", "W", "write", 0, 8, 0, "prefill")
+    b.event(3, "p1", "W", "free", 0, 8)
+    b.event(4, "p1", "H", "share", 0, 8, 0)
+    b.event(5, "p1", "H", "alloc", 8, 4)
+    b.event(6, "p1", "H", "write", 8, 4, 8, "prefill")
+    b.event(7, "p1", "H", "read", 0, 12, 0)
+    b.event(8, "d2", "H", "write", 100, 12, 0, "transfer")
+    b.event(9, "d2", "H", "read", 100, 12, 0)
+    out = greedy_decode(model, {"H": h_prompt}, [("H", i) for i in range(12)],
+                        prefill_first_token(model, h_prompt), 6)
+    b.request("H", "acct-h", 12, 6, "d2", prefill_node="p1")
+    b.content("H", h_prompt, out)
+    db = b.write(tmp_path / "case.duckdb")
+    verdict, reason, shares = replay(db, "H")
+    assert verdict == "not-reproduced" and "clean replay" in reason
+    assert shares == []

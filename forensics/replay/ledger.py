@@ -182,8 +182,10 @@ def _snapshot(result: list[Source], slots: np.ndarray, start: int, pos_start: in
 
 def _resolve_transfers(con: duckdb.DuckDBPyConnection, node: str,
                        sources: list[Source]) -> list[Slot]:
-    """Trace transfer-written slots back to the KV the writer's prefill read really held."""
+    """Trace transfer-written slots back to the KV the writer's prefill read really held, where
+    that KV differs from the writer's own (a verified prefix hit holds the same KV: not traced)."""
     views: dict[str, list[Source] | None] = {}
+    same = _SamePrefix(con)
     out: list[Slot] = []
     for source in sources:
         if source is None:
@@ -194,8 +196,40 @@ def _resolve_transfers(con: duckdb.DuckDBPyConnection, node: str,
             views[writer] = _prefill_view(con, node, writer)
         view = views.get(writer) if transfer else None
         traced = view[pos] if view is not None and pos < len(view) else (writer, pos, False)
+        if traced is not None and same(writer, pos, traced[0], traced[1]):
+            traced = (writer, pos, False)
         out.append(None if traced is None else (traced[0], traced[1]))
     return out
+
+
+class _SamePrefix:
+    """Whether two (request, position) pairs hold the same KV: same position, same tokens up to
+    it (the model is deterministic). Contents are loaded once per request."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection):
+        self.con = con
+        self.tokens: dict[str, list[int] | None] = {}
+        self.common: dict[tuple[str, str], int] = {}
+
+    def __call__(self, a: str, p: int, b: str, q: int) -> bool:
+        if a == b or p != q:
+            return a == b and p == q
+        key = (min(a, b), max(a, b))
+        if key not in self.common:
+            self.common[key] = _common_prefix(self._tokens(a), self._tokens(b))
+        return p < self.common[key]
+
+    def _tokens(self, rid: str) -> list[int]:
+        if rid not in self.tokens:
+            found = load_contents(self.con, [rid]).get(rid)
+            self.tokens[rid] = None if found is None else found.computed
+        return self.tokens[rid] or []
+
+
+def _common_prefix(a: list[int], b: list[int]) -> int:
+    n = min(len(a), len(b))
+    diff = np.flatnonzero(np.asarray(a[:n]) != np.asarray(b[:n]))
+    return int(diff[0]) if len(diff) else n
 
 
 def _prefill_view(con: duckdb.DuckDBPyConnection, decode_node: str, writer: str

@@ -151,3 +151,8 @@ def _dtype_kwarg() -> dict[str, str]:
 
     params = inspect.signature(PreTrainedModel.from_pretrained).parameters
     return {"dtype": "auto"} if "dtype" in params else {"torch_dtype": "auto"}
+
+
+def load_test_model(device: str = "cpu") -> Any:
+    """The test model on `device` ('auto', 'cpu' or 'cuda'), as `load_model('test', device)`."""
+    return load_model(TEST_MODEL, device)
