@@ -101,7 +101,7 @@ def case(model, tmp_path_factory):
     b.event(31, "u1", "F", "read", 0, 12, 0, seq=False)
     b.event(31, "u1", "F", "write", 0, 12, 0, "prefill", seq=False)
     b.screened("F", ["fast-ttft"])
-    b.screened("L", [])
+    b.screened("L", ["deferred-release-timeout"])  # alone: not a possible receiver
 
     # M: in the exposures table, but its contents were not kept.
     b.request("M", "acct-m", 4, 2, "d1")
@@ -128,7 +128,7 @@ def verdicts(db) -> dict[str, tuple[str, str]]:
 
 def test_every_suspect_gets_a_verdict(replayed):
     db, run = replayed
-    assert sorted(verdicts(db)) == ["F", "M", "Q", "V", "Z"]   # not L: no screening reason
+    assert sorted(verdicts(db)) == ["F", "M", "Q", "V", "Z"]   # not L: no receiver reason
     assert run.counts() == {"confirmed": 1, "not-reproduced": 2, "cannot-replay": 2}
 
 
