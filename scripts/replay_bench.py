@@ -7,6 +7,7 @@
 --synthetic N builds a case of N leaker/receiver pairs (each receiver a 1-token stub whose
 decode read its leaker's `context` tokens of KV), ingests it and replays the receivers.
 With --compare, the second device must give the same verdicts and output hashes (exit 1 if not).
+--truth CSV names the suspects (first column) when the case has no analysis tables.
 """
 
 from __future__ import annotations
@@ -82,15 +83,30 @@ def replay_on(db: Path, model: str | None, device: str, requests: list[str] | No
         con.close()
     print(f"\n{device}: {len(run.results)} suspect(s) in {total:.2f} s "
           f"(model load included; first suspect includes warm-up)")
-    print(f"{'request':<14}{'verdict':<16}{'seconds':>9}{'tokens':>9}{'tokens/s':>11}")
+    print(f"{'request':<34}{'verdict':<16}{'seconds':>9}{'tokens':>9}{'tokens/s':>11}")
     for r in run.results:
-        print(f"{r.request_id:<14}{r.verdict:<16}{r.seconds:>9.3f}{r.tokens:>9}"
+        print(f"{r.request_id:<34}{r.verdict:<16}{r.seconds:>9.3f}{r.tokens:>9}"
               f"{(r.tokens_per_s or 0):>11.1f}")
     done = [r for r in run.results if r.seconds > 0]
     if done:
         secs, toks = sum(r.seconds for r in done), sum(r.tokens for r in done)
         print(f"mean {secs / len(done):.3f} s per replayed suspect, {toks / secs:.1f} tokens/s")
     return run.results
+
+
+def _has_suspect_tables(db: Path) -> bool:
+    from forensics.replay.store import existing_tables
+
+    con = connect(db, read_only=True)
+    try:
+        return bool({"exposures", "screening"} & existing_tables(con))
+    finally:
+        con.close()
+
+
+def _first_column(path: Path) -> list[str]:
+    lines = path.read_text(encoding="utf-8").splitlines()[1:]
+    return sorted({line.split(",", 1)[0] for line in lines if line.strip()})
 
 
 def main() -> int:
@@ -102,6 +118,8 @@ def main() -> int:
     parser.add_argument("--model", help="model directory or 'test' (default: as the case says)")
     parser.add_argument("--device", default="auto")
     parser.add_argument("--compare")
+    parser.add_argument("--truth", type=Path, help="CSV whose first column lists suspects, used "
+                        "when the case has no exposures or screening table")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="replay-bench-"))
     requests = None
@@ -112,6 +130,8 @@ def main() -> int:
         ingest_case(work / "case", db)
     if db is None:
         parser.error("give --db CASE.duckdb or --synthetic N")
+    if requests is None and args.truth is not None and not _has_suspect_tables(db):
+        requests = _first_column(args.truth)
     first = replay_on(db, args.model, args.device, requests, work)
     if not args.compare:
         return 0

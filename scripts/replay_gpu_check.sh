@@ -31,4 +31,5 @@ trap 'rm -rf "$OUT"' EXIT
 "$PY" -m forensics investigate "$CASE" --out "$OUT/out" --json > "$OUT/investigate.json" \
   || [ $? -eq 1 ]
 "$PY" scripts/replay_bench.py --db "$OUT/out/case.duckdb" --model test --device cuda \
+  --truth "$CASE/ground_truth/receiving_requests.csv" \
   --compare cpu
