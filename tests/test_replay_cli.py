@@ -97,3 +97,18 @@ def test_replay_command_unknown_request_is_reported(cli, tmp_path):
     result = json.loads(out)["results"][0]
     assert code == 1 and result["verdict"] == "cannot-replay"
     assert "not in the request log" in result["reason"]
+
+
+def test_out_of_memory_is_cannot_replay(cli, monkeypatch, tmp_path):
+    pytest.importorskip("torch", reason="replay needs the extra: pip install "
+                        "'kvforensics[replay]'")
+    from forensics.replay import replay as replay_module
+
+    def exhausted(model, plan):
+        raise RuntimeError("CUDA out of memory. Tried to allocate 80.00 GiB")
+
+    monkeypatch.setattr(replay_module, "replay_plan", exhausted)
+    code, out, _ = cli("replay", "--db", tiny_case(tmp_path), "--model", "test", "--json")
+    result = json.loads(out)["results"][0]
+    assert code == 1 and result["verdict"] == "cannot-replay"
+    assert result["reason"].startswith("out of memory: CUDA out of memory")
