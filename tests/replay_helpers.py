@@ -23,6 +23,7 @@ class CaseBuilder:
     exposures: list[tuple] = field(default_factory=list)
     screening: list[tuple] = field(default_factory=list)
     affected: list[tuple] = field(default_factory=list)
+    affected_accounts: list[tuple] = field(default_factory=list)
 
     def request(self, rid: str, account: str, prompt_tokens: int, completion: int | None,
                 decode_node: str | None, sha: str | None = None,
@@ -54,13 +55,18 @@ class CaseBuilder:
     def affected_request(self, side: str, rid: str, account: str) -> None:
         self.affected.append((side, rid, account, "ledger", 5, 1, T0, T0))
 
+    def affected_account(self, side: str, account: str) -> None:
+        self.affected_accounts.append((side, account, None, None, None, "ledger", 1, 5, T0, T0,
+                                       1))
+
     def write(self, path: Path) -> Path:
         con = duckdb.connect(str(path))
         con.execute(sql("schema"))
         con.execute(sql("schema_analysis"))
         for table, rows in (("requests", self.requests), ("kv_events", self.events),
                             ("contents", self.contents), ("exposures", self.exposures),
-                            ("screening", self.screening), ("affected_requests", self.affected)):
+                            ("screening", self.screening), ("affected_requests", self.affected),
+                            ("affected_accounts", self.affected_accounts)):
             if rows:
                 marks = ", ".join("?" * len(rows[0]))
                 con.executemany(f"INSERT INTO {table} VALUES ({marks})", rows)

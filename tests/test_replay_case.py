@@ -73,6 +73,8 @@ def case(model, tmp_path_factory):
     b.exposure("V", "L", "d1", 1, 27)
     b.affected_request("receiving", "V", "acct-v")
     b.affected_request("leaking", "L", "acct-l")
+    b.affected_account("receiving", "acct-v")
+    b.affected_account("leaking", "acct-l")
 
     # Q: stub whose first read covers slots 5..6, last written by X (no contents kept).
     b.request("Q", "acct-q", 4, 3, "d1")
@@ -108,6 +110,7 @@ def case(model, tmp_path_factory):
     b.event(40, "d1", "M", "read", 0, 4, 0)
     b.exposure("M", "L", "d1", 0, 4)
     b.affected_request("receiving", "M", "acct-m")
+    b.affected_account("receiving", "acct-m")
     return b.write(tmp_path_factory.mktemp("case") / "case.duckdb")
 
 
@@ -153,6 +156,9 @@ def test_confirmation_raises_confidence(replayed):
     assert query(db, "SELECT side, request_id, confidence FROM affected_requests ORDER BY 1, 2"
                  ) == [("leaking", "L", "confirmed"), ("receiving", "M", "ledger"),
                        ("receiving", "V", "confirmed")]
+    assert query(db, "SELECT side, account_id, confidence FROM affected_accounts ORDER BY 1, 2"
+                 ) == [("leaking", "acct-l", "confirmed"), ("receiving", "acct-m", "ledger"),
+                       ("receiving", "acct-v", "confirmed")]
 
 
 def test_never_written_slots_are_not_a_confirmed_leak(replayed):
@@ -201,12 +207,17 @@ def test_replay_is_deterministic(case, replayed, tmp_path):
     assert query(db, shares) == query(again, shares)
 
 
-def test_named_request_and_missing_model(case, tmp_path):
+def test_named_request_and_missing_model(replayed, tmp_path):
+    """Replaying V again without a model withdraws its confirmation; other rows stay."""
     db = tmp_path / "case.duckdb"
-    shutil.copy(case, db)
+    shutil.copy(replayed[0], db)
     con = duckdb.connect(str(db))
     run = run_case_replay(con, str(tmp_path / "no-such-model"), "cpu", ["V"])
     con.close()
     assert [(r.request_id, r.verdict) for r in run.results] == [("V", "cannot-replay")]
     assert "model not available" in run.results[0].reason
     assert query(db, "SELECT DISTINCT confidence FROM exposures") == [("ledger",)]
+    assert query(db, "SELECT DISTINCT confidence FROM affected_requests") == [("ledger",)]
+    assert query(db, "SELECT DISTINCT confidence FROM affected_accounts") == [("ledger",)]
+    assert sorted(verdicts(db)) == ["F", "M", "Q", "V", "Z"]
+    assert query(db, "SELECT count(*) FROM replay_attention WHERE request_id = 'V'") == [(0,)]
