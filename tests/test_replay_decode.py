@@ -124,3 +124,11 @@ def test_weights_are_deterministic_and_pinned():
         assert array.dtype == np.float32 and np.array_equal(array, second[name])
         digest.update(name.encode() + array.astype("<f4").tobytes())
     assert digest.hexdigest() == PINNED_WEIGHTS_SHA256
+
+
+def test_long_contexts_run_in_bounded_chunks(model):
+    heads = model.config.num_attention_heads
+    for context in (1, 600, 70_000, 1_048_576):
+        chunk = decode.chunk_tokens(model, context)
+        assert 1 <= chunk <= decode.CHUNK_TOKENS
+        assert chunk == 1 or chunk * heads * context <= decode.ATTENTION_BUDGET
