@@ -130,3 +130,21 @@ def test_verified_prefix_hit_is_not_traced(model, tmp_path):
     verdict, reason, shares = replay(db, "H")
     assert verdict == "not-reproduced" and "clean replay" in reason
     assert shares == []
+
+
+def test_gap_in_the_prefill_ledger_is_not_traced(model, tmp_path):
+    """N's prefill writes on p1 are missing from the ledger (e.g. quarantined rows): its prefill
+    read there shows nothing written, but N held no share, so its transfer is its own KV."""
+    n_prompt = ids(15, 10)
+    b = CaseBuilder()
+    b.event(1, "p1", "N", "alloc", 0, 10)
+    b.event(2, "p1", "N", "read", 0, 10, 0)
+    b.event(3, "d2", "N", "write", 50, 10, 0, "transfer")
+    b.event(4, "d2", "N", "read", 50, 10, 0)
+    out = greedy_decode(model, {"N": n_prompt}, [("N", i) for i in range(10)],
+                        prefill_first_token(model, n_prompt), 6)
+    b.request("N", "acct-n", 10, 6, "d2", prefill_node="p1")
+    b.content("N", n_prompt, out)
+    verdict, reason, shares = replay(b.write(tmp_path / "case.duckdb"), "N")
+    assert verdict == "not-reproduced" and "clean replay" in reason
+    assert shares == []

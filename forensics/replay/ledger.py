@@ -6,9 +6,9 @@ step may log several ranges); and for each slot of those reads, the last writer 
 and that writer's position (a per-request walk over the writes, in ledger order). R's position p
 is the slot's pos_start + offset; positions run up to R's billed prompt length.
 
-A `transfer` write carries KV that the writer's prefill node computed: where the writer's own
-prefill read there saw another request's KV at a position (a prefix-cache hit on mismatched
-content), that KV is what was transferred, so the slot is traced back to it.
+A `transfer` write carries KV from the writer's prefill node: where the writer held a position
+there through a prefix-cache `share` of another request's different content, that KV is what
+was transferred, so the slot is traced back to it.
 
 The writers' tokens come from `contents`: what each request processed (processed_token_ids when
 the engine computed something else, else the prompt), up to its billed prompt length (positions a
@@ -126,8 +126,9 @@ def _ints(values: Sequence[int] | None) -> list[int] | None:
     return None if values is None else [int(v) for v in values]
 
 
-# (writer, writer position, written by a transfer) per reader position, or None
-Source = tuple[str, int, bool] | None
+# (writer, writer position, written by a transfer, held by the reader through a share) per
+# reader position, or None
+Source = tuple[str, int, bool, bool] | None
 
 
 def first_read_slots(con: duckdb.DuckDBPyConnection, node: str, request_id: str,
@@ -151,39 +152,61 @@ def first_read(con: duckdb.DuckDBPyConnection, node: str, request_id: str,
 
 
 def _walk(events: list[tuple[Any, ...]], group: set[int], positions: int) -> list[Source]:
-    """Apply writes in order; at each read of the group, note each slot's last writer."""
+    """Apply writes (and the reader's shares) in order; at each read of the group, note each
+    slot's last writer."""
     read_ranges = [(e[3], e[3] + e[4]) for e in events if e[0] in group]
     slots = np.unique(np.concatenate([np.arange(lo, hi) for lo, hi in read_ranges]))
-    writer = np.full(len(slots), -1, dtype=np.int64)
-    wpos = np.zeros(len(slots), dtype=np.int64)
-    names: list[tuple[str, bool]] = []
+    state = _SlotState(len(slots))
     result: list[Source] = [None] * positions
     last = max(group)
     for ord_, op, req, start, count, pos_start, _, source in events:
         if ord_ > last:
             break
         lo, hi = np.searchsorted(slots, [start, start + count])
-        if op == "write" and hi > lo:
-            names.append((str(req), source == "transfer"))
-            writer[lo:hi] = len(names) - 1
-            wpos[lo:hi] = pos_start + (slots[lo:hi] - start)
-        elif op == "read" and ord_ in group:
-            _snapshot(result, slots[lo:hi], start, pos_start, writer[lo:hi], wpos[lo:hi], names)
+        if hi <= lo:
+            continue
+        if op == "write":
+            state.write(lo, hi, (str(req), source == "transfer"),
+                        pos_start + (slots[lo:hi] - start))
+        elif op == "share":
+            state.shared[lo:hi] = True
+        elif ord_ in group:
+            state.snapshot(result, lo, hi, pos_start - start + slots[lo:hi])
     return result
 
 
-def _snapshot(result: list[Source], slots: np.ndarray, start: int, pos_start: int,
-              writer: np.ndarray, wpos: np.ndarray, names: list[tuple[str, bool]]) -> None:
-    for slot, w, q in zip(slots.tolist(), writer.tolist(), wpos.tolist(), strict=True):
-        p = pos_start + (slot - start)
-        if 0 <= p < len(result):
-            result[p] = None if w < 0 else (names[w][0], q, names[w][1])
+class _SlotState:
+    """Per read slot: last writer (index into names), its position, and whether the reader
+    holds the slot through a share."""
+
+    def __init__(self, n: int):
+        self.writer = np.full(n, -1, dtype=np.int64)
+        self.wpos = np.zeros(n, dtype=np.int64)
+        self.shared = np.zeros(n, dtype=bool)
+        self.names: list[tuple[str, bool]] = []
+
+    def write(self, lo: int, hi: int, name: tuple[str, bool], positions: np.ndarray) -> None:
+        self.names.append(name)
+        self.writer[lo:hi] = len(self.names) - 1
+        self.wpos[lo:hi] = positions
+
+    def snapshot(self, result: list[Source], lo: int, hi: int, positions: np.ndarray) -> None:
+        for p, w, q, shared in zip(positions.tolist(), self.writer[lo:hi].tolist(),
+                                   self.wpos[lo:hi].tolist(), self.shared[lo:hi].tolist(),
+                                   strict=True):
+            if 0 <= p < len(result):
+                if w < 0:
+                    result[p] = None
+                else:
+                    name, transfer = self.names[w]
+                    result[p] = (name, q, transfer, shared)
 
 
 def _resolve_transfers(con: duckdb.DuckDBPyConnection, node: str,
                        sources: list[Source]) -> list[Slot]:
-    """Trace transfer-written slots back to the KV the writer's prefill read really held, where
-    that KV differs from the writer's own (a verified prefix hit holds the same KV: not traced)."""
+    """Trace transfer-written slots back to the KV the writer's prefill read held through a
+    prefix-cache share, where that KV differs from the writer's own (a verified hit holds the
+    same KV: not traced). Anything else a transfer carries is the writer's own KV."""
     views: dict[str, list[Source] | None] = {}
     same = _SamePrefix(con)
     out: list[Slot] = []
@@ -191,14 +214,15 @@ def _resolve_transfers(con: duckdb.DuckDBPyConnection, node: str,
         if source is None:
             out.append(None)
             continue
-        writer, pos, transfer = source
+        writer, pos, transfer, _ = source
         if transfer and writer not in views:
             views[writer] = _prefill_view(con, node, writer)
         view = views.get(writer) if transfer else None
-        traced = view[pos] if view is not None and pos < len(view) else (writer, pos, False)
-        if traced is not None and same(writer, pos, traced[0], traced[1]):
-            traced = (writer, pos, False)
-        out.append(None if traced is None else (traced[0], traced[1]))
+        held = view[pos] if view is not None and pos < len(view) else None
+        if held is not None and held[3] and not same(writer, pos, held[0], held[1]):
+            out.append((held[0], held[1]))   # a prefix-cache hit on someone else's content
+        else:
+            out.append((writer, pos))
     return out
 
 
