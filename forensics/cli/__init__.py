@@ -13,13 +13,12 @@ from typer.exceptions import Abort, TyperException
 
 import forensics.cli.audit_cmd  # noqa: F401  (register commands)
 import forensics.cli.bench_cmd  # noqa: F401
+import forensics.cli.replay_cmd  # noqa: F401
 from forensics.cli import ingest_cmd, investigate_cmd  # noqa: F401  (register commands)
-from forensics.cli import replay_cmd as replay_cmd  # noqa: F401  (replay extra optional)
 from forensics.cli.app import app, console
 from forensics.errors import KvfError
 
 __all__ = ["app", "main", "run"]
-
 
 def run(argv: list[str] | None = None) -> int:
     """Run the CLI with `argv` and return the exit code instead of exiting."""
@@ -43,7 +42,6 @@ def run(argv: list[str] | None = None) -> int:
         console.print("interrupted; nothing was changed by the step in progress")
         return 2
     return int(result) if isinstance(result, int) else 0
-
 
 def main() -> None:
     sys.exit(run(sys.argv[1:]))
