@@ -20,6 +20,7 @@ from forensics.errors import KvfError
 
 __all__ = ["app", "main", "run"]
 
+
 def run(argv: list[str] | None = None) -> int:
     """Run the CLI with `argv` and return the exit code instead of exiting."""
     try:
@@ -42,6 +43,7 @@ def run(argv: list[str] | None = None) -> int:
         console.print("interrupted; nothing was changed by the step in progress")
         return 2
     return int(result) if isinstance(result, int) else 0
+
 
 def main() -> None:
     sys.exit(run(sys.argv[1:]))
