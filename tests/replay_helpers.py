@@ -67,9 +67,9 @@ class CaseBuilder:
                             ("contents", self.contents), ("exposures", self.exposures),
                             ("screening", self.screening), ("affected_requests", self.affected),
                             ("affected_accounts", self.affected_accounts)):
-            if rows:
-                marks = ", ".join("?" * len(rows[0]))
-                con.executemany(f"INSERT INTO {table} VALUES ({marks})", rows)
+            relation = con.table(table)
+            for row in rows:
+                relation.insert(list(row))
         con.close()
         return path
 
