@@ -16,6 +16,7 @@ from forensics.cli import (  # noqa: F401  (each module registers its commands)
     bench_cmd,
     ingest_cmd,
     investigate_cmd,
+    replay_cmd,
     report_cmd,
 )
 from forensics.cli.app import app, console
