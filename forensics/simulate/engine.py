@@ -1,0 +1,326 @@
+"""A disaggregated SGLang cluster, event by event: prefill and decode nodes with their own paged
+pools, a radix prefix cache on prefill, decode pre-allocation for the billed prompt, KV transfer
+writes, decode steps, frees, and the four bugs.
+
+The allocator's state changes (alloc, free, eviction) run in time order from a heap; writes and
+reads are emitted when their request's timeline is known, with their own (later) timestamps.
+Events go to an EventBuffer (ledger.py) that hands final, ordered chunks to a sink."""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from forensics.simulate import ledger as L
+from forensics.simulate.allocator import CacheEntry, PagePool, RadixCache, position_runs
+from forensics.simulate.config import Scenario
+from forensics.simulate.traffic import Traffic, prefix_hash, template_tokens
+
+PREALLOC, P_START, P_FREE, D_ABORT, D_PAGE, D_FREE = range(6)
+RANK = {PREALLOC: 1, P_START: 1, P_FREE: 0, D_ABORT: 0, D_PAGE: 1, D_FREE: 0}
+RETRY_US = 20_000
+Sink = Callable[[L.Chunk], None]
+
+
+@dataclass
+class Outcome:
+    """What happened to every request (arrays indexed like Traffic)."""
+
+    n: int
+    status: np.ndarray = field(init=False)
+    stub: np.ndarray = field(init=False)
+    first_token_us: np.ndarray = field(init=False)
+    completed_us: np.ndarray = field(init=False)
+    decode_start_us: np.ndarray = field(init=False)
+    n_out: np.ndarray = field(init=False)
+    collided: np.ndarray = field(init=False)
+    cached_tokens: np.ndarray = field(init=False)
+
+    def __post_init__(self) -> None:
+        n = self.n
+        self.status = np.full(n, 200, np.int16)
+        self.stub = np.zeros(n, bool)
+        self.first_token_us = np.full(n, -1, np.int64)
+        self.completed_us = np.full(n, -1, np.int64)
+        self.decode_start_us = np.full(n, -1, np.int64)
+        self.n_out = np.zeros(n, np.int64)
+        self.collided = np.zeros(n, bool)
+        self.cached_tokens = np.zeros(n, np.int64)
+
+
+@dataclass
+class Pending:
+    """A request's state between its prefill start and its prefill free."""
+
+    own: np.ndarray
+    pages: np.ndarray
+    entry: CacheEntry | None
+    insert_key: int
+
+
+class Engine:
+    def __init__(self, sc: Scenario, traffic: Traffic, seed: int, sink: Sink,
+                 flush_rows: int = 1 << 20):
+        self.sc, self.tr, self.seed, self.sink = sc, traffic, seed, sink
+        self.flush_rows = flush_rows
+        self.names = sc.node_names()
+        self.n_prefill = sc.prefill_nodes
+        sizes = [sc.prefill_pool if role == "prefill" else sc.decode_pool
+                 for _, role in self.names]
+        self.pools = [PagePool(s, sc.page_size) for s in sizes]
+        self.caches = [RadixCache(self.pools[i]) for i in range(self.n_prefill)]
+        self.held: list[dict[int, np.ndarray]] = [{} for _ in self.names]
+        self.pending: dict[int, Pending] = {}
+        self.buf = L.EventBuffer(len(self.names))
+        self.rng = np.random.default_rng([seed, 4])
+        self.out = Outcome(len(traffic))
+        self.hashes: list[str] = []
+        self._hash_ids: dict[tuple[int, int], int] = {}
+        self.logs: list[tuple[int, int, str]] = []
+        self.heap: list[tuple[int, int, int, int, int, int]] = []
+        self._counter = 0
+
+    # ---- plumbing -------------------------------------------------------------------------
+    def push(self, t: int, kind: int, i: int, extra: int = 0) -> None:
+        self._counter += 1
+        heapq.heappush(self.heap, (t, RANK[kind], self._counter, kind, i, extra))
+
+    def hash_id(self, tpl: int, length: int) -> int:
+        key = (tpl, length)
+        if key not in self._hash_ids:
+            tokens = template_tokens(self.seed, tpl, int(self.tr.template_lengths[tpl]),
+                                     self.sc.vocab_size)[:length]
+            self._hash_ids[key] = len(self.hashes)
+            self.hashes.append(prefix_hash(tokens))
+        return self._hash_ids[key]
+
+    def log(self, t: int, node: int, text: str) -> None:
+        self.logs.append((t, node, text))
+
+    def runs(self, t: int | np.ndarray, node: int, i: int, op: int, pages: np.ndarray,
+             p0: int, p1: int, src: int = 0, hash_id: int = -1) -> None:
+        """Emit one event per contiguous slot run holding positions [p0, p1)."""
+        if p1 <= p0:
+            return
+        start, count, pos = position_runs(pages, p0, p1, self.sc.page_size)
+        self.buf.emit_many(t, node, i, op, start, count, pos, src, hash_id)
+
+    def usage(self, node: int) -> float:
+        pool = self.pools[node]
+        return 1.0 - pool.free_pages / max(1, pool.n_pages - 1)
+
+    # ---- the run ----------------------------------------------------------------------------
+    def run(self) -> Outcome:
+        for i in range(len(self.tr)):
+            self.admit(i)
+        handlers = (self.prealloc, self.p_start, self.p_free, self.d_abort, self.d_page,
+                    self.d_free)
+        while self.heap:
+            t, _, _, kind, i, extra = heapq.heappop(self.heap)
+            if self.buf.n >= self.flush_rows:
+                self.sink(self.buf.flush(before=t))
+            handlers[kind](t, i, extra)
+        self.sink(self.buf.flush())
+        return self.out
+
+    def admit(self, i: int) -> None:
+        """Gateway and admission: over-long prompts are stubbed (bug) or refused (HTTP 400)."""
+        sc, t = self.sc, int(self.tr.arrival_us[i])
+        prompt = int(self.tr.prompt_len[i])
+        if prompt > sc.max_prefill_tokens:
+            fixed = sc.fixed_at is not None and t >= int(sc.fixed_at.timestamp() * 1e6)
+            if not sc.bug("oversize-stub") or fixed:
+                self.log(t + 1_000, int(self.tr.prefill_node[i]),
+                         f"Input length ({prompt} tokens) exceeds the maximum allowed length "
+                         f"({sc.max_prefill_tokens} tokens). Use a shorter input or enable "
+                         "--allow-auto-truncate.")
+                self.out.status[i] = 400
+                self.out.completed_us[i] = t + 1_500
+                return
+            self.out.stub[i] = True
+        self.push(t + 2_000, PREALLOC, i)
+
+    def n_proc(self, i: int) -> int:
+        return 1 if self.out.stub[i] else int(self.tr.prompt_len[i])
+
+    def decode_node(self, i: int) -> int:
+        return self.n_prefill + int(self.tr.decode_node[i])
+
+    # ---- decode pre-allocation ------------------------------------------------------------
+    def prealloc(self, t: int, i: int, _: int) -> None:
+        """Decode allocates pages for the full billed prompt, from its own copy of the request."""
+        d, ps = self.decode_node(i), self.sc.page_size
+        k = -(-int(self.tr.prompt_len[i]) // ps)
+        pages = self.pools[d].alloc(k)
+        if pages is None:
+            self.push(t + RETRY_US, PREALLOC, i)
+            return
+        if self.sc.bug("double-alloc") and self.rng.random() < self.sc.double_alloc_rate:
+            pages = self.steal_page(d, pages)
+        self.held[d][i] = pages
+        self.runs(t, d, i, L.ALLOC, pages, 0, len(pages) * ps)
+        self.push(t + 1_000, P_START, i)
+
+    def steal_page(self, d: int, pages: np.ndarray) -> np.ndarray:
+        """The double-allocation bug: one page of the new allocation is a page that another
+        live request still holds."""
+        pool = self.pools[d]
+        victims = sorted(self.held[d])
+        if not victims:
+            return pages
+        victim = self.held[d][victims[int(self.rng.integers(len(victims)))]]
+        single = victim[pool.refs[victim] == 1]
+        if len(single) == 0:
+            return pages
+        stolen = int(single[int(self.rng.integers(len(single)))])
+        pool.release(pages[-1:])
+        pool.take(stolen)
+        at = int(self.rng.integers(len(pages)))
+        return np.concatenate((pages[:at], [stolen], pages[at:-1])).astype(np.int64)
+
+    # ---- prefill ---------------------------------------------------------------------------
+    def lookup(self, i: int, p: int, m: int) -> CacheEntry | None:
+        """Radix lookup of the request's page-aligned prefix (m pages); the prefix-collision bug
+        returns another prefix's entry, as a weak hash would."""
+        cache, tpl = self.caches[p], int(self.tr.template[i])
+        if m == 0:
+            return None
+        if self.sc.bug("prefix-collision") and self.rng.random() < self.sc.prefix_collision_rate:
+            others = [k for k, e in cache.entries.items() if k != tpl and len(e.pages) <= m]
+            if others:
+                self.out.collided[i] = True
+                return cache.lookup(others[int(self.rng.integers(len(others)))])
+        return cache.lookup(tpl)
+
+    def p_start(self, t: int, i: int, _: int) -> None:
+        p, d, ps, sc = int(self.tr.prefill_node[i]), self.decode_node(i), self.sc.page_size, self.sc
+        n = self.n_proc(i)
+        m = 0 if self.out.stub[i] else int(self.tr.template_len[i]) // ps
+        entry = self.lookup(i, p, m)
+        shared = entry.pages if entry is not None else np.empty(0, np.int64)
+        need = -(-n // ps) - len(shared)
+        if entry is not None:
+            entry.sharers += 1  # protects the entry from eviction while this request runs
+        own = self.pools[p].alloc(need)
+        if own is None:
+            self.caches[p].evict_for(need)
+            own = self.pools[p].alloc(need)
+        if own is None:
+            if entry is not None:
+                entry.sharers -= 1
+            self.push(t + RETRY_US, P_START, i)
+            return
+        pages = np.concatenate((shared, own))
+        self.held[p][i] = pages
+        ms = len(shared) * ps
+        tpl = int(self.tr.template[i])
+        if ms:
+            self.runs(t, p, i, L.SHARE, pages, 0, ms, hash_id=self.hash_id(tpl, ms))
+        self.runs(t, p, i, L.ALLOC, pages, ms, len(pages) * ps)
+        if self.out.stub[i]:
+            self.log(t, p, f"Request {self.tr.request_ids[i]} exceeds the maximum number of "
+                           f"tokens: {int(self.tr.prompt_len[i])} > {sc.max_prefill_tokens}")
+        insert = entry is None and m > 0
+        tw = t + 15_000 + int((n - ms) / sc.prefill_tokens_per_s * 1e6)
+        if insert:
+            self.runs(tw, p, i, L.WRITE, pages, 0, m * ps, L.SRC_PREFILL, self.hash_id(tpl, m * ps))
+        self.runs(tw, p, i, L.WRITE, pages, m * ps if insert else ms, n, L.SRC_PREFILL)
+        self.runs(tw + 1, p, i, L.READ, pages, 0, n)
+        self.out.cached_tokens[i] = ms
+        self.log(tw, p, f"Prefill batch, #new-seq: 1, #new-token: {n - ms}, #cached-token: {ms}, "
+                        f"token usage: {self.usage(p):.2f}, #running-req: {len(self.held[p])}, "
+                        f"#queue-req: 0, input throughput (token/s): "
+                        f"{(n - ms) / max(1e-6, (tw - t) / 1e6):.2f}")
+        t_tx = tw + 2 + 2_000 + int(n / sc.transfer_tokens_per_s * 1e6)
+        self.runs(t_tx, d, i, L.WRITE, self.held[d][i], 0, n, L.SRC_TRANSFER)
+        self.pending[i] = Pending(own, pages, entry, tpl if insert else -1)
+        self.push(t_tx + 1, P_FREE, i)
+        if sc.bug("late-transfer") and self.tr.abort[i] and not self.out.stub[i]:
+            self.push(t + 1 + int(self.rng.random() * (t_tx - t - 2)), D_ABORT, i)
+        else:
+            self.decode_start(t_tx + 500, i)
+
+    def p_free(self, t: int, i: int, _: int) -> None:
+        """The request leaves prefill; its prefix pages stay in the radix cache."""
+        p, ps = int(self.tr.prefill_node[i]), self.sc.page_size
+        st = self.pending.pop(i)
+        del self.held[p][i]
+        self.runs(t, p, i, L.FREE, st.pages, 0, len(st.pages) * ps)
+        if st.entry is not None:
+            st.entry.sharers -= 1
+        cache = self.caches[p]
+        if st.insert_key >= 0 and st.insert_key not in cache.entries:
+            m = int(self.tr.template_len[i]) // ps
+            cache.insert(st.insert_key, CacheEntry(st.own[:m].copy(), i,
+                                                   self.hash_id(st.insert_key, m * ps)))
+        self.pools[p].release(st.own)
+
+    # ---- decode ------------------------------------------------------------------------------
+    def decode_start(self, t: int, i: int) -> None:
+        """First decode step: one read over the whole billed prompt, then the steps."""
+        d = self.decode_node(i)
+        prompt = int(self.tr.prompt_len[i])
+        self.runs(t, d, i, L.READ, self.held[d][i], 0, prompt)
+        self.out.decode_start_us[i] = t
+        self.out.first_token_us[i] = t + 200
+        self.out.n_out[i] = int(self.tr.output_len[i])
+        live = self.held[d]
+        tokens = sum(len(v) for v in live.values()) * self.sc.page_size
+        self.log(t, d, f"Decode batch, #running-req: {len(live)}, #token: {tokens}, token usage: "
+                       f"{self.usage(d):.2f}, cuda graph: True, gen throughput (token/s): "
+                       f"{len(live) * 1e6 / self.sc.tpot_us:.2f}, #queue-req: 0")
+        self.steps(t, i, prompt)
+
+    def step_time(self, i: int, pos: int) -> int:
+        """When the decode step that writes position pos runs."""
+        k = pos - int(self.tr.prompt_len[i]) + 1
+        return int(self.out.decode_start_us[i]) + k * self.sc.tpot_us
+
+    def steps(self, t: int, i: int, pos0: int) -> None:
+        """Emit the steps writing positions from pos0 that fit in the held pages; schedule the
+        next page or the free."""
+        d, ps = self.decode_node(i), self.sc.page_size
+        pages = self.held[d][i]
+        end = int(self.tr.prompt_len[i]) + int(self.out.n_out[i]) - 1
+        stop = min(end, len(pages) * ps)
+        if stop > pos0:
+            pos = np.arange(pos0, stop, dtype=np.int64)
+            ts = self.step_time(i, pos0) + (pos - pos0) * self.sc.tpot_us
+            slots = pages[pos // ps] * ps + pos % ps
+            self.buf.emit_many(ts, d, i, L.WRITE, slots, np.ones_like(pos), pos, L.SRC_DECODE)
+            self.buf.emit_many(ts + 1, d, i, L.READ, slots, np.ones_like(pos), pos)
+        if stop < end:
+            self.push(self.step_time(i, stop), D_PAGE, i, stop)
+        else:
+            self.push(max(t, self.step_time(i, end - 1)) + 1_000, D_FREE, i)
+
+    def d_page(self, t: int, i: int, pos0: int) -> None:
+        d, ps = self.decode_node(i), self.sc.page_size
+        page = self.pools[d].alloc(1)
+        if page is None:  # out of pages: the request is retracted, finishing early
+            self.out.n_out[i] = pos0 - int(self.tr.prompt_len[i]) + 1
+            self.push(t + 1_000, D_FREE, i)
+            return
+        self.held[d][i] = np.concatenate((self.held[d][i], page))
+        self.buf.emit(t, d, i, L.ALLOC, int(page[0]) * ps, ps, pos0)
+        self.steps(t, i, pos0)
+
+    def d_free(self, t: int, i: int, _: int) -> None:
+        d, ps = self.decode_node(i), self.sc.page_size
+        pages = self.held[d].pop(i)
+        self.runs(t, d, i, L.FREE, pages, 0, len(pages) * ps)
+        self.pools[d].release(pages)
+        self.out.completed_us[i] = t + 500
+
+    def d_abort(self, t: int, i: int, _: int) -> None:
+        """The late-transfer bug: decode gives the request up and frees its pages while the
+        prefill's transfer is still on its way; the transfer lands in them anyway."""
+        d, ps = self.decode_node(i), self.sc.page_size
+        pages = self.held[d].pop(i)
+        self.runs(t, d, i, L.FREE, pages, 0, len(pages) * ps)
+        self.pools[d].release(pages)
+        self.out.status[i] = 499
+        self.out.completed_us[i] = t + 100
