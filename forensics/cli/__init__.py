@@ -11,6 +11,7 @@ import traceback
 import click
 
 from forensics.cli import ingest_cmd, investigate_cmd  # noqa: F401  (register commands)
+from forensics.cli import simulate_cmd  # noqa: F401
 from forensics.cli.app import app, console
 from rich.markup import escape
 

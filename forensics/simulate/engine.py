@@ -19,8 +19,8 @@ from forensics.simulate.allocator import CacheEntry, PagePool, RadixCache, posit
 from forensics.simulate.config import Scenario
 from forensics.simulate.traffic import Traffic, prefix_hash, template_tokens
 
-PREALLOC, P_START, P_FREE, D_ABORT, D_PAGE, D_FREE = range(6)
-RANK = {PREALLOC: 1, P_START: 1, P_FREE: 0, D_ABORT: 0, D_PAGE: 1, D_FREE: 0}
+PREALLOC, P_START, P_FREE, D_ABORT, D_START, D_FREE = range(6)
+RANK = {PREALLOC: 1, P_START: 1, P_FREE: 0, D_ABORT: 0, D_START: 1, D_FREE: 0}
 RETRY_US = 20_000
 Sink = Callable[[L.Chunk], None]
 
@@ -116,7 +116,7 @@ class Engine:
     def run(self) -> Outcome:
         for i in range(len(self.tr)):
             self.admit(i)
-        handlers = (self.prealloc, self.p_start, self.p_free, self.d_abort, self.d_page,
+        handlers = (self.prealloc, self.p_start, self.p_free, self.d_abort, self.d_start,
                     self.d_free)
         while self.heap:
             t, _, _, kind, i, extra = heapq.heappop(self.heap)
@@ -241,7 +241,7 @@ class Engine:
         if sc.bug("late-transfer") and self.tr.abort[i] and not self.out.stub[i]:
             self.push(t + 1 + int(self.rng.random() * (t_tx - t - 2)), D_ABORT, i)
         else:
-            self.decode_start(t_tx + 500, i)
+            self.push(t_tx + 500, D_START, i)
 
     def p_free(self, t: int, i: int, _: int) -> None:
         """The request leaves prefill; its prefix pages stay in the radix cache."""
@@ -259,54 +259,45 @@ class Engine:
         self.pools[p].release(st.own)
 
     # ---- decode ------------------------------------------------------------------------------
-    def decode_start(self, t: int, i: int) -> None:
-        """First decode step: one read over the whole billed prompt, then the steps."""
-        d = self.decode_node(i)
+    def d_start(self, t: int, i: int, _: int) -> None:
+        """First decode step: one read over the whole billed prompt; then every step writes the
+        KV of the token it feeds and reads that slot. The pages the steps will fill are reserved
+        now (as decode's admission reserves headroom) and each is logged as allocated when its
+        first token is written. Without enough free pages the output is cut short."""
+        d, ps, tpot = self.decode_node(i), self.sc.page_size, self.sc.tpot_us
         prompt = int(self.tr.prompt_len[i])
-        self.runs(t, d, i, L.READ, self.held[d][i], 0, prompt)
+        pages = self.held[d][i]
+        self.runs(t, d, i, L.READ, pages, 0, prompt)
+        n_out = int(self.tr.output_len[i])
+        grow = -(-(prompt + n_out - 1) // ps) - len(pages)
+        pool = self.pools[d]
+        if grow > pool.free_pages:
+            grow = pool.free_pages
+            n_out = max(1, min(n_out, (len(pages) + grow) * ps - prompt + 1))
         self.out.decode_start_us[i] = t
         self.out.first_token_us[i] = t + 200
-        self.out.n_out[i] = int(self.tr.output_len[i])
+        self.out.n_out[i] = n_out
         live = self.held[d]
-        tokens = sum(len(v) for v in live.values()) * self.sc.page_size
+        tokens = sum(len(v) for v in live.values()) * ps
         self.log(t, d, f"Decode batch, #running-req: {len(live)}, #token: {tokens}, token usage: "
                        f"{self.usage(d):.2f}, cuda graph: True, gen throughput (token/s): "
-                       f"{len(live) * 1e6 / self.sc.tpot_us:.2f}, #queue-req: 0")
-        self.steps(t, i, prompt)
-
-    def step_time(self, i: int, pos: int) -> int:
-        """When the decode step that writes position pos runs."""
-        k = pos - int(self.tr.prompt_len[i]) + 1
-        return int(self.out.decode_start_us[i]) + k * self.sc.tpot_us
-
-    def steps(self, t: int, i: int, pos0: int) -> None:
-        """Emit the steps writing positions from pos0 that fit in the held pages; schedule the
-        next page or the free."""
-        d, ps = self.decode_node(i), self.sc.page_size
-        pages = self.held[d][i]
-        end = int(self.tr.prompt_len[i]) + int(self.out.n_out[i]) - 1
-        stop = min(end, len(pages) * ps)
-        if stop > pos0:
-            pos = np.arange(pos0, stop, dtype=np.int64)
-            ts = self.step_time(i, pos0) + (pos - pos0) * self.sc.tpot_us
+                       f"{len(live) * 1e6 / tpot:.2f}, #queue-req: 0")
+        end = prompt + n_out - 1  # positions prompt .. end-1 are written by decode steps
+        if grow > 0 and end > len(pages) * ps:
+            extra = pool.alloc(-(-end // ps) - len(pages))
+            assert extra is not None
+            first = np.arange(len(pages), len(pages) + len(extra), dtype=np.int64) * ps
+            pages = self.held[d][i] = np.concatenate((pages, extra))
+            self.buf.emit_many(t + (first - prompt + 1) * tpot, d, i, L.ALLOC, extra * ps,
+                               np.full(len(extra), ps, np.int64), first)
+        if end > prompt:
+            pos = np.arange(prompt, end, dtype=np.int64)
+            ts = t + (pos - prompt + 1) * tpot
             slots = pages[pos // ps] * ps + pos % ps
-            self.buf.emit_many(ts, d, i, L.WRITE, slots, np.ones_like(pos), pos, L.SRC_DECODE)
-            self.buf.emit_many(ts + 1, d, i, L.READ, slots, np.ones_like(pos), pos)
-        if stop < end:
-            self.push(self.step_time(i, stop), D_PAGE, i, stop)
-        else:
-            self.push(max(t, self.step_time(i, end - 1)) + 1_000, D_FREE, i)
-
-    def d_page(self, t: int, i: int, pos0: int) -> None:
-        d, ps = self.decode_node(i), self.sc.page_size
-        page = self.pools[d].alloc(1)
-        if page is None:  # out of pages: the request is retracted, finishing early
-            self.out.n_out[i] = pos0 - int(self.tr.prompt_len[i]) + 1
-            self.push(t + 1_000, D_FREE, i)
-            return
-        self.held[d][i] = np.concatenate((self.held[d][i], page))
-        self.buf.emit(t, d, i, L.ALLOC, int(page[0]) * ps, ps, pos0)
-        self.steps(t, i, pos0)
+            ones = np.ones(len(pos), np.int64)
+            self.buf.emit_many(ts, d, i, L.WRITE, slots, ones, pos, L.SRC_DECODE)
+            self.buf.emit_many(ts + 1, d, i, L.READ, slots, ones, pos)
+        self.push(t + (end - prompt) * tpot + 1_000, D_FREE, i)
 
     def d_free(self, t: int, i: int, _: int) -> None:
         d, ps = self.decode_node(i), self.sc.page_size

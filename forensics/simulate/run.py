@@ -66,7 +66,8 @@ def simulate(out_dir: Path, opts: SimOptions) -> dict[str, Any]:
     names = [n for n, _ in sc.node_names()]
     sinks: list[Any] = []
     engine = Engine(sc, tr, opts.seed, lambda chunk: _fan(sinks, chunk), opts.flush_rows)
-    kv = W.KvEventWriter(out_dir / "kv_events", names, tr.request_ids, engine.hashes)
+    kv = W.KvEventWriter(out_dir / "kv_events", names, [r for _, r in sc.node_names()],
+                         tr.request_ids, engine.hashes)
     sinks.append(kv)
     tokens = TokenStore(tr, engine.out, opts.seed, sc.vocab_size)
     sweep = None

@@ -2,7 +2,7 @@
 kv_events/<node>/part-*.parquet (streamed), contents.jsonl and ground_truth/.
 
 Formats are mixed on purpose so ingest is exercised: CSV with ISO-8601 `Z` times, Parquet with a
-UTC TIMESTAMP column on prefill nodes and ISO strings with `+00:00` on decode nodes, JSON Lines."""
+UTC TIMESTAMP column on decode nodes and ISO strings with `+00:00` on prefill nodes, JSON Lines."""
 
 from __future__ import annotations
 
@@ -30,12 +30,18 @@ def iso(us: int) -> str:
     return datetime.fromtimestamp(us / 1e6, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
+def _iso_strings(ts: pa.Array) -> pa.Array:
+    """ISO-8601 strings with +00:00 from a UTC timestamp array (Arrow kernels, no Python)."""
+    text = ts.cast(pa.timestamp("us")).cast(pa.string())
+    return pc.binary_join_element_wise(pc.utf8_replace_slice(text, 10, 11, "T"), "+00:00", "")
+
+
 class KvEventWriter:
     """Streams final ledger chunks into Parquet parts, one folder per node."""
 
-    def __init__(self, root: Path, nodes: list[str], request_ids: list[str],
+    def __init__(self, root: Path, nodes: list[str], roles: list[str], request_ids: list[str],
                  hashes: list[str], part_rows: int = 8_000_000):
-        self.root, self.nodes, self.part_rows = root, nodes, part_rows
+        self.root, self.nodes, self.roles, self.part_rows = root, nodes, roles, part_rows
         self.ids = pa.array(request_ids, pa.string())
         self.hashes = hashes
         self.writers: dict[int, pq.ParquetWriter] = {}
@@ -65,7 +71,7 @@ class KvEventWriter:
 
     def table(self, node: int, c: dict[str, np.ndarray]) -> pa.Table:
         ts = pa.array(c["ts"], pa.timestamp("us", tz="UTC"))
-        ts_col = ts if node % 2 == 0 else pc.strftime(ts, format="%Y-%m-%dT%H:%M:%S+00:00")
+        ts_col = ts if self.roles[node] == "decode" else _iso_strings(ts)
         n = len(c["ts"])
         hashes = pa.array(self.hashes + [None], pa.string())
         h = np.where(c["hash"] < 0, len(self.hashes), c["hash"])
