@@ -12,6 +12,8 @@ from typing import Any
 
 import duckdb
 
+from forensics.progress import ProgressFn, no_progress
+
 
 @dataclass
 class RunContext:
@@ -21,6 +23,8 @@ class RunContext:
     params: dict[str, Any] = field(default_factory=dict)
     summaries: dict[str, dict[str, Any]] = field(default_factory=dict)
     written: list[Path] = field(default_factory=list)
+    progress: ProgressFn = no_progress
+    ingest: Any = None  # the IngestResult of this run, once ingest has run
 
     def wrote(self, path: Path) -> Path:
         self.written.append(path)

@@ -9,12 +9,11 @@ import sys
 import traceback
 
 import click
+from rich.markup import escape
 
 from forensics.cli import ingest_cmd, investigate_cmd  # noqa: F401  (register commands)
 from forensics.cli import simulate_cmd  # noqa: F401
 from forensics.cli.app import app, console
-from rich.markup import escape
-
 from forensics.errors import KvfError
 
 __all__ = ["app", "main", "run"]
@@ -36,6 +35,9 @@ def run(argv: list[str] | None = None) -> int:
     except Exception:  # the last boundary: never a bare traceback without an exit code
         console.print("[bold red]internal error[/] (please report it with this traceback):")
         console.print(traceback.format_exc(), markup=False)
+        return 2
+    if result == 130:  # click reports Ctrl-C as 130 when it handles it itself
+        console.print("interrupted; nothing was changed by the step in progress")
         return 2
     return int(result) if isinstance(result, int) else 0
 

@@ -17,8 +17,9 @@ def ingest(
     case_dir: Path = typer.Argument(..., help="Case folder with requests, kv_events, nodes, ..."),
     db: Path = typer.Option(..., "--db", help="Case database to create or refresh (DuckDB)."),
     assume_utc: bool = typer.Option(
-        False, "--assume-utc", help="Read timestamps without an offset as UTC instead of "
-        "quarantining them."
+        False,
+        "--assume-utc",
+        help="Read timestamps without an offset as UTC instead of quarantining them.",
     ),
     json_out: bool = typer.Option(False, "--json", help="Print a JSON summary on stdout."),
 ) -> None:

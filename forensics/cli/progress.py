@@ -2,18 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 
 from rich.console import Console
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-# progress(description, done, total): total None means "unknown"
-ProgressFn = Callable[[str, int, int | None], None]
-
-
-def no_progress(description: str, done: int, total: int | None) -> None:
-    """The default for library calls: report nothing."""
+from forensics.progress import ProgressFn, no_progress
 
 
 @contextmanager

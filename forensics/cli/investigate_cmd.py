@@ -1,0 +1,39 @@
+"""`kvforensics investigate`: every stage on a case folder, with a manifest."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import typer
+
+from forensics.cli.app import app, console, emit_json, finish
+from forensics.cli.progress import progress_reporter
+from forensics.cli.summary import print_investigation
+from forensics.investigate import InvestigateOptions
+from forensics.investigate import investigate as run_investigation
+
+
+@app.command()
+def investigate(
+    case_dir: Path = typer.Argument(..., help="Case folder with requests, kv_events, nodes, ..."),
+    out: Path = typer.Option(..., "--out", help="Output folder (created if missing)."),
+    assume_utc: bool = typer.Option(
+        False, "--assume-utc", help="Read timestamps without an offset as UTC."
+    ),
+    aware_at: str = typer.Option(
+        None, "--aware-at", help="When the operator became aware (ISO-8601); sets notify_by."
+    ),
+    json_out: bool = typer.Option(False, "--json", help="Print a JSON summary on stdout."),
+) -> None:
+    """Run every stage on a case folder: ingest, analysis, exports, report, manifest."""
+    options = InvestigateOptions(
+        assume_utc=assume_utc, aware_at=aware_at, command=["kvforensics", *sys.argv[1:]]
+    )
+    with progress_reporter(console, "investigate") as progress:
+        result = run_investigation(case_dir, out, options, progress=progress)
+    if json_out:
+        emit_json(result.to_json())
+    else:
+        print_investigation(console, result)
+    finish(result.findings)

@@ -1,0 +1,54 @@
+"""Open a case database with the project's settings, macros and schema."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+
+from forensics.ingest.sqlrun import run_script
+from forensics.resources import sql
+
+INPUT_TABLES = ("requests", "kv_events", "nodes", "accounts", "contents")
+BOOKKEEPING_TABLES = ("quarantine", "ingest_warnings", "input_files")
+
+
+def connect(
+    path: Path | str, *, read_only: bool = False, memory_limit: str | None = None
+) -> duckdb.DuckDBPyConnection:
+    """Connect, set UTC and the project's macros, and create the input schema if missing."""
+    if isinstance(path, Path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+    con = duckdb.connect(str(path), read_only=read_only)
+    con.execute("SET TimeZone = 'UTC'")
+    if memory_limit:
+        con.execute(f"SET memory_limit = '{_size(memory_limit)}'")
+    run_script(con, sql("macros"))
+    if not read_only:
+        run_script(con, sql("schema"))
+    return con
+
+
+def _size(text: str) -> str:
+    """Accept only sizes like '4GB' or '512MiB' (they are formatted into a SET statement)."""
+    import re
+
+    from forensics.errors import UsageError
+
+    if not re.fullmatch(r"[0-9]+(\.[0-9]+)?\s*[KMGT]i?B", text.strip(), re.IGNORECASE):
+        raise UsageError(f"memory limit '{text}' is not a size such as 4GB or 512MB")
+    return text.strip()
+
+
+def tables(con: duckdb.DuckDBPyConnection) -> list[str]:
+    return [r[0] for r in con.execute(sql("catalog_tables")).fetchall()]
+
+
+def table_exists(con: duckdb.DuckDBPyConnection, name: str) -> bool:
+    return name in tables(con)
+
+
+def derived_tables(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """Tables written by later stages (everything that is not an input or bookkeeping table)."""
+    keep = set(INPUT_TABLES) | set(BOOKKEEPING_TABLES) | {"case_meta"}
+    return [name for name in tables(con) if name not in keep]

@@ -1,0 +1,80 @@
+"""The input contract (DESIGN §3): which tables a case folder may hold and their columns."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+Kind = Literal["str", "int", "ts", "ids"]
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    kind: Kind
+    required: bool = False
+
+
+@dataclass(frozen=True)
+class TableContract:
+    name: str
+    columns: tuple[Column, ...]
+    key: str | None = None  # unique key: later duplicates are quarantined
+
+    @property
+    def names(self) -> list[str]:
+        return [c.name for c in self.columns]
+
+    @property
+    def required(self) -> list[str]:
+        return [c.name for c in self.columns if c.required]
+
+
+def _cols(spec: str) -> tuple[Column, ...]:
+    """'name:kind!' per whitespace-separated item; '!' marks a required column."""
+    columns = []
+    for item in spec.split():
+        name, kind = item.rstrip("!").split(":")
+        columns.append(Column(name, kind, item.endswith("!")))  # type: ignore[arg-type]
+    return tuple(columns)
+
+
+NODES = TableContract(
+    "nodes",
+    _cols(
+        "node:str! role:str model:str engine:str engine_version:str page_size:int "
+        "pool_slots:int context_len:int started_at:ts"
+    ),
+    key="node",
+)
+ACCOUNTS = TableContract(
+    "accounts",
+    _cols("account_id:str! name:str contact_email:str jurisdiction:str"),
+    key="account_id",
+)
+REQUESTS = TableContract(
+    "requests",
+    _cols(
+        "request_id:str! account_id:str! model:str! received_at:ts! first_token_at:ts "
+        "completed_at:ts http_status:int! prompt_tokens:int! completion_tokens:int "
+        "prefill_node:str decode_node:str node:str response_sha256:str"
+    ),
+    key="request_id",
+)
+CONTENTS = TableContract(
+    "contents",
+    _cols("request_id:str! prompt_token_ids:ids output_token_ids:ids processed_token_ids:ids"),
+    key="request_id",
+)
+KV_EVENTS = TableContract(
+    "kv_events",
+    _cols(
+        "ts:ts! seq:int node:str! request_id:str! op:str! slot_start:int! slot_count:int! "
+        "pos_start:int source:str content_hash:str"
+    ),
+)
+
+# Load order matters: kv_events are checked against nodes (pool size) and requests.
+TABLES: tuple[TableContract, ...] = (NODES, ACCOUNTS, REQUESTS, CONTENTS, KV_EVENTS)
+BY_NAME = {t.name: t for t in TABLES}
+OPS = ("free", "alloc", "share", "write", "read")  # in op-rank order

@@ -1,0 +1,168 @@
+"""Ingest a case folder into the case database, all or nothing.
+
+Every run replaces the case's inputs with the folder's current content inside one transaction,
+so re-ingesting the same files never duplicates rows and an interrupted run leaves the case as it
+was. When every file's checksum matches the last ingest, nothing is reloaded."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import duckdb
+
+from forensics import __version__
+from forensics.db import BOOKKEEPING_TABLES, INPUT_TABLES, connect, derived_tables
+from forensics.ingest.contract import TABLES, TableContract
+from forensics.ingest.discover import Discovery, InputFile, discover
+from forensics.ingest.hashing import sha256_file
+from forensics.ingest.readers import ident, stage_file
+from forensics.ingest.result import FileCounts, IngestResult
+from forensics.ingest.sqlrun import run_script
+from forensics.progress import ProgressFn, no_progress
+from forensics.resources import sql
+
+
+def ingest_case(
+    case_dir: Path, db_path: Path, *, assume_utc: bool = False, progress: ProgressFn = no_progress
+) -> IngestResult:
+    """Open (or create) the case database at db_path and ingest case_dir into it."""
+    discovery = discover(case_dir)
+    con = connect(db_path)
+    try:
+        return ingest_into(con, case_dir, discovery, assume_utc=assume_utc, progress=progress)
+    finally:
+        con.close()
+
+
+def ingest_into(
+    con: duckdb.DuckDBPyConnection,
+    case_dir: Path,
+    discovery: Discovery,
+    *,
+    assume_utc: bool = False,
+    progress: ProgressFn = no_progress,
+) -> IngestResult:
+    hashes = {f.rel: sha256_file(f.path) for f in discovery.files}
+    params = {"assume_utc": assume_utc}
+    stored = _stored_result(con, case_dir, discovery, hashes, params)
+    if stored is not None:
+        return stored
+    con.execute("BEGIN TRANSACTION")
+    try:
+        result = _load(con, case_dir, discovery, hashes, params, progress)
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    return result
+
+
+def _load(
+    con: duckdb.DuckDBPyConnection,
+    case_dir: Path,
+    discovery: Discovery,
+    hashes: dict[str, str],
+    params: dict[str, bool],
+    progress: ProgressFn,
+) -> IngestResult:
+    _clear(con)
+    counts: dict[str, FileCounts] = {}
+    rank = {f.rel: i for i, f in enumerate(discovery.files)}
+    done = 0
+    for table in TABLES:
+        files = [f for f in discovery.files if f.table == table.name]
+        for f in files:
+            progress(f.rel, done, len(discovery.files))
+            counts[f.rel] = _load_file(con, f, table, hashes[f.rel], rank[f.rel], params)
+            done += 1
+        if table.key and files:
+            _dedupe(con, table, counts)
+    run_script(con, sql("ingest_unknown_requests"))
+    result = IngestResult(
+        str(case_dir),
+        [counts[f.rel] for f in discovery.files],
+        discovery.skipped,
+        _warning_count(con),
+        unchanged=False,
+    )
+    _record(con, result, params)
+    progress("done", len(discovery.files), len(discovery.files))
+    return result
+
+
+def _clear(con: duckdb.DuckDBPyConnection) -> None:
+    for name in derived_tables(con):
+        con.execute(f"DROP TABLE {ident(name)}")
+    for name in (*INPUT_TABLES, *BOOKKEEPING_TABLES, "case_meta"):
+        con.execute(f"DELETE FROM {ident(name)}")
+
+
+def _load_file(
+    con: duckdb.DuckDBPyConnection,
+    f: InputFile,
+    table: TableContract,
+    digest: str,
+    rank: int,
+    params: dict[str, bool],
+) -> FileCounts:
+    stage_file(con, f, table)
+    run_script(con, sql(f"validate_{table.name}"), {**params, "file_rank": rank})
+    read, loaded, quarantined = con.execute(sql("ingest_counts")).fetchone() or (0, 0, 0)
+    insert = sql("ingest_insert").format(table=ident(table.name))
+    run_script(con, insert, {"file": f.rel, "table_name": table.name})
+    return FileCounts(f.rel, table.name, digest, f.path.stat().st_size, read, loaded, quarantined)
+
+
+def _dedupe(
+    con: duckdb.DuckDBPyConnection, table: TableContract, counts: dict[str, FileCounts]
+) -> None:
+    assert table.key is not None
+    script = sql("ingest_dedupe").format(table=ident(table.name), key=ident(table.key))
+    run_script(con, script, {"table_name": table.name, "key_name": table.key})
+    for rel, n in con.execute(sql("ingest_dup_counts")).fetchall():
+        counts[rel].rows_loaded -= n
+        counts[rel].rows_quarantined += n
+
+
+def _warning_count(con: duckdb.DuckDBPyConnection) -> int:
+    row = con.execute(sql("ingest_warning_count")).fetchone()
+    return int(row[0]) if row else 0
+
+
+def _record(con: duckdb.DuckDBPyConnection, result: IngestResult, params: dict[str, bool]) -> None:
+    for f in result.files:
+        con.execute(sql("ingest_record_file"), f.as_row())
+    meta = {
+        "case_dir": result.case_dir,
+        "ingest_params": json.dumps(params, sort_keys=True),
+        "tool_version": __version__,
+        "skipped": json.dumps(result.skipped),
+    }
+    for key, value in meta.items():
+        run_script(con, sql("case_meta_set"), {"key": key, "value": value})
+
+
+def _stored_result(
+    con: duckdb.DuckDBPyConnection,
+    case_dir: Path,
+    discovery: Discovery,
+    hashes: dict[str, str],
+    params: dict[str, bool],
+) -> IngestResult | None:
+    """The last ingest's result when it read exactly these files with these parameters."""
+    rows = con.execute(sql("ingest_stored_files")).fetchall()
+    stored = [FileCounts(*r) for r in rows]
+    meta = dict(con.execute(sql("case_meta_all")).fetchall())
+    same = (
+        {f.path: f.sha256 for f in stored} == hashes
+        and meta.get("ingest_params") == json.dumps(params, sort_keys=True)
+        and bool(stored)
+    )
+    if not same:
+        return None
+    order = {f.rel: i for i, f in enumerate(discovery.files)}
+    stored.sort(key=lambda f: order[f.path])
+    return IngestResult(
+        str(case_dir), stored, discovery.skipped, _warning_count(con), unchanged=True
+    )

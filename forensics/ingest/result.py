@@ -1,0 +1,66 @@
+"""What an ingest did, per file and in total."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass
+class FileCounts:
+    path: str
+    table: str
+    sha256: str
+    bytes: int
+    rows_read: int
+    rows_loaded: int
+    rows_quarantined: int
+
+    def as_row(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class IngestResult:
+    case_dir: str
+    files: list[FileCounts]
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+    warnings: int = 0
+    unchanged: bool = False
+
+    @property
+    def rows_read(self) -> int:
+        return sum(f.rows_read for f in self.files)
+
+    @property
+    def rows_loaded(self) -> int:
+        return sum(f.rows_loaded for f in self.files)
+
+    @property
+    def rows_quarantined(self) -> int:
+        return sum(f.rows_quarantined for f in self.files)
+
+    def by_table(self) -> dict[str, dict[str, int]]:
+        out: dict[str, dict[str, int]] = {}
+        for f in self.files:
+            t = out.setdefault(
+                f.table, {"files": 0, "rows_read": 0, "rows_loaded": 0, "rows_quarantined": 0}
+            )
+            t["files"] += 1
+            t["rows_read"] += f.rows_read
+            t["rows_loaded"] += f.rows_loaded
+            t["rows_quarantined"] += f.rows_quarantined
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "case_dir": self.case_dir,
+            "unchanged": self.unchanged,
+            "rows_read": self.rows_read,
+            "rows_loaded": self.rows_loaded,
+            "rows_quarantined": self.rows_quarantined,
+            "warnings": self.warnings,
+            "tables": self.by_table(),
+            "files": [f.as_row() for f in self.files],
+            "skipped": [{"path": p, "why": why} for p, why in self.skipped],
+        }

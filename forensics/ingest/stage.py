@@ -1,0 +1,28 @@
+"""The ingest stage of `investigate`: load the case, write quarantine.csv."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from forensics.ingest.discover import discover
+from forensics.ingest.load import ingest_into
+from forensics.pipeline import RunContext
+from forensics.resources import sql
+
+
+def ingest_stage(ctx: RunContext) -> dict[str, Any]:
+    result = ingest_into(
+        ctx.con,
+        ctx.case_dir,
+        discover(ctx.case_dir),
+        assume_utc=bool(ctx.params.get("assume_utc", False)),
+        progress=ctx.progress,
+    )
+    quarantine = ctx.wrote(ctx.out_dir / "quarantine.csv")
+    ctx.con.execute(sql("export_quarantine").replace("$target", _literal(quarantine)))
+    ctx.ingest = result
+    return result.to_json()
+
+
+def _literal(path: object) -> str:
+    return "'" + str(path).replace("'", "''") + "'"

@@ -1,0 +1,57 @@
+"""OUT/manifest.json: the evidence manifest of a run.
+
+Everything in it is a function of the inputs and parameters, except `started_at`, `finished_at`
+and `run_id` (which identify the run), so the same inputs give the same manifest apart from
+those three fields."""
+
+from __future__ import annotations
+
+import json
+import platform
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from forensics import __version__
+from forensics.resources import queries_used
+
+SCHEMA_VERSION = 1
+
+
+def utc_now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def build_manifest(
+    *,
+    inputs: list[dict[str, Any]],
+    skipped: list[dict[str, str]],
+    params: dict[str, Any],
+    stages: dict[str, dict[str, Any]],
+    outputs: list[str],
+    started_at: str,
+    finished_at: str,
+    command: list[str],
+) -> dict[str, Any]:
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "tool": {"name": "kvforensics", "version": __version__},
+        "run_id": f"{started_at}",
+        "started_at": started_at,
+        "finished_at": finished_at,
+        "command": command,
+        "parameters": params,
+        "inputs": inputs,
+        "skipped_inputs": skipped,
+        "queries": queries_used(),
+        "stages": stages,
+        "outputs": sorted(outputs),
+        "environment": {"python": platform.python_version()},
+    }
+
+
+def write_manifest(path: Path, manifest: dict[str, Any]) -> Path:
+    path.write_text(
+        json.dumps(manifest, indent=2, sort_keys=True, default=str) + "\n", encoding="utf-8"
+    )
+    return path

@@ -1,0 +1,1 @@
+SELECT key, value FROM case_meta ORDER BY key;

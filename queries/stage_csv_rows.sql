@@ -1,0 +1,7 @@
+-- One staged row per CSV record: the contract's columns as text, or the reason it did not parse.
+CREATE OR REPLACE TEMP TABLE staged AS
+SELECT src_row, NULL::VARCHAR AS parse_error, NULL::VARCHAR AS raw, {projection}
+FROM numbered_rows
+UNION ALL
+SELECT rec, 'row does not parse: ' || reason, raw, {nulls}
+FROM bad_rows;

@@ -1,0 +1,44 @@
+-- Type and check staged request-log rows; q is NULL for a good row, else why it is quarantined.
+CREATE OR REPLACE TEMP TABLE checked AS
+WITH t AS (
+    SELECT *, kvf_ts(received_at, $assume_utc) AS v_received_at,
+           kvf_ts(first_token_at, $assume_utc) AS v_first_token_at,
+           kvf_ts(completed_at, $assume_utc) AS v_completed_at,
+           kvf_int(http_status) AS v_http_status, kvf_int(prompt_tokens) AS v_prompt_tokens,
+           kvf_int(completion_tokens) AS v_completion_tokens
+    FROM staged
+)
+SELECT src_row,
+    CASE
+        WHEN parse_error IS NOT NULL THEN kvf_bad(NULL, raw, parse_error)
+        WHEN nullif(trim(request_id), '') IS NULL
+            THEN kvf_bad('request_id', request_id, 'missing required value')
+        WHEN nullif(trim(account_id), '') IS NULL
+            THEN kvf_bad('account_id', account_id, 'missing required value')
+        WHEN nullif(trim(model), '') IS NULL THEN kvf_bad('model', model, 'missing required value')
+        WHEN received_at IS NULL THEN kvf_bad('received_at', NULL, 'missing required value')
+        WHEN v_received_at IS NULL
+            THEN kvf_bad('received_at', received_at, kvf_ts_reason(received_at, $assume_utc))
+        WHEN first_token_at IS NOT NULL AND v_first_token_at IS NULL
+            THEN kvf_bad('first_token_at', first_token_at, kvf_ts_reason(first_token_at, $assume_utc))
+        WHEN completed_at IS NOT NULL AND v_completed_at IS NULL
+            THEN kvf_bad('completed_at', completed_at, kvf_ts_reason(completed_at, $assume_utc))
+        WHEN http_status IS NULL THEN kvf_bad('http_status', NULL, 'missing required value')
+        WHEN v_http_status IS NULL OR v_http_status NOT BETWEEN 100 AND 599
+            THEN kvf_bad('http_status', http_status, 'http_status must be an integer 100-599')
+        WHEN prompt_tokens IS NULL THEN kvf_bad('prompt_tokens', NULL, 'missing required value')
+        WHEN v_prompt_tokens IS NULL OR v_prompt_tokens < 0
+            THEN kvf_bad('prompt_tokens', prompt_tokens, 'prompt_tokens must be an integer >= 0')
+        WHEN completion_tokens IS NOT NULL AND (v_completion_tokens IS NULL OR v_completion_tokens < 0)
+            THEN kvf_bad('completion_tokens', completion_tokens,
+                         'completion_tokens must be an integer >= 0')
+        WHEN response_sha256 IS NOT NULL AND NOT regexp_full_match(response_sha256, '[0-9a-fA-F]{64}')
+            THEN kvf_bad('response_sha256', response_sha256, 'response_sha256 must be 64 hex digits')
+    END AS q,
+    trim(request_id) AS request_id, trim(account_id) AS account_id, model,
+    v_received_at AS received_at, v_first_token_at AS first_token_at,
+    v_completed_at AS completed_at, v_http_status::INTEGER AS http_status,
+    v_prompt_tokens AS prompt_tokens, v_completion_tokens AS completion_tokens,
+    nullif(trim(prefill_node), '') AS prefill_node, nullif(trim(decode_node), '') AS decode_node,
+    nullif(trim(node), '') AS node, lower(response_sha256) AS response_sha256
+FROM t;

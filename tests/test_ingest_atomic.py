@@ -1,0 +1,92 @@
+"""Re-ingest never duplicates; an interrupted ingest leaves the case exactly as it was."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+from conftest import REPO, query
+
+REQ = "request_id,account_id,model,received_at,http_status,prompt_tokens\n"
+EV = "ts,node,request_id,op,slot_start,slot_count,pos_start\n"
+
+
+def _case(case, n_requests: int):
+    rows = "".join(f"R{i},a{i % 3},m,2026-08-27T10:00:0{i % 10}Z,200,{i}\n"
+                   for i in range(n_requests))
+    events = "".join(f"2026-08-27T10:00:00Z,n1,R{i},alloc,{i},1,0\n" for i in range(n_requests))
+    return case({"requests.csv": REQ + rows, "kv_events/p1.csv": EV + events,
+                 "kv_events/p2.csv": EV + events})
+
+
+def _snapshot(db):
+    return {t: query(db, f"SELECT * FROM {t} ORDER BY ALL")
+            for t in ("requests", "kv_events", "quarantine", "input_files")}
+
+
+def test_reingest_is_idempotent(case, cli, tmp_path):
+    root = _case(case, 5)
+    db = tmp_path / "c.duckdb"
+    cli("ingest", root, "--db", db)
+    first = _snapshot(db)
+    code, out, _ = cli("ingest", root, "--db", db, "--json")
+    assert code == 0 and json.loads(out)["unchanged"] is True
+    assert _snapshot(db) == first
+    (root / "requests.csv").write_text((root / "requests.csv").read_text() + "R9,a,m,1,200,1\n")
+    code, out, _ = cli("ingest", root, "--db", db, "--json")
+    assert json.loads(out)["unchanged"] is False
+    assert query(db, "SELECT count(*) FROM requests") == [(6,)]
+    assert query(db, "SELECT count(*) FROM kv_events") == [(10,)]
+
+
+def test_exception_mid_ingest_rolls_back(case, cli, tmp_path, monkeypatch):
+    import forensics.ingest.load as load
+
+    root = _case(case, 5)
+    db = tmp_path / "c.duckdb"
+    cli("ingest", root, "--db", db)
+    before = _snapshot(db)
+    _case(case, 7)  # the case changes; the next ingest fails half-way
+    real = load._load_file
+    calls = {"n": 0}
+
+    def failing(*args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(load, "_load_file", failing)
+    code, _, err = cli("ingest", root, "--db", db)
+    assert code == 2 and "interrupted" in err
+    assert _snapshot(db) == before
+
+
+@pytest.mark.parametrize("kill_at", [1, 3])
+def test_hard_kill_mid_ingest_leaves_previous_state(case, cli, tmp_path, kill_at):
+    root = _case(case, 5)
+    db = tmp_path / "c.duckdb"
+    cli("ingest", root, "--db", db)
+    before = _snapshot(db)
+    _case(case, 8)
+    script = textwrap.dedent(f"""
+        import os, signal, sys
+        from pathlib import Path
+        import forensics.ingest.load as load
+        real = load._load_file
+        calls = [0]
+        def dying(*a, **k):
+            calls[0] += 1
+            if calls[0] == {kill_at}:
+                os.kill(os.getpid(), signal.SIGKILL)
+            return real(*a, **k)
+        load._load_file = dying
+        load.ingest_case(Path(sys.argv[1]), Path(sys.argv[2]))
+    """)
+    proc = subprocess.run([sys.executable, "-c", script, str(root), str(db)], cwd=REPO,
+                          capture_output=True, env={"PYTHONPATH": str(REPO)}, check=False)
+    assert proc.returncode == -9
+    assert _snapshot(db) == before

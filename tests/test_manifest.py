@@ -1,0 +1,46 @@
+"""The manifest names every input with its checksum and counts, and is byte-identical for the
+same inputs apart from the run's times."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+from conftest import EXAMPLES
+
+VOLATILE = ("started_at", "finished_at", "run_id")
+
+
+def _stable(path):
+    data = json.loads(path.read_text())
+    for key in VOLATILE:
+        data.pop(key)
+    return data
+
+
+def test_manifest_lists_inputs_with_checksums(cli, tmp_path):
+    case = EXAMPLES / "semantics-ties"
+    code, _, err = cli("investigate", case, "--out", tmp_path / "out")
+    assert code in (0, 1), err
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    paths = [i["path"] for i in manifest["inputs"]]
+    assert paths == ["kv_events/part-1.jsonl", "kv_events/part-2.csv", "nodes.csv",
+                     "requests.csv"]
+    for item in manifest["inputs"]:
+        digest = hashlib.sha256((case / item["path"]).read_bytes()).hexdigest()
+        assert item["sha256"] == digest
+        assert item["bytes"] == (case / item["path"]).stat().st_size
+        assert item["rows_read"] == item["rows_loaded"] + item["rows_quarantined"]
+    assert manifest["tool"]["name"] == "kvforensics"
+    assert all(len(v) == 64 for v in manifest["queries"].values())
+    assert "validate_kv_events" in manifest["queries"]
+    assert manifest["parameters"]["assume_utc"] is False
+
+
+def test_manifest_is_deterministic(cli, tmp_path):
+    case = EXAMPLES / "semantics-seq"
+    cli("investigate", case, "--out", tmp_path / "a")
+    cli("investigate", case, "--out", tmp_path / "b")
+    a, b = _stable(tmp_path / "a" / "manifest.json"), _stable(tmp_path / "b" / "manifest.json")
+    a.pop("command"), b.pop("command")
+    assert json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
