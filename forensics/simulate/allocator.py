@@ -100,11 +100,11 @@ def position_runs(
     Returns (slot_start, slot_count, pos_start) arrays, one entry per run."""
     a, b = p0 // page_size, (p1 - 1) // page_size
     sub = pages[a:b + 1]
-    if sub[-1] - sub[0] == b - a:  # one contiguous run (the common case)
+    breaks = np.flatnonzero(np.diff(sub) != 1) + 1
+    if len(breaks) == 0:  # one contiguous run (the common case)
         s0 = int(sub[0]) * page_size + p0 - a * page_size
         return (np.array([s0], np.int64), np.array([p1 - p0], np.int64),
                 np.array([p0], np.int64))
-    breaks = np.flatnonzero(np.diff(sub) != 1) + 1
     first = np.concatenate(([0], breaks))
     last = np.concatenate((breaks, [len(sub)]))  # exclusive, in pages
     pos_start = np.maximum((a + first) * page_size, p0)

@@ -36,10 +36,12 @@ class SimOptions:
     model: str = "synthetic"
     days: float = 14.0
     flush_rows: int = 1 << 20
+    overrides: tuple[tuple[str, Any], ...] = ()  # other Scenario fields, e.g. bug rates
 
 
 def scenario(opts: SimOptions) -> Scenario:
     base = Scenario(bugs=opts.bugs, fixed_at=opts.fixed_at, days=opts.days)
+    base = dataclasses.replace(base, **dict(opts.overrides))
     return base.scaled(opts.scale) if opts.scale != 1.0 else base
 
 
