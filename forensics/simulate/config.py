@@ -73,8 +73,13 @@ class Scenario:
 
     @property
     def max_prefill_tokens(self) -> int:
-        """Longest prompt the prefill pool can take (usable slots: page 0 is reserved)."""
-        return self.prefill_pool - self.page_size
+        """Longest prompt the prefill pool can take (max_total_num_tokens)."""
+        return self.prefill_pool
+
+    def buffer_slots(self, role: str) -> int:
+        """Slots of a node's KV buffer: its max_total_num_tokens plus page 0, the padding page
+        that is never handed out (as SGLang sizes it). Slot ids lie in [0, buffer_slots)."""
+        return (self.prefill_pool if role == "prefill" else self.decode_pool) + self.page_size
 
     @property
     def body_cap(self) -> int:

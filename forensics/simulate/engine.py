@@ -19,8 +19,9 @@ from forensics.simulate.allocator import CacheEntry, PagePool, RadixCache, posit
 from forensics.simulate.config import Scenario
 from forensics.simulate.traffic import Traffic, prefix_hash, template_tokens
 
-PREALLOC, P_START, P_FREE, D_ABORT, D_START, D_FREE = range(6)
-RANK = {PREALLOC: 1, P_START: 1, P_FREE: 0, D_ABORT: 0, D_START: 1, D_FREE: 0}
+PREALLOC, P_START, P_FREE, D_ABORT, D_START, D_FREE, LATE_TX = range(7)
+RANK = {PREALLOC: 1, P_START: 1, P_FREE: 0, D_ABORT: 0, D_START: 1, D_FREE: 0, LATE_TX: 3}
+LATE_TIMEOUT_US = 30_000_000  # a stuck transfer completes at the latest after this
 RETRY_US = 20_000
 Sink = Callable[[L.Chunk], None]
 
@@ -68,12 +69,12 @@ class Engine:
         self.flush_rows = flush_rows
         self.names = sc.node_names()
         self.n_prefill = sc.prefill_nodes
-        sizes = [sc.prefill_pool if role == "prefill" else sc.decode_pool
-                 for _, role in self.names]
+        sizes = [sc.buffer_slots(role) for _, role in self.names]
         self.pools = [PagePool(s, sc.page_size) for s in sizes]
         self.caches = [RadixCache(self.pools[i]) for i in range(self.n_prefill)]
         self.held: list[dict[int, np.ndarray]] = [{} for _ in self.names]
         self.pending: dict[int, Pending] = {}
+        self.late: list[dict[int, np.ndarray]] = [{} for _ in self.names]  # stuck transfers
         self.buf = L.EventBuffer(len(self.names))
         self.rng = np.random.default_rng([seed, 4])
         self.out = Outcome(len(traffic))
@@ -117,7 +118,7 @@ class Engine:
         for i in range(len(self.tr)):
             self.admit(i)
         handlers = (self.prealloc, self.p_start, self.p_free, self.d_abort, self.d_start,
-                    self.d_free)
+                    self.d_free, self.late_tx)
         while self.heap:
             t, _, _, kind, i, extra = heapq.heappop(self.heap)
             if self.buf.n >= self.flush_rows:
@@ -168,7 +169,8 @@ class Engine:
         """The double-allocation bug: one page of the new allocation is a page that another
         live request still holds."""
         pool = self.pools[d]
-        victims = sorted(self.held[d])
+        waiting = [v for v in self.held[d] if self.out.decode_start_us[v] < 0]
+        victims = sorted(waiting or self.held[d])  # prefer requests that will still read
         if not victims:
             return pages
         victim = self.held[d][victims[int(self.rng.integers(len(victims)))]]
@@ -235,13 +237,15 @@ class Engine:
                         f"#queue-req: 0, input throughput (token/s): "
                         f"{(n - ms) / max(1e-6, (tw - t) / 1e6):.2f}")
         t_tx = tw + 2 + 2_000 + int(n / sc.transfer_tokens_per_s * 1e6)
-        self.runs(t_tx, d, i, L.WRITE, self.held[d][i], 0, n, L.SRC_TRANSFER)
         self.pending[i] = Pending(own, pages, entry, tpl if insert else -1)
         self.push(t_tx + 1, P_FREE, i)
         if sc.bug("late-transfer") and self.tr.abort[i] and not self.out.stub[i]:
             self.push(t + 1 + int(self.rng.random() * (t_tx - t - 2)), D_ABORT, i)
         else:
-            self.push(t_tx + 500, D_START, i)
+            self.runs(t_tx, d, i, L.WRITE, self.held[d][i], 0, n, L.SRC_TRANSFER)
+            self.land_late(t_tx + 100, d, self.held[d][i])
+            # the request joins a decode batch once the transfer is polled as done
+            self.push(t_tx + 2_000 + int(self.rng.exponential(15_000)), D_START, i)
 
     def p_free(self, t: int, i: int, _: int) -> None:
         """The request leaves prefill; its prefix pages stay in the radix cache."""
@@ -315,3 +319,19 @@ class Engine:
         self.pools[d].release(pages)
         self.out.status[i] = 499
         self.out.completed_us[i] = t + 100
+        self.late[d][i] = pages
+        self.push(t + LATE_TIMEOUT_US, LATE_TX, i)
+
+    def land_late(self, t: int, d: int, pages: np.ndarray) -> None:
+        """Stuck transfers into pages that a new request now holds complete right after that
+        request's own transfer, before its first decode read (the race of sglang#24527)."""
+        for w in sorted(self.late[d]):
+            if np.intersect1d(self.late[d][w], pages).size:
+                self.late_tx(t, w, 0)
+
+    def late_tx(self, t: int, i: int, _: int) -> None:
+        """The aborted request's transfer lands in the pages decode already freed."""
+        d = self.decode_node(i)
+        pages = self.late[d].pop(i, None)
+        if pages is not None:
+            self.runs(t, d, i, L.WRITE, pages, 0, self.n_proc(i), L.SRC_TRANSFER)

@@ -138,8 +138,8 @@ def write_nodes(path: Path, sc: Scenario) -> None:
         w.writerow(["node", "role", "model", "engine", "engine_version", "page_size",
                     "pool_slots", "context_len", "started_at"])
         for name, role in sc.node_names():
-            pool = sc.prefill_pool if role == "prefill" else sc.decode_pool
-            w.writerow([name, role, sc.model, "sglang", sc.engine_version, sc.page_size, pool,
+            w.writerow([name, role, sc.model, "sglang", sc.engine_version, sc.page_size,
+                        sc.buffer_slots(role),
                         sc.context_len, started])
 
 
