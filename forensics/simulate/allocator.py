@@ -15,6 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from forensics.simulate import kernels as K
+
 
 class PagePool:
     """A LIFO free list of pages with a reference count per page."""
@@ -39,9 +41,8 @@ class PagePool:
         """Pop k pages (the most recently freed first), or None when too few are free."""
         if k > self.top:
             return None
-        pages = self.stack[self.top - k:self.top][::-1].copy()
+        pages = K.pop_pages(self.stack, self.top, self.refs, k)
         self.top -= k
-        self.refs[pages] += 1
         return pages
 
     def take(self, page: int) -> None:
@@ -51,11 +52,7 @@ class PagePool:
     def release(self, pages: np.ndarray) -> None:
         """Drop one holder of each page; pages nobody holds go to the front of the free list,
         in the given order (the first of them is handed out first)."""
-        self.refs[pages] -= 1
-        back = pages[self.refs[pages] == 0]
-        n = len(back)
-        self.stack[self.top:self.top + n] = back[::-1]
-        self.top += n
+        self.top = int(K.push_pages(self.stack, self.top, self.refs, pages))
 
 
 @dataclass

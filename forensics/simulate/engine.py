@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from forensics.simulate import ledger as L
-from forensics.simulate.allocator import CacheEntry, PagePool, RadixCache, position_runs
+from forensics.simulate.allocator import CacheEntry, PagePool, RadixCache
 from forensics.simulate.config import Scenario
 from forensics.simulate.traffic import Traffic, prefix_hash, template_tokens
 
@@ -101,13 +101,10 @@ class Engine:
     def log(self, t: int, node: int, text: str) -> None:
         self.logs.append((t, node, text))
 
-    def runs(self, t: int | np.ndarray, node: int, i: int, op: int, pages: np.ndarray,
+    def runs(self, t: int, node: int, i: int, op: int, pages: np.ndarray,
              p0: int, p1: int, src: int = 0, hash_id: int = -1) -> None:
         """Emit one event per contiguous slot run holding positions [p0, p1)."""
-        if p1 <= p0:
-            return
-        start, count, pos = position_runs(pages, p0, p1, self.sc.page_size)
-        self.buf.emit_many(t, node, i, op, start, count, pos, src, hash_id)
+        self.buf.runs(pages, p0, p1, self.sc.page_size, t, node, i, op, src, hash_id)
 
     def usage(self, node: int) -> float:
         pool = self.pools[node]
@@ -287,20 +284,12 @@ class Engine:
                        f"{self.usage(d):.2f}, cuda graph: True, gen throughput (token/s): "
                        f"{len(live) * 1e6 / tpot:.2f}, #queue-req: 0")
         end = prompt + n_out - 1  # positions prompt .. end-1 are written by decode steps
+        first_new = len(pages)
         if grow > 0 and end > len(pages) * ps:
             extra = pool.alloc(-(-end // ps) - len(pages))
             assert extra is not None
-            first = np.arange(len(pages), len(pages) + len(extra), dtype=np.int64) * ps
             pages = self.held[d][i] = np.concatenate((pages, extra))
-            self.buf.emit_many(t + (first - prompt + 1) * tpot, d, i, L.ALLOC, extra * ps,
-                               np.full(len(extra), ps, np.int64), first)
-        if end > prompt:
-            pos = np.arange(prompt, end, dtype=np.int64)
-            ts = t + (pos - prompt + 1) * tpot
-            slots = pages[pos // ps] * ps + pos % ps
-            ones = np.ones(len(pos), np.int64)
-            self.buf.emit_many(ts, d, i, L.WRITE, slots, ones, pos, L.SRC_DECODE)
-            self.buf.emit_many(ts + 1, d, i, L.READ, slots, ones, pos)
+        self.buf.steps(pages, first_new, prompt, end, t, tpot, ps, d, i)
         self.push(t + (end - prompt) * tpot + 1_000, D_FREE, i)
 
     def d_free(self, t: int, i: int, _: int) -> None:

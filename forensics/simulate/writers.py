@@ -9,6 +9,8 @@ from __future__ import annotations
 import csv
 import hashlib
 import json
+import queue
+import threading
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -36,6 +38,22 @@ def _iso_strings(ts: pa.Array) -> pa.Array:
     return pc.binary_join_element_wise(pc.utf8_replace_slice(text, 10, 11, "T"), "+00:00", "")
 
 
+def _dictionary(codes: np.ndarray, values: list[str], null_code: int | None = None) -> pa.Array:
+    """Strings as a dictionary array (written to Parquet as plain strings, dictionary-encoded)."""
+    mask = codes == null_code if null_code is not None else None
+    return pa.DictionaryArray.from_arrays(pa.array(codes.astype(np.int32), mask=mask),
+                                          pa.array(values, pa.string()))
+
+
+def _compact(codes: np.ndarray, values: pa.Array) -> pa.Array:
+    """A dictionary array over just the values used (codes < 0: null)."""
+    used, inverse = np.unique(codes, return_inverse=True)
+    valid = used >= 0
+    dictionary = values.take(pa.array(np.where(valid, used, 0)))
+    return pa.DictionaryArray.from_arrays(
+        pa.array(inverse.astype(np.int32), mask=~valid[inverse]), dictionary)
+
+
 class KvEventWriter:
     """Streams final ledger chunks into Parquet parts, one folder per node."""
 
@@ -48,13 +66,31 @@ class KvEventWriter:
         self.rows: dict[int, int] = {}
         self.parts: dict[int, int] = {}
         self.total = 0
+        self._queue: queue.Queue[L.Chunk | None] = queue.Queue(maxsize=2)
+        self._thread: threading.Thread | None = None
+        self._error: BaseException | None = None
 
     def __call__(self, chunk: L.Chunk) -> None:
+        """Queue a chunk; a background thread converts and writes it (Arrow and Parquet release
+        the interpreter lock, so writing overlaps the engine)."""
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._drain, daemon=True)
+            self._thread.start()
+        self.total += len(chunk)
+        self._queue.put(chunk)
+
+    def _drain(self) -> None:
+        while (chunk := self._queue.get()) is not None:
+            try:
+                self._write(chunk)
+            except BaseException as exc:  # re-raised by close()
+                self._error = exc
+
+    def _write(self, chunk: L.Chunk) -> None:
         for node, sl in chunk.node_slices():
             table = self.table(node, {k: v[sl] for k, v in chunk.cols.items()})
             self.writer(node, table.schema).write_table(table)
             self.rows[node] = self.rows.get(node, 0) + len(table)
-            self.total += len(table)
 
     def writer(self, node: int, schema: pa.Schema) -> pq.ParquetWriter:
         if node in self.writers and self.rows[node] >= self.part_rows:
@@ -65,31 +101,35 @@ class KvEventWriter:
             self.parts[node] = part
             path = self.root / self.nodes[node] / f"part-{part:05d}.parquet"
             path.parent.mkdir(parents=True, exist_ok=True)
-            self.writers[node] = pq.ParquetWriter(path, schema, compression="zstd",
-                                                  store_schema=False)
+            self.writers[node] = pq.ParquetWriter(
+                path, schema, compression="snappy", store_schema=False,
+                use_dictionary=["node", "request_id", "op", "source", "content_hash"],
+                write_statistics=["ts", "seq", "slot_start"])
         return self.writers[node]
 
     def table(self, node: int, c: dict[str, np.ndarray]) -> pa.Table:
         ts = pa.array(c["ts"], pa.timestamp("us", tz="UTC"))
-        ts_col = ts if self.roles[node] == "decode" else _iso_strings(ts)
         n = len(c["ts"])
-        hashes = pa.array(self.hashes + [None], pa.string())
-        h = np.where(c["hash"] < 0, len(self.hashes), c["hash"])
-        src = pa.array([None, *L.SOURCES[1:]], pa.string())
         return pa.table({
-            "ts": ts_col,
+            "ts": ts if self.roles[node] == "decode" else _iso_strings(ts),
             "seq": pa.array(c["seq"], pa.int64()),
-            "node": pa.array(np.full(n, self.nodes[node], object), pa.string()),
-            "request_id": self.ids.take(pa.array(c["rid"])),
-            "op": pa.array(list(L.OPS), pa.string()).take(pa.array(c["op"])),
+            "node": _dictionary(np.zeros(n, np.int64), [self.nodes[node]]),
+            "request_id": _compact(c["rid"], self.ids),
+            "op": _dictionary(c["op"], list(L.OPS)),
             "slot_start": pa.array(c["start"], pa.int64()),
             "slot_count": pa.array(c["count"], pa.int64()),
             "pos_start": pa.array(c["pos"], pa.int64(), mask=c["pos"] < 0),
-            "source": src.take(pa.array(c["src"])),
-            "content_hash": hashes.take(pa.array(h)),
+            "source": _dictionary(c["src"], list(L.SOURCES), null_code=L.SRC_NONE),
+            "content_hash": _compact(c["hash"], pa.array(list(self.hashes), pa.string())),
         })
 
     def close(self) -> None:
+        if self._thread is not None:
+            self._queue.put(None)
+            self._thread.join()
+            self._thread = None
+        if self._error is not None:
+            raise self._error
         for w in self.writers.values():
             w.close()
         self.writers.clear()
