@@ -47,7 +47,8 @@ def simulate(
 ) -> None:
     """Simulate a disaggregated SGLang cluster and write a case folder plus ground truth."""
     from forensics.simulate.config import check_bugs
-    from forensics.simulate.run import SimOptions, simulate as run_simulation
+    from forensics.simulate.run import SimOptions
+    from forensics.simulate.run import simulate as run_simulation
 
     names = bug or ["oversize-stub"]
     bugs = frozenset() if names == ["none"] else check_bugs(names)

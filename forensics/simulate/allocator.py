@@ -87,32 +87,3 @@ class RadixCache:
             if self.pool.free_pages >= need:
                 return
             self.pool.release(self.entries.pop(key).pages)
-
-
-def position_runs(
-    pages: np.ndarray, p0: int, p1: int, page_size: int
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Contiguous slot runs holding positions [p0, p1) of a sequence laid out on `pages`.
-
-    Returns (slot_start, slot_count, pos_start) arrays, one entry per run."""
-    a, b = p0 // page_size, (p1 - 1) // page_size
-    sub = pages[a:b + 1]
-    breaks = np.flatnonzero(np.diff(sub) != 1) + 1
-    if len(breaks) == 0:  # one contiguous run (the common case)
-        s0 = int(sub[0]) * page_size + p0 - a * page_size
-        return (np.array([s0], np.int64), np.array([p1 - p0], np.int64),
-                np.array([p0], np.int64))
-    first = np.concatenate(([0], breaks))
-    last = np.concatenate((breaks, [len(sub)]))  # exclusive, in pages
-    pos_start = np.maximum((a + first) * page_size, p0)
-    pos_end = np.minimum((a + last) * page_size, p1)
-    slot_start = sub[first] * page_size + (pos_start - (a + first) * page_size)
-    return slot_start.astype(np.int64), (pos_end - pos_start).astype(np.int64), pos_start
-
-
-def page_runs(pages: np.ndarray, page_size: int) -> tuple[np.ndarray, np.ndarray]:
-    """Contiguous whole-page slot runs of a page list: (slot_start, slot_count)."""
-    breaks = np.flatnonzero(np.diff(pages) != 1) + 1
-    first = np.concatenate(([0], breaks))
-    last = np.concatenate((breaks, [len(pages)]))
-    return pages[first] * page_size, (last - first).astype(np.int64) * page_size

@@ -3,10 +3,10 @@
 Per node, numpy arrays hold each slot's last writer, that writer's position, the write's order,
 time, source and content hash, and the (at most two) requests holding the slot by allocation;
 prefix-cache shares are kept per request. The final ordered ledger chunks (ledger.py) drive these
-arrays; every read is classified exactly as /work semantics define it (own data, uninitialised,
-verified or unverified prefix hit, or an exposure `overwritten`, `stale`, `prefix-mismatch`), and
-ownership violations are recorded. Only slot pieces that matter are kept; truth_tables.py turns
-them into the ground-truth tables."""
+arrays; every read is classified exactly as the exposure semantics (DESIGN §4) define it: own
+data, uninitialised, verified or unverified prefix hit, or an exposure `overwritten`, `stale` or
+`prefix-mismatch`; ownership violations are recorded too. Only slot pieces that matter are kept;
+truth_tables.py turns them into the ground-truth tables."""
 
 from __future__ import annotations
 
@@ -105,11 +105,11 @@ class NodeState:
         self.ever[rid].append((a, b))
 
     def free(self, rid: int, a: int, b: int) -> None:
-        for h in (self.h1, self.h2):
-            seg = h[a:b]
+        for holder in (self.h1, self.h2):
+            seg = holder[a:b]
             seg[seg == rid] = -1
         if rid in self.shares:
-            kept = []
+            kept: list[list[int]] = []
             for sa, sb, order, h in self.shares[rid]:
                 if sa < a:
                     kept.append([sa, min(sb, a), order, h])

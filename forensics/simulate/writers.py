@@ -46,12 +46,15 @@ def _dictionary(codes: np.ndarray, values: list[str], null_code: int | None = No
 
 
 def _compact(codes: np.ndarray, values: pa.Array) -> pa.Array:
-    """A dictionary array over just the values used (codes < 0: null)."""
+    """A dictionary array over just the values used."""
     used, inverse = np.unique(codes, return_inverse=True)
-    valid = used >= 0
-    dictionary = values.take(pa.array(np.where(valid, used, 0)))
-    return pa.DictionaryArray.from_arrays(
-        pa.array(inverse.astype(np.int32), mask=~valid[inverse]), dictionary)
+    return pa.DictionaryArray.from_arrays(pa.array(inverse.astype(np.int32)), values.take(used))
+
+
+def _hashes(codes: np.ndarray, known: list[str]) -> pa.Array:
+    """Content hashes as plain strings (codes < 0: null); most rows have none."""
+    values = pa.array([*known, ""], pa.string())
+    return values.take(pa.array(np.where(codes < 0, len(known), codes), mask=codes < 0))
 
 
 class KvEventWriter:
@@ -103,7 +106,7 @@ class KvEventWriter:
             path.parent.mkdir(parents=True, exist_ok=True)
             self.writers[node] = pq.ParquetWriter(
                 path, schema, compression="snappy", store_schema=False,
-                use_dictionary=["node", "request_id", "op", "source", "content_hash"],
+                use_dictionary=["node", "request_id", "op", "source"],
                 write_statistics=["ts", "seq", "slot_start"])
         return self.writers[node]
 
@@ -120,7 +123,7 @@ class KvEventWriter:
             "slot_count": pa.array(c["count"], pa.int64()),
             "pos_start": pa.array(c["pos"], pa.int64(), mask=c["pos"] < 0),
             "source": _dictionary(c["src"], list(L.SOURCES), null_code=L.SRC_NONE),
-            "content_hash": _compact(c["hash"], pa.array(list(self.hashes), pa.string())),
+            "content_hash": _hashes(c["hash"], list(self.hashes)),
         })
 
     def close(self) -> None:
