@@ -67,6 +67,7 @@ class Engine:
                  flush_rows: int = 1 << 20):
         self.sc, self.tr, self.seed, self.sink = sc, traffic, seed, sink
         self.flush_rows = flush_rows
+        self.page_size = sc.page_size
         self.names = sc.node_names()
         self.n_prefill = sc.prefill_nodes
         sizes = [sc.buffer_slots(role) for _, role in self.names]
@@ -82,6 +83,17 @@ class Engine:
         self._hash_ids: dict[tuple[int, int], int] = {}
         self.logs: list[tuple[int, int, str]] = []
         self.heap: list[tuple[int, int, int, int, int, int]] = []
+        # per-request values as Python lists: scalar reads from numpy are slow in the hot path
+        self.prompt: list[int] = traffic.prompt_len.tolist()
+        self.tlen: list[int] = traffic.template_len.tolist()
+        self.tpl: list[int] = traffic.template.tolist()
+        self.pnode: list[int] = traffic.prefill_node.tolist()
+        self.dnode: list[int] = (traffic.decode_node + sc.prefill_nodes).tolist()
+        self.outlen: list[int] = traffic.output_len.tolist()
+        self.abort: list[bool] = traffic.abort.tolist()
+        self.batch_gap: list[int] = (2_000 + self.rng.exponential(15_000, len(traffic))).astype(
+            np.int64).tolist()  # from transfer done to the decode batch that takes the request
+        self.late_bug = sc.bug("late-transfer")
         self._counter = 0
 
     # ---- plumbing -------------------------------------------------------------------------
@@ -100,11 +112,6 @@ class Engine:
 
     def log(self, t: int, node: int, text: str) -> None:
         self.logs.append((t, node, text))
-
-    def runs(self, t: int, node: int, i: int, op: int, pages: np.ndarray,
-             p0: int, p1: int, src: int = 0, hash_id: int = -1) -> None:
-        """Emit one event per contiguous slot run holding positions [p0, p1)."""
-        self.buf.runs(pages, p0, p1, self.sc.page_size, t, node, i, op, src, hash_id)
 
     def usage(self, node: int) -> float:
         pool = self.pools[node]
@@ -127,11 +134,11 @@ class Engine:
     def admit(self, i: int) -> None:
         """Gateway and admission: over-long prompts are stubbed (bug) or refused (HTTP 400)."""
         sc, t = self.sc, int(self.tr.arrival_us[i])
-        prompt = int(self.tr.prompt_len[i])
+        prompt = self.prompt[i]
         if prompt > sc.max_prefill_tokens:
             fixed = sc.fixed_at is not None and t >= int(sc.fixed_at.timestamp() * 1e6)
             if not sc.bug("oversize-stub") or fixed:
-                self.log(t + 1_000, int(self.tr.prefill_node[i]),
+                self.log(t + 1_000, self.pnode[i],
                          f"Input length ({prompt} tokens) exceeds the maximum allowed length "
                          f"({sc.max_prefill_tokens} tokens). Use a shorter input or enable "
                          "--allow-auto-truncate.")
@@ -142,16 +149,16 @@ class Engine:
         self.push(t + 2_000, PREALLOC, i)
 
     def n_proc(self, i: int) -> int:
-        return 1 if self.out.stub[i] else int(self.tr.prompt_len[i])
+        return 1 if self.out.stub[i] else self.prompt[i]
 
     def decode_node(self, i: int) -> int:
-        return self.n_prefill + int(self.tr.decode_node[i])
+        return self.dnode[i]
 
     # ---- decode pre-allocation ------------------------------------------------------------
     def prealloc(self, t: int, i: int, _: int) -> None:
         """Decode allocates pages for the full billed prompt, from its own copy of the request."""
         d, ps = self.decode_node(i), self.sc.page_size
-        k = -(-int(self.tr.prompt_len[i]) // ps)
+        k = -(-self.prompt[i] // ps)
         pages = self.pools[d].alloc(k)
         if pages is None:
             self.push(t + RETRY_US, PREALLOC, i)
@@ -159,7 +166,7 @@ class Engine:
         if self.sc.bug("double-alloc") and self.rng.random() < self.sc.double_alloc_rate:
             pages = self.steal_page(d, pages)
         self.held[d][i] = pages
-        self.runs(t, d, i, L.ALLOC, pages, 0, len(pages) * ps)
+        self.buf.runs(pages, 0, len(pages) * ps, ps, t, d, i, L.ALLOC)
         self.push(t + 1_000, P_START, i)
 
     def steal_page(self, d: int, pages: np.ndarray) -> np.ndarray:
@@ -184,7 +191,7 @@ class Engine:
     def lookup(self, i: int, p: int, m: int) -> CacheEntry | None:
         """Radix lookup of the request's page-aligned prefix (m pages); the prefix-collision bug
         returns another prefix's entry, as a weak hash would."""
-        cache, tpl = self.caches[p], int(self.tr.template[i])
+        cache, tpl = self.caches[p], self.tpl[i]
         if m == 0:
             return None
         if self.sc.bug("prefix-collision") and self.rng.random() < self.sc.prefix_collision_rate:
@@ -195,9 +202,9 @@ class Engine:
         return cache.lookup(tpl)
 
     def p_start(self, t: int, i: int, _: int) -> None:
-        p, d, ps, sc = int(self.tr.prefill_node[i]), self.decode_node(i), self.sc.page_size, self.sc
+        p, d, ps, sc = self.pnode[i], self.decode_node(i), self.sc.page_size, self.sc
         n = self.n_proc(i)
-        m = 0 if self.out.stub[i] else int(self.tr.template_len[i]) // ps
+        m = 0 if self.out.stub[i] else self.tlen[i] // ps
         entry = self.lookup(i, p, m)
         shared = entry.pages if entry is not None else np.empty(0, np.int64)
         need = -(-n // ps) - len(shared)
@@ -215,19 +222,20 @@ class Engine:
         pages = np.concatenate((shared, own))
         self.held[p][i] = pages
         ms = len(shared) * ps
-        tpl = int(self.tr.template[i])
+        tpl = self.tpl[i]
         if ms:
-            self.runs(t, p, i, L.SHARE, pages, 0, ms, hash_id=self.hash_id(tpl, ms))
-        self.runs(t, p, i, L.ALLOC, pages, ms, len(pages) * ps)
+            self.buf.runs(pages, 0, ms, ps, t, p, i, L.SHARE, hash_id=self.hash_id(tpl, ms))
+        self.buf.runs(pages, ms, len(pages) * ps, ps, t, p, i, L.ALLOC)
         if self.out.stub[i]:
             self.log(t, p, f"Request {self.tr.request_ids[i]} exceeds the maximum number of "
-                           f"tokens: {int(self.tr.prompt_len[i])} > {sc.max_prefill_tokens}")
+                           f"tokens: {self.prompt[i]} > {sc.max_prefill_tokens}")
         insert = entry is None and m > 0
         tw = t + 15_000 + int((n - ms) / sc.prefill_tokens_per_s * 1e6)
         if insert:
-            self.runs(tw, p, i, L.WRITE, pages, 0, m * ps, L.SRC_PREFILL, self.hash_id(tpl, m * ps))
-        self.runs(tw, p, i, L.WRITE, pages, m * ps if insert else ms, n, L.SRC_PREFILL)
-        self.runs(tw + 1, p, i, L.READ, pages, 0, n)
+            self.buf.runs(pages, 0, m * ps, ps, tw, p, i, L.WRITE, L.SRC_PREFILL,
+                          self.hash_id(tpl, m * ps))
+        self.buf.runs(pages, m * ps if insert else ms, n, ps, tw, p, i, L.WRITE, L.SRC_PREFILL)
+        self.buf.runs(pages, 0, n, ps, tw + 1, p, i, L.READ)
         self.out.cached_tokens[i] = ms
         self.log(tw, p, f"Prefill batch, #new-seq: 1, #new-token: {n - ms}, #cached-token: {ms}, "
                         f"token usage: {self.usage(p):.2f}, #running-req: {len(self.held[p])}, "
@@ -236,25 +244,24 @@ class Engine:
         t_tx = tw + 2 + 2_000 + int(n / sc.transfer_tokens_per_s * 1e6)
         self.pending[i] = Pending(own, pages, entry, tpl if insert else -1)
         self.push(t_tx + 1, P_FREE, i)
-        if sc.bug("late-transfer") and self.tr.abort[i] and not self.out.stub[i]:
+        if self.late_bug and self.abort[i] and not self.out.stub[i]:
             self.push(t + 1 + int(self.rng.random() * (t_tx - t - 2)), D_ABORT, i)
         else:
-            self.runs(t_tx, d, i, L.WRITE, self.held[d][i], 0, n, L.SRC_TRANSFER)
+            self.buf.runs(self.held[d][i], 0, n, ps, t_tx, d, i, L.WRITE, L.SRC_TRANSFER)
             self.land_late(t_tx + 100, d, self.held[d][i])
-            # the request joins a decode batch once the transfer is polled as done
-            self.push(t_tx + 2_000 + int(self.rng.exponential(15_000)), D_START, i)
+            self.push(t_tx + self.batch_gap[i], D_START, i)
 
     def p_free(self, t: int, i: int, _: int) -> None:
         """The request leaves prefill; its prefix pages stay in the radix cache."""
-        p, ps = int(self.tr.prefill_node[i]), self.sc.page_size
+        p, ps = self.pnode[i], self.sc.page_size
         st = self.pending.pop(i)
         del self.held[p][i]
-        self.runs(t, p, i, L.FREE, st.pages, 0, len(st.pages) * ps)
+        self.buf.runs(st.pages, 0, len(st.pages) * ps, ps, t, p, i, L.FREE)
         if st.entry is not None:
             st.entry.sharers -= 1
         cache = self.caches[p]
         if st.insert_key >= 0 and st.insert_key not in cache.entries:
-            m = int(self.tr.template_len[i]) // ps
+            m = self.tlen[i] // ps
             cache.insert(st.insert_key, CacheEntry(st.own[:m].copy(), i,
                                                    self.hash_id(st.insert_key, m * ps)))
         self.pools[p].release(st.own)
@@ -266,10 +273,10 @@ class Engine:
         now (as decode's admission reserves headroom) and each is logged as allocated when its
         first token is written. Without enough free pages the output is cut short."""
         d, ps, tpot = self.decode_node(i), self.sc.page_size, self.sc.tpot_us
-        prompt = int(self.tr.prompt_len[i])
+        prompt = self.prompt[i]
         pages = self.held[d][i]
-        self.runs(t, d, i, L.READ, pages, 0, prompt)
-        n_out = int(self.tr.output_len[i])
+        self.buf.runs(pages, 0, prompt, ps, t, d, i, L.READ)
+        n_out = self.outlen[i]
         grow = -(-(prompt + n_out - 1) // ps) - len(pages)
         pool = self.pools[d]
         if grow > pool.free_pages:
@@ -295,7 +302,7 @@ class Engine:
     def d_free(self, t: int, i: int, _: int) -> None:
         d, ps = self.decode_node(i), self.sc.page_size
         pages = self.held[d].pop(i)
-        self.runs(t, d, i, L.FREE, pages, 0, len(pages) * ps)
+        self.buf.runs(pages, 0, len(pages) * ps, ps, t, d, i, L.FREE)
         self.pools[d].release(pages)
         self.out.completed_us[i] = t + 500
 
@@ -304,7 +311,7 @@ class Engine:
         prefill's transfer is still on its way; the transfer lands in them anyway."""
         d, ps = self.decode_node(i), self.sc.page_size
         pages = self.held[d].pop(i)
-        self.runs(t, d, i, L.FREE, pages, 0, len(pages) * ps)
+        self.buf.runs(pages, 0, len(pages) * ps, ps, t, d, i, L.FREE)
         self.pools[d].release(pages)
         self.out.status[i] = 499
         self.out.completed_us[i] = t + 100
@@ -323,4 +330,5 @@ class Engine:
         d = self.decode_node(i)
         pages = self.late[d].pop(i, None)
         if pages is not None:
-            self.runs(t, d, i, L.WRITE, pages, 0, self.n_proc(i), L.SRC_TRANSFER)
+            self.buf.runs(pages, 0, self.n_proc(i), self.page_size, t, d, i, L.WRITE,
+                          L.SRC_TRANSFER)

@@ -75,7 +75,8 @@ class EventBuffer:
         """One event per contiguous slot run holding positions [p0, p1) laid out on pages."""
         if p1 <= p0:
             return
-        self._reserve((p1 - p0) // page_size + 2)
+        if self.n + (p1 - p0) // page_size + 2 > self.data.shape[1]:
+            self._reserve((p1 - p0) // page_size + 2)
         n = K.emit_runs(self.data, self.n, self.emitted - self.n, pages, p0, p1, page_size,
                         ts, node, rid, op, src, hash_id)
         self.emitted += n - self.n
@@ -93,14 +94,15 @@ class EventBuffer:
     def flush(self, before: int | None = None) -> Chunk:
         """Take out every event with ts < before (all when None), in final order, with seq."""
         live = self.data[:, :self.n]
+        key = self._sort_key(live)
         if before is None:
-            take = np.arange(self.n)
+            order = np.argsort(key, kind="stable")
             keep = np.empty(0, np.int64)
         else:
             mask = live[ROW["ts"]] < before
             take, keep = np.flatnonzero(mask), np.flatnonzero(~mask)
-        out = live[:, take]
-        out = out[:, np.argsort(self._sort_key(out), kind="stable")]
+            order = take[np.argsort(key[take], kind="stable")]
+        out = live[:, order]
         self.data[:, :len(keep)] = live[:, keep]
         self.n = len(keep)
         cols = {name: out[k] for k, name in enumerate(FIELDS)}
