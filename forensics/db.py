@@ -9,7 +9,8 @@ import duckdb
 from forensics.ingest.sqlrun import run_script
 from forensics.resources import sql
 
-INPUT_TABLES = ("requests", "kv_events", "nodes", "accounts", "contents")
+INPUT_TABLES = ("requests", "kv_events", "nodes", "accounts", "contents",
+                "node_facts", "engine_evidence", "log_files")
 BOOKKEEPING_TABLES = ("quarantine", "ingest_warnings", "input_files")
 
 
@@ -26,6 +27,7 @@ def connect(
     run_script(con, sql("macros"))
     if not read_only:
         run_script(con, sql("schema"))
+        run_script(con, sql("schema_logs"))
     return con
 
 

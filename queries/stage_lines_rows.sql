@@ -1,6 +1,6 @@
 -- One staged row per non-blank JSON Lines line: the contract's fields as text ($paths lists their
 -- JSON paths in the contract's column order), or why the line is unusable.
-CREATE OR REPLACE TEMP TABLE staged AS
+CREATE OR REPLACE TEMP TABLE staged_rows AS
 SELECT src_row,
        CASE
            WHEN NOT json_valid(line) THEN 'line is not valid JSON'
@@ -19,3 +19,4 @@ FROM (
 UNION ALL
 SELECT rec, 'line does not parse: ' || reason, raw, {nulls}
 FROM bad_rows;
+CREATE OR REPLACE TEMP VIEW staged AS SELECT * FROM staged_rows;

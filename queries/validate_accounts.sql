@@ -3,8 +3,8 @@ CREATE OR REPLACE TEMP TABLE checked AS
 SELECT src_row,
     CASE
         WHEN parse_error IS NOT NULL THEN kvf_bad(NULL, raw, parse_error)
-        WHEN nullif(trim(account_id), '') IS NULL
+        WHEN kvf_str(account_id) IS NULL
             THEN kvf_bad('account_id', account_id, 'missing required value')
     END AS q,
-    trim(account_id) AS account_id, name, contact_email, jurisdiction
+    kvf_str(account_id) AS account_id, name, contact_email, jurisdiction
 FROM staged;

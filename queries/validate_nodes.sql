@@ -8,7 +8,7 @@ WITH t AS (
 SELECT src_row,
     CASE
         WHEN parse_error IS NOT NULL THEN kvf_bad(NULL, raw, parse_error)
-        WHEN nullif(trim(node), '') IS NULL THEN kvf_bad('node', node, 'missing required value')
+        WHEN kvf_str(node) IS NULL THEN kvf_bad('node', node, 'missing required value')
         WHEN role IS NOT NULL AND role NOT IN ('prefill', 'decode', 'unified')
             THEN kvf_bad('role', role, 'role must be prefill, decode or unified')
         WHEN page_size IS NOT NULL AND (v_page_size IS NULL OR v_page_size <= 0)
@@ -20,6 +20,6 @@ SELECT src_row,
         WHEN started_at IS NOT NULL AND v_started_at IS NULL
             THEN kvf_bad('started_at', started_at, kvf_ts_reason(started_at, $assume_utc))
     END AS q,
-    trim(node) AS node, role, model, engine, engine_version, v_page_size AS page_size,
+    kvf_str(node) AS node, role, model, engine, engine_version, v_page_size AS page_size,
     v_pool_slots AS pool_slots, v_context_len AS context_len, v_started_at AS started_at
 FROM t;

@@ -11,11 +11,11 @@ WITH t AS (
 SELECT src_row,
     CASE
         WHEN parse_error IS NOT NULL THEN kvf_bad(NULL, raw, parse_error)
-        WHEN nullif(trim(request_id), '') IS NULL
+        WHEN kvf_str(request_id) IS NULL
             THEN kvf_bad('request_id', request_id, 'missing required value')
-        WHEN nullif(trim(account_id), '') IS NULL
+        WHEN kvf_str(account_id) IS NULL
             THEN kvf_bad('account_id', account_id, 'missing required value')
-        WHEN nullif(trim(model), '') IS NULL THEN kvf_bad('model', model, 'missing required value')
+        WHEN kvf_str(model) IS NULL THEN kvf_bad('model', model, 'missing required value')
         WHEN received_at IS NULL THEN kvf_bad('received_at', NULL, 'missing required value')
         WHEN v_received_at IS NULL
             THEN kvf_bad('received_at', received_at, kvf_ts_reason(received_at, $assume_utc))
@@ -35,10 +35,10 @@ SELECT src_row,
         WHEN response_sha256 IS NOT NULL AND NOT regexp_full_match(response_sha256, '[0-9a-fA-F]{64}')
             THEN kvf_bad('response_sha256', response_sha256, 'response_sha256 must be 64 hex digits')
     END AS q,
-    trim(request_id) AS request_id, trim(account_id) AS account_id, model,
+    kvf_str(request_id) AS request_id, kvf_str(account_id) AS account_id, model,
     v_received_at AS received_at, v_first_token_at AS first_token_at,
     v_completed_at AS completed_at, v_http_status::INTEGER AS http_status,
     v_prompt_tokens AS prompt_tokens, v_completion_tokens AS completion_tokens,
-    nullif(trim(prefill_node), '') AS prefill_node, nullif(trim(decode_node), '') AS decode_node,
-    nullif(trim(node), '') AS node, lower(response_sha256) AS response_sha256
+    kvf_str(prefill_node) AS prefill_node, kvf_str(decode_node) AS decode_node,
+    kvf_str(node) AS node, lower(response_sha256) AS response_sha256
 FROM t;

@@ -8,9 +8,10 @@ from __future__ import annotations
 import sys
 import traceback
 
-import click
 from rich.markup import escape
+from typer.exceptions import Abort, TyperException
 
+import forensics.cli.audit_cmd  # noqa: F401  (register commands)
 from forensics.cli import ingest_cmd, investigate_cmd  # noqa: F401  (register commands)
 from forensics.cli import simulate_cmd  # noqa: F401
 from forensics.cli.app import app, console
@@ -26,10 +27,11 @@ def run(argv: list[str] | None = None) -> int:
     except KvfError as exc:
         console.print(f"[bold red]error:[/] {escape(str(exc))}")
         return exc.exit_code
-    except click.exceptions.ClickException as exc:
-        exc.show()
+    except TyperException as exc:  # usage errors: unknown option, missing argument
+        show = getattr(exc, "show", None)
+        show() if callable(show) else console.print(f"error: {exc}", markup=False)
         return 2
-    except (click.exceptions.Abort, KeyboardInterrupt):
+    except (Abort, KeyboardInterrupt):
         console.print("interrupted; nothing was changed by the step in progress")
         return 2
     except Exception:  # the last boundary: never a bare traceback without an exit code

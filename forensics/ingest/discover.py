@@ -33,6 +33,7 @@ class InputFile:
 
 @dataclass
 class Discovery:
+    case_dir: Path
     files: list[InputFile]
     skipped: list[tuple[str, str]]  # (relative path, why)
 
@@ -82,4 +83,4 @@ def discover(case_dir: Path) -> Discovery:
             item = _classify(path, case_dir, table)
             (found if isinstance(item, InputFile) else skipped).append(item)  # type: ignore[arg-type]
     found.sort(key=lambda f: f.rel)
-    return Discovery(found, skipped)
+    return Discovery(case_dir, found, skipped)

@@ -7,6 +7,7 @@ was. When every file's checksum matches the last ingest, nothing is reloaded."""
 from __future__ import annotations
 
 import json
+import tempfile
 from pathlib import Path
 
 import duckdb
@@ -19,6 +20,8 @@ from forensics.ingest.hashing import sha256_file
 from forensics.ingest.readers import ident, stage_file
 from forensics.ingest.result import FileCounts, IngestResult
 from forensics.ingest.sqlrun import run_script
+from forensics.logs.discover import is_log_file
+from forensics.logs.load import load_logs
 from forensics.progress import ProgressFn, no_progress
 from forensics.resources import sql
 
@@ -44,6 +47,7 @@ def ingest_into(
     progress: ProgressFn = no_progress,
 ) -> IngestResult:
     hashes = {f.rel: sha256_file(f.path) for f in discovery.files}
+    hashes.update({rel: sha256_file(case_dir / rel) for rel in log_files(case_dir)})
     params = {"assume_utc": assume_utc}
     stored = _stored_result(con, case_dir, discovery, hashes, params)
     if stored is not None:
@@ -58,6 +62,14 @@ def ingest_into(
     return result
 
 
+def log_files(case_dir: Path) -> list[str]:
+    """The engine logs of a case (relative paths), read by the log adapters."""
+    folder = case_dir / "logs"
+    if not folder.is_dir():
+        return []
+    return sorted(p.relative_to(case_dir).as_posix() for p in folder.rglob("*") if is_log_file(p))
+
+
 def _load(
     con: duckdb.DuckDBPyConnection,
     case_dir: Path,
@@ -67,6 +79,24 @@ def _load(
     progress: ProgressFn,
 ) -> IngestResult:
     _clear(con)
+    with tempfile.TemporaryDirectory(prefix="kvforensics-") as tmp:
+        counts = _load_tables(con, discovery, hashes, params, progress, Path(tmp))
+    run_script(con, sql("ingest_unknown_requests"))
+    result = IngestResult(str(case_dir), [counts[rel] for rel in sorted(counts)],
+                          discovery.skipped, _warning_count(con), unchanged=False)
+    _record(con, result, params)
+    progress("done", len(discovery.files), len(discovery.files))
+    return result
+
+
+def _load_tables(
+    con: duckdb.DuckDBPyConnection,
+    discovery: Discovery,
+    hashes: dict[str, str],
+    params: dict[str, bool],
+    progress: ProgressFn,
+    workdir: Path,
+) -> dict[str, FileCounts]:
     counts: dict[str, FileCounts] = {}
     rank = {f.rel: i for i, f in enumerate(discovery.files)}
     done = 0
@@ -74,21 +104,28 @@ def _load(
         files = [f for f in discovery.files if f.table == table.name]
         for f in files:
             progress(f.rel, done, len(discovery.files))
-            counts[f.rel] = _load_file(con, f, table, hashes[f.rel], rank[f.rel], params)
+            counts[f.rel] = _load_file(con, f, table, (hashes[f.rel], rank[f.rel]), params,
+                                       workdir)
             done += 1
         if table.key and files:
             _dedupe(con, table, counts)
-    run_script(con, sql("ingest_unknown_requests"))
-    result = IngestResult(
-        str(case_dir),
-        [counts[f.rel] for f in discovery.files],
-        discovery.skipped,
-        _warning_count(con),
-        unchanged=False,
-    )
-    _record(con, result, params)
-    progress("done", len(discovery.files), len(discovery.files))
-    return result
+        if table.name == "nodes":
+            counts.update(_load_logs(con, discovery.case_dir, hashes))
+    return counts
+
+
+def _load_logs(con: duckdb.DuckDBPyConnection, case_dir: Path,
+               hashes: dict[str, str]) -> dict[str, FileCounts]:
+    """Engine logs in the case's logs/ folder: node facts and per-request evidence. A line is
+    loaded when it was read whole (parsed or ignored as unrelated), quarantined when cut."""
+    if not log_files(case_dir):
+        return {}
+    summary = load_logs(con, case_dir, [case_dir / "logs"])
+    return {
+        f.file: FileCounts(f.file, "logs", hashes[f.file], (case_dir / f.file).stat().st_size,
+                           f.lines, f.parsed + f.ignored, f.truncated)
+        for f in summary.files
+    }
 
 
 def _clear(con: duckdb.DuckDBPyConnection) -> None:
@@ -102,11 +139,13 @@ def _load_file(
     con: duckdb.DuckDBPyConnection,
     f: InputFile,
     table: TableContract,
-    digest: str,
-    rank: int,
+    identity: tuple[str, int],
     params: dict[str, bool],
+    workdir: Path,
 ) -> FileCounts:
-    stage_file(con, f, table)
+    """Stage, validate and load one file; identity is (sha256, rank in input order)."""
+    digest, rank = identity
+    stage_file(con, f, table, workdir)
     run_script(con, sql(f"validate_{table.name}"), {**params, "file_rank": rank})
     read, loaded, quarantined = con.execute(sql("ingest_counts")).fetchone() or (0, 0, 0)
     insert = sql("ingest_insert").format(table=ident(table.name))
@@ -161,8 +200,7 @@ def _stored_result(
     )
     if not same:
         return None
-    order = {f.rel: i for i, f in enumerate(discovery.files)}
-    stored.sort(key=lambda f: order[f.path])
+    stored.sort(key=lambda f: f.path)
     return IngestResult(
         str(case_dir), stored, discovery.skipped, _warning_count(con), unchanged=True
     )

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import gzip
 import shutil
-import tempfile
 from pathlib import Path
 
 import duckdb
@@ -23,6 +22,11 @@ from forensics.resources import sql
 
 def ident(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
+
+
+def literal(text: str) -> str:
+    """A quoted SQL string literal (only for file paths, where a parameter is not allowed)."""
+    return "'" + text.replace("'", "''") + "'"
 
 
 def _nulls(table: TableContract) -> str:
@@ -53,7 +57,9 @@ def _stage_text(con: duckdb.DuckDBPyConnection, f: InputFile, header_lines: int)
     run_script(con, sql("stage_rejects"), {"header_lines": header_lines})
 
 
-def stage_csv(con: duckdb.DuckDBPyConnection, f: InputFile, table: TableContract) -> None:
+def stage_csv(
+    con: duckdb.DuckDBPyConnection, f: InputFile, table: TableContract, workdir: Path
+) -> None:
     _read_raw(con, f, "stage_csv")
     found = [r[0] for r in con.execute(sql("describe_raw")).fetchall()]
     _check_columns(f, table, found)
@@ -65,7 +71,9 @@ def stage_csv(con: duckdb.DuckDBPyConnection, f: InputFile, table: TableContract
     run_script(con, sql("stage_csv_rows").format(projection=projection, nulls=_nulls(table)), {})
 
 
-def stage_jsonl(con: duckdb.DuckDBPyConnection, f: InputFile, table: TableContract) -> None:
+def stage_jsonl(
+    con: duckdb.DuckDBPyConnection, f: InputFile, table: TableContract, workdir: Path
+) -> None:
     _read_raw(con, f, "stage_lines")
     _stage_text(con, f, header_lines=0)
     found = [r[0] for r in con.execute(sql("json_keys")).fetchall()]
@@ -76,43 +84,27 @@ def stage_jsonl(con: duckdb.DuckDBPyConnection, f: InputFile, table: TableContra
     run_script(con, text, {"paths": paths})
 
 
-def _parquet_expr(column: str, dtype: str) -> str:
-    if dtype.startswith("TIMESTAMP"):
-        return f"epoch_us({ident(column)})::VARCHAR"
-    return f"{ident(column)}::VARCHAR"
-
-
-def stage_parquet(con: duckdb.DuckDBPyConnection, f: InputFile, table: TableContract) -> None:
-    """Parquet compresses inside the file; a whole-file .gz/.zst wrapper is unpacked first."""
-    if f.compression is None:
-        _stage_parquet_path(con, f, table, f.path)
-        return
-    with tempfile.TemporaryDirectory(prefix="kvf-") as tmp:
-        plain = Path(tmp) / "part.parquet"
-        decompress_to(f.path, f.compression, plain)
-        _stage_parquet_path(con, f, table, plain)
-
-
-def _stage_parquet_path(
-    con: duckdb.DuckDBPyConnection, f: InputFile, table: TableContract, path: Path
+def stage_parquet(
+    con: duckdb.DuckDBPyConnection, f: InputFile, table: TableContract, workdir: Path
 ) -> None:
+    """Parquet is read in place with its own types. Parquet compresses inside the file; a
+    whole-file .gz/.zst wrapper is unpacked into workdir first."""
+    path = f.path
+    if f.compression is not None:
+        path = workdir / f"{abs(hash(f.rel))}.parquet"
+        decompress_to(f.path, f.compression, path)
     try:
         described = con.execute(sql("describe_parquet"), {"path": str(path)})
         types = {r[0]: r[1] for r in described.fetchall()}
     except duckdb.Error as exc:
-        raise InputError(
-            f"cannot read this Parquet file: {exc}",
-            path=f.rel,
-            fix="check that the file is complete Parquet",
-        ) from exc
+        raise InputError(f"cannot read this Parquet file: {exc}", path=f.rel,
+                         fix="check that the file is complete Parquet") from exc
     _check_columns(f, table, list(types))
     projection = ", ".join(
-        f"{_parquet_expr(c, types[c])} AS {ident(c)}"
-        if c in types
-        else f"NULL::VARCHAR AS {ident(c)}"
-        for c in table.names
+        f"{ident(c) if c in types else 'NULL::VARCHAR'} AS {ident(c)}" for c in table.names
     )
-    run_script(con, sql("stage_parquet_rows").format(projection=projection), {"path": str(path)})
+    text = sql("stage_parquet_rows").format(projection=projection, path=literal(str(path)))
+    run_script(con, text)
 
 
 def decompress_to(source: Path, compression: str, target: Path) -> None:
@@ -128,5 +120,8 @@ def decompress_to(source: Path, compression: str, target: Path) -> None:
 STAGERS = {"csv": stage_csv, "jsonl": stage_jsonl, "parquet": stage_parquet}
 
 
-def stage_file(con: duckdb.DuckDBPyConnection, f: InputFile, table: TableContract) -> None:
-    STAGERS[f.fmt](con, f, table)
+def stage_file(
+    con: duckdb.DuckDBPyConnection, f: InputFile, table: TableContract, workdir: Path
+) -> None:
+    """Make the temp relation `staged` for one file; workdir holds any unpacked copies."""
+    STAGERS[f.fmt](con, f, table, workdir)

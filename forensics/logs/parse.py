@@ -1,0 +1,111 @@
+"""Parse one log file into counts, node observations and evidence rows.
+
+Every physical line is counted once, as exactly one of: parsed (it holds a recognised message),
+truncated (a recognised message cut short, or NUL bytes from a crash), or ignored (anything
+else, blank lines and continuation lines included). `lines = parsed + truncated + ignored`."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from forensics.logs import evidence, sglang, vllm
+from forensics.logs.lines import Ranks, Record, clean, is_primary, open_lines, split_records
+from forensics.logs.naming import LogFile
+from forensics.logs.specs import Match, Spec, match_all
+
+FACT_SPECS: tuple[Spec, ...] = sglang.SPECS + vllm.SPECS
+ALL_SPECS: tuple[Spec, ...] = FACT_SPECS + evidence.SPECS
+FACT_KEYS = ("pool_slots", "context_len", "page_size", "model", "role", "engine_version",
+             "gpu_blocks")
+
+
+@dataclass(frozen=True)
+class Observation:
+    """One value read from one line: the raw material of node facts."""
+
+    kind: str
+    fact: str          # a FACT_KEYS name, or "start" for a start-up banner
+    value: str
+    ranks: Ranks
+    ts: datetime | None
+    src_file: str
+    src_line: int
+    complete: bool
+
+    @property
+    def primary(self) -> bool:
+        return is_primary(self.ranks)
+
+
+@dataclass
+class FileResult:
+    file: LogFile
+    lines: int = 0
+    parsed: int = 0
+    truncated: int = 0
+    ignored: int = 0
+    spliced: int = 0
+    kinds: Counter[str] = field(default_factory=Counter)
+    truncated_kinds: Counter[str] = field(default_factory=Counter)
+    engines: Counter[str] = field(default_factory=Counter)
+    observations: list[Observation] = field(default_factory=list)
+    evidence: list[evidence.Evidence] = field(default_factory=list)
+    rooms: dict[int, str] = field(default_factory=dict)
+
+    @property
+    def engine(self) -> str | None:
+        return self.engines.most_common(1)[0][0] if self.engines else None
+
+
+def parse_file(log: LogFile) -> FileResult:
+    result = FileResult(log)
+    for lineno, raw in enumerate(open_lines(log.path), start=1):
+        result.lines += 1
+        _parse_line(result, lineno, raw)
+    return result
+
+
+def _parse_line(result: FileResult, lineno: int, raw: str) -> None:
+    damaged = "\x00" in raw
+    records = split_records(clean(raw.replace("\x00", "")))
+    result.spliced += sum(r.prefixed for r in records) > 1
+    statuses = [_parse_record(result, lineno, rec) for rec in records]
+    if damaged or "truncated" in statuses:
+        result.truncated += 1
+    elif "parsed" in statuses:
+        result.parsed += 1
+    else:
+        result.ignored += 1
+
+
+def _parse_record(result: FileResult, lineno: int, rec: Record) -> str:
+    pair = evidence.room_pairs(rec.body) if "room" in rec.body else None
+    if pair:
+        result.rooms.setdefault(pair[1], pair[0])
+    matches = match_all(ALL_SPECS, rec.body)
+    for match in matches:
+        _use(result, lineno, rec, match)
+    if not matches:
+        return "ignored"
+    return "parsed" if all(m.complete for m in matches) else "truncated"
+
+
+def _use(result: FileResult, lineno: int, rec: Record, match: Match) -> None:
+    kind = match.spec.kind
+    (result.kinds if match.complete else result.truncated_kinds)[kind] += 1
+    result.engines[match.spec.engine] += 1
+    src = (result.file.rel, lineno)
+    ranks = rec.ranks or result.file.ranks
+    if kind.startswith("evidence."):
+        result.evidence.append(evidence.build(match, result.file.node, rec.ts, rec.body, src,
+                                              is_primary(ranks)))
+        return
+    if match.spec.starts_run:
+        result.observations.append(
+            Observation(kind, "start", kind, ranks, rec.ts, src[0], lineno, match.complete))
+    for key in FACT_KEYS:
+        if key in match.values:
+            result.observations.append(Observation(kind, key, match.values[key], ranks, rec.ts,
+                                                   src[0], lineno, match.complete))

@@ -1,0 +1,95 @@
+"""SGLang start-up lines: pool size, context length, page size, role and model.
+
+Formats (SGLang 0.5.x and older builds; see ENGINES.md):
+  KV Cache is allocated. dtype: {dtype}, #tokens: {N}, K size: {x} GB, V size: {y} GB
+  KV Cache is allocated. #tokens: {N}, K size: ...           (older: no dtype)
+  KV Cache is allocated. dtype: {dtype}, #tokens: {N}, KV size: {z} GB   (MLA)
+  Post-capture KV sizing: KV cache allocated. dtype: ..., #tokens: {N}, KV size: ...
+  max_total_num_tokens={N}, chunked_prefill_size=..., context_len={L}, available_gpu_mem=...
+  KV pool holds {N} tokens, fewer than --context-length {L}. One full-length request ...
+  server_args=ServerArgs(...) or server_args={'model_path': ..., 'page_size': 1, ...}
+  Prefill batch, #new-seq: ... / Prefill batch. #new-seq: ... (older), Decode batch ...
+"""
+
+from __future__ import annotations
+
+from forensics.logs.specs import Spec, rx
+
+_NUM = r"\d[\d,]*"
+_SIZE = r"(?:K size: [\d.]+ GB, V size: [\d.]+ GB|KV size: [\d.]+ GB)"
+
+
+def _arg(name: str, value: str) -> str:
+    """A key in a ServerArgs(...) repr or a dict dump, followed by its value and a delimiter."""
+    return rf"(?<![\w'\"])['\"]?{name}['\"]?\s*[=:]\s*{value}(?=\s*[,)}}])"
+
+
+KV_ALLOCATED = Spec(
+    "sglang.kv-allocated", "sglang",
+    needle='KV Cache is allocated',
+    head=rx(r"(?<![\w-] )(?<!\w)KV Cache is allocated\b"),
+    full=rx(rf"KV Cache is allocated\.\s+(?:dtype: \S+, )?#tokens: (?P<pool_slots>\d+), {_SIZE}"),
+    partial=(rx(r"#tokens: (?P<pool_slots>\d+),"),),
+)
+KV_POST_CAPTURE = Spec(
+    "sglang.kv-post-capture", "sglang",
+    needle='KV cache allocated',
+    head=rx(r"Post-capture KV sizing: KV cache allocated\b"),
+    full=rx(r"KV cache allocated\.\s+(?:dtype: \S+, )?#tokens: (?P<pool_slots>\d+), KV size: "
+            r"[\d.]+ GB"),
+    partial=(rx(r"#tokens: (?P<pool_slots>\d+),"),),
+)
+MAX_TOTAL = Spec(
+    "sglang.max-total", "sglang",
+    needle='max_total_num_tokens=',
+    head=rx(r"(?<![\w(.])max_total_num_tokens=\d"),
+    # Builds before 0.4.x end the line at context_len; newer ones add the free memory.
+    full=rx(r"max_total_num_tokens=(?P<pool_slots>\d+), .*?context_len=(?P<context_len>\d+)"
+            r"(?:, available_[cg]pu_mem=[\d.]+ GB|\s*$)"),
+    partial=(rx(r"max_total_num_tokens=(?P<pool_slots>\d+),"),
+             rx(r"context_len=(?P<context_len>\d+),")),
+)
+POOL_WARNING = Spec(
+    "sglang.pool-warning", "sglang",
+    needle='KV pool holds',
+    head=rx(r"KV pool holds \d"),
+    full=rx(r"KV pool holds (?P<pool_slots>\d+) tokens, fewer than --context-length "
+            r"(?P<context_len>\d+)\."),
+    partial=(rx(r"KV pool holds (?P<pool_slots>\d+) tokens"),),
+)
+SERVER_ARGS = Spec(
+    "sglang.server-args", "sglang",
+    needle='server_args=',
+    head=rx(r"(?<!\w)server_args=(?:ServerArgs\(|\{)"),
+    full=rx(r"server_args=(?:ServerArgs\(.*\)|\{.*\})\s*$"),
+    extras=(
+        rx(_arg("page_size", r"(?P<page_size>\d+)")),
+        rx(_arg("context_length", r"(?P<context_len>\d+)")),
+        rx(_arg("model_path", r"['\"](?P<model>[^'\"]+)['\"]")),
+        rx(_arg("disaggregation_mode", r"['\"](?P<role>\w+)['\"]")),
+    ),
+    starts_run=True,
+)
+BATCH = Spec(
+    "sglang.batch", "sglang",
+    needle=' batch',
+    head=rx(r"\b(?:Prefill|Decode) batch[.,] #"),
+    full=rx(r"(?:throughput \(token/s\): [\d.]+|#queue-req: \d+)\s*$"),
+)
+
+SPECS: tuple[Spec, ...] = (
+    KV_ALLOCATED, KV_POST_CAPTURE, MAX_TOTAL, POOL_WARNING, SERVER_ARGS, BATCH,
+)
+
+# Which source of a value wins inside one engine start (lower first). The warning is what the
+# engine says it will serve; max_total_num_tokens is the scheduler's budget; the allocation lines
+# describe the buffers (which can carry a page of padding).
+PRIORITY: dict[str, int] = {
+    "sglang.pool-warning": 0,
+    "sglang.max-total": 1,
+    "sglang.kv-post-capture": 2,
+    "sglang.kv-allocated": 3,
+    "sglang.server-args": 5,
+}
+
+ROLES = {"prefill": "prefill", "decode": "decode", "null": "unified", "none": "unified"}

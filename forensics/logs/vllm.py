@@ -1,0 +1,89 @@
+"""vLLM start-up lines: KV cache capacity, maximum model length, block size, version, model.
+
+Formats (vLLM 0.33 and older; see ENGINES.md):
+  {GPU} KV cache size: {N:,} tokens, Maximum concurrency for {L:,} tokens per request: {c}x
+  GPU KV cache size: {N:,} tokens            (older v1: two lines)
+  Maximum concurrency for {L:,} tokens per request: {c}x
+  # GPU blocks: {n}, # CPU blocks: {m}      (V0: pool = n x block size, 16 unless logged)
+  Initializing a V1 LLM engine (v{version}) with config: model='...', ..., max_seq_len={L}, ...
+  non-default args: {'model': ..., 'max_model_len': L, 'block_size': 32, ...}
+"""
+
+from __future__ import annotations
+
+from forensics.logs.specs import Spec, rx
+
+DEFAULT_BLOCK_SIZE = 16
+_N = r"\d[\d,]*\d|\d"
+
+
+def _kv(name: str, value: str) -> str:
+    """key=value or 'key': value, followed by a delimiter."""
+    return rf"(?<![\w'\"])['\"]?{name}['\"]?\s*[=:]\s*{value}(?=\s*[,)}}])"
+
+
+KV_CACHE_SIZE = Spec(
+    "vllm.kv-cache-size", "vllm",
+    needle='KV cache size: ',
+    head=rx(r"KV cache size: \d"),
+    full=rx(rf"KV cache size: (?P<pool_slots>{_N}) tokens\b"),
+)
+MAX_CONCURRENCY = Spec(
+    "vllm.max-concurrency", "vllm",
+    needle='Maximum concurrency for',
+    head=rx(r"Maximum concurrency for \d"),
+    full=rx(rf"Maximum concurrency for (?P<context_len>{_N}) tokens per request: "
+            r"(?P<concurrency>[\d.]+)x"),
+    partial=(rx(rf"Maximum concurrency for (?P<context_len>{_N}) tokens per request"),),
+)
+GPU_BLOCKS = Spec(
+    "vllm.gpu-blocks", "vllm",
+    needle=' blocks: ',
+    head=rx(r"# (?:GPU|CUDA|XPU|NPU|TPU|HPU) blocks: \d"),
+    full=rx(r"# \w+ blocks: (?P<gpu_blocks>\d+), # CPU blocks: (?P<cpu_blocks>\d+)\b"),
+    partial=(rx(r"# \w+ blocks: (?P<gpu_blocks>\d+),"),),
+)
+ENGINE_INIT = Spec(
+    "vllm.engine-init", "vllm",
+    needle='LLM engine (v',
+    head=rx(r"Initializing an? (?:V1 )?LLM engine \(v"),
+    full=rx(r"Initializing an? (?:V1 )?LLM engine \(v(?P<engine_version>[^)\s]+)\) with config: "
+            r".*\S"),
+    partial=(rx(r"Initializing an? (?:V1 )?LLM engine \(v(?P<engine_version>[^)\s]+)\)"),),
+    extras=(
+        rx(_kv("model", r"'(?P<model>[^']+)'")),
+        rx(_kv("max_seq_len", r"(?P<context_len>\d+)")),
+        rx(_kv("block_size", r"(?P<page_size>\d+)")),
+    ),
+    starts_run=True,
+)
+NON_DEFAULT_ARGS = Spec(
+    "vllm.args", "vllm",
+    needle='non-default args',
+    head=rx(r"non-default args: \{"),
+    full=rx(r"non-default args: \{.*\}\s*$"),
+    extras=(
+        rx(_kv("model", r"'(?P<model>[^']+)'")),
+        rx(_kv("max_model_len", r"(?P<context_len>\d+)")),
+        rx(_kv("block_size", r"(?P<page_size>\d+)")),
+    ),
+)
+VERSION = Spec(
+    "vllm.version", "vllm",
+    needle='API server version',
+    head=rx(r"vLLM API server version \d"),
+    full=rx(r"vLLM API server version (?P<engine_version>\d[\w.+-]*)"),
+    starts_run=True,
+)
+
+SPECS: tuple[Spec, ...] = (
+    KV_CACHE_SIZE, MAX_CONCURRENCY, GPU_BLOCKS, ENGINE_INIT, NON_DEFAULT_ARGS, VERSION,
+)
+
+PRIORITY: dict[str, int] = {
+    "vllm.kv-cache-size": 1,
+    "vllm.max-concurrency": 1,
+    "vllm.gpu-blocks": 2,
+    "vllm.engine-init": 3,
+    "vllm.args": 4,
+}

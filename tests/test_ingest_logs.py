@@ -1,0 +1,50 @@
+"""A case's logs/ folder is read during ingest: node facts and evidence land in the case, each
+log is an input of the manifest, and a changed log is noticed on re-ingest."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+from conftest import EXAMPLES, REPO, query
+
+LOGS = REPO / "tests" / "data" / "logs" / "incident"
+
+
+def _case(tmp_path):
+    root = tmp_path / "case"
+    shutil.copytree(EXAMPLES / "semantics-seq", root)
+    shutil.copytree(LOGS, root / "logs")
+    return root
+
+
+def test_logs_are_ingested_with_the_case(cli, tmp_path):
+    root = _case(tmp_path)
+    db = tmp_path / "c.duckdb"
+    code, out, err = cli("ingest", root, "--db", db, "--json")
+    assert code == 0, err
+    files = {f["path"]: f for f in json.loads(out)["files"]}
+    log = files["logs/prefill-0.log"]
+    assert log["table"] == "logs"
+    assert log["rows_read"] == log["rows_loaded"] + log["rows_quarantined"]
+    assert log["rows_read"] == len((LOGS / "prefill-0.log").read_text().splitlines())
+    pools = query(db, "SELECT node, pool_slots, context_len FROM nodes "
+                      "WHERE src_file LIKE 'logs/%' ORDER BY node")
+    assert ("prefill-0", 681_280, 1_048_576) in pools
+    assert query(db, "SELECT count(*) FROM node_facts")[0][0] > 0
+    # the nodes file's own row stays beside the log's
+    assert query(db, "SELECT count(*) FROM nodes WHERE src_file = 'nodes.csv'") == [(1,)]
+
+
+def test_changed_log_is_reloaded(cli, tmp_path):
+    root = _case(tmp_path)
+    db = tmp_path / "c.duckdb"
+    cli("ingest", root, "--db", db)
+    before = query(db, "SELECT count(*) FROM node_facts")[0][0]
+    code, out, _ = cli("ingest", root, "--db", db, "--json")
+    assert json.loads(out)["unchanged"] is True
+    assert query(db, "SELECT count(*) FROM node_facts")[0][0] == before
+    (root / "logs" / "prefill-0.log").unlink()
+    code, out, _ = cli("ingest", root, "--db", db, "--json")
+    assert json.loads(out)["unchanged"] is False
+    assert query(db, "SELECT count(*) FROM nodes WHERE node = 'prefill-0'") == [(0,)]
