@@ -113,6 +113,8 @@ def test_logs_have_sglang_start_up_and_request_lines(case):
         assert kv and cap and args and int(cap.group(2)) == ctx and args.group(2) == role
         warned = f"KV pool holds {kv.group(1)} tokens, fewer than --context-length {ctx}."
         assert (warned in text[node]) == (int(kv.group(1)) < ctx)
+        pool_slots = nodes.filter(pl.col("node") == node)["pool_slots"][0]
+        assert int(kv.group(1)) == int(cap.group(1)) == pool_slots
     pool = int(re.search(r"max_total_num_tokens=(\d+)", text["prefill-0"]).group(1))
     stubs = req.filter((pl.col("prompt_tokens") > pool) & (pl.col("http_status") == 200))
     assert stubs.height

@@ -77,9 +77,9 @@ class Scenario:
         return self.prefill_pool
 
     def buffer_slots(self, role: str) -> int:
-        """Slots of a node's KV buffer: its max_total_num_tokens plus page 0, the padding page
-        that is never handed out (as SGLang sizes it). Slot ids lie in [0, buffer_slots)."""
-        return (self.prefill_pool if role == "prefill" else self.decode_pool) + self.page_size
+        """Slots of a node's KV pool as its log states them (max_total_num_tokens): slot ids
+        lie in [0, buffer_slots), page 0 among them is reserved and never handed out."""
+        return self.prefill_pool if role == "prefill" else self.decode_pool
 
     @property
     def body_cap(self) -> int:

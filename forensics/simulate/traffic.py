@@ -57,7 +57,13 @@ def _prompt_lengths(rng: np.random.Generator, n: int, sc: Scenario) -> np.ndarra
     low = np.log(sc.long_low * sc.context_len)
     long = np.exp(rng.uniform(low, np.log(sc.context_len), n))
     lengths = np.where(rng.random(n) < sc.long_share, long, body)
-    return np.clip(lengths.astype(np.int64), 2, sc.context_len)
+    lengths = np.clip(lengths.astype(np.int64), 2, sc.context_len)
+    # a prompt within one page of the pool would pass admission yet never fit beside the
+    # reserved page 0: such prompts are made one token longer than the pool instead
+    edge = (lengths > sc.prefill_pool - sc.page_size) & (lengths <= sc.prefill_pool)
+    over = sc.prefill_pool + 1
+    return np.where(edge, over if over <= sc.context_len else sc.prefill_pool - sc.page_size,
+                    lengths)
 
 
 def request_id(seed: int, i: int) -> str:
