@@ -78,3 +78,44 @@ def test_sample_incident_is_what_its_readme_command_makes(tmp_path):
         again = tmp_path / "again" / rel
         assert hashlib.sha256(again.read_bytes()).hexdigest() == hashlib.sha256(
             path.read_bytes()).hexdigest(), rel
+
+
+def test_model_test_calls_the_replay_functions_with_the_seam_contract(tmp_path, monkeypatch):
+    """--model test through stand-in replay modules: every slot names a writer position inside
+    that writer's tokens, the view is as long as the billed prompt, outputs come back as given."""
+    import types
+
+    calls: list[tuple[int, int]] = []
+
+    def prefill_first_token(model, token_ids):  # type: ignore[no-untyped-def]
+        assert model is tiny and len(token_ids) >= 1 and max(token_ids) < 64
+        return 1 + sum(token_ids) % 50
+
+    def greedy_decode(model, writers, slots, first_token, n_out):  # type: ignore[no-untyped-def]
+        for slot in slots:
+            if slot is not None:
+                assert 0 <= slot[1] < len(writers[slot[0]])
+        calls.append((len(slots), n_out))
+        return [first_token] + [7] * (n_out - 1)
+
+    decode = types.ModuleType("forensics.replay.decode")
+    decode.prefill_first_token = prefill_first_token  # type: ignore[attr-defined]
+    decode.greedy_decode = greedy_decode  # type: ignore[attr-defined]
+    testmodel = types.ModuleType("forensics.replay.testmodel")
+    tiny = types.SimpleNamespace(config=types.SimpleNamespace(vocab_size=64))
+    testmodel.load_test_model = lambda: tiny  # type: ignore[attr-defined]
+    package = types.ModuleType("forensics.replay")
+    package.decode = decode  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "forensics.replay", package)
+    monkeypatch.setitem(sys.modules, "forensics.replay.decode", decode)
+    monkeypatch.setitem(sys.modules, "forensics.replay.testmodel", testmodel)
+    out = tmp_path / "case"
+    simulate(out, SimOptions(requests=80, seed=9, scale=0.0005, days=0.01, model="test",
+                             overrides=(("long_share", 0.15),)))
+    req = pl.read_csv(out / "requests.csv").filter(pl.col("first_token_at").is_not_null())
+    assert sorted(calls) == sorted(zip(req["prompt_tokens"], req["completion_tokens"],
+                                       strict=True))
+    contents = pl.read_ndjson(out / "contents.jsonl")
+    outputs = [t for t in contents["output_token_ids"].to_list() if t]
+    assert outputs and all(t[1:] == [7] * (len(t) - 1) for t in outputs)
+    assert max(max(t) for t in contents["prompt_token_ids"].to_list()) < 64

@@ -124,7 +124,9 @@ def load_model(name: str, vocab_size: int) -> OutputModel:
                 "with the default --model synthetic"
             ) from exc
         model = load_test_model()
-        return ReplayModel(model, int(getattr(model, "vocab_size", vocab_size)))
+        config = getattr(model, "config", None)
+        vocab = getattr(config, "vocab_size", None) or getattr(model, "vocab_size", vocab_size)
+        return ReplayModel(model, int(vocab))
     from forensics.errors import UsageError
 
     raise UsageError(f"unknown --model '{name}'; use 'synthetic' or 'test'")
