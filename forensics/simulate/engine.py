@@ -76,7 +76,7 @@ class Engine:
         self.held: list[dict[int, np.ndarray]] = [{} for _ in self.names]
         self.pending: dict[int, Pending] = {}
         self.late: list[dict[int, np.ndarray]] = [{} for _ in self.names]  # stuck transfers
-        self.buf = L.EventBuffer(len(self.names))
+        self.buf = L.EventBuffer(len(self.names), capacity=flush_rows + (flush_rows >> 2))
         self.rng = np.random.default_rng([seed, 4])
         self.out = Outcome(len(traffic))
         self.hashes: list[str] = []

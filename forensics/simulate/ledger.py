@@ -50,6 +50,7 @@ class EventBuffer:
 
     def __init__(self, n_nodes: int, capacity: int = 1 << 16):
         self.data = np.empty((len(FIELDS), capacity), np.int64)
+        self.cap = capacity
         self.n = 0
         self.emitted = 0
         self.seq = np.zeros(n_nodes, dtype=np.int64)
@@ -61,6 +62,7 @@ class EventBuffer:
             grown = np.empty((len(FIELDS), max(need, cap * 2)), np.int64)
             grown[:, :self.n] = self.data[:, :self.n]
             self.data = grown
+            self.cap = grown.shape[1]
 
     def emit(self, ts: int, node: int, rid: int, op: int, start: int, count: int,
              pos: int = -1, src: int = 0, hash_id: int = -1) -> None:
@@ -75,7 +77,7 @@ class EventBuffer:
         """One event per contiguous slot run holding positions [p0, p1) laid out on pages."""
         if p1 <= p0:
             return
-        if self.n + (p1 - p0) // page_size + 2 > self.data.shape[1]:
+        if self.n + (p1 - p0) // page_size + 2 > self.cap:
             self._reserve((p1 - p0) // page_size + 2)
         n = K.emit_runs(self.data, self.n, self.emitted - self.n, pages, p0, p1, page_size,
                         ts, node, rid, op, src, hash_id)
