@@ -85,12 +85,12 @@ class NodeState:
 
     # ---- ops ------------------------------------------------------------------------------------
     def alloc(self, rid: int, a: int, b: int, order: int) -> None:
-        slots = np.arange(a, b)
-        s, o = self.others(rid, slots)
-        keep = o >= 0
-        if keep.any():
-            self.sink.violation(rid, self.node, s[keep], DOUBLE_ALLOCATION, o[keep])
         h1, h2 = self.h1[a:b], self.h2[a:b]
+        if self._anyone_else(rid, a, b, h1, h2):
+            s, o = self.others(rid, np.arange(a, b))
+            keep = o >= 0
+            if keep.any():
+                self.sink.violation(rid, self.node, s[keep], DOUBLE_ALLOCATION, o[keep])
         c1 = (h1 == -1) | (h1 == rid)
         c2 = ~c1 & ((h2 == -1) | (h2 == rid))
         h1[c1] = rid
@@ -99,6 +99,13 @@ class NodeState:
         self.h2o[a:b][c2] = order
         self.overflow += int((~c1 & ~c2).sum())
         self.ever[rid].append((a, b))
+
+    def _anyone_else(self, rid: int, a: int, b: int, h1: np.ndarray, h2: np.ndarray) -> bool:
+        """Whether a request other than rid holds any slot of [a, b) (cheap pre-check)."""
+        if ((h1 >= 0) & (h1 != rid)).any() or ((h2 >= 0) & (h2 != rid)).any():
+            return True
+        return any(other != rid and sa < b and a < sb
+                   for other, ranges in self.shares.items() for sa, sb, _, _ in ranges)
 
     def share(self, rid: int, a: int, b: int, order: int, hash_id: int) -> None:
         self.shares[rid].append([a, b, order, hash_id])
@@ -122,11 +129,16 @@ class NodeState:
 
     def write(self, rid: int, a: int, b: int, order: int, ts: int, pos: int, src: int,
               hash_id: int) -> None:
-        if not (b - a == 1 and (self.h1[a] == rid or self.h2[a] == rid)):
-            slots = np.arange(a, b)
-            held = self.holds(rid, slots)
-            if not held.all():
-                self.write_violation(rid, slots[~held])
+        if b - a == 1:  # a decode step: scalar updates
+            if not (self.h1[a] == rid or self.h2[a] == rid):
+                self.write_violation(rid, np.array([a]))
+            self.lw[a], self.lpos[a], self.lord[a], self.lts[a] = rid, pos, order, ts
+            self.lsrc[a], self.lhash[a] = src, hash_id
+            return
+        slots = np.arange(a, b)
+        held = self.holds(rid, slots)
+        if not held.all():
+            self.write_violation(rid, slots[~held])
         self.lw[a:b] = rid
         self.lpos[a:b] = np.arange(pos, pos + b - a)
         self.lord[a:b] = order
