@@ -125,7 +125,8 @@ def load_model(name: str, vocab_size: int) -> OutputModel:
             ) from exc
         model = load_test_model()
         config = getattr(model, "config", None)
-        vocab = getattr(config, "vocab_size", None) or getattr(model, "vocab_size", vocab_size)
+        vocab: int = getattr(config, "vocab_size", None) or getattr(model, "vocab_size",
+                                                                   vocab_size)
         return ReplayModel(model, int(vocab))
     from forensics.errors import UsageError
 
