@@ -110,6 +110,13 @@ class ReplayModel:
         return [int(t) for t in out]
 
 
+def _vocab_of(model: Any, default: int) -> int:
+    """The model's vocabulary size (from its config, as transformers models keep it)."""
+    found = getattr(getattr(model, "config", None), "vocab_size", None)
+    found = found or getattr(model, "vocab_size", None)
+    return int(found) if found else default
+
+
 def load_model(name: str, vocab_size: int) -> OutputModel:
     """`synthetic` (default) or `test` (the replay package's small deterministic model)."""
     if name == "synthetic":
@@ -124,10 +131,7 @@ def load_model(name: str, vocab_size: int) -> OutputModel:
                 "with the default --model synthetic"
             ) from exc
         model = load_test_model()
-        config = getattr(model, "config", None)
-        vocab: int = getattr(config, "vocab_size", None) or getattr(model, "vocab_size",
-                                                                   vocab_size)
-        return ReplayModel(model, int(vocab))
+        return ReplayModel(model, _vocab_of(model, vocab_size))
     from forensics.errors import UsageError
 
     raise UsageError(f"unknown --model '{name}'; use 'synthetic' or 'test'")
