@@ -46,9 +46,11 @@ def main() -> None:
         summary = simulate(Path(tmp) / "case", opts)
         total = time.perf_counter() - start
         size = sum(p.stat().st_size for p in (Path(tmp) / "case").rglob("*") if p.is_file())
-    print(f"end to end  : {summary['events']:,} events in {total:.2f} s = "
-          f"{summary['events'] / total:,.0f} events/s ({size / 1e6:.0f} MB written, "
-          f"{args.requests:,} requests)")
+    print(
+        f"end to end  : {summary['events']:,} events in {total:.2f} s = "
+        f"{summary['events'] / total:,.0f} events/s ({size / 1e6:.0f} MB written, "
+        f"{args.requests:,} requests)"
+    )
 
 
 if __name__ == "__main__":

@@ -18,8 +18,12 @@ OP_RANK = {"free": 0, "alloc": 1, "share": 2, "write": 3, "read": 4}
 def _ts_us(col: pa.ChunkedArray) -> list[int]:
     if pa.types.is_timestamp(col.type):
         return col.cast(pa.timestamp("us", tz="UTC")).cast(pa.int64()).to_pylist()
-    return pl.Series(col.to_pylist()).str.to_datetime(time_unit="us", time_zone="UTC").dt.epoch(
-        "us").to_list()
+    return (
+        pl.Series(col.to_pylist())
+        .str.to_datetime(time_unit="us", time_zone="UTC")
+        .dt.epoch("us")
+        .to_list()
+    )
 
 
 def read_ledger(case: Path) -> pl.DataFrame:
@@ -31,7 +35,8 @@ def read_ledger(case: Path) -> pl.DataFrame:
         t = pq.read_table(path)
         df = pl.from_arrow(t.drop(["ts"])).with_columns(
             ts=pl.Series(_ts_us(t["ts"]), dtype=pl.Int64),
-            input_order=pl.int_range(offset, offset + t.num_rows, eager=False))
+            input_order=pl.int_range(offset, offset + t.num_rows, eager=False),
+        )
         offset += t.num_rows
         frames.append(df)
     return pl.concat(frames, how="diagonal_relaxed")
@@ -137,12 +142,15 @@ def engine_truth(df: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
         cols = {
             "op": part["op"].replace_strict({o: i for i, o in enumerate(L.OPS)}).to_numpy(),
             "rid": part["request_id"].replace_strict({r: i for i, r in enumerate(ids)}).to_numpy(),
-            "start": part["slot_start"].to_numpy(), "count": part["slot_count"].to_numpy(),
-            "seq": np.arange(1, part.height + 1), "ts": part["ts"].to_numpy(),
+            "start": part["slot_start"].to_numpy(),
+            "count": part["slot_count"].to_numpy(),
+            "seq": np.arange(1, part.height + 1),
+            "ts": part["ts"].to_numpy(),
             "pos": part["pos_start"].fill_null(-1).to_numpy(),
             "src": part["source"].replace_strict(src_codes, default=0).to_numpy(),
-            "hash": part["content_hash"].replace_strict(
-                {h: i for i, h in enumerate(hashes)}, default=-1).to_numpy(),
+            "hash": part["content_hash"]
+            .replace_strict({h: i for i, h in enumerate(hashes)}, default=-1)
+            .to_numpy(),
         }
         size = int((part["slot_start"] + part["slot_count"]).max())
         apply(NodeState(k, size, pieces), cols, slice(0, part.height))

@@ -28,8 +28,11 @@ def _run(tmp_path_factory, name, **kw):
 
 
 def _digest(folder):
-    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(folder.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
 
 
 @pytest.fixture(scope="module")
@@ -103,8 +106,9 @@ def test_decode_reuses_the_most_recently_freed_pages(tmp_path):
         last_free_first_slot = None
         prev = None
         for e in ev.iter_rows(named=True):
-            if e["op"] == "free" and (prev is None or prev["op"] != "free"
-                                      or prev["request_id"] != e["request_id"]):
+            if e["op"] == "free" and (
+                prev is None or prev["op"] != "free" or prev["request_id"] != e["request_id"]
+            ):
                 last_free_first_slot = e["slot_start"]
             if e["op"] == "alloc" and e["pos_start"] == 0 and last_free_first_slot is not None:
                 assert e["slot_start"] == last_free_first_slot
@@ -133,15 +137,18 @@ def test_oversize_stub_is_the_incident(incident, clean):
     assert receivers and receivers <= set(long["request_id"])
     assert set(exp["kind"]) <= {"stale", "overwritten"}
     # early first token: far below the prefill time of the billed prompt at the normal rate
-    ttft = (pl.col("first_token_at").str.to_datetime(time_zone="UTC")
-            - pl.col("received_at").str.to_datetime(time_zone="UTC"))
+    ttft = pl.col("first_token_at").str.to_datetime(time_zone="UTC") - pl.col(
+        "received_at"
+    ).str.to_datetime(time_zone="UTC")
     fast = long.with_columns(ttft=ttft.dt.total_microseconds())["ttft"]
     assert (fast < 100_000).all()
     stubs = {r: p for r, p in long.select("request_id", "prompt_tokens").rows()}
     contents = pl.read_ndjson(incident / "contents.jsonl")
     for row in contents.filter(pl.col("request_id").is_in(list(stubs))).iter_rows(named=True):
-        assert len(row["processed_token_ids"]) == 1 and len(row["prompt_token_ids"]) == stubs[
-            row["request_id"]]
+        assert (
+            len(row["processed_token_ids"]) == 1
+            and len(row["prompt_token_ids"]) == stubs[row["request_id"]]
+        )
     # bug off: the same prompts are refused with HTTP 400 and leave no KV events
     off = _requests(clean).filter(pl.col("prompt_tokens") > pool)
     assert (off["http_status"] == 400).all() and off["completion_tokens"].sum() == 0
@@ -155,7 +162,8 @@ def test_fixed_at_refuses_later_over_long_prompts(tmp_path):
     req = _requests(out)
     pool = _pool(out)
     long = req.filter(pl.col("prompt_tokens") > pool).with_columns(
-        late=pl.col("received_at").str.to_datetime(time_zone="UTC") >= fixed)
+        late=pl.col("received_at").str.to_datetime(time_zone="UTC") >= fixed
+    )
     before, after = long.filter(~pl.col("late")), long.filter(pl.col("late"))
     assert before.height and after.height
     assert (before["http_status"] == 200).all() and (after["http_status"] == 400).all()
@@ -165,11 +173,14 @@ def test_fixed_at_refuses_later_over_long_prompts(tmp_path):
     assert not set(after["request_id"]) & set(read_ledger(out)["request_id"])
 
 
-@pytest.mark.parametrize("bug, rate, expect", [
-    ("late-transfer", ("late_transfer_rate", 0.3), {"write-after-free"}),
-    ("double-alloc", ("double_alloc_rate", 0.3), {"double-allocation"}),
-    ("prefix-collision", ("prefix_collision_rate", 0.5), {"prefix-mismatch"}),
-])
+@pytest.mark.parametrize(
+    "bug, rate, expect",
+    [
+        ("late-transfer", ("late_transfer_rate", 0.3), {"write-after-free"}),
+        ("double-alloc", ("double_alloc_rate", 0.3), {"double-allocation"}),
+        ("prefix-collision", ("prefix_collision_rate", 0.5), {"prefix-mismatch"}),
+    ],
+)
 def test_each_bug_shows_in_the_ground_truth(tmp_path, bug, rate, expect):
     out = tmp_path / bug
     busy = {**SMALL, "overrides": (LONG, rate), "days": 0.0002}  # a request every ~100 ms

@@ -15,19 +15,44 @@ import pytest
 
 from forensics.simulate.run import SimOptions, simulate
 
-REQUEST_COLS = ["request_id", "account_id", "model", "received_at", "first_token_at",
-                "completed_at", "http_status", "prompt_tokens", "completion_tokens",
-                "prefill_node", "decode_node", "response_sha256"]
-KV_COLS = ["ts", "seq", "node", "request_id", "op", "slot_start", "slot_count", "pos_start",
-           "source", "content_hash"]
+REQUEST_COLS = [
+    "request_id",
+    "account_id",
+    "model",
+    "received_at",
+    "first_token_at",
+    "completed_at",
+    "http_status",
+    "prompt_tokens",
+    "completion_tokens",
+    "prefill_node",
+    "decode_node",
+    "response_sha256",
+]
+KV_COLS = [
+    "ts",
+    "seq",
+    "node",
+    "request_id",
+    "op",
+    "slot_start",
+    "slot_count",
+    "pos_start",
+    "source",
+    "content_hash",
+]
 ISO = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}(Z|\+00:00)$")
 
 
 @pytest.fixture(scope="module")
 def case(tmp_path_factory):
     out = tmp_path_factory.mktemp("files") / "case"
-    simulate(out, SimOptions(requests=120, seed=4, scale=0.0005, days=0.01,
-                             overrides=(("long_share", 0.12),)))
+    simulate(
+        out,
+        SimOptions(
+            requests=120, seed=4, scale=0.0005, days=0.01, overrides=(("long_share", 0.12),)
+        ),
+    )
     return out
 
 
@@ -43,8 +68,17 @@ def test_requests_accounts_nodes_follow_the_contract(case):
     assert acc.columns == ["account_id", "name", "contact_email", "jurisdiction"]
     assert set(req["account_id"]) <= set(acc["account_id"])
     nodes = pl.read_csv(case / "nodes.csv")
-    assert nodes.columns == ["node", "role", "model", "engine", "engine_version", "page_size",
-                             "pool_slots", "context_len", "started_at"]
+    assert nodes.columns == [
+        "node",
+        "role",
+        "model",
+        "engine",
+        "engine_version",
+        "page_size",
+        "pool_slots",
+        "context_len",
+        "started_at",
+    ]
     assert set(nodes["role"]) == {"prefill", "decode"}
 
 
@@ -78,8 +112,7 @@ def test_contents_hold_the_prompts_as_billed(case):
     req = pl.read_csv(case / "requests.csv")
     rows = [json.loads(line) for line in (case / "contents.jsonl").read_text().splitlines()]
     assert [r["request_id"] for r in rows] == req["request_id"].to_list()
-    for r, billed, n_out in zip(rows, req["prompt_tokens"], req["completion_tokens"],
-                                strict=True):
+    for r, billed, n_out in zip(rows, req["prompt_tokens"], req["completion_tokens"], strict=True):
         assert len(r["prompt_token_ids"]) == billed and len(r["output_token_ids"]) == n_out
 
 
@@ -103,13 +136,22 @@ def test_logs_have_sglang_start_up_and_request_lines(case):
     for node, role, ctx in nodes.select("node", "role", "context_len").rows():
         lines = text[node].splitlines()
         assert all(re.match(prefix, line) for line in lines)
-        kv = re.search(r"KV Cache is allocated\. dtype: \S+, #tokens: (\d+), K size: [\d.]+ GB, "
-                       r"V size: [\d.]+ GB", text[node])
-        cap = re.search(r"max_total_num_tokens=(\d+), chunked_prefill_size=\d+, "
-                        r"max_prefill_tokens=\d+, max_running_requests=\d+, context_len=(\d+), "
-                        r"available_gpu_mem=[\d.]+ GB", text[node])
-        args = re.search(r"server_args=ServerArgs\(.*page_size=(\d+).*"
-                         r"disaggregation_mode='(\w+)'", text[node])
+        kv = re.search(
+            r"KV Cache is allocated\. dtype: \S+, #tokens: (\d+), K size: [\d.]+ GB, "
+            r"V size: [\d.]+ GB",
+            text[node],
+        )
+        cap = re.search(
+            r"max_total_num_tokens=(\d+), chunked_prefill_size=\d+, "
+            r"max_prefill_tokens=\d+, max_running_requests=\d+, context_len=(\d+), "
+            r"available_gpu_mem=[\d.]+ GB",
+            text[node],
+        )
+        args = re.search(
+            r"server_args=ServerArgs\(.*page_size=(\d+).*"
+            r"disaggregation_mode='(\w+)'",
+            text[node],
+        )
         assert kv and cap and args and int(cap.group(2)) == ctx and args.group(2) == role
         warned = f"KV pool holds {kv.group(1)} tokens, fewer than --context-length {ctx}."
         assert (warned in text[node]) == (int(kv.group(1)) < ctx)
@@ -123,12 +165,22 @@ def test_logs_have_sglang_start_up_and_request_lines(case):
 
 
 def test_cli_writes_a_case_and_rejects_unknown_bugs(cli, tmp_path):
-    code, out, _ = cli("simulate", tmp_path / "c", "--requests", "20", "--seed", "1",
-                       "--scale", "0.0005", "--json")
+    code, out, _ = cli(
+        "simulate", tmp_path / "c", "--requests", "20", "--seed", "1", "--scale", "0.0005", "--json"
+    )
     assert code == 0 and json.loads(out)["requests"] == 20
     assert (tmp_path / "c" / "ground_truth" / "exposures.csv").exists()
     code, _, err = cli("simulate", tmp_path / "d", "--requests", "5", "--bug", "late-transfr")
     assert code == 2 and "late-transfer" in err
-    code, _, _ = cli("simulate", tmp_path / "e", "--requests", "5", "--scale", "0.0005",
-                     "--no-truth", "--bug", "none")
+    code, _, _ = cli(
+        "simulate",
+        tmp_path / "e",
+        "--requests",
+        "5",
+        "--scale",
+        "0.0005",
+        "--no-truth",
+        "--bug",
+        "none",
+    )
     assert code == 0 and not (tmp_path / "e" / "ground_truth").exists()

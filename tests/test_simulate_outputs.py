@@ -38,8 +38,12 @@ def test_output_model_sees_what_each_first_decode_read_held(tmp_path, monkeypatc
 
     monkeypatch.setattr(run_mod, "load_model", lambda name, vocab: recorder)
     out = tmp_path / "case"
-    simulate(out, SimOptions(requests=120, seed=9, scale=0.0005, days=0.01,
-                             overrides=(("long_share", 0.15),)))
+    simulate(
+        out,
+        SimOptions(
+            requests=120, seed=9, scale=0.0005, days=0.01, overrides=(("long_share", 0.15),)
+        ),
+    )
     req = pl.read_csv(out / "requests.csv")
     ids = req["request_id"].to_list()
     decoded = req.filter(pl.col("first_token_at").is_not_null())
@@ -76,8 +80,10 @@ def test_sample_incident_is_what_its_readme_command_makes(tmp_path):
     for path in sorted(p for p in sample.rglob("*") if p.is_file() and p.name != "README.md"):
         rel = path.relative_to(sample)
         again = tmp_path / "again" / rel
-        assert hashlib.sha256(again.read_bytes()).hexdigest() == hashlib.sha256(
-            path.read_bytes()).hexdigest(), rel
+        assert (
+            hashlib.sha256(again.read_bytes()).hexdigest()
+            == hashlib.sha256(path.read_bytes()).hexdigest()
+        ), rel
 
 
 def test_model_test_calls_the_replay_functions_with_the_seam_contract(tmp_path, monkeypatch):
@@ -110,11 +116,19 @@ def test_model_test_calls_the_replay_functions_with_the_seam_contract(tmp_path, 
     monkeypatch.setitem(sys.modules, "forensics.replay.decode", decode)
     monkeypatch.setitem(sys.modules, "forensics.replay.testmodel", testmodel)
     out = tmp_path / "case"
-    simulate(out, SimOptions(requests=80, seed=9, scale=0.0005, days=0.01, model="test",
-                             overrides=(("long_share", 0.15),)))
+    simulate(
+        out,
+        SimOptions(
+            requests=80,
+            seed=9,
+            scale=0.0005,
+            days=0.01,
+            model="test",
+            overrides=(("long_share", 0.15),),
+        ),
+    )
     req = pl.read_csv(out / "requests.csv").filter(pl.col("first_token_at").is_not_null())
-    assert sorted(calls) == sorted(zip(req["prompt_tokens"], req["completion_tokens"],
-                                       strict=True))
+    assert sorted(calls) == sorted(zip(req["prompt_tokens"], req["completion_tokens"], strict=True))
     contents = pl.read_ndjson(out / "contents.jsonl")
     outputs = [t for t in contents["output_token_ids"].to_list() if t]
     assert outputs and all(t[1:] == [7] * (len(t) - 1) for t in outputs)

@@ -16,11 +16,17 @@ from forensics.simulate.run import SimOptions, simulate
 
 def _example_ledger(folder):
     frames, offset = [], 0
-    files = [folder / "kv_events.csv"] if (folder / "kv_events.csv").exists() else sorted(
-        (folder / "kv_events").iterdir())
+    files = (
+        [folder / "kv_events.csv"]
+        if (folder / "kv_events.csv").exists()
+        else sorted((folder / "kv_events").iterdir())
+    )
     for path in files:
-        df = (pl.read_csv(path, infer_schema_length=0) if path.suffix == ".csv"
-              else pl.read_ndjson(path).cast(pl.String))
+        df = (
+            pl.read_csv(path, infer_schema_length=0)
+            if path.suffix == ".csv"
+            else pl.read_ndjson(path).cast(pl.String)
+        )
         df = df.with_columns(input_order=pl.int_range(offset, offset + df.height))
         offset += df.height
         frames.append(df)
@@ -35,8 +41,9 @@ def _example_ledger(folder):
     for col in ("seq", "source", "content_hash"):
         if col not in df.columns:
             df = df.with_columns(pl.lit(None, pl.String if col != "seq" else pl.Int64).alias(col))
-    return df.with_columns(pl.col("source").replace("", None),
-                           pl.col("content_hash").replace("", None))
+    return df.with_columns(
+        pl.col("source").replace("", None), pl.col("content_hash").replace("", None)
+    )
 
 
 def _expected(folder, name, cols):
@@ -65,21 +72,25 @@ def test_naive_oracle_reproduces_the_worked_examples(name):
     folder = EXAMPLES / name
     exposures, violations = naive_truth(_example_ledger(folder))
     got = {tuple(map(str, r)) for r in coalesce(exposures, 4)}
-    want = {(r, w, n, s, c, k) for r, w, n, s, c, k in
-            _expected(folder, "expected_exposures.csv", EXP_COLS)}
+    want = {
+        (r, w, n, s, c, k)
+        for r, w, n, s, c, k in _expected(folder, "expected_exposures.csv", EXP_COLS)
+    }
     assert {(r, w, n, s, c, k) for r, w, n, k, s, c in got} == want
-    got_v = {(r, n, s, c, v, "" if o is None else o)
-             for r, n, v, o, s, c in coalesce(violations, 4)}
-    want_v = {(r, n, int(s), int(c), v, o) for r, n, s, c, v, o in
-              _expected(folder, "expected_violations.csv", VIO_COLS)}
+    got_v = {
+        (r, n, s, c, v, "" if o is None else o) for r, n, v, o, s, c in coalesce(violations, 4)
+    }
+    want_v = {
+        (r, n, int(s), int(c), v, o)
+        for r, n, s, c, v, o in _expected(folder, "expected_violations.csv", VIO_COLS)
+    }
     assert got_v == want_v
 
 
 @pytest.fixture(scope="module")
 def all_bugs(tmp_path_factory):
     out = tmp_path_factory.mktemp("allbugs") / "case"
-    simulate(out, SimOptions(requests=160, seed=11, scale=0.0005, bugs=frozenset(BUGS),
-                             days=0.02))
+    simulate(out, SimOptions(requests=160, seed=11, scale=0.0005, bugs=frozenset(BUGS), days=0.02))
     return out
 
 

@@ -63,8 +63,9 @@ class Pending:
 
 
 class Engine:
-    def __init__(self, sc: Scenario, traffic: Traffic, seed: int, sink: Sink,
-                 flush_rows: int = 1 << 20):
+    def __init__(
+        self, sc: Scenario, traffic: Traffic, seed: int, sink: Sink, flush_rows: int = 1 << 20
+    ):
         self.sc, self.tr, self.seed, self.sink = sc, traffic, seed, sink
         self.flush_rows = flush_rows
         self.page_size = sc.page_size
@@ -91,8 +92,9 @@ class Engine:
         self.dnode: list[int] = (traffic.decode_node + sc.prefill_nodes).tolist()
         self.outlen: list[int] = traffic.output_len.tolist()
         self.abort: list[bool] = traffic.abort.tolist()
-        self.batch_gap: list[int] = (2_000 + self.rng.exponential(15_000, len(traffic))).astype(
-            np.int64).tolist()  # from transfer done to the decode batch that takes the request
+        self.batch_gap: list[int] = (
+            (2_000 + self.rng.exponential(15_000, len(traffic))).astype(np.int64).tolist()
+        )  # from transfer done to the decode batch that takes the request
         self.late_bug = sc.bug("late-transfer")
         self._counter = 0
 
@@ -104,8 +106,9 @@ class Engine:
     def hash_id(self, tpl: int, length: int) -> int:
         key = (tpl, length)
         if key not in self._hash_ids:
-            tokens = template_tokens(self.seed, tpl, int(self.tr.template_lengths[tpl]),
-                                     self.sc.vocab_size)[:length]
+            tokens = template_tokens(
+                self.seed, tpl, int(self.tr.template_lengths[tpl]), self.sc.vocab_size
+            )[:length]
             self._hash_ids[key] = len(self.hashes)
             self.hashes.append(prefix_hash(tokens))
         return self._hash_ids[key]
@@ -121,8 +124,15 @@ class Engine:
     def run(self) -> Outcome:
         for i in range(len(self.tr)):
             self.admit(i)
-        handlers = (self.prealloc, self.p_start, self.p_free, self.d_abort, self.d_start,
-                    self.d_free, self.late_tx)
+        handlers = (
+            self.prealloc,
+            self.p_start,
+            self.p_free,
+            self.d_abort,
+            self.d_start,
+            self.d_free,
+            self.late_tx,
+        )
         while self.heap:
             t, _, _, kind, i, extra = heapq.heappop(self.heap)
             if self.buf.n >= self.flush_rows:
@@ -138,10 +148,13 @@ class Engine:
         if prompt > sc.max_prefill_tokens:
             fixed = sc.fixed_at is not None and t >= int(sc.fixed_at.timestamp() * 1e6)
             if not sc.bug("oversize-stub") or fixed:
-                self.log(t + 1_000, self.pnode[i],
-                         f"Input length ({prompt} tokens) exceeds the maximum allowed length "
-                         f"({sc.max_prefill_tokens} tokens). Use a shorter input or enable "
-                         "--allow-auto-truncate.")
+                self.log(
+                    t + 1_000,
+                    self.pnode[i],
+                    f"Input length ({prompt} tokens) exceeds the maximum allowed length "
+                    f"({sc.max_prefill_tokens} tokens). Use a shorter input or enable "
+                    "--allow-auto-truncate.",
+                )
                 self.out.status[i] = 400
                 self.out.completed_us[i] = t + 1_500
                 return
@@ -227,20 +240,29 @@ class Engine:
             self.buf.runs(pages, 0, ms, ps, t, p, i, L.SHARE, hash_id=self.hash_id(tpl, ms))
         self.buf.runs(pages, ms, len(pages) * ps, ps, t, p, i, L.ALLOC)
         if self.out.stub[i]:
-            self.log(t, p, f"Request {self.tr.request_ids[i]} exceeds the maximum number of "
-                           f"tokens: {self.prompt[i]} > {sc.max_prefill_tokens}")
+            self.log(
+                t,
+                p,
+                f"Request {self.tr.request_ids[i]} exceeds the maximum number of "
+                f"tokens: {self.prompt[i]} > {sc.max_prefill_tokens}",
+            )
         insert = entry is None and m > 0
         tw = t + 15_000 + int((n - ms) / sc.prefill_tokens_per_s * 1e6)
         if insert:
-            self.buf.runs(pages, 0, m * ps, ps, tw, p, i, L.WRITE, L.SRC_PREFILL,
-                          self.hash_id(tpl, m * ps))
+            self.buf.runs(
+                pages, 0, m * ps, ps, tw, p, i, L.WRITE, L.SRC_PREFILL, self.hash_id(tpl, m * ps)
+            )
         self.buf.runs(pages, m * ps if insert else ms, n, ps, tw, p, i, L.WRITE, L.SRC_PREFILL)
         self.buf.runs(pages, 0, n, ps, tw + 1, p, i, L.READ)
         self.out.cached_tokens[i] = ms
-        self.log(tw, p, f"Prefill batch, #new-seq: 1, #new-token: {n - ms}, #cached-token: {ms}, "
-                        f"token usage: {self.usage(p):.2f}, #running-req: {len(self.held[p])}, "
-                        f"#queue-req: 0, input throughput (token/s): "
-                        f"{(n - ms) / max(1e-6, (tw - t) / 1e6):.2f}")
+        self.log(
+            tw,
+            p,
+            f"Prefill batch, #new-seq: 1, #new-token: {n - ms}, #cached-token: {ms}, "
+            f"token usage: {self.usage(p):.2f}, #running-req: {len(self.held[p])}, "
+            f"#queue-req: 0, input throughput (token/s): "
+            f"{(n - ms) / max(1e-6, (tw - t) / 1e6):.2f}",
+        )
         t_tx = tw + 2 + 2_000 + int(n / sc.transfer_tokens_per_s * 1e6)
         self.pending[i] = Pending(own, pages, entry, tpl if insert else -1)
         self.push(t_tx + 1, P_FREE, i)
@@ -262,8 +284,9 @@ class Engine:
         cache = self.caches[p]
         if st.insert_key >= 0 and st.insert_key not in cache.entries:
             m = self.tlen[i] // ps
-            cache.insert(st.insert_key, CacheEntry(st.own[:m].copy(), i,
-                                                   self.hash_id(st.insert_key, m * ps)))
+            cache.insert(
+                st.insert_key, CacheEntry(st.own[:m].copy(), i, self.hash_id(st.insert_key, m * ps))
+            )
         self.pools[p].release(st.own)
 
     # ---- decode ------------------------------------------------------------------------------
@@ -287,9 +310,13 @@ class Engine:
         self.out.n_out[i] = n_out
         live = self.held[d]
         tokens = sum(len(v) for v in live.values()) * ps
-        self.log(t, d, f"Decode batch, #running-req: {len(live)}, #token: {tokens}, token usage: "
-                       f"{self.usage(d):.2f}, cuda graph: True, gen throughput (token/s): "
-                       f"{len(live) * 1e6 / tpot:.2f}, #queue-req: 0")
+        self.log(
+            t,
+            d,
+            f"Decode batch, #running-req: {len(live)}, #token: {tokens}, token usage: "
+            f"{self.usage(d):.2f}, cuda graph: True, gen throughput (token/s): "
+            f"{len(live) * 1e6 / tpot:.2f}, #queue-req: 0",
+        )
         end = prompt + n_out - 1  # positions prompt .. end-1 are written by decode steps
         first_new = len(pages)
         if grow > 0 and end > len(pages) * ps:
@@ -330,5 +357,6 @@ class Engine:
         d = self.decode_node(i)
         pages = self.late[d].pop(i, None)
         if pages is not None:
-            self.buf.runs(pages, 0, self.n_proc(i), self.page_size, t, d, i, L.WRITE,
-                          L.SRC_TRANSFER)
+            self.buf.runs(
+                pages, 0, self.n_proc(i), self.page_size, t, d, i, L.WRITE, L.SRC_TRANSFER
+            )

@@ -53,8 +53,7 @@ def _row(data, n, emit, ts, node, rid, op, start, count, pos, src, h):  # type: 
 
 
 @njit(cache=True)
-def emit_runs(data, n, emit0, pages, p0, p1, ps, ts, node, rid, op, src,
-              h):  # type: ignore[no-untyped-def]
+def emit_runs(data, n, emit0, pages, p0, p1, ps, ts, node, rid, op, src, h):  # type: ignore[no-untyped-def]
     """One row per contiguous slot run holding positions [p0, p1) of a sequence laid out on
     `pages`. Returns the new row count."""
     pos = p0
@@ -74,14 +73,25 @@ def emit_runs(data, n, emit0, pages, p0, p1, ps, ts, node, rid, op, src,
 
 
 @njit(cache=True)
-def emit_steps(data, n, emit0, pages, first_new, prompt, end, t, tpot, ps, node,
-               rid):  # type: ignore[no-untyped-def]
+def emit_steps(data, n, emit0, pages, first_new, prompt, end, t, tpot, ps, node, rid):  # type: ignore[no-untyped-def]
     """Decode steps writing positions [prompt, end): the alloc of each page from first_new on
     at the step that first uses it, then per step a decode write and a read of that slot."""
     for g in range(first_new, len(pages)):
         first = g * ps
-        _row(data, n, emit0 + n, t + (first - prompt + 1) * tpot, node, rid, ALLOC,
-             pages[g] * ps, ps, first, 0, -1)
+        _row(
+            data,
+            n,
+            emit0 + n,
+            t + (first - prompt + 1) * tpot,
+            node,
+            rid,
+            ALLOC,
+            pages[g] * ps,
+            ps,
+            first,
+            0,
+            -1,
+        )
         n += 1
     for pos in range(prompt, end):
         ts = t + (pos - prompt + 1) * tpot

@@ -60,42 +60,98 @@ class EventBuffer:
         cap = self.data.shape[1]
         if need > cap:
             grown = np.empty((len(FIELDS), max(need, cap * 2)), np.int64)
-            grown[:, :self.n] = self.data[:, :self.n]
+            grown[:, : self.n] = self.data[:, : self.n]
             self.data = grown
             self.cap = grown.shape[1]
 
-    def emit(self, ts: int, node: int, rid: int, op: int, start: int, count: int,
-             pos: int = -1, src: int = 0, hash_id: int = -1) -> None:
+    def emit(
+        self,
+        ts: int,
+        node: int,
+        rid: int,
+        op: int,
+        start: int,
+        count: int,
+        pos: int = -1,
+        src: int = 0,
+        hash_id: int = -1,
+    ) -> None:
         """Append one event (pos -1: none; hash_id -1: none)."""
         self._reserve(1)
         self.data[:, self.n] = (ts, node, rid, op, start, count, pos, src, hash_id, self.emitted)
         self.n += 1
         self.emitted += 1
 
-    def runs(self, pages: np.ndarray, p0: int, p1: int, page_size: int, ts: int, node: int,
-             rid: int, op: int, src: int = 0, hash_id: int = -1) -> None:
+    def runs(
+        self,
+        pages: np.ndarray,
+        p0: int,
+        p1: int,
+        page_size: int,
+        ts: int,
+        node: int,
+        rid: int,
+        op: int,
+        src: int = 0,
+        hash_id: int = -1,
+    ) -> None:
         """One event per contiguous slot run holding positions [p0, p1) laid out on pages."""
         if p1 <= p0:
             return
         if self.n + (p1 - p0) // page_size + 2 > self.cap:
             self._reserve((p1 - p0) // page_size + 2)
-        n = K.emit_runs(self.data, self.n, self.emitted - self.n, pages, p0, p1, page_size,
-                        ts, node, rid, op, src, hash_id)
+        n = K.emit_runs(
+            self.data,
+            self.n,
+            self.emitted - self.n,
+            pages,
+            p0,
+            p1,
+            page_size,
+            ts,
+            node,
+            rid,
+            op,
+            src,
+            hash_id,
+        )
         self.emitted += n - self.n
         self.n = n
 
-    def steps(self, pages: np.ndarray, first_new: int, prompt: int, end: int, t: int,
-              tpot: int, page_size: int, node: int, rid: int) -> None:
+    def steps(
+        self,
+        pages: np.ndarray,
+        first_new: int,
+        prompt: int,
+        end: int,
+        t: int,
+        tpot: int,
+        page_size: int,
+        node: int,
+        rid: int,
+    ) -> None:
         """Decode steps for positions [prompt, end) (see kernels.emit_steps)."""
         self._reserve(len(pages) - first_new + 2 * max(0, end - prompt))
-        n = K.emit_steps(self.data, self.n, self.emitted - self.n, pages, first_new, prompt,
-                         end, t, tpot, page_size, node, rid)
+        n = K.emit_steps(
+            self.data,
+            self.n,
+            self.emitted - self.n,
+            pages,
+            first_new,
+            prompt,
+            end,
+            t,
+            tpot,
+            page_size,
+            node,
+            rid,
+        )
         self.emitted += n - self.n
         self.n = n
 
     def flush(self, before: int | None = None) -> Chunk:
         """Take out every event with ts < before (all when None), in final order, with seq."""
-        live = self.data[:, :self.n]
+        live = self.data[:, : self.n]
         key = self._sort_key(live)
         if before is None:
             order = np.argsort(key, kind="stable")
@@ -105,7 +161,7 @@ class EventBuffer:
             take, keep = np.flatnonzero(mask), np.flatnonzero(~mask)
             order = take[np.argsort(key[take], kind="stable")]
         out = live[:, order]
-        self.data[:, :len(keep)] = live[:, keep]
+        self.data[:, : len(keep)] = live[:, keep]
         self.n = len(keep)
         cols = {name: out[k] for k, name in enumerate(FIELDS)}
         cols["seq"] = self._number(cols["node"])
@@ -129,8 +185,9 @@ class EventBuffer:
         if len(node) == 0:
             return seq
         cuts = np.flatnonzero(np.diff(node)) + 1
-        for s, e in zip(np.concatenate(([0], cuts)), np.concatenate((cuts, [len(node)])),
-                        strict=True):
+        for s, e in zip(
+            np.concatenate(([0], cuts)), np.concatenate((cuts, [len(node)])), strict=True
+        ):
             n = int(node[s])
             seq[s:e] = np.arange(self.seq[n] + 1, self.seq[n] + 1 + (e - s))
             self.seq[n] += e - s

@@ -26,27 +26,39 @@ def _rank(role: str) -> str:
 def startup_lines(sc: Scenario, node: str, role: str, t0: int) -> list[tuple[int, str]]:
     pool = sc.prefill_pool if role == "prefill" else sc.decode_pool
     size = pool * GIB_PER_TOKEN
-    args = (f"server_args=ServerArgs(model_path='{sc.model}', tokenizer_path='{sc.model}', "
-            f"tokenizer_mode='auto', load_format='auto', trust_remote_code=True, "
-            f"dtype='bfloat16', kv_cache_dtype='auto', context_length={sc.context_len}, "
-            f"mem_fraction_static=0.88, max_running_requests=128, chunked_prefill_size=8192, "
-            f"max_prefill_tokens=16384, page_size={sc.page_size}, tp_size=8, "
-            f"disaggregation_mode='{role}', disaggregation_transfer_backend='mooncake', "
-            f"num_reserved_decode_tokens=512, host='0.0.0.0', port=30000)")
+    args = (
+        f"server_args=ServerArgs(model_path='{sc.model}', tokenizer_path='{sc.model}', "
+        f"tokenizer_mode='auto', load_format='auto', trust_remote_code=True, "
+        f"dtype='bfloat16', kv_cache_dtype='auto', context_length={sc.context_len}, "
+        f"mem_fraction_static=0.88, max_running_requests=128, chunked_prefill_size=8192, "
+        f"max_prefill_tokens=16384, page_size={sc.page_size}, tp_size=8, "
+        f"disaggregation_mode='{role}', disaggregation_transfer_backend='mooncake', "
+        f"num_reserved_decode_tokens=512, host='0.0.0.0', port=30000)"
+    )
     lines = [
         (t0, args),
-        (t0 + 41_000_000, f"KV Cache is allocated. dtype: torch.bfloat16, #tokens: {pool}, "
-                          f"K size: {size:.2f} GB, V size: {size:.2f} GB"),
-        (t0 + 42_000_000, f"max_total_num_tokens={pool}, chunked_prefill_size=8192, "
-                          f"max_prefill_tokens=16384, max_running_requests=128, "
-                          f"context_len={sc.context_len}, available_gpu_mem=9.73 GB"),
+        (
+            t0 + 41_000_000,
+            f"KV Cache is allocated. dtype: torch.bfloat16, #tokens: {pool}, "
+            f"K size: {size:.2f} GB, V size: {size:.2f} GB",
+        ),
+        (
+            t0 + 42_000_000,
+            f"max_total_num_tokens={pool}, chunked_prefill_size=8192, "
+            f"max_prefill_tokens=16384, max_running_requests=128, "
+            f"context_len={sc.context_len}, available_gpu_mem=9.73 GB",
+        ),
     ]
     if pool < sc.context_len:
-        lines.append((t0 + 42_000_001,
-                      f"KV pool holds {pool} tokens, fewer than --context-length "
-                      f"{sc.context_len}. One full-length request cannot fit, so long requests "
-                      "will be refused or truncated at serving time. Lower --context-length or "
-                      "raise --mem-fraction-static to make them agree."))
+        lines.append(
+            (
+                t0 + 42_000_001,
+                f"KV pool holds {pool} tokens, fewer than --context-length "
+                f"{sc.context_len}. One full-length request cannot fit, so long requests "
+                "will be refused or truncated at serving time. Lower --context-length or "
+                "raise --mem-fraction-static to make them agree.",
+            )
+        )
     lines.append((t0 + 55_000_000, "The server is fired up and ready to roll!"))
     return lines
 

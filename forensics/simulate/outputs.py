@@ -40,8 +40,10 @@ class ReadView:
     def slots(self) -> list[tuple[str, int] | None]:
         """The view as greedy_decode takes it: (writer request id, writer position) or None."""
         ids = self.request_ids
-        return [None if w < 0 else (ids[w], p)
-                for w, p in zip(self.writer.tolist(), self.position.tolist(), strict=True)]
+        return [
+            None if w < 0 else (ids[w], p)
+            for w, p in zip(self.writer.tolist(), self.position.tolist(), strict=True)
+        ]
 
     def writers(self) -> list[int]:
         return [int(w) for w in np.unique(self.writer) if w >= 0]
@@ -52,8 +54,9 @@ class OutputModel(Protocol):
 
     def first_token(self, processed: np.ndarray) -> int: ...
 
-    def decode(self, view: ReadView, tokens_of: TokensOf, first_token: int,
-               n_out: int) -> list[int]: ...
+    def decode(
+        self, view: ReadView, tokens_of: TokensOf, first_token: int, n_out: int
+    ) -> list[int]: ...
 
 
 def _digest_int(*parts: bytes) -> int:
@@ -72,8 +75,9 @@ class SyntheticModel:
     def first_token(self, processed: np.ndarray) -> int:
         return 1 + _digest_int(processed.astype("<i8").tobytes()) % (self.vocab_size - 1)
 
-    def decode(self, view: ReadView, tokens_of: TokensOf, first_token: int,
-               n_out: int) -> list[int]:
+    def decode(
+        self, view: ReadView, tokens_of: TokensOf, first_token: int, n_out: int
+    ) -> list[int]:
         seen = np.full(len(view.writer), -1, np.int64)
         for w in view.writers():
             sel = view.writer == w
@@ -103,8 +107,9 @@ class ReplayModel:
     def first_token(self, processed: np.ndarray) -> int:
         return int(self._decode.prefill_first_token(self.model, processed.tolist()))
 
-    def decode(self, view: ReadView, tokens_of: TokensOf, first_token: int,
-               n_out: int) -> list[int]:
+    def decode(
+        self, view: ReadView, tokens_of: TokensOf, first_token: int, n_out: int
+    ) -> list[int]:
         writers = {view.request_ids[w]: tokens_of(w).tolist() for w in view.writers()}
         out = self._decode.greedy_decode(self.model, writers, view.slots(), first_token, n_out)
         return [int(t) for t in out]

@@ -43,12 +43,24 @@ class TokenStore:
 class Sweep:
     """The sink of the engine's final chunks when ground truth or outputs are wanted."""
 
-    def __init__(self, slots_per_node: list[int], roles: list[str], traffic: Traffic,
-                 outcome: Outcome, tokens: TokenStore, model: OutputModel | None):
+    def __init__(
+        self,
+        slots_per_node: list[int],
+        roles: list[str],
+        traffic: Traffic,
+        outcome: Outcome,
+        tokens: TokenStore,
+        model: OutputModel | None,
+    ):
         self.pieces = Pieces()
         self.states = [NodeState(n, s, self.pieces) for n, s in enumerate(slots_per_node)]
         self.roles, self.tr, self.out, self.tokens, self.model = (
-            roles, traffic, outcome, tokens, model)
+            roles,
+            traffic,
+            outcome,
+            tokens,
+            model,
+        )
         self.views: dict[int, list[np.ndarray]] = {}
         self.prefill_views: dict[int, list[np.ndarray]] = {}
         self.first_tokens: dict[int, int] = {}
@@ -71,7 +83,7 @@ class Sweep:
         else:
             return
         w, p, s = state.sources(a, b)
-        view[0][pos:pos + b - a], view[1][pos:pos + b - a], view[2][pos:pos + b - a] = w, p, s
+        view[0][pos : pos + b - a], view[1][pos : pos + b - a], view[2][pos : pos + b - a] = w, p, s
 
     @staticmethod
     def _blank(n: int) -> list[np.ndarray]:
@@ -99,4 +111,5 @@ class Sweep:
             first = self.model.first_token(self.tokens.processed(rid))
             view = ReadView(rid, writer, pos, self.tr.request_ids)
             self.tokens.outputs[rid] = self.model.decode(
-                view, self.tokens.positional, first, int(self.out.n_out[rid]))
+                view, self.tokens.positional, first, int(self.out.n_out[rid])
+            )

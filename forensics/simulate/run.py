@@ -48,8 +48,10 @@ def scenario(opts: SimOptions) -> Scenario:
 def prepare(out_dir: Path) -> None:
     if out_dir.exists() and any(out_dir.iterdir()):
         if not (out_dir / "kv_events").exists():
-            raise UsageError(f"{out_dir} exists and is not a simulated case folder; "
-                             "choose an empty or new OUT_DIR")
+            raise UsageError(
+                f"{out_dir} exists and is not a simulated case folder; "
+                "choose an empty or new OUT_DIR"
+            )
         shutil.rmtree(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
 
@@ -68,8 +70,9 @@ def simulate(out_dir: Path, opts: SimOptions) -> dict[str, Any]:
     names = [n for n, _ in sc.node_names()]
     sinks: list[Any] = []
     engine = Engine(sc, tr, opts.seed, lambda chunk: _fan(sinks, chunk), opts.flush_rows)
-    kv = W.KvEventWriter(out_dir / "kv_events", names, [r for _, r in sc.node_names()],
-                         tr.request_ids, engine.hashes)
+    kv = W.KvEventWriter(
+        out_dir / "kv_events", names, [r for _, r in sc.node_names()], tr.request_ids, engine.hashes
+    )
     sinks.append(kv)
     tokens = TokenStore(tr, engine.out, opts.seed, sc.vocab_size)
     sweep = None
@@ -88,11 +91,16 @@ def simulate(out_dir: Path, opts: SimOptions) -> dict[str, Any]:
     if opts.contents and sweep is not None:
         W.write_contents(out_dir / "contents.jsonl", tr, out, tokens)
     summary: dict[str, Any] = {
-        "requests": len(tr), "events": kv.total, "engine_seconds": round(elapsed, 3),
+        "requests": len(tr),
+        "events": kv.total,
+        "engine_seconds": round(elapsed, 3),
         "events_per_second": round(kv.total / elapsed) if elapsed > 0 else None,
-        "stubs": int(out.stub.sum()), "http_400": int((out.status == 400).sum()),
-        "aborted": int((out.status == 499).sum()), "bugs": sorted(sc.bugs),
-        "prefill_pool": sc.prefill_pool, "context_len": sc.context_len,
+        "stubs": int(out.stub.sum()),
+        "http_400": int((out.status == 400).sum()),
+        "aborted": int((out.status == 499).sum()),
+        "bugs": sorted(sc.bugs),
+        "prefill_pool": sc.prefill_pool,
+        "context_len": sc.context_len,
     }
     if sweep is not None:
         summary.update(write_truth(out_dir / "ground_truth", sweep, tr, names))
@@ -120,10 +128,13 @@ def write_truth(folder: Path, sweep: Sweep, tr: Any, names: list[str]) -> dict[s
     for (_, what), n in sorted(sweep.pieces.counters.items()):
         counters[what] = counters.get(what, 0) + n
     stats = {
-        "exposure_runs": len(exp), "violation_runs": len(vio),
-        "cross_account_tokens": int(pairs.filter(
-            pairs["reader_acc"] != pairs["writer_acc"]).height),
-        "tokens": pairs.height, **{f"{k}_slot_reads": v for k, v in counters.items()},
+        "exposure_runs": len(exp),
+        "violation_runs": len(vio),
+        "cross_account_tokens": int(
+            pairs.filter(pairs["reader_acc"] != pairs["writer_acc"]).height
+        ),
+        "tokens": pairs.height,
+        **{f"{k}_slot_reads": v for k, v in counters.items()},
         "holder_overflow": sum(s.overflow for s in sweep.states),
     }
     (folder / "summary.json").write_text(json.dumps(stats, indent=2, sort_keys=True) + "\n")

@@ -62,8 +62,9 @@ def _prompt_lengths(rng: np.random.Generator, n: int, sc: Scenario) -> np.ndarra
     # reserved page 0: such prompts are made one token longer than the pool instead
     edge = (lengths > sc.prefill_pool - sc.page_size) & (lengths <= sc.prefill_pool)
     over = sc.prefill_pool + 1
-    return np.where(edge, over if over <= sc.context_len else sc.prefill_pool - sc.page_size,
-                    lengths)
+    return np.where(
+        edge, over if over <= sc.context_len else sc.prefill_pool - sc.page_size, lengths
+    )
 
 
 def request_id(seed: int, i: int) -> str:
@@ -81,8 +82,9 @@ def make_traffic(n: int, seed: int, sc: Scenario) -> Traffic:
     page = sc.page_size
     tpl_lengths = rng.integers(2, 9, n_tpl).astype(np.int64) * page
     tpl_lengths = np.minimum(tpl_lengths, max(page, sc.body_cap // 2 // page * page))
-    template = (account * sc.templates_per_account
-                + rng.integers(0, sc.templates_per_account, n)).astype(np.int32)
+    template = (
+        account * sc.templates_per_account + rng.integers(0, sc.templates_per_account, n)
+    ).astype(np.int32)
     prompt = _prompt_lengths(rng, n, sc)
     tlen = tpl_lengths[template]
     no_tpl = prompt <= tlen

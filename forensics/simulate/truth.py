@@ -53,8 +53,8 @@ class NodeState:
         for sa, sb, order, h in self.shares.get(rid, ()):
             lo, hi = max(a, sa), min(b, sb)
             if lo < hi:
-                sh_ord[lo - a:hi - a] = order
-                sh_hash[lo - a:hi - a] = h
+                sh_ord[lo - a : hi - a] = order
+                sh_hash[lo - a : hi - a] = h
         acq = np.where((acq == NEVER) & (sh_ord >= 0), sh_ord, acq)
         return acq, sh_ord, sh_hash
 
@@ -104,8 +104,11 @@ class NodeState:
         """Whether a request other than rid holds any slot of [a, b) (cheap pre-check)."""
         if ((h1 >= 0) & (h1 != rid)).any() or ((h2 >= 0) & (h2 != rid)).any():
             return True
-        return any(other != rid and sa < b and a < sb
-                   for other, ranges in self.shares.items() for sa, sb, _, _ in ranges)
+        return any(
+            other != rid and sa < b and a < sb
+            for other, ranges in self.shares.items()
+            for sa, sb, _, _ in ranges
+        )
 
     def share(self, rid: int, a: int, b: int, order: int, hash_id: int) -> None:
         self.shares[rid].append([a, b, order, hash_id])
@@ -127,8 +130,9 @@ class NodeState:
             else:
                 del self.shares[rid]
 
-    def write(self, rid: int, a: int, b: int, order: int, ts: int, pos: int, src: int,
-              hash_id: int) -> None:
+    def write(
+        self, rid: int, a: int, b: int, order: int, ts: int, pos: int, src: int, hash_id: int
+    ) -> None:
         if b - a == 1:  # a decode step: scalar updates
             if not (self.h1[a] == rid or self.h2[a] == rid):
                 self.write_violation(rid, np.array([a]))
@@ -186,10 +190,14 @@ class NodeState:
         for w_id in np.unique(ww):
             sel = ww == w_id
             writer_holds[sel] = self.holds(int(w_id), slots[sel])
-        kind = np.where(mismatch[exp], PREFIX_MISMATCH,
-                        np.where((lo > acq[idx]) | writer_holds, OVERWRITTEN, STALE))
-        self.sink.exposure(rid, self.node, slots, ww, kind, self.lpos[slots], ts,
-                           self.lts[slots], self.lsrc[slots])
+        kind = np.where(
+            mismatch[exp],
+            PREFIX_MISMATCH,
+            np.where((lo > acq[idx]) | writer_holds, OVERWRITTEN, STALE),
+        )
+        self.sink.exposure(
+            rid, self.node, slots, ww, kind, self.lpos[slots], ts, self.lts[slots], self.lsrc[slots]
+        )
 
     def sources(self, a: int, b: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(writer, writer position, write source) of slots [a, b) now."""
@@ -208,25 +216,49 @@ class Pieces:
         if n:
             self.counters[(rid, what)] += n
 
-    def violation(self, rid: int, node: int, slots: np.ndarray, kind: int,
-                  other: np.ndarray) -> None:
+    def violation(
+        self, rid: int, node: int, slots: np.ndarray, kind: int, other: np.ndarray
+    ) -> None:
         k = len(slots)
-        self.vio.append((np.full(k, rid, np.int32), np.full(k, node, np.int16),
-                         slots.astype(np.int64), np.full(k, kind, np.int8),
-                         other.astype(np.int32)))
+        self.vio.append(
+            (
+                np.full(k, rid, np.int32),
+                np.full(k, node, np.int16),
+                slots.astype(np.int64),
+                np.full(k, kind, np.int8),
+                other.astype(np.int32),
+            )
+        )
 
-    def exposure(self, rid: int, node: int, slots: np.ndarray, writer: np.ndarray,
-                 kind: np.ndarray, wpos: np.ndarray, ts: int, wts: np.ndarray,
-                 wsrc: np.ndarray) -> None:
+    def exposure(
+        self,
+        rid: int,
+        node: int,
+        slots: np.ndarray,
+        writer: np.ndarray,
+        kind: np.ndarray,
+        wpos: np.ndarray,
+        ts: int,
+        wts: np.ndarray,
+        wsrc: np.ndarray,
+    ) -> None:
         k = len(slots)
-        self.exp.append((np.full(k, rid, np.int32), writer.astype(np.int32),
-                         np.full(k, node, np.int16), slots.astype(np.int64), kind.astype(np.int8),
-                         wpos.astype(np.int64), np.full(k, ts, np.int64), wts.astype(np.int64),
-                         wsrc.astype(np.int8)))
+        self.exp.append(
+            (
+                np.full(k, rid, np.int32),
+                writer.astype(np.int32),
+                np.full(k, node, np.int16),
+                slots.astype(np.int64),
+                kind.astype(np.int8),
+                wpos.astype(np.int64),
+                np.full(k, ts, np.int64),
+                wts.astype(np.int64),
+                wsrc.astype(np.int8),
+            )
+        )
 
 
-def apply(state: NodeState, cols: dict[str, np.ndarray], sl: slice,
-          on_read: object = None) -> None:
+def apply(state: NodeState, cols: dict[str, np.ndarray], sl: slice, on_read: object = None) -> None:
     """Drive one node's state through its events in a chunk (already in seq order)."""
     names = ("op", "rid", "start", "count", "seq", "ts", "pos", "src", "hash")
     rows = zip(*(cols[n][sl].tolist() for n in names), strict=True)

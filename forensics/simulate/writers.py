@@ -41,8 +41,9 @@ def _iso_strings(ts: pa.Array) -> pa.Array:
 def _dictionary(codes: np.ndarray, values: list[str], null_code: int | None = None) -> pa.Array:
     """Strings as a dictionary array (written to Parquet as plain strings, dictionary-encoded)."""
     mask = codes == null_code if null_code is not None else None
-    return pa.DictionaryArray.from_arrays(pa.array(codes.astype(np.int32), mask=mask),
-                                          pa.array(values, pa.string()))
+    return pa.DictionaryArray.from_arrays(
+        pa.array(codes.astype(np.int32), mask=mask), pa.array(values, pa.string())
+    )
 
 
 def _compact(codes: np.ndarray, values: pa.Array) -> pa.Array:
@@ -60,8 +61,15 @@ def _hashes(codes: np.ndarray, known: list[str]) -> pa.Array:
 class KvEventWriter:
     """Streams final ledger chunks into Parquet parts, one folder per node."""
 
-    def __init__(self, root: Path, nodes: list[str], roles: list[str], request_ids: list[str],
-                 hashes: list[str], part_rows: int = 8_000_000):
+    def __init__(
+        self,
+        root: Path,
+        nodes: list[str],
+        roles: list[str],
+        request_ids: list[str],
+        hashes: list[str],
+        part_rows: int = 8_000_000,
+    ):
         self.root, self.nodes, self.roles, self.part_rows = root, nodes, roles, part_rows
         self.ids = pa.array(request_ids, pa.string())
         self.hashes = hashes
@@ -105,26 +113,32 @@ class KvEventWriter:
             path = self.root / self.nodes[node] / f"part-{part:05d}.parquet"
             path.parent.mkdir(parents=True, exist_ok=True)
             self.writers[node] = pq.ParquetWriter(
-                path, schema, compression="snappy", store_schema=False,
+                path,
+                schema,
+                compression="snappy",
+                store_schema=False,
                 use_dictionary=["node", "request_id", "op", "source"],
-                write_statistics=["ts", "seq", "slot_start"])
+                write_statistics=["ts", "seq", "slot_start"],
+            )
         return self.writers[node]
 
     def table(self, node: int, c: dict[str, np.ndarray]) -> pa.Table:
         ts = pa.array(c["ts"], pa.timestamp("us", tz="UTC"))
         n = len(c["ts"])
-        return pa.table({
-            "ts": ts if self.roles[node] == "decode" else _iso_strings(ts),
-            "seq": pa.array(c["seq"], pa.int64()),
-            "node": _dictionary(np.zeros(n, np.int64), [self.nodes[node]]),
-            "request_id": _compact(c["rid"], self.ids),
-            "op": _dictionary(c["op"], list(L.OPS)),
-            "slot_start": pa.array(c["start"], pa.int64()),
-            "slot_count": pa.array(c["count"], pa.int64()),
-            "pos_start": pa.array(c["pos"], pa.int64(), mask=c["pos"] < 0),
-            "source": _dictionary(c["src"], list(L.SOURCES), null_code=L.SRC_NONE),
-            "content_hash": _hashes(c["hash"], list(self.hashes)),
-        })
+        return pa.table(
+            {
+                "ts": ts if self.roles[node] == "decode" else _iso_strings(ts),
+                "seq": pa.array(c["seq"], pa.int64()),
+                "node": _dictionary(np.zeros(n, np.int64), [self.nodes[node]]),
+                "request_id": _compact(c["rid"], self.ids),
+                "op": _dictionary(c["op"], list(L.OPS)),
+                "slot_start": pa.array(c["start"], pa.int64()),
+                "slot_count": pa.array(c["count"], pa.int64()),
+                "pos_start": pa.array(c["pos"], pa.int64(), mask=c["pos"] < 0),
+                "source": _dictionary(c["src"], list(L.SOURCES), null_code=L.SRC_NONE),
+                "content_hash": _hashes(c["hash"], list(self.hashes)),
+            }
+        )
 
     def close(self) -> None:
         if self._thread is not None:
@@ -138,12 +152,24 @@ class KvEventWriter:
         self.writers.clear()
 
 
-def write_requests(path: Path, sc: Scenario, tr: Traffic, out: Outcome,
-                   outputs: dict[int, list[int]] | None) -> None:
+def write_requests(
+    path: Path, sc: Scenario, tr: Traffic, out: Outcome, outputs: dict[int, list[int]] | None
+) -> None:
     names = [n for n, _ in sc.node_names()]
-    cols = ["request_id", "account_id", "model", "received_at", "first_token_at", "completed_at",
-            "http_status", "prompt_tokens", "completion_tokens", "prefill_node", "decode_node",
-            "response_sha256"]
+    cols = [
+        "request_id",
+        "account_id",
+        "model",
+        "received_at",
+        "first_token_at",
+        "completed_at",
+        "http_status",
+        "prompt_tokens",
+        "completion_tokens",
+        "prefill_node",
+        "decode_node",
+        "response_sha256",
+    ]
     with path.open("w", newline="") as fh:
         w = csv.writer(fh, lineterminator="\n")
         w.writerow(cols)
@@ -151,16 +177,27 @@ def write_requests(path: Path, sc: Scenario, tr: Traffic, out: Outcome,
             status = int(out.status[i])
             ft = int(out.first_token_us[i])
             toks = outputs.get(i) if outputs is not None else None
-            sha = (hashlib.sha256(",".join(map(str, toks)).encode()).hexdigest()
-                   if toks is not None and status == 200 else "")
-            w.writerow([
-                tr.request_ids[i], tr.account_ids[int(tr.account[i])], sc.model,
-                iso(int(tr.arrival_us[i])), iso(ft) if ft >= 0 else "",
-                iso(int(out.completed_us[i])), status, int(tr.prompt_len[i]),
-                int(out.n_out[i]) if status == 200 else 0,
-                names[int(tr.prefill_node[i])],
-                names[sc.prefill_nodes + int(tr.decode_node[i])] if status != 400 else "", sha,
-            ])
+            sha = (
+                hashlib.sha256(",".join(map(str, toks)).encode()).hexdigest()
+                if toks is not None and status == 200
+                else ""
+            )
+            w.writerow(
+                [
+                    tr.request_ids[i],
+                    tr.account_ids[int(tr.account[i])],
+                    sc.model,
+                    iso(int(tr.arrival_us[i])),
+                    iso(ft) if ft >= 0 else "",
+                    iso(int(out.completed_us[i])),
+                    status,
+                    int(tr.prompt_len[i]),
+                    int(out.n_out[i]) if status == 200 else 0,
+                    names[int(tr.prefill_node[i])],
+                    names[sc.prefill_nodes + int(tr.decode_node[i])] if status != 400 else "",
+                    sha,
+                ]
+            )
 
 
 def write_accounts(path: Path, tr: Traffic, seed: int) -> None:
@@ -170,20 +207,42 @@ def write_accounts(path: Path, tr: Traffic, seed: int) -> None:
         w.writerow(["account_id", "name", "contact_email", "jurisdiction"])
         for k, acc in enumerate(tr.account_ids):
             j = JURISDICTIONS[int(rng.integers(len(JURISDICTIONS)))]
-            w.writerow([acc, f"Customer {k + 1:04d} Ltd", f"security@customer{k + 1:04d}.example",
-                        j])
+            w.writerow(
+                [acc, f"Customer {k + 1:04d} Ltd", f"security@customer{k + 1:04d}.example", j]
+            )
 
 
 def write_nodes(path: Path, sc: Scenario) -> None:
     started = iso(int(sc.start.timestamp() * 1e6) - 600_000_000)
     with path.open("w", newline="") as fh:
         w = csv.writer(fh, lineterminator="\n")
-        w.writerow(["node", "role", "model", "engine", "engine_version", "page_size",
-                    "pool_slots", "context_len", "started_at"])
+        w.writerow(
+            [
+                "node",
+                "role",
+                "model",
+                "engine",
+                "engine_version",
+                "page_size",
+                "pool_slots",
+                "context_len",
+                "started_at",
+            ]
+        )
         for name, role in sc.node_names():
-            w.writerow([name, role, sc.model, "sglang", sc.engine_version, sc.page_size,
-                        sc.buffer_slots(role),
-                        sc.context_len, started])
+            w.writerow(
+                [
+                    name,
+                    role,
+                    sc.model,
+                    "sglang",
+                    sc.engine_version,
+                    sc.page_size,
+                    sc.buffer_slots(role),
+                    sc.context_len,
+                    started,
+                ]
+            )
 
 
 def write_contents(path: Path, tr: Traffic, out: Outcome, tokens: TokenStore) -> None:
@@ -201,8 +260,10 @@ def write_contents(path: Path, tr: Traffic, out: Outcome, tokens: TokenStore) ->
 def write_frame(path: Path, df: pl.DataFrame) -> None:
     """CSV with every *_us column turned into an ISO-8601 UTC string (column renamed *_at)."""
     us = [c for c in df.columns if c.endswith("_us")]
-    df = df.with_columns([
-        pl.from_epoch(pl.col(c), time_unit="us").dt.strftime("%Y-%m-%dT%H:%M:%S%.6fZ").alias(c)
-        for c in us
-    ]).rename({c: c[:-3] + "_at" for c in us})
+    df = df.with_columns(
+        [
+            pl.from_epoch(pl.col(c), time_unit="us").dt.strftime("%Y-%m-%dT%H:%M:%S%.6fZ").alias(c)
+            for c in us
+        ]
+    ).rename({c: c[:-3] + "_at" for c in us})
     df.write_csv(path)
