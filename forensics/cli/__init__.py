@@ -12,6 +12,7 @@ from rich.markup import escape
 from typer.exceptions import Abort, TyperException
 
 import forensics.cli.audit_cmd  # noqa: F401  (register commands)
+import forensics.cli.bench_cmd  # noqa: F401
 from forensics.cli import ingest_cmd, investigate_cmd  # noqa: F401  (register commands)
 from forensics.cli import simulate_cmd  # noqa: F401
 from forensics.cli.app import app, console

@@ -1,0 +1,124 @@
+"""`kvforensics bench`: make a ledger of about N events, then time ingest, analysis, the scan
+floor and (where it fits in the time allowed) the naive per-slot approach."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from forensics.bench import stages
+from forensics.bench.measure import Measured, measure
+from forensics.errors import UsageError
+
+PILOT_REQUESTS = 400
+NAIVE_MAX_SLOT_ROWS = 400_000_000  # beyond this the per-slot explosion takes far too long
+
+
+@dataclass(frozen=True)
+class BenchOptions:
+    events: int
+    mix: str = "short"
+    seed: int = 7
+    memory_limit: str | None = None
+    workdir: Path | None = None
+    keep: bool = False
+    naive_timeout_s: float = 240.0
+
+
+@dataclass
+class BenchResult:
+    options: BenchOptions
+    events: int = 0
+    requests: int = 0
+    stages: dict[str, Measured] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    def seconds(self, name: str) -> float | None:
+        m = self.stages.get(name)
+        return round(m.seconds, 3) if m and not m.error else None
+
+    def to_json(self) -> dict[str, Any]:
+        def per_s(name: str) -> float | None:
+            s = self.seconds(name)
+            return round(self.events / s) if s else None
+
+        ingest, analyze, floor = (self.seconds(n) for n in ("ingest", "analyze", "scan_floor"))
+        peak = max((m.peak_rss_mb for n, m in self.stages.items() if n != "simulate"), default=0)
+        return {
+            "events": self.events, "requests": self.requests, "mix": self.options.mix,
+            "memory_limit": self.options.memory_limit,
+            "ingest_s": ingest, "analyze_s": analyze, "scan_floor_s": floor,
+            "total_s": round(ingest + analyze, 3) if ingest and analyze else None,
+            "ingest_events_per_s": per_s("ingest"), "analyze_events_per_s": per_s("analyze"),
+            "analyze_over_floor": round(analyze / floor, 2) if analyze and floor else None,
+            "analyze_us_per_event": round(analyze * 1e6 / self.events, 3)
+            if analyze and self.events else None,
+            "peak_rss_mb": round(peak, 1),
+            "naive_s": self.seconds("naive"),
+            "stages": {n: _stage_json(m) for n, m in self.stages.items()},
+            "notes": self.notes,
+        }
+
+
+def _stage_json(m: Measured) -> dict[str, Any]:
+    return {"seconds": round(m.seconds, 3), "cpu_seconds": round(m.cpu_seconds, 3),
+            "cores_busy": round(m.cores_busy, 2), "peak_rss_mb": round(m.peak_rss_mb, 1),
+            "result": m.result, "error": m.error}
+
+
+def run_bench(options: BenchOptions) -> BenchResult:
+    if options.mix not in stages.MIXES:
+        raise UsageError(f"--mix must be one of {', '.join(stages.MIXES)}")
+    if options.events < 1000:
+        raise UsageError("--events must be at least 1000")
+    root = Path(tempfile.mkdtemp(prefix="kvf-bench-", dir=options.workdir))
+    try:
+        return _run(options, root)
+    finally:
+        if not options.keep:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+def _run(options: BenchOptions, root: Path) -> BenchResult:
+    result = BenchResult(options)
+    case, db = root / "case", root / "case.duckdb"
+    requests = _requests_for(options, root / "pilot")
+    sim = _checked(measure("simulate", stages.simulate_case, str(case), options.mix,
+                           requests, options.seed))
+    result.stages["simulate"] = sim
+    result.events, result.requests = sim.result["events"], sim.result["requests"]
+    limit = options.memory_limit
+    result.stages["ingest"] = _checked(measure("ingest", stages.ingest, str(case), str(db), limit))
+    result.stages["analyze"] = _checked(measure("analyze", stages.analyze, str(db), limit))
+    result.stages["scan_floor"] = _checked(measure("scan_floor", stages.scan_floor, str(case)))
+    _naive(result, options, db)
+    return result
+
+
+def _requests_for(options: BenchOptions, pilot_dir: Path) -> int:
+    """Requests that make about options.events events, from a small pilot run."""
+    pilot = stages.simulate_case(str(pilot_dir), options.mix, PILOT_REQUESTS, options.seed)
+    shutil.rmtree(pilot_dir, ignore_errors=True)
+    per_request = max(pilot["events"] / PILOT_REQUESTS, 1.0)
+    return max(10, round(options.events / per_request))
+
+
+def _naive(result: BenchResult, options: BenchOptions, db: Path) -> None:
+    volume = stages.slot_volume(str(db))
+    if volume > NAIVE_MAX_SLOT_ROWS:
+        result.notes.append(f"naive per-slot approach not run: it would make {volume:,} "
+                            f"slot rows (limit {NAIVE_MAX_SLOT_ROWS:,})")
+        return
+    naive = measure("naive", stages.naive_per_slot, str(db), timeout=options.naive_timeout_s)
+    result.stages["naive"] = naive
+    if naive.error:
+        result.notes.append(f"naive per-slot approach: {naive.error} ({volume:,} slot rows)")
+
+
+def _checked(m: Measured) -> Measured:
+    if m.error:
+        raise UsageError(f"bench stage {m.name} failed: {m.error}")
+    return m

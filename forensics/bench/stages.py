@@ -1,0 +1,83 @@
+"""The benchmark's stages, each a top-level function so it can run in its own process."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from forensics.db import connect
+from forensics.resources import sql
+
+# Traffic of each mix: `short` is typical chat (no long-context prompts); `long` is long-context
+# traffic, half of the prompts between 20 % of the context and the full 1,048,576 tokens.
+MIXES: dict[str, tuple[tuple[str, Any], ...]] = {
+    "short": (("long_share", 0.0),),
+    "long": (("long_share", 0.5), ("long_low", 0.2)),
+}
+
+
+def simulate_case(case_dir: str, mix: str, requests: int, seed: int) -> dict[str, Any]:
+    from forensics.simulate.run import SimOptions, simulate
+
+    opts = SimOptions(requests=requests, seed=seed, truth=False, contents=False,
+                      overrides=MIXES[mix])
+    summary = simulate(Path(case_dir), opts)
+    return {"events": summary["events"], "requests": summary["requests"],
+            "events_per_second": summary["events_per_second"]}
+
+
+def ingest(case_dir: str, db_path: str, memory_limit: str | None) -> dict[str, Any]:
+    from forensics.ingest.discover import discover
+    from forensics.ingest.load import ingest_into
+
+    con = connect(Path(db_path), memory_limit=memory_limit)
+    try:
+        result = ingest_into(con, Path(case_dir), discover(Path(case_dir)))
+    finally:
+        con.close()
+    return {"rows_loaded": result.rows_loaded, "rows_quarantined": result.rows_quarantined}
+
+
+def analyze(db_path: str, memory_limit: str | None) -> dict[str, Any]:
+    from forensics.analysis.stage import analyze as run_analysis
+
+    con = connect(Path(db_path), memory_limit=memory_limit)
+    try:
+        out = run_analysis(con, {"workers": 2})
+    finally:
+        con.close()
+    keep = ("reads", "exposure_runs", "tokens", "exposures_by_kind")
+    return {k: out[k] for k in keep if k in out}
+
+
+def scan_floor(case_dir: str) -> dict[str, Any]:
+    """DuckDB reading every column of every kv_events Parquet file: the floor for any analysis."""
+    con = connect(":memory:")
+    try:
+        pattern = str(Path(case_dir) / "kv_events" / "*.parquet")
+        row = con.execute(sql("bench_scan_floor"), {"pattern": pattern}).fetchone()
+    finally:
+        con.close()
+    return {"rows": int(row[0]) if row else 0}
+
+
+def naive_per_slot(db_path: str) -> dict[str, Any]:
+    """The trap of DESIGN §7: explode every range into one row per slot and join reads to the
+    last write of each slot. Returns the number of foreign slot reads."""
+    con = connect(Path(db_path), read_only=True)
+    try:
+        row = con.execute(sql("bench_naive_per_slot")).fetchone()
+    finally:
+        con.close()
+    return {"foreign_slot_reads": int(row[0]) if row and row[0] is not None else 0,
+            "slot_rows": int(row[1]) if row and row[1] is not None else 0}
+
+
+def slot_volume(db_path: str) -> int:
+    """How many per-slot rows the naive approach would make (sum of write and read ranges)."""
+    con = connect(Path(db_path), read_only=True)
+    try:
+        row = con.execute(sql("bench_slot_volume")).fetchone()
+    finally:
+        con.close()
+    return int(row[0]) if row and row[0] is not None else 0

@@ -1,0 +1,49 @@
+"""`kvforensics bench`: the scale benchmark."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.table import Table
+
+from forensics.bench.run import BenchOptions, BenchResult, run_bench
+from forensics.cli.app import app, console, emit_json
+
+
+@app.command()
+def bench(
+    events: int = typer.Option(1_000_000, "--events", help="About how many ledger events."),
+    mix: str = typer.Option("short", "--mix", help="short: chat prompts; long: long-context "
+                            "traffic with requests up to a million slots."),
+    seed: int = typer.Option(7, "--seed", help="Simulator seed."),
+    memory_limit: str = typer.Option(None, "--memory-limit", help="DuckDB memory limit for "
+                                     "ingest and analysis, e.g. 2GB."),
+    workdir: Path = typer.Option(None, "--workdir", help="Where to write the ledger "
+                                 "(default: the system's temporary folder)."),
+    keep: bool = typer.Option(False, "--keep", help="Keep the ledger and case database."),
+    json_out: bool = typer.Option(False, "--json", help="Print a JSON summary on stdout."),
+) -> None:
+    """Time ingest and analysis on a simulated ledger of N events, beside the scan floor."""
+    result = run_bench(BenchOptions(events, mix, seed, memory_limit, workdir, keep))
+    if json_out:
+        emit_json(result.to_json())
+    else:
+        _print(result)
+
+
+def _print(result: BenchResult) -> None:
+    data = result.to_json()
+    table = Table(title=f"bench: {data['events']:,} events, {data['mix']} mix")
+    for name in ("stage", "wall s", "events/s", "cores busy", "peak MB", "note"):
+        table.add_column(name, justify="left" if name in ("stage", "note") else "right")
+    for name, m in result.stages.items():
+        rate = f"{result.events / m.seconds:,.0f}" if m.seconds and not m.error else ""
+        table.add_row(name, f"{m.seconds:.2f}", rate, f"{m.cores_busy:.2f}",
+                      f"{m.peak_rss_mb:,.0f}", m.error or "")
+    console.print(table)
+    console.print(f"ingest + analysis: {data['total_s']} s; analysis / scan floor: "
+                  f"{data['analyze_over_floor']}x; {data['analyze_us_per_event']} us per event "
+                  f"analysed; peak memory {data['peak_rss_mb']:,.0f} MB", markup=False)
+    for note in result.notes:
+        console.print(note, markup=False)
