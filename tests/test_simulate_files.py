@@ -84,7 +84,10 @@ def test_requests_accounts_nodes_follow_the_contract(case):
 
 def test_kv_events_parts_follow_the_contract(case):
     parts = sorted((case / "kv_events").rglob("*.parquet"))
-    assert {p.parent.name for p in parts} == set(pl.read_csv(case / "nodes.csv")["node"])
+    assert {p.name.rsplit("-part-", 1)[0] for p in parts} == set(
+        pl.read_csv(case / "nodes.csv")["node"]
+    )
+    assert all(p.parent == case / "kv_events" for p in parts)
     ts_types = set()
     ids = set(pl.read_csv(case / "requests.csv")["request_id"])
     pools = dict(pl.read_csv(case / "nodes.csv").select("node", "pool_slots").rows())

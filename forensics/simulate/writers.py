@@ -1,5 +1,5 @@
 """Case-folder writers in the DESIGN §3 contract: requests.csv, accounts.csv, nodes.csv,
-kv_events/<node>/part-*.parquet (streamed), contents.jsonl and ground_truth/.
+kv_events/<node>-part-*.parquet (streamed), contents.jsonl and ground_truth/.
 
 Formats are mixed on purpose so ingest is exercised: CSV with ISO-8601 `Z` times, Parquet with a
 UTC TIMESTAMP column on decode nodes and ISO strings with `+00:00` on prefill nodes, JSON Lines."""
@@ -59,7 +59,7 @@ def _hashes(codes: np.ndarray, known: list[str]) -> pa.Array:
 
 
 class KvEventWriter:
-    """Streams final ledger chunks into Parquet parts, one folder per node."""
+    """Streams final ledger chunks into Parquet parts, one or more per node."""
 
     def __init__(
         self,
@@ -110,7 +110,7 @@ class KvEventWriter:
         if node not in self.writers:
             part = self.parts.get(node, 0) + 1
             self.parts[node] = part
-            path = self.root / self.nodes[node] / f"part-{part:05d}.parquet"
+            path = self.root / f"{self.nodes[node]}-part-{part:05d}.parquet"
             path.parent.mkdir(parents=True, exist_ok=True)
             self.writers[node] = pq.ParquetWriter(
                 path,
