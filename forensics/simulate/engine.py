@@ -215,12 +215,50 @@ class Engine:
         return cache.lookup(tpl)
 
     def p_start(self, t: int, i: int, _: int) -> None:
-        p, d, ps, sc = self.pnode[i], self.decode_node(i), self.sc.page_size, self.sc
-        n = self.n_proc(i)
+        """Prefill: share the cached prefix, allocate the rest, write and read the processed
+        tokens, then transfer them into the pages decode chose (unless decode gave up)."""
+        p, ps = self.pnode[i], self.page_size
         m = 0 if self.out.stub[i] else self.tlen[i] // ps
         entry = self.lookup(i, p, m)
+        got = self.prefill_pages(t, i, p, entry)
+        if got is None:
+            return
+        own, pages = got
+        ms = len(pages) * ps - len(own) * ps
+        tpl = self.tpl[i]
+        if ms:
+            self.buf.runs(pages, 0, ms, ps, t, p, i, L.SHARE, hash_id=self.hash_id(tpl, ms))
+        self.buf.runs(pages, ms, len(pages) * ps, ps, t, p, i, L.ALLOC)
+        if self.out.stub[i]:
+            self.log(
+                t,
+                p,
+                f"Request {self.tr.request_ids[i]} exceeds the maximum number of "
+                f"tokens: {self.prompt[i]} > {self.sc.max_prefill_tokens}",
+            )
+        insert = entry is None and m > 0
+        n = self.n_proc(i)
+        tw = t + 15_000 + int((n - ms) / self.sc.prefill_tokens_per_s * 1e6)
+        if insert:  # the prefix this request's pages will leave in the radix cache
+            self.buf.runs(
+                pages, 0, m * ps, ps, tw, p, i, L.WRITE, L.SRC_PREFILL, self.hash_id(tpl, m * ps)
+            )
+        self.buf.runs(pages, m * ps if insert else ms, n, ps, tw, p, i, L.WRITE, L.SRC_PREFILL)
+        self.buf.runs(pages, 0, n, ps, tw + 1, p, i, L.READ)
+        self.out.cached_tokens[i] = ms
+        self.log_prefill(t, tw, p, n - ms, ms)
+        t_tx = tw + 2 + 2_000 + int(n / self.sc.transfer_tokens_per_s * 1e6)
+        self.pending[i] = Pending(own, pages, entry, tpl if insert else -1)
+        self.push(t_tx + 1, P_FREE, i)
+        self.transfer(t, t_tx, i, n)
+
+    def prefill_pages(
+        self, t: int, i: int, p: int, entry: CacheEntry | None
+    ) -> tuple[np.ndarray, np.ndarray] | None:
+        """(own pages, all pages) for the processed tokens after the shared prefix, evicting
+        idle cache entries if needed; None (and a retry later) when the pool is too full."""
         shared = entry.pages if entry is not None else np.empty(0, np.int64)
-        need = -(-n // ps) - len(shared)
+        need = -(-self.n_proc(i) // self.page_size) - len(shared)
         if entry is not None:
             entry.sharers += 1  # protects the entry from eviction while this request runs
         own = self.pools[p].alloc(need)
@@ -231,47 +269,31 @@ class Engine:
             if entry is not None:
                 entry.sharers -= 1
             self.push(t + RETRY_US, P_START, i)
-            return
+            return None
         pages = np.concatenate((shared, own))
         self.held[p][i] = pages
-        ms = len(shared) * ps
-        tpl = self.tpl[i]
-        if ms:
-            self.buf.runs(pages, 0, ms, ps, t, p, i, L.SHARE, hash_id=self.hash_id(tpl, ms))
-        self.buf.runs(pages, ms, len(pages) * ps, ps, t, p, i, L.ALLOC)
-        if self.out.stub[i]:
-            self.log(
-                t,
-                p,
-                f"Request {self.tr.request_ids[i]} exceeds the maximum number of "
-                f"tokens: {self.prompt[i]} > {sc.max_prefill_tokens}",
-            )
-        insert = entry is None and m > 0
-        tw = t + 15_000 + int((n - ms) / sc.prefill_tokens_per_s * 1e6)
-        if insert:
-            self.buf.runs(
-                pages, 0, m * ps, ps, tw, p, i, L.WRITE, L.SRC_PREFILL, self.hash_id(tpl, m * ps)
-            )
-        self.buf.runs(pages, m * ps if insert else ms, n, ps, tw, p, i, L.WRITE, L.SRC_PREFILL)
-        self.buf.runs(pages, 0, n, ps, tw + 1, p, i, L.READ)
-        self.out.cached_tokens[i] = ms
+        return own, pages
+
+    def transfer(self, t: int, t_tx: int, i: int, n: int) -> None:
+        """The KV transfer into decode's pages and the decode start; with the late-transfer
+        bug an aborting request's decode frees its pages before the transfer lands."""
+        d = self.decode_node(i)
+        if self.late_bug and self.abort[i] and not self.out.stub[i]:
+            self.push(t + 1 + int(self.rng.random() * (t_tx - t - 2)), D_ABORT, i)
+            return
+        self.buf.runs(self.held[d][i], 0, n, self.page_size, t_tx, d, i, L.WRITE, L.SRC_TRANSFER)
+        self.land_late(t_tx + 100, d, self.held[d][i])
+        self.push(t_tx + self.batch_gap[i], D_START, i)
+
+    def log_prefill(self, t: int, tw: int, p: int, new: int, cached: int) -> None:
+        rate = new / max(1e-6, (tw - t) / 1e6)
         self.log(
             tw,
             p,
-            f"Prefill batch, #new-seq: 1, #new-token: {n - ms}, #cached-token: {ms}, "
-            f"token usage: {self.usage(p):.2f}, #running-req: {len(self.held[p])}, "
-            f"#queue-req: 0, input throughput (token/s): "
-            f"{(n - ms) / max(1e-6, (tw - t) / 1e6):.2f}",
+            f"Prefill batch, #new-seq: 1, #new-token: {new}, #cached-token: "
+            f"{cached}, token usage: {self.usage(p):.2f}, #running-req: "
+            f"{len(self.held[p])}, #queue-req: 0, input throughput (token/s): {rate:.2f}",
         )
-        t_tx = tw + 2 + 2_000 + int(n / sc.transfer_tokens_per_s * 1e6)
-        self.pending[i] = Pending(own, pages, entry, tpl if insert else -1)
-        self.push(t_tx + 1, P_FREE, i)
-        if self.late_bug and self.abort[i] and not self.out.stub[i]:
-            self.push(t + 1 + int(self.rng.random() * (t_tx - t - 2)), D_ABORT, i)
-        else:
-            self.buf.runs(self.held[d][i], 0, n, ps, t_tx, d, i, L.WRITE, L.SRC_TRANSFER)
-            self.land_late(t_tx + 100, d, self.held[d][i])
-            self.push(t_tx + self.batch_gap[i], D_START, i)
 
     def p_free(self, t: int, i: int, _: int) -> None:
         """The request leaves prefill; its prefix pages stay in the radix cache."""
