@@ -86,6 +86,11 @@ class NodeState:
     # ---- ops ------------------------------------------------------------------------------------
     def alloc(self, rid: int, a: int, b: int, order: int) -> None:
         h1, h2 = self.h1[a:b], self.h2[a:b]
+        self.ever[rid].append((a, b))
+        if h1.max() < 0 and h2.max() < 0 and not self._shared(rid, a, b):
+            h1[:] = rid  # the common case: nobody holds these slots
+            self.h1o[a:b] = order
+            return
         if self._anyone_else(rid, a, b, h1, h2):
             s, o = self.others(rid, np.arange(a, b))
             keep = o >= 0
@@ -98,12 +103,15 @@ class NodeState:
         h2[c2] = rid
         self.h2o[a:b][c2] = order
         self.overflow += int((~c1 & ~c2).sum())
-        self.ever[rid].append((a, b))
 
     def _anyone_else(self, rid: int, a: int, b: int, h1: np.ndarray, h2: np.ndarray) -> bool:
         """Whether a request other than rid holds any slot of [a, b) (cheap pre-check)."""
         if ((h1 >= 0) & (h1 != rid)).any() or ((h2 >= 0) & (h2 != rid)).any():
             return True
+        return self._shared(rid, a, b)
+
+    def _shared(self, rid: int, a: int, b: int) -> bool:
+        """Whether a request other than rid holds a share overlapping [a, b)."""
         return any(
             other != rid and sa < b and a < sb
             for other, ranges in self.shares.items()
