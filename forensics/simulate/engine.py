@@ -133,10 +133,12 @@ class Engine:
             self.d_free,
             self.late_tx,
         )
+        next_flush = self.flush_rows
         while self.heap:
             t, _, _, kind, i, extra = heapq.heappop(self.heap)
-            if self.buf.n >= self.flush_rows:
+            if self.buf.n >= next_flush:
                 self.sink(self.buf.flush(before=t))
+                next_flush = self.buf.n + self.flush_rows  # future events stay buffered
             handlers[kind](t, i, extra)
         self.sink(self.buf.flush())
         return self.out
