@@ -3,6 +3,7 @@
 Runs the full-size incident scenario without ground truth and contents (what a scale benchmark
 uses), writing the Parquet ledger to a temporary folder, and prints events per second for the
 engine alone (events handed to a counting sink) and end to end (engine plus Parquet parts).
+On a shared machine the per-CPU-second figure is the steadier one.
 
     PYTHONPATH=. python benchmarks/bench_simulate.py [--requests 20000] [--seed 1]
 """
@@ -10,6 +11,7 @@ engine alone (events handed to a counting sink) and end to end (engine plus Parq
 from __future__ import annotations
 
 import argparse
+import os
 import tempfile
 import time
 from pathlib import Path
@@ -19,7 +21,7 @@ from forensics.simulate.run import SimOptions, scenario, simulate
 from forensics.simulate.traffic import make_traffic
 
 
-def engine_only(opts: SimOptions) -> tuple[int, float]:
+def engine_only(opts: SimOptions) -> tuple[int, float, float]:
     sc = scenario(opts)
     traffic = make_traffic(opts.requests, opts.seed, sc)
     count = [0]
@@ -27,9 +29,9 @@ def engine_only(opts: SimOptions) -> tuple[int, float]:
     def sink(chunk) -> None:  # type: ignore[no-untyped-def]
         count[0] += len(chunk)
 
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     Engine(sc, traffic, opts.seed, sink).run()
-    return count[0], time.perf_counter() - start
+    return count[0], time.perf_counter() - start, time.process_time() - cpu
 
 
 def main() -> None:
@@ -39,8 +41,12 @@ def main() -> None:
     args = ap.parse_args()
     opts = SimOptions(requests=args.requests, seed=args.seed, truth=False, contents=False)
     engine_only(SimOptions(requests=50, seed=0, truth=False))  # compile the kernels once
-    events, seconds = engine_only(opts)
-    print(f"engine only : {events:,} events in {seconds:.2f} s = {events / seconds:,.0f} events/s")
+    events, seconds, cpu = engine_only(opts)
+    print(
+        f"engine only : {events:,} events in {seconds:.2f} s = {events / seconds:,.0f} events/s "
+        f"({events / cpu:,.0f} per CPU second; load average {os.getloadavg()[0]:.1f} on "
+        f"{os.cpu_count()} CPUs)"
+    )
     with tempfile.TemporaryDirectory() as tmp:
         start = time.perf_counter()
         summary = simulate(Path(tmp) / "case", opts)
