@@ -18,6 +18,7 @@ from forensics.cli import (  # noqa: F401  (each module registers its commands)
     investigate_cmd,
     replay_cmd,
     report_cmd,
+    simulate_cmd,
 )
 from forensics.cli.app import app, console
 from forensics.errors import KvfError
