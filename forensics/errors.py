@@ -47,3 +47,7 @@ class CaseError(KvfError):
 
 class StageUnavailable(KvfError):
     """A stage needs an optional dependency that is not installed."""
+
+
+class ReplayError(KvfError):
+    """A suspect cannot be replayed (missing contents, positions beyond a writer's tokens, ...)."""

@@ -17,10 +17,15 @@ from forensics.resources import reset_queries_used
 class InvestigateOptions:
     assume_utc: bool = False
     aware_at: str | None = None
+    replay_model: str | None = None
+    replay_device: str = "auto"
+    rules: str | None = None
     command: list[str] = field(default_factory=list)
 
     def params(self) -> dict[str, Any]:
-        return {"assume_utc": self.assume_utc, "aware_at": self.aware_at}
+        return {"assume_utc": self.assume_utc, "aware_at": self.aware_at,
+                "replay_model": self.replay_model, "replay_device": self.replay_device,
+                "rules": self.rules}
 
 
 @dataclass

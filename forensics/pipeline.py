@@ -45,10 +45,12 @@ def stages() -> list[StageSpec]:
     """The stages of `investigate`, in order. Imported lazily so optional extras stay optional."""
     from forensics.analysis.stage import analyze_stage
     from forensics.ingest.stage import ingest_stage
+    from forensics.replay.stage import replay_stage
     from forensics.report.stage import export_stage
 
     return [
         StageSpec("ingest", ingest_stage, "load and validate the case folder"),
         StageSpec("analyze", analyze_stage, "exposures, violations, screening, affected parties"),
+        StageSpec("replay", replay_stage, "confirm suspects by replaying them on a model"),
         StageSpec("export", export_stage, "notification lists, notices, timeline, report"),
     ]

@@ -11,10 +11,16 @@ import traceback
 from rich.markup import escape
 from typer.exceptions import Abort, TyperException
 
-import forensics.cli.audit_cmd  # noqa: F401  (register commands)
-import forensics.cli.bench_cmd  # noqa: F401
-from forensics.cli import analyze_cmd, ingest_cmd, investigate_cmd  # noqa: F401  (register commands)
-from forensics.cli import report_cmd  # noqa: F401
+from forensics.cli import (  # noqa: F401  (each module registers its commands)
+    analyze_cmd,
+    audit_cmd,
+    bench_cmd,
+    ingest_cmd,
+    investigate_cmd,
+    replay_cmd,
+    report_cmd,
+    simulate_cmd,
+)
 from forensics.cli.app import app, console
 from forensics.errors import KvfError
 

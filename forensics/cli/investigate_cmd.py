@@ -24,6 +24,17 @@ def investigate(
     aware_at: str = typer.Option(
         None, "--aware-at", help="When the operator became aware (ISO-8601); sets notify_by."
     ),
+    replay_model: str = typer.Option(
+        None, "--replay-model", help="Model for replay: a local Hugging Face directory, or "
+        "'test' (default: the test model when the case was served by it)."
+    ),
+    replay_device: str = typer.Option(
+        "auto", "--replay-device", help="auto (CUDA when present), cpu or cuda."
+    ),
+    rules: str = typer.Option(
+        None, "--rules", help="CSV of notification deadline rules that replace or add to the "
+        "shipped ones (see forensics/notify/README.md)."
+    ),
     json_out: bool = typer.Option(False, "--json", help="Print a JSON summary on stdout."),
 ) -> None:
     """Run every stage on a case folder: ingest, analysis, exports, report, manifest."""

@@ -1,0 +1,47 @@
+"""The few transformers cache details that changed between releases, in one place.
+
+transformers 4.x passes the cache as `past_key_values` and keeps `key_cache`/`value_cache` lists;
+5.x calls it `cache` and keeps one layer object per decoder layer with `.keys`/`.values`."""
+
+from __future__ import annotations
+
+import inspect
+from functools import cache
+from typing import Any
+
+import torch
+
+
+@cache
+def _cache_kwarg(type_name: str, forward: Any) -> str:
+    """transformers 5 names the argument `cache`, 4.x `past_key_values`."""
+    params = inspect.signature(forward).parameters
+    return "cache" if "cache" in params else "past_key_values"
+
+
+def new_cache() -> Any:
+    """An empty dynamic KV cache (full attention layers, grown by `update`)."""
+    from transformers import DynamicCache
+
+    return DynamicCache()
+
+
+def forward(model: Any, ids: torch.Tensor, positions: torch.Tensor, kv: Any,
+            attentions: bool = False) -> Any:
+    """One forward pass of `ids` at `positions` (both [1, n]) that extends the cache `kv`."""
+    kwargs = {_cache_kwarg(type(model).__qualname__, type(model).forward): kv}
+    return model(input_ids=ids, position_ids=positions, use_cache=True,
+                 output_attentions=attentions, **kwargs)
+
+
+def layer_kv(kv: Any, layer: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Post-rope keys and values of one layer, each [batch, kv_heads, seq, head_dim]."""
+    if hasattr(kv, "layers"):
+        return kv.layers[layer].keys, kv.layers[layer].values
+    return kv.key_cache[layer], kv.value_cache[layer]
+
+
+def layer_count(model: Any) -> int:
+    config = model.config.get_text_config() if hasattr(model.config, "get_text_config") \
+        else model.config
+    return int(config.num_hidden_layers)

@@ -1,0 +1,106 @@
+"""The simulated cluster and its traffic: one frozen Scenario, scaled with --scale.
+
+The default scenario is the incident of DESIGN §1: a model advertising a 1,048,576-token context
+served by prefill nodes whose KV pool holds only 681,280 token slots, and decode nodes with larger
+pools. `Scenario.scaled(f)` shrinks every size (context, pools, prompt and output lengths) by the
+same factor, so a small sample keeps the incident's shape: the prefill pool stays smaller than the
+context."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from forensics.errors import UsageError
+
+BUGS = ("oversize-stub", "late-transfer", "double-alloc", "prefix-collision")
+DEFAULT_START = datetime(2026, 8, 27, 0, 0, tzinfo=UTC)
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """Every knob of the simulated cluster. Sizes are in tokens (KV token slots)."""
+
+    context_len: int = 1_048_576
+    prefill_pool: int = 681_280
+    decode_pool: int = 1_441_792
+    page_size: int = 16
+    prefill_nodes: int = 2
+    decode_nodes: int = 2
+    model: str = "example-org/longctx-1m-instruct"
+    engine_version: str = "0.5.19"
+    start: datetime = DEFAULT_START
+    days: float = 14.0
+    accounts: int = 0  # 0: derived from the number of requests
+    vocab_size: int = 32_000
+    # traffic shape
+    body_median: int = 800  # typical prompt length (capped at 5 % of the context)
+    long_share: float = 0.05  # share of long-context prompts (log-uniform over the context)
+    long_low: float = 0.2  # long prompts start at this fraction of the context
+    output_median: int = 120
+    output_max: int = 2048
+    templates_per_account: int = 3
+    # engine timing (microseconds unless stated)
+    prefill_tokens_per_s: float = 22_000.0
+    transfer_tokens_per_s: float = 2_000_000.0
+    tpot_us: int = 28_000
+    # bug rates (used only when the bug is switched on)
+    late_transfer_rate: float = 0.03
+    double_alloc_rate: float = 0.02
+    prefix_collision_rate: float = 0.05
+    bugs: frozenset[str] = field(default_factory=lambda: frozenset({"oversize-stub"}))
+    fixed_at: datetime | None = None
+    scale: float = 1.0
+
+    def scaled(self, factor: float) -> Scenario:
+        """The same cluster with every size multiplied by `factor` (0 < factor <= 1)."""
+        if not 0 < factor <= 1:
+            raise UsageError(f"--scale must be in (0, 1], got {factor}")
+        page = self.page_size
+
+        def size(n: int) -> int:
+            return max(page * 8, int(round(n * factor / page)) * page)
+
+        return dataclasses.replace(
+            self,
+            context_len=max(64, int(round(self.context_len * factor))),
+            prefill_pool=size(self.prefill_pool),
+            decode_pool=size(self.decode_pool),
+            output_max=max(8, min(self.output_max, int(self.context_len * factor * 0.2))),
+            scale=factor,
+        )
+
+    @property
+    def max_prefill_tokens(self) -> int:
+        """Longest prompt the prefill pool can take (max_total_num_tokens)."""
+        return self.prefill_pool
+
+    def buffer_slots(self, role: str) -> int:
+        """Slots of a node's KV pool as its log states them (max_total_num_tokens): slot ids
+        lie in [0, buffer_slots), page 0 among them is reserved and never handed out."""
+        return self.prefill_pool if role == "prefill" else self.decode_pool
+
+    @property
+    def body_cap(self) -> int:
+        return max(16, min(self.body_median, self.context_len // 20))
+
+    def bug(self, name: str) -> bool:
+        return name in self.bugs
+
+    def node_names(self) -> list[tuple[str, str]]:
+        """(node, role) for every engine instance, prefill nodes first."""
+        nodes = [(f"prefill-{i}", "prefill") for i in range(self.prefill_nodes)]
+        return nodes + [(f"decode-{i}", "decode") for i in range(self.decode_nodes)]
+
+
+def check_bugs(names: list[str]) -> frozenset[str]:
+    """Validate --bug values, suggesting the closest known name."""
+    import difflib
+
+    for name in names:
+        if name not in BUGS:
+            close = difflib.get_close_matches(name, BUGS, n=1)
+            hint = f" Did you mean '{close[0]}'?" if close else ""
+            raise UsageError(f"unknown --bug '{name}'; known: {', '.join(BUGS)}.{hint}")
+    return frozenset(names)

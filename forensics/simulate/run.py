@@ -1,0 +1,145 @@
+"""`simulate()`: traffic -> engine -> streamed ledger -> (sweep: ground truth and outputs) ->
+case folder. The one entry point the CLI calls."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shutil
+import time
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from forensics.errors import UsageError
+from forensics.simulate import truth_tables as T
+from forensics.simulate import writers as W
+from forensics.simulate.config import Scenario
+from forensics.simulate.engine import Engine
+from forensics.simulate.ledger import Chunk
+from forensics.simulate.logs import write_logs
+from forensics.simulate.outputs import load_model
+from forensics.simulate.reads import Sweep, TokenStore
+from forensics.simulate.traffic import make_traffic
+
+
+@dataclass(frozen=True)
+class SimOptions:
+    requests: int
+    seed: int
+    scale: float = 1.0
+    bugs: frozenset[str] = frozenset({"oversize-stub"})
+    fixed_at: datetime | None = None
+    truth: bool = True
+    contents: bool = True
+    model: str = "synthetic"
+    days: float = 14.0
+    flush_rows: int = 1 << 20
+    overrides: tuple[tuple[str, Any], ...] = ()  # other Scenario fields, e.g. bug rates
+
+
+def scenario(opts: SimOptions) -> Scenario:
+    base = Scenario(bugs=opts.bugs, fixed_at=opts.fixed_at, days=opts.days)
+    if opts.model == "test":  # the request log names the model that made the outputs
+        from forensics.replay.testmodel import TEST_MODEL_NAME
+
+        base = dataclasses.replace(base, model=TEST_MODEL_NAME)
+    base = dataclasses.replace(base, **dict(opts.overrides))
+    return base.scaled(opts.scale) if opts.scale != 1.0 else base
+
+
+def prepare(out_dir: Path) -> None:
+    if out_dir.exists() and any(out_dir.iterdir()):
+        if not (out_dir / "kv_events").exists():
+            raise UsageError(
+                f"{out_dir} exists and is not a simulated case folder; "
+                "choose an empty or new OUT_DIR"
+            )
+        shutil.rmtree(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+
+
+def simulate(out_dir: Path, opts: SimOptions) -> dict[str, Any]:
+    """Write a case folder (and ground_truth/ unless opts.truth is False); return a summary."""
+    if opts.requests < 1:
+        raise UsageError("--requests must be at least 1")
+    prepare(out_dir)
+    sc = scenario(opts)
+    model = load_model(opts.model, sc.vocab_size) if opts.truth else None
+    if model is not None and model.vocab_size != sc.vocab_size:
+        sc = dataclasses.replace(sc, vocab_size=model.vocab_size)
+    tr = make_traffic(opts.requests, opts.seed, sc)
+    started = time.perf_counter()
+    names = [n for n, _ in sc.node_names()]
+    sinks: list[Any] = []
+    engine = Engine(sc, tr, opts.seed, lambda chunk: _fan(sinks, chunk), opts.flush_rows)
+    kv = W.KvEventWriter(
+        out_dir / "kv_events", names, [r for _, r in sc.node_names()], tr.request_ids, engine.hashes
+    )
+    sinks.append(kv)
+    tokens = TokenStore(tr, engine.out, opts.seed, sc.vocab_size)
+    sweep = None
+    if opts.truth:
+        slots = [p.n_pages * p.page_size for p in engine.pools]
+        sweep = Sweep(slots, [r for _, r in sc.node_names()], tr, engine.out, tokens, model)
+        sinks.append(sweep)
+    out = engine.run()
+    kv.close()
+    elapsed = time.perf_counter() - started
+    outputs = tokens.outputs if sweep is not None else None
+    W.write_requests(out_dir / "requests.csv", sc, tr, out, outputs)
+    W.write_accounts(out_dir / "accounts.csv", tr, opts.seed)
+    W.write_nodes(out_dir / "nodes.csv", sc)
+    write_logs(out_dir / "logs", sc, engine.logs)
+    if opts.contents and sweep is not None:
+        W.write_contents(out_dir / "contents.jsonl", tr, out, tokens)
+    summary: dict[str, Any] = {
+        "requests": len(tr),
+        "events": kv.total,
+        "engine_seconds": round(elapsed, 3),
+        "events_per_second": round(kv.total / elapsed) if elapsed > 0 else None,
+        "stubs": int(out.stub.sum()),
+        "http_400": int((out.status == 400).sum()),
+        "aborted": int((out.status == 499).sum()),
+        "bugs": sorted(sc.bugs),
+        "prefill_pool": sc.prefill_pool,
+        "context_len": sc.context_len,
+    }
+    if sweep is not None:
+        summary.update(write_truth(out_dir / "ground_truth", sweep, tr, names))
+    return summary
+
+
+def _fan(sinks: list[Any], chunk: Chunk) -> None:
+    for sink in sinks:
+        sink(chunk)
+
+
+def write_truth(folder: Path, sweep: Sweep, tr: Any, names: list[str]) -> dict[str, Any]:
+    folder.mkdir(parents=True, exist_ok=True)
+    accs = [tr.account_ids[int(a)] for a in tr.account]
+    slots = T.exposure_slots(sweep.pieces)
+    exp = T.exposures(slots, tr.request_ids, names, accs)
+    W.write_frame(folder / "exposures.csv", exp)
+    vio = T.violations(sweep.pieces, tr.request_ids, names)
+    W.write_frame(folder / "violations.csv", vio)
+    pairs = T.token_pairs(slots, tr.account)
+    W.write_frame(folder / "accounts.csv", T.accounts(pairs, tr.account_ids))
+    for side, df in T.request_lists(pairs, tr.request_ids, tr.account_ids, tr.account).items():
+        W.write_frame(folder / f"{side}_requests.csv", df)
+    counters: dict[str, int] = {}
+    for (_, what), n in sorted(sweep.pieces.counters.items()):
+        counters[what] = counters.get(what, 0) + n
+    stats = {
+        "exposure_runs": len(exp),
+        "violation_runs": len(vio),
+        "cross_account_tokens": int(
+            pairs.filter(pairs["reader_acc"] != pairs["writer_acc"]).height
+        ),
+        "tokens": pairs.height,
+        **{f"{k}_slot_reads": v for k, v in counters.items()},
+        "holder_overflow": sum(s.overflow for s in sweep.states),
+    }
+    (folder / "summary.json").write_text(json.dumps(stats, indent=2, sort_keys=True) + "\n")
+    return stats

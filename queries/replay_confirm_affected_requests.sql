@@ -1,0 +1,16 @@
+-- affected_requests: a confirmed receiver, and each request of another account whose KV it read,
+-- become `confirmed`; stale confirmations fall back (`possible` when no tokens were counted).
+WITH pairs AS (
+    SELECT a.request_id AS receiver, a.leaker_request_id AS leaker
+    FROM replay_attention a
+    JOIN replay_results r ON r.request_id = a.request_id AND r.verdict = 'confirmed'
+    JOIN requests rr ON rr.request_id = a.request_id
+    JOIN requests lr ON lr.request_id = a.leaker_request_id
+    WHERE rr.account_id <> lr.account_id
+)
+UPDATE affected_requests
+SET confidence = CASE
+    WHEN (side = 'receiving' AND request_id IN (SELECT receiver FROM pairs))
+      OR (side = 'leaking' AND request_id IN (SELECT leaker FROM pairs)) THEN 'confirmed'
+    WHEN confidence = 'confirmed' THEN CASE WHEN tokens IS NULL THEN 'possible' ELSE 'ledger' END
+    ELSE confidence END;
