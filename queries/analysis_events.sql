@@ -32,5 +32,4 @@ SELECT c.node,
        c.input_order, c.src_file, c.src_row
 FROM coded c
 JOIN analysis_request_codes r USING (request_id)
-LEFT JOIN hashes h USING (content_hash)
-ORDER BY c.node, ord;
+LEFT JOIN hashes h USING (content_hash);
