@@ -110,6 +110,7 @@ def test_model_test_calls_the_replay_functions_with_the_seam_contract(tmp_path, 
     testmodel = types.ModuleType("forensics.replay.testmodel")
     tiny = types.SimpleNamespace(config=types.SimpleNamespace(vocab_size=64))
     testmodel.load_test_model = lambda: tiny  # type: ignore[attr-defined]
+    testmodel.TEST_MODEL_NAME = "stand-in/test-model"  # type: ignore[attr-defined]
     package = types.ModuleType("forensics.replay")
     package.decode = decode  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "forensics.replay", package)
@@ -133,3 +134,5 @@ def test_model_test_calls_the_replay_functions_with_the_seam_contract(tmp_path, 
     outputs = [t for t in contents["output_token_ids"].to_list() if t]
     assert outputs and all(t[1:] == [7] * (len(t) - 1) for t in outputs)
     assert max(max(t) for t in contents["prompt_token_ids"].to_list()) < 64
+    # the request log names the model whose outputs it holds, so replay can pick it by itself
+    assert set(pl.read_csv(out / "requests.csv")["model"].to_list()) == {"stand-in/test-model"}
