@@ -9,7 +9,6 @@ import json
 
 import polars as pl
 import pytest
-
 from conftest import REPO
 
 SAMPLE = REPO / "data_samples" / "incident"

@@ -1,0 +1,31 @@
+"""The gate is one command: pytest also runs the linter and the type checker."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+
+import pytest
+from conftest import REPO
+
+
+def test_ruff_is_clean():
+    proc = subprocess.run([sys.executable, "-m", "ruff", "check", "forensics", "tests",
+                           "benchmarks", "scripts"], cwd=REPO, capture_output=True, text=True,
+                          check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_mypy_is_clean():
+    if shutil.which("mypy") is None and not _has_module("mypy"):
+        pytest.skip("mypy not installed")
+    proc = subprocess.run([sys.executable, "-m", "mypy", "forensics"], cwd=REPO,
+                          capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def _has_module(name: str) -> bool:
+    from importlib.util import find_spec
+
+    return find_spec(name) is not None
