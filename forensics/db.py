@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import duckdb
@@ -14,10 +15,18 @@ INPUT_TABLES = ("requests", "kv_events", "nodes", "accounts", "contents",
 BOOKKEEPING_TABLES = ("quarantine", "ingest_warnings", "input_files")
 
 
+# DuckDB's own default is 80 % of the machine's memory; the compiled sweep's arrays live beside
+# it, so the case database gets a fixed budget (override with KVFORENSICS_MEMORY_LIMIT or the
+# bench's --memory-limit). Work beyond it spills to disk.
+DEFAULT_MEMORY_LIMIT = "4GB"
+
+
 def connect(
     path: Path | str, *, read_only: bool = False, memory_limit: str | None = None
 ) -> duckdb.DuckDBPyConnection:
     """Connect, set UTC and the project's macros, and create the input schema if missing."""
+    memory_limit = memory_limit or os.environ.get("KVFORENSICS_MEMORY_LIMIT") or (
+        DEFAULT_MEMORY_LIMIT)
     if isinstance(path, Path):
         path.parent.mkdir(parents=True, exist_ok=True)
     con = duckdb.connect(str(path), read_only=read_only)

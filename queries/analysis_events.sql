@@ -2,6 +2,7 @@
 -- compiled sweep. Order per node: (seq, input_order) when every event of the node has seq,
 -- else (ts, op rank, input_order) with op rank free=0 < alloc=1 < share=2 < write=3 < read=4.
 -- ord is 0-based and dense per node; req_code and hash_code are dense over the whole case.
+-- Only the columns later queries use are kept (the table is as long as the ledger).
 CREATE OR REPLACE TABLE analysis_request_codes AS
 SELECT request_id, CAST(row_number() OVER (ORDER BY request_id) - 1 AS BIGINT) AS req_code
 FROM (SELECT DISTINCT request_id FROM kv_events);
@@ -27,9 +28,8 @@ SELECT c.node,
                     CASE WHEN c.by_seq THEN 0 ELSE c.op_code END,
                     c.input_order
        ) - 1 AS BIGINT) AS ord,
-       c.ts, c.seq, c.request_id, r.req_code, c.op, c.op_code, c.slot_start, c.slot_count,
-       c.pos_start, c.source, c.content_hash, coalesce(h.hash_code, -1) AS hash_code,
-       c.input_order, c.src_file, c.src_row
+       c.ts, c.request_id, r.req_code, c.op, c.op_code, c.slot_start, c.slot_count,
+       c.pos_start, c.source, coalesce(h.hash_code, -1) AS hash_code
 FROM coded c
 JOIN analysis_request_codes r USING (request_id)
 LEFT JOIN hashes h USING (content_hash);

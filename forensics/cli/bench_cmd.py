@@ -22,10 +22,13 @@ def bench(
     workdir: Path = typer.Option(None, "--workdir", help="Where to write the ledger "
                                  "(default: the system's temporary folder)."),
     keep: bool = typer.Option(False, "--keep", help="Keep the ledger and case database."),
+    naive: bool = typer.Option(True, "--naive/--no-naive", help="Also run the naive per-slot "
+                               "approach where it fits in a few minutes."),
     json_out: bool = typer.Option(False, "--json", help="Print a JSON summary on stdout."),
 ) -> None:
     """Time ingest and analysis on a simulated ledger of N events, beside the scan floor."""
-    result = run_bench(BenchOptions(events, mix, seed, memory_limit, workdir, keep))
+    result = run_bench(BenchOptions(events, mix, seed, memory_limit, workdir, keep,
+                                    naive=naive))
     if json_out:
         emit_json(result.to_json())
     else:
