@@ -13,7 +13,7 @@ from forensics.bench import stages
 from forensics.bench.measure import Measured, measure
 from forensics.errors import UsageError
 
-PILOT_REQUESTS = 400
+PILOT_REQUESTS = 2_000
 NAIVE_MAX_SLOT_ROWS = 400_000_000  # beyond this the per-slot explosion takes far too long
 
 

@@ -16,11 +16,16 @@ MIXES: dict[str, tuple[tuple[str, Any], ...]] = {
 }
 
 
+# A constant load: more events means a longer period, not more requests at once (the number of
+# events per request grows with concurrency, as pages fragment).
+REQUESTS_PER_DAY = 20_000
+
+
 def simulate_case(case_dir: str, mix: str, requests: int, seed: int) -> dict[str, Any]:
     from forensics.simulate.run import SimOptions, simulate
 
     opts = SimOptions(requests=requests, seed=seed, truth=False, contents=False,
-                      overrides=MIXES[mix])
+                      days=requests / REQUESTS_PER_DAY, overrides=MIXES[mix])
     summary = simulate(Path(case_dir), opts)
     return {"events": summary["events"], "requests": summary["requests"],
             "events_per_second": summary["events_per_second"]}
