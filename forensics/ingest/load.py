@@ -130,9 +130,9 @@ def _load_logs(con: duckdb.DuckDBPyConnection, case_dir: Path,
 
 def _clear(con: duckdb.DuckDBPyConnection) -> None:
     for name in derived_tables(con):
-        con.execute(f"DROP TABLE {ident(name)}")
+        con.execute(sql("ingest_drop_table").format(table=ident(name)))
     for name in (*INPUT_TABLES, *BOOKKEEPING_TABLES, "case_meta"):
-        con.execute(f"DELETE FROM {ident(name)}")
+        con.execute(sql("ingest_empty_table").format(table=ident(name)))
 
 
 def _load_file(

@@ -6,6 +6,7 @@ from typing import Any
 
 from forensics.ingest.discover import discover
 from forensics.ingest.load import ingest_into
+from forensics.ingest.readers import literal
 from forensics.pipeline import RunContext
 from forensics.resources import sql
 
@@ -19,10 +20,6 @@ def ingest_stage(ctx: RunContext) -> dict[str, Any]:
         progress=ctx.progress,
     )
     quarantine = ctx.wrote(ctx.out_dir / "quarantine.csv")
-    ctx.con.execute(sql("export_quarantine").replace("$target", _literal(quarantine)))
+    ctx.con.execute(sql("export_quarantine").replace("$target", literal(str(quarantine))))
     ctx.ingest = result
     return result.to_json()
-
-
-def _literal(path: object) -> str:
-    return "'" + str(path).replace("'", "''") + "'"

@@ -1,0 +1,2 @@
+-- Empty an input or bookkeeping table before it is loaded again.
+DELETE FROM {table};
