@@ -14,8 +14,8 @@ WITH piece AS (
            we.pos_start + (p.slot_end - 1 - we.slot_start) AS pos_hi,
            we.source, re.ts AS read_at, we.ts AS write_at
     FROM analysis_exposure_pieces p
-    JOIN analysis_events re ON re.node = p.node AND re.ord = p.read_ord
-    JOIN analysis_events we ON we.node = p.node AND we.ord = p.write_ord
+    JOIN kv_events re ON re.input_order = p.read_key
+    JOIN kv_events we ON we.input_order = p.write_key
 ), parted AS (
     SELECT piece.*,
            CASE WHEN source IN ('prefill', 'transfer') THEN true

@@ -1,14 +1,16 @@
--- The sweep's output, appended node by node (forensics.analysis.order): cells already mapped
--- back to slots; *_ord are event positions in analysis_events of that node; codes as in
--- forensics/analysis/codes.py.
+-- The sweep's output, appended node by node (forensics.analysis.order). Events are named by
+-- their kv_events.input_order (*_key); codes as in forensics/analysis/codes.py; slots are real
+-- slots, [slot_start, slot_end).
 CREATE OR REPLACE TABLE analysis_exposure_pieces (
-    node VARCHAR, read_ord BIGINT, slot_start BIGINT, slot_end BIGINT, write_ord BIGINT,
-    kind_code BIGINT
-);
-CREATE OR REPLACE TABLE analysis_read_pieces (
-    node VARCHAR, read_ord BIGINT, category_code BIGINT, slot_start BIGINT, slot_end BIGINT
+    node VARCHAR, read_key BIGINT, write_key BIGINT, kind_code TINYINT,
+    slot_start BIGINT, slot_end BIGINT
 );
 CREATE OR REPLACE TABLE analysis_violation_pieces (
-    node VARCHAR, ord BIGINT, slot_start BIGINT, slot_end BIGINT, violation_code BIGINT,
-    other_code BIGINT
+    node VARCHAR, event_key BIGINT, violation_code TINYINT, other_code INTEGER,
+    slot_start BIGINT, slot_end BIGINT
+);
+-- Per (node, reading request): reads, and the distinct slots its reads saw per category.
+CREATE OR REPLACE TABLE analysis_read_counts (
+    node VARCHAR, req_code INTEGER, reads BIGINT, own_slots BIGINT, shared_verified BIGINT,
+    shared_unverified BIGINT, foreign_slots BIGINT, uninitialised_slots BIGINT
 );

@@ -53,9 +53,9 @@ WITH pool AS (
                               THEN 'engine-rejected' ELSE e.kind END) AS kinds
     FROM engine_evidence e WHERE e.request_id IS NOT NULL GROUP BY e.request_id
 ), span AS (
-    SELECT node, min(ts) AS first_ts, max(ts) AS last_ts FROM analysis_events GROUP BY node
+    SELECT node, min(ts) AS first_ts, max(ts) AS last_ts FROM kv_events GROUP BY node
 ), logged AS (
-    SELECT DISTINCT request_id, node FROM analysis_events
+    SELECT DISTINCT request_id, node FROM kv_events
 )
 SELECT j.request_id, j.account_id, j.serving_prefill_node AS prefill_node,
        j.serving_decode_node AS decode_node,

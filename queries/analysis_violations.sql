@@ -9,7 +9,7 @@ WITH piece AS (
                [p.violation_code + 1] AS violation,
            o.request_id AS other_request_id
     FROM analysis_violation_pieces p
-    JOIN analysis_events e ON e.node = p.node AND e.ord = p.ord
+    JOIN kv_events e ON e.input_order = p.event_key
     LEFT JOIN analysis_request_codes o ON o.req_code = p.other_code
 ), reach AS (
     SELECT *, max(slot_end) OVER (

@@ -1,10 +1,13 @@
-"""Order each node's events in DuckDB, run the compiled sweep per node, store its pieces.
+"""Put each node's events in their total order, run the compiled sweep per node, store what it
+found.
 
-DuckDB gives every event its place in the node's total order (queries/analysis_events.sql) and
-int codes for requests and content hashes. The sweep runs per node on plain numpy arrays,
-nodes in parallel threads (the compiled sweep releases the GIL). Its pieces go back into DuckDB
-as the tables analysis_exposure_pieces, analysis_read_pieces and analysis_violation_pieces,
-keyed by (node, ord) of the events involved, for the SQL in queries/analysis_*.sql.
+DuckDB gives each node's events as integer columns (queries/analysis_sweep_input.sql: int codes
+for requests and content hashes, the sort key, the event's key); numpy sorts them into the
+node's total order. The sweep runs per node on those arrays, nodes in parallel threads (the
+compiled code releases the GIL), and while one node is swept the next is fetched. What it
+found goes back into DuckDB: exposure and violation pieces naming events by their key
+(kv_events.input_order) and per-request read counts, for the SQL in queries/analysis_*.sql.
+No per-event table is written, so the analysis costs one pass over the ledger plus the sweep.
 """
 
 from __future__ import annotations
@@ -17,114 +20,168 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
-from forensics.analysis.sweep import sweep_node
+from forensics.analysis.coverage import read_counts
+from forensics.analysis.sweep import compress, sweep_cells_of
+from forensics.ingest.readers import ident
 from forensics.ingest.sqlrun import run_script
 from forensics.progress import ProgressFn, no_progress
 from forensics.resources import sql
 
+FETCH_ROWS = 1 << 20  # rows per batch when fetching a node's events
+
 
 @dataclass(frozen=True)
 class NodeEvents:
+    """One node's events in their total order."""
+
     node: str
-    req: np.ndarray
-    op: np.ndarray
-    slot_start: np.ndarray
-    slot_count: np.ndarray
-    content_hash: np.ndarray
+    key: np.ndarray  # int64: the event's kv_events.input_order
+    req: np.ndarray  # int32 request codes
+    op: np.ndarray  # int8 op codes (forensics.analysis.codes.OPS)
+    content_hash: np.ndarray  # int32 hash codes, -1 when absent
+    slots: list[np.ndarray]  # [slot_start, slot_count] int64; emptied when made into cells
 
 
 @dataclass(frozen=True)
-class Pieces:
+class NodeFindings:
+    """What the sweep found on one node, events named by key."""
+
     node: str
-    exposures: np.ndarray  # [read ord, slot_start, slot_end, write ord, kind]
-    categories: np.ndarray  # [read ord, category, slot_start, slot_end]
-    violations: np.ndarray  # [ord, slot_start, slot_end, violation, other req_code or -1]
+    exposures: np.ndarray  # [read key, write key, kind, slot_start, slot_end]
+    violations: np.ndarray  # [event key, violation, other request code or -1, slot_start, slot_end]
+    read_counts: np.ndarray  # [request code, reads, distinct slots per category]
 
 
-def order_events(con: duckdb.DuckDBPyConnection) -> None:
-    """Write analysis_request_codes and analysis_events (see the query for the order)."""
-    run_script(con, sql("analysis_events"))
+@dataclass(frozen=True)
+class NodeInfo:
+    node: str
+    events: int
+    by_seq: bool
 
 
-def node_names(con: duckdb.DuckDBPyConnection) -> list[str]:
-    return [r[0] for r in con.execute(sql("analysis_nodes")).fetchall()]
+def make_codes(con: duckdb.DuckDBPyConnection) -> None:
+    """Write analysis_request_codes and analysis_hash_codes."""
+    run_script(con, sql("analysis_codes"))
 
 
-def load_node(con: duckdb.DuckDBPyConnection, node: str) -> NodeEvents:
-    """One node's events in order, as int64 arrays."""
-    cols = con.execute(sql("analysis_sweep_input"), {"node": node}).fetchnumpy()
-    return NodeEvents(node, *(np.asarray(cols[c], dtype=np.int64) for c in _COLS))
+def node_list(con: duckdb.DuckDBPyConnection) -> list[NodeInfo]:
+    rows = con.execute(sql("analysis_nodes")).fetchall()
+    return [NodeInfo(node, int(events), bool(by_seq)) for node, events, by_seq in rows]
 
 
-_COLS = ("req_code", "op_code", "slot_start", "slot_count", "hash_code")
+_FETCHED = (
+    ("rank", np.int64),
+    ("event_key", np.int64),
+    ("op_code", np.int8),
+    ("req_code", np.int32),
+    ("slot_start", np.int64),
+    ("slot_count", np.int64),
+    ("hash_code", np.int32),
+)
 
 
-def _sweep_one(ev: NodeEvents) -> Pieces:
-    return Pieces(
-        ev.node, *sweep_node(ev.req, ev.op, ev.slot_start, ev.slot_count, ev.content_hash)
+def load_node(con: duckdb.DuckDBPyConnection, info: NodeInfo) -> NodeEvents:
+    """One node's events in its total order. Batches are copied into arrays sized from the
+    node's event count, so the node is held once, not twice."""
+    cols = {name: np.empty(info.events, dtype) for name, dtype in _FETCHED}
+    rel = con.sql(sql("analysis_sweep_input"), params={"node": info.node, "by_seq": info.by_seq})
+    at = 0
+    for batch in rel.to_arrow_reader(FETCH_ROWS):
+        end = at + batch.num_rows
+        if end > info.events:
+            raise RuntimeError(f"node {info.node}: more events than counted ({info.events})")
+        for name, _ in _FETCHED:
+            cols[name][at:end] = batch.column(name).to_numpy(zero_copy_only=False)
+        at = end
+    if at != info.events:
+        raise RuntimeError(f"node {info.node}: {at} events fetched, {info.events} counted")
+    return _in_order(info.node, cols)
+
+
+def _in_order(node: str, cols: dict[str, np.ndarray]) -> NodeEvents:
+    """Sort by (rank, event_key) and drop the rank, one column at a time so that the node is
+    never held twice."""
+    order = np.lexsort((cols["event_key"], cols.pop("rank")))
+    key = cols.pop("event_key")[order]
+    req = cols.pop("req_code")[order]
+    op = cols.pop("op_code")[order]
+    content_hash = cols.pop("hash_code")[order]
+    slots = [cols.pop("slot_start")[order], cols.pop("slot_count")[order]]
+    return NodeEvents(node, key, req, op, content_hash, slots)
+
+
+def find_on_node(ev: NodeEvents) -> NodeFindings:
+    """Sweep one node and turn event positions into event keys and read counts. The slot
+    ranges are taken out of `ev` and dropped once they are cells."""
+    slot_count, slot_start = ev.slots.pop(), ev.slots.pop()
+    cells = compress(slot_start, slot_count)
+    del slot_start, slot_count
+    ex, cat, vio = sweep_cells_of(ev.req, ev.op, cells, ev.content_hash)
+    key = ev.key
+    return NodeFindings(
+        ev.node,
+        exposures=np.column_stack([key[ex[:, 0]], key[ex[:, 3]], ex[:, 4], ex[:, 1], ex[:, 2]]),
+        violations=np.column_stack([key[vio[:, 0]], vio[:, 3], vio[:, 4], vio[:, 1], vio[:, 2]]),
+        read_counts=read_counts(ev.req, ev.op, cat),
     )
-
-
-def sweep_nodes(
-    nodes: list[NodeEvents], workers: int = 2, progress: ProgressFn = no_progress
-) -> list[Pieces]:
-    """Sweep every node, `workers` at a time; results in node order."""
-    out: list[Pieces] = []
-    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        for i, pieces in enumerate(pool.map(_sweep_one, nodes)):
-            out.append(pieces)
-            progress("sweep", i + 1, len(nodes))
-    return out
 
 
 def sweep_case(
     con: duckdb.DuckDBPyConnection, workers: int = 2, progress: ProgressFn = no_progress
 ) -> dict[str, int]:
-    """Sweep every node of analysis_events and store the pieces. Nodes run `workers` at a time
-    in threads; only the nodes in flight are held in memory. Returns the piece counts."""
+    """Sweep every node and store what it found. Nodes run `workers` at a time in threads; the
+    main thread fetches the next node meanwhile, so at most workers + 1 nodes are held.
+    Returns the rows stored per table."""
+    make_codes(con)
     run_script(con, sql("analysis_pieces_create"))
-    names = node_names(con)
+    nodes = node_list(con)
     counts = dict.fromkeys(_TABLES, 0)
-    pending: deque[Future[Pieces]] = deque()
+    pending: deque[Future[NodeFindings]] = deque()
+    workers = max(1, workers)
     done = 0
-    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        for name in names:
-            pending.append(pool.submit(_sweep_one, load_node(con, name)))
-            while len(pending) > max(1, workers) or (pending and name == names[-1]):
-                for table, rows in store_pieces(con, pending.popleft().result()).items():
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        for i, info in enumerate(nodes):
+            progress("load events", i + 1, len(nodes))
+            pending.append(pool.submit(find_on_node, load_node(con, info)))
+            while len(pending) > workers or (pending and i == len(nodes) - 1):
+                for table, rows in store_findings(con, pending.popleft().result()).items():
                     counts[table] += rows
                 done += 1
-                progress("sweep", done, len(names))
+                progress("sweep", done, len(nodes))
     return counts
 
 
 _TABLES = {
     "analysis_exposure_pieces": (
         "exposures",
-        ("read_ord", "slot_start", "slot_end", "write_ord", "kind_code"),
+        ("read_key", "write_key", "kind_code", "slot_start", "slot_end"),
     ),
-    "analysis_read_pieces": ("categories", ("read_ord", "category_code", "slot_start", "slot_end")),
     "analysis_violation_pieces": (
         "violations",
-        ("ord", "slot_start", "slot_end", "violation_code", "other_code"),
+        ("event_key", "violation_code", "other_code", "slot_start", "slot_end"),
+    ),
+    "analysis_read_counts": (
+        "read_counts",
+        ("req_code", "reads", "own_slots", "shared_verified", "shared_unverified",
+         "foreign_slots", "uninitialised_slots"),
     ),
 }
 
 
-def store_pieces(con: duckdb.DuckDBPyConnection, pieces: Pieces) -> dict[str, int]:
-    """Append one node's pieces to the three piece tables; returns the rows added to each."""
+def store_findings(con: duckdb.DuckDBPyConnection, found: NodeFindings) -> dict[str, int]:
+    """Append one node's findings to the three tables; returns the rows added to each."""
     counts = {}
     for table, (attr, names) in _TABLES.items():
-        rows = getattr(pieces, attr)
+        rows = getattr(found, attr)
         node = pa.DictionaryArray.from_arrays(
-            pa.array(np.zeros(len(rows), np.int32)), pa.array([pieces.node], pa.string())
+            pa.array(np.zeros(len(rows), np.int32)), pa.array([found.node], pa.string())
         ).cast(pa.string())
         frame = pa.table(
             [node, *(pa.array(rows[:, i]) for i in range(len(names)))], names=["node", *names]
         )
         con.register("_analysis_pieces", frame)
         try:
-            con.execute(sql(f"analysis_store_{attr}"))
+            con.execute(sql("analysis_store_pieces").format(table=ident(table)))
         finally:
             con.unregister("_analysis_pieces")
         counts[table] = len(rows)

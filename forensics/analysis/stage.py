@@ -28,8 +28,6 @@ def analyze(
     """Compute every analysis table in the case database; returns the summary figures."""
     params = params or {}
     aggregate.prepare(con)
-    progress("order events", 0, None)
-    order.order_events(con)
     order.sweep_case(con, int(params.get("workers") or 2), progress)
     progress("aggregate", 0, None)
     aggregate.ledger_tables(con)

@@ -23,6 +23,8 @@ Outputs (int64, 2-D, one row per piece, cells not yet mapped back to slots):
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 from numba import njit
 
@@ -98,14 +100,32 @@ def sweep_cells(req, op, c0, c1, hsh, acq_ptr, acq_idx, n, lw, ww, hc, hf, pool_
     return ex[:nex], cat[:ncat], vio[:nv]
 
 
-def compress(
-    slot_start: np.ndarray, slot_count: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Cell boundaries (sorted real slots) and each event's [c0, c1) in cells."""
-    end = slot_start + slot_count
-    bounds = np.sort(np.concatenate([slot_start, end]))
-    bounds = bounds[np.r_[True, bounds[1:] != bounds[:-1]]]  # np.unique, without its hashing
-    return bounds, np.searchsorted(bounds, slot_start), np.searchsorted(bounds, end)
+@dataclass(frozen=True)
+class Cells:
+    """A node's slot ranges as cells: `bounds` holds the sorted distinct range ends (real
+    slots), event i covers cells [c0[i], c1[i]), cell k is slots [bounds[k], bounds[k + 1])."""
+
+    bounds: np.ndarray  # int64
+    c0: np.ndarray  # int32
+    c1: np.ndarray  # int32
+
+
+def compress(slot_start: np.ndarray, slot_count: np.ndarray) -> Cells:
+    """The cells of a node's ranges, holding at most one extra int64 copy of them at a time."""
+    slot_start = np.asarray(slot_start, np.int64)
+    end = slot_start + np.asarray(slot_count, np.int64)
+    bounds = np.concatenate([slot_start, end])
+    bounds.sort()
+    keep = np.empty(len(bounds), dtype=bool)
+    keep[:1] = True
+    np.not_equal(bounds[1:], bounds[:-1], out=keep[1:])
+    bounds = bounds[keep]  # np.unique, without its hashing and copies
+    del keep
+    if len(bounds) >= np.iinfo(np.int32).max:
+        raise ValueError(f"{len(bounds)} cells do not fit int32")
+    c0 = np.searchsorted(bounds, slot_start).astype(np.int32)
+    c1 = np.searchsorted(bounds, end).astype(np.int32)
+    return Cells(bounds, c0, c1)
 
 
 def acquisitions(req: np.ndarray, op: np.ndarray, n_req: int) -> tuple[np.ndarray, np.ndarray]:
@@ -124,24 +144,32 @@ def sweep_node(
     slot_count: np.ndarray,
     content_hash: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Sweep one node's events, given in their total order as int64 arrays.
+    """Sweep one node's events, given in their total order as integer arrays.
 
     req: request codes >= 0; op: codes of OPS; content_hash: codes >= 0, -1 when absent.
     Returns (exposures, categories, violations) as described in the module docstring, with
     cells mapped back to real slots."""
-    req = np.ascontiguousarray(req, dtype=np.int64)
-    op = np.ascontiguousarray(op, dtype=np.int64)
-    hsh = np.ascontiguousarray(content_hash, dtype=np.int64)
+    return sweep_cells_of(req, op, compress(slot_start, slot_count), content_hash)
+
+
+def sweep_cells_of(
+    req: np.ndarray, op: np.ndarray, cells: Cells, content_hash: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """sweep_node on ranges already compressed to cells. The compiled code sees int32 codes
+    and cells and int8 ops: one compiled version, and a third of the memory of int64."""
     if req.shape[0] == 0:
         return np.empty((0, 5), np.int64), np.empty((0, 4), np.int64), np.empty((0, 5), np.int64)
-    bounds, c0, c1 = compress(np.asarray(slot_start, np.int64), np.asarray(slot_count, np.int64))
-    n = max(1, len(bounds) - 1)
+    req = _narrow(req, np.int32)
+    op = _narrow(op, np.int8)
+    hsh = _narrow(content_hash, np.int32)
+    n = max(1, len(cells.bounds) - 1)
     acq_ptr, acq_idx = acquisitions(req, op, int(req.max()) + 1)
+    pool = min(2 * len(req), POOL_START)
     ex, cat, vio = sweep_cells(
         req,
         op,
-        c0.astype(np.int64),
-        c1.astype(np.int64),
+        cells.c0,
+        cells.c1,
         hsh,
         acq_ptr,
         acq_idx,
@@ -150,10 +178,23 @@ def sweep_node(
         new_map(n, -1),
         new_map(n, 0),
         new_map(n, 0),
-        new_pool(2 * len(req)),
-        new_pool(2 * len(req)),
+        new_pool(pool),
+        new_pool(pool),
     )
     for buf, cols in ((ex, (1, 2)), (cat, (2, 3)), (vio, (1, 2))):
         for col in cols:
-            buf[:, col] = bounds[buf[:, col]]
+            buf[:, col] = cells.bounds[buf[:, col]]
     return ex, cat, vio
+
+
+POOL_START = 1 << 20  # holder-set pool entries to start with; the pool grows when it must
+
+
+def _narrow(a: np.ndarray, dtype: type[np.integer]) -> np.ndarray:
+    """a as a contiguous array of dtype, refusing values that do not fit."""
+    a = np.asarray(a)
+    if a.dtype != dtype and a.size:
+        info = np.iinfo(dtype)
+        if a.min() < info.min or a.max() > info.max:
+            raise ValueError(f"values outside {np.dtype(dtype).name}: {a.min()}..{a.max()}")
+    return np.ascontiguousarray(a, dtype=dtype)
