@@ -13,8 +13,9 @@ from forensics.bench import stages
 from forensics.bench.measure import Measured, measure
 from forensics.errors import UsageError
 
-PILOT_REQUESTS = 2_000
-NAIVE_MAX_SLOT_ROWS = 400_000_000  # beyond this the per-slot explosion takes far too long
+PILOT_REQUESTS = 200
+MAX_PILOT_REQUESTS = 20_000
+NAIVE_MAX_SLOT_ROWS = 300_000_000  # beyond this the per-slot explosion takes far too long
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,11 @@ class BenchResult:
         m = self.stages.get(name)
         return round(m.seconds, 3) if m and not m.error else None
 
+    def naive_agrees(self) -> bool | None:
+        """Whether the naive per-slot figures equal the analysis' exactly (None: not run)."""
+        m = self.stages.get("naive")
+        return bool(m.result["agrees"]) if m and not m.error and m.result else None
+
     def to_json(self) -> dict[str, Any]:
         def per_s(name: str) -> float | None:
             s = self.seconds(name)
@@ -60,6 +66,7 @@ class BenchResult:
             if analyze and self.events else None,
             "peak_rss_mb": round(peak, 1),
             "naive_s": self.seconds("naive"),
+            "naive_agrees": self.naive_agrees(),
             "stages": {n: _stage_json(m) for n, m in self.stages.items()},
             "notes": self.notes,
         }
@@ -102,10 +109,20 @@ def _run(options: BenchOptions, root: Path) -> BenchResult:
 
 
 def _requests_for(options: BenchOptions, pilot_dir: Path) -> int:
-    """Requests that make about options.events events, from a small pilot run."""
-    pilot = stages.simulate_case(str(pilot_dir), options.mix, PILOT_REQUESTS, options.seed)
+    """Requests that make about options.events events. Events per request grow as the pool
+    fragments (about 1.5 times from a 2,000-request pilot to 200,000 requests), so a second
+    pilot of a tenth of the first estimate (at most MAX_PILOT_REQUESTS) corrects it."""
+    estimate = _estimate(options, pilot_dir, PILOT_REQUESTS)
+    second = min(estimate // 10, MAX_PILOT_REQUESTS)
+    if second > PILOT_REQUESTS:
+        estimate = _estimate(options, pilot_dir, second)
+    return estimate
+
+
+def _estimate(options: BenchOptions, pilot_dir: Path, requests: int) -> int:
+    pilot = stages.simulate_case(str(pilot_dir), options.mix, requests, options.seed)
     shutil.rmtree(pilot_dir, ignore_errors=True)
-    per_request = max(pilot["events"] / PILOT_REQUESTS, 1.0)
+    per_request = max(pilot["events"] / requests, 1.0)
     return max(10, round(options.events / per_request))
 
 
@@ -119,6 +136,8 @@ def _naive(result: BenchResult, options: BenchOptions, db: Path) -> None:
     result.stages["naive"] = naive
     if naive.error:
         result.notes.append(f"naive per-slot approach: {naive.error} ({volume:,} slot rows)")
+    elif not naive.result["agrees"]:
+        result.notes.append(f"the naive per-slot figures DIFFER from the analysis: {naive.result}")
 
 
 def _checked(m: Measured) -> Measured:

@@ -48,5 +48,10 @@ def _print(result: BenchResult) -> None:
     console.print(f"ingest + analysis: {data['total_s']} s; analysis / scan floor: "
                   f"{data['analyze_over_floor']}x; {data['analyze_us_per_event']} us per event "
                   f"analysed; peak memory {data['peak_rss_mb']:,.0f} MB", markup=False)
+    agrees = result.naive_agrees()
+    if agrees is not None:
+        console.print("naive per-slot check: " + ("read_stats, exposure_tokens and exposures "
+                      "agree exactly" if agrees else "DIFFERENCES found (see the notes)"),
+                      markup=False)
     for note in result.notes:
         console.print(note, markup=False)

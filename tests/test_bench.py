@@ -1,0 +1,77 @@
+"""`kvforensics bench`: its figures, and the naive per-slot approach it runs as an independent
+check, which must agree exactly with the analysis on ledgers with every kind of exposure."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from forensics.analysis.stage import analyze
+from forensics.bench import stages
+from forensics.db import connect
+from forensics.ingest.discover import discover
+from forensics.ingest.load import ingest_into
+from forensics.simulate.run import SimOptions, simulate
+
+
+def _analysed(root: Path, requests: int) -> Path:
+    """A small ledger with every bug on and prefix sharing, ingested and analysed."""
+    opts = SimOptions(requests=requests, seed=5, scale=0.005, truth=False, contents=False,
+                      bugs=frozenset({"oversize-stub", "late-transfer", "double-alloc"}),
+                      overrides=(("long_share", 0.3),))
+    simulate(root / "case", opts)
+    con = connect(root / "case.duckdb")
+    try:
+        ingest_into(con, root / "case", discover(root / "case"))
+        analyze(con, {})
+    finally:
+        con.close()
+    return root / "case.duckdb"
+
+
+@pytest.fixture(scope="module")
+def analysed(tmp_path_factory) -> Path:
+    return _analysed(tmp_path_factory.mktemp("naive"), 1500)
+
+
+def test_naive_per_slot_agrees_exactly_with_the_analysis(analysed):
+    out = stages.naive_per_slot(str(analysed))
+    assert out["agrees"], out
+    assert out["exposure_token_rows"] > 0 and out["tokens"] > 0, out
+    assert out["read_stats_rows"] > 0 and out["slot_rows"] > out["read_stats_rows"], out
+    con = connect(analysed, read_only=True)
+    try:
+        kinds = {k for (k,) in con.execute("SELECT DISTINCT kind FROM exposures").fetchall()}
+        shared = con.execute("SELECT sum(shared_verified) FROM read_stats").fetchone()[0]
+    finally:
+        con.close()
+    assert {"stale", "overwritten"} <= kinds, kinds  # the check covers more than one rule
+    assert shared, "the ledger must have prefix-cache hits"
+
+
+def test_naive_per_slot_notices_a_wrong_answer(tmp_path):
+    broken = _analysed(tmp_path, 300)
+    con = connect(broken)
+    try:
+        con.execute("UPDATE exposures SET kind = CASE kind WHEN 'stale' THEN 'overwritten' "
+                    "ELSE 'stale' END WHERE rowid = 0")
+        con.execute("UPDATE read_stats SET own_slots = own_slots + 1 WHERE rowid = 0")
+    finally:
+        con.close()
+    out = stages.naive_per_slot(str(broken))
+    assert not out["agrees"]
+    assert out["exposure_kind_differences"] > 0 and out["read_stats_differences"] == 2, out
+
+
+def test_bench_prints_its_figures_as_json(cli, tmp_path):
+    code, out, err = cli("bench", "--events", "20000", "--json", "--workdir", str(tmp_path))
+    assert code == 0, err
+    data = json.loads(out)
+    for key in ("events", "ingest_s", "analyze_s", "scan_floor_s", "peak_rss_mb"):
+        assert data[key] and data[key] > 0, key
+    assert 10_000 <= data["events"] <= 40_000, data["events"]
+    assert data["naive_agrees"] is True, data["notes"]
+    assert data["stages"]["analyze"]["result"]["reads"] > 0
+    assert not list(tmp_path.iterdir()), "the bench removes its ledger unless --keep"
