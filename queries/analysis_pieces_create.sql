@@ -1,9 +1,10 @@
 -- The sweep's output, appended node by node (forensics.analysis.order). Events are named by
 -- their kv_events.input_order (*_key); codes as in forensics/analysis/codes.py; slots are real
--- slots, [slot_start, slot_end).
+-- slots, [slot_start, slot_end). Exposure pieces carry the receiver's and leaker's request
+-- codes and the number of the run they coalesce into (per node).
 CREATE OR REPLACE TABLE analysis_exposure_pieces (
     node VARCHAR, read_key BIGINT, write_key BIGINT, kind_code TINYINT,
-    slot_start BIGINT, slot_end BIGINT
+    slot_start BIGINT, slot_end BIGINT, receiver_code INTEGER, leaker_code INTEGER, run_no BIGINT
 );
 CREATE OR REPLACE TABLE analysis_violation_pieces (
     node VARCHAR, event_key BIGINT, violation_code TINYINT, other_code INTEGER,

@@ -1,5 +1,6 @@
-"""What each request's reads on a node saw, in distinct slots per category: the figures of
-read_stats, computed from the sweep's category pieces without sending them back to DuckDB."""
+"""Slot-range arithmetic on the sweep's pieces, per node, before they go back to DuckDB:
+what each request's reads saw in distinct slots per category (the figures of read_stats), and
+the runs that exposure pieces coalesce into."""
 
 from __future__ import annotations
 
@@ -56,3 +57,34 @@ def read_counts(req: np.ndarray, op: np.ndarray, categories: np.ndarray) -> np.n
         )
     readers = np.flatnonzero(reads)
     return np.column_stack([readers, reads[readers], slots[readers]]).astype(np.int64)
+
+
+@njit(cache=True, nogil=True)
+def _number_runs(new_group, lo, hi, out):
+    run = -1
+    reach = 0
+    for i in range(lo.shape[0]):
+        if new_group[i] or lo[i] > reach:
+            run += 1
+            reach = hi[i]
+        elif hi[i] > reach:
+            reach = hi[i]
+        out[i] = run
+
+
+def run_numbers(
+    groups: tuple[np.ndarray, ...], lo: np.ndarray, hi: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """(order, run number) of ranges [lo, hi): `order` sorts them by (groups..., lo, hi); the
+    ranges of a group merge into maximal runs, where a new run starts only at a range that
+    begins after every earlier end (overlapping or touching ranges share a run)."""
+    order = np.lexsort((hi, lo, *reversed(groups)))
+    new_group = np.zeros(len(order), dtype=np.bool_)
+    if len(order):
+        new_group[0] = True
+        for g in groups:
+            s = g[order]
+            new_group[1:] |= s[1:] != s[:-1]
+    runs = np.empty(len(order), dtype=np.int64)
+    _number_runs(new_group, lo[order], hi[order], runs)
+    return order, runs

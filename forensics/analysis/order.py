@@ -20,7 +20,7 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
-from forensics.analysis.coverage import read_counts
+from forensics.analysis.coverage import read_counts, run_numbers
 from forensics.analysis.sweep import compress, sweep_cells_of
 from forensics.ingest.readers import ident
 from forensics.ingest.sqlrun import run_script
@@ -47,7 +47,8 @@ class NodeFindings:
     """What the sweep found on one node, events named by key."""
 
     node: str
-    exposures: np.ndarray  # [read key, write key, kind, slot_start, slot_end]
+    # [read key, write key, kind, slot_start, slot_end, receiver code, leaker code, run number]
+    exposures: np.ndarray
     violations: np.ndarray  # [event key, violation, other request code or -1, slot_start, slot_end]
     read_counts: np.ndarray  # [request code, reads, distinct slots per category]
 
@@ -118,9 +119,13 @@ def find_on_node(ev: NodeEvents) -> NodeFindings:
     del slot_start, slot_count
     ex, cat, vio = sweep_cells_of(ev.req, ev.op, cells, ev.content_hash)
     key = ev.key
+    receiver, leaker = ev.req[ex[:, 0]], ev.req[ex[:, 3]]
+    order, run = run_numbers((receiver, leaker, ex[:, 4]), ex[:, 1], ex[:, 2])
+    ex = ex[order]
     return NodeFindings(
         ev.node,
-        exposures=np.column_stack([key[ex[:, 0]], key[ex[:, 3]], ex[:, 4], ex[:, 1], ex[:, 2]]),
+        exposures=np.column_stack([key[ex[:, 0]], key[ex[:, 3]], ex[:, 4], ex[:, 1], ex[:, 2],
+                                   receiver[order], leaker[order], run]),
         violations=np.column_stack([key[vio[:, 0]], vio[:, 3], vio[:, 4], vio[:, 1], vio[:, 2]]),
         read_counts=read_counts(ev.req, ev.op, cat),
     )
@@ -154,7 +159,8 @@ def sweep_case(
 _TABLES = {
     "analysis_exposure_pieces": (
         "exposures",
-        ("read_key", "write_key", "kind_code", "slot_start", "slot_end"),
+        ("read_key", "write_key", "kind_code", "slot_start", "slot_end", "receiver_code",
+         "leaker_code", "run_no"),
     ),
     "analysis_violation_pieces": (
         "violations",

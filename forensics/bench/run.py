@@ -110,10 +110,11 @@ def _run(options: BenchOptions, root: Path) -> BenchResult:
 
 def _requests_for(options: BenchOptions, pilot_dir: Path) -> int:
     """Requests that make about options.events events. Events per request grow as the pool
-    fragments (about 1.5 times from a 2,000-request pilot to 200,000 requests), so a second
-    pilot of a tenth of the first estimate (at most MAX_PILOT_REQUESTS) corrects it."""
+    fragments (about 1.5 times from a 2,000-request pilot to 200,000 requests, more with long
+    prompts), so a second pilot of a third of the first estimate (at most MAX_PILOT_REQUESTS)
+    corrects it."""
     estimate = _estimate(options, pilot_dir, PILOT_REQUESTS)
-    second = min(estimate // 10, MAX_PILOT_REQUESTS)
+    second = min(estimate // 3, MAX_PILOT_REQUESTS)
     if second > PILOT_REQUESTS:
         estimate = _estimate(options, pilot_dir, second)
     return estimate
