@@ -1,4 +1,4 @@
-"""Growable int64 row buffers for the compiled sweep's outputs."""
+"""Growable integer row buffers for the compiled sweep's outputs."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from numba import njit
 @njit(cache=True, nogil=True)
 def grown(buf, n, rows):
     """A copy of buf's first n rows in a buffer of `rows` rows (plain loops: quick to compile)."""
-    out = np.empty((rows, buf.shape[1]), dtype=np.int64)
+    out = np.empty((rows, buf.shape[1]), dtype=buf.dtype)
     for i in range(n):
         for j in range(buf.shape[1]):
             out[i, j] = buf[i, j]

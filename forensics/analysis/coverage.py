@@ -11,9 +11,9 @@ from forensics.analysis.codes import CATEGORIES, READ
 
 
 @njit(cache=True, nogil=True)
-def _add_unions(req, cat, lo, hi, out):
-    """Add to out[r, c] the size of the union of [lo, hi) over each (r, c) group; rows sorted
-    by (r, c, lo)."""
+def _add_unions(req, cat, lo, hi, bounds, out):
+    """Add to out[r, c] the size in slots of the union of cell ranges [lo, hi) over each (r, c)
+    group (cell k is slots [bounds[k], bounds[k + 1])); rows sorted by (r, c, lo)."""
     i = 0
     n = req.shape[0]
     while i < n:
@@ -25,34 +25,40 @@ def _add_unions(req, cat, lo, hi, out):
         i += 1
         while i < n and req[i] == r and cat[i] == c:
             if lo[i] > b:
-                total += b - a
+                total += bounds[b] - bounds[a]
                 a = lo[i]
                 b = hi[i]
             elif hi[i] > b:
                 b = hi[i]
             i += 1
-        out[r, c] += total + b - a
+        out[r, c] += total + bounds[b] - bounds[a]
 
 
-def read_counts(req: np.ndarray, op: np.ndarray, categories: np.ndarray) -> np.ndarray:
+def read_counts(
+    req: np.ndarray, op: np.ndarray, categories: np.ndarray, bounds: np.ndarray | None = None
+) -> np.ndarray:
     """One row per request with a read on the node: `[request code, reads, distinct slots per
     category in CATEGORIES order]`, by request code.
 
     req, op: the node's events in order; categories: the sweep's rows
-    `[read event, category, slot_start, slot_end]`."""
+    `[read event, category, c0, c1]` in cells whose slot boundaries are `bounds`
+    (forensics.analysis.sweep.Cells), or in slots when bounds is None."""
     if req.shape[0] == 0:
         return np.empty((0, 2 + len(CATEGORIES)), np.int64)
     n_req = int(req.max()) + 1
     reads = np.bincount(req[op == READ], minlength=n_req)
     slots = np.zeros((n_req, len(CATEGORIES)), np.int64)
     if categories.shape[0]:
-        who = req[categories[:, 0]].astype(np.int64)
+        if bounds is None:
+            bounds = np.arange(int(categories[:, 3].max()) + 1, dtype=np.int64)
+        who = req[categories[:, 0]]
         order = np.lexsort((categories[:, 2], categories[:, 1], who))
         _add_unions(
             who[order],
-            np.ascontiguousarray(categories[order, 1]),
-            np.ascontiguousarray(categories[order, 2]),
-            np.ascontiguousarray(categories[order, 3]),
+            categories[order, 1],
+            categories[order, 2],
+            categories[order, 3],
+            bounds,
             slots,
         )
     readers = np.flatnonzero(reads)

@@ -21,7 +21,7 @@ import numpy as np
 import pyarrow as pa
 
 from forensics.analysis.coverage import read_counts, run_numbers
-from forensics.analysis.sweep import compress, sweep_cells_of
+from forensics.analysis.sweep import cells_of, sweep_cells_of
 from forensics.ingest.readers import ident
 from forensics.ingest.sqlrun import run_script
 from forensics.progress import ProgressFn, no_progress
@@ -114,9 +114,10 @@ def _in_order(node: str, cols: dict[str, np.ndarray]) -> NodeEvents:
 def find_on_node(ev: NodeEvents) -> NodeFindings:
     """Sweep one node and turn event positions into event keys and read counts. The slot
     ranges are taken out of `ev` and dropped once they are cells."""
-    slot_count, slot_start = ev.slots.pop(), ev.slots.pop()
-    cells = compress(slot_start, slot_count)
-    del slot_start, slot_count
+    end, start = ev.slots.pop(), ev.slots.pop()
+    np.add(end, start, out=end)  # slot_count -> end, in place
+    cells = cells_of(start, end)
+    del start, end
     ex, cat, vio = sweep_cells_of(ev.req, ev.op, cells, ev.content_hash)
     key = ev.key
     receiver, leaker = ev.req[ex[:, 0]], ev.req[ex[:, 3]]
@@ -127,7 +128,7 @@ def find_on_node(ev: NodeEvents) -> NodeFindings:
         exposures=np.column_stack([key[ex[:, 0]], key[ex[:, 3]], ex[:, 4], ex[:, 1], ex[:, 2],
                                    receiver[order], leaker[order], run]),
         violations=np.column_stack([key[vio[:, 0]], vio[:, 3], vio[:, 4], vio[:, 1], vio[:, 2]]),
-        read_counts=read_counts(ev.req, ev.op, cat),
+        read_counts=read_counts(ev.req, ev.op, cat, cells.bounds),
     )
 
 

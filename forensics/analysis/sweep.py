@@ -46,10 +46,13 @@ from forensics.analysis.violations import check_holders
 
 
 @njit(cache=True, nogil=True)
-def sweep_cells(req, op, c0, c1, hsh, acq_ptr, acq_idx, n, lw, ww, hc, hf, pool_c, pool_f):
-    """Run one node's ordered events through the maps; see the module docstring."""
+def sweep_cells(
+    req, op, c0, c1, hsh, acq_ptr, acq_idx, n, lw, ww, hc, hf, pool_c, pool_f, cat_rows
+):
+    """Run one node's ordered events through the maps; see the module docstring. cat_rows: the
+    room to start with for category rows (each read makes at least one)."""
     ex = np.empty((1024, 5), dtype=np.int64)
-    cat = np.empty((1024, 4), dtype=np.int64)
+    cat = np.empty((cat_rows, 4), dtype=np.int32)
     vio = np.empty((256, 5), dtype=np.int64)
     nex = np.int64(0)
     ncat = np.int64(0)
@@ -111,21 +114,35 @@ class Cells:
 
 
 def compress(slot_start: np.ndarray, slot_count: np.ndarray) -> Cells:
-    """The cells of a node's ranges, holding at most one extra int64 copy of them at a time."""
+    """The cells of a node's ranges [slot_start, slot_start + slot_count)."""
     slot_start = np.asarray(slot_start, np.int64)
-    end = slot_start + np.asarray(slot_count, np.int64)
-    bounds = np.concatenate([slot_start, end])
-    bounds.sort()
-    keep = np.empty(len(bounds), dtype=bool)
-    keep[:1] = True
-    np.not_equal(bounds[1:], bounds[:-1], out=keep[1:])
-    bounds = bounds[keep]  # np.unique, without its hashing and copies
-    del keep
+    return cells_of(slot_start, slot_start + np.asarray(slot_count, np.int64))
+
+
+def cells_of(start: np.ndarray, end: np.ndarray) -> Cells:
+    """The cells of ranges [start, end) (int64 arrays), holding at most one extra int64 copy of
+    one of them at a time (a node can have tens of millions of events)."""
+    bounds = np.union1d(_distinct(start), _distinct(end))
     if len(bounds) >= np.iinfo(np.int32).max:
         raise ValueError(f"{len(bounds)} cells do not fit int32")
-    c0 = np.searchsorted(bounds, slot_start).astype(np.int32)
-    c1 = np.searchsorted(bounds, end).astype(np.int32)
-    return Cells(bounds, c0, c1)
+    return Cells(bounds, _positions(bounds, start), _positions(bounds, end))
+
+
+def _distinct(a: np.ndarray) -> np.ndarray:
+    """Sorted distinct values of a (np.unique without its hashing and extra copies)."""
+    s = np.sort(a)
+    keep = np.empty(len(s), dtype=bool)
+    keep[:1] = True
+    np.not_equal(s[1:], s[:-1], out=keep[1:])
+    return s[keep]
+
+
+def _positions(bounds: np.ndarray, values: np.ndarray, chunk: int = 1 << 22) -> np.ndarray:
+    """int32 positions of values in bounds, searched in chunks to keep int64 temporaries small."""
+    out = np.empty(len(values), dtype=np.int32)
+    for i in range(0, len(values), chunk):
+        out[i : i + chunk] = np.searchsorted(bounds, values[i : i + chunk])
+    return out
 
 
 def acquisitions(req: np.ndarray, op: np.ndarray, n_req: int) -> tuple[np.ndarray, np.ndarray]:
@@ -149,14 +166,20 @@ def sweep_node(
     req: request codes >= 0; op: codes of OPS; content_hash: codes >= 0, -1 when absent.
     Returns (exposures, categories, violations) as described in the module docstring, with
     cells mapped back to real slots."""
-    return sweep_cells_of(req, op, compress(slot_start, slot_count), content_hash)
+    cells = compress(slot_start, slot_count)
+    ex, cat, vio = sweep_cells_of(req, op, cells, content_hash)
+    bounds = cells.bounds
+    slots = np.column_stack([cat[:, 0], cat[:, 1], bounds[cat[:, 2]], bounds[cat[:, 3]]])
+    return ex, slots.astype(np.int64).reshape(-1, 4), vio
 
 
 def sweep_cells_of(
     req: np.ndarray, op: np.ndarray, cells: Cells, content_hash: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """sweep_node on ranges already compressed to cells. The compiled code sees int32 codes
-    and cells and int8 ops: one compiled version, and a third of the memory of int64."""
+    """sweep_node on ranges already compressed to cells, except that the categories stay in
+    cells, as int32 `[read event, category, c0, c1]` (the bulk of the output: at least one row
+    per read). The compiled code sees int32 codes and cells and int8 ops: one compiled
+    version, and a third of the memory of int64."""
     if req.shape[0] == 0:
         return np.empty((0, 5), np.int64), np.empty((0, 4), np.int64), np.empty((0, 5), np.int64)
     req = _narrow(req, np.int32)
@@ -180,8 +203,9 @@ def sweep_cells_of(
         new_map(n, 0),
         new_pool(pool),
         new_pool(pool),
+        int(np.count_nonzero(op == READ)) + 1024,
     )
-    for buf, cols in ((ex, (1, 2)), (cat, (2, 3)), (vio, (1, 2))):
+    for buf, cols in ((ex, (1, 2)), (vio, (1, 2))):
         for col in cols:
             buf[:, col] = cells.bounds[buf[:, col]]
     return ex, cat, vio
