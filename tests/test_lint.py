@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -29,3 +30,13 @@ def _has_module(name: str) -> bool:
     from importlib.util import find_spec
 
     return find_spec(name) is not None
+
+
+@pytest.mark.parametrize("script", sorted(p.name for p in (REPO / "benchmarks").glob("*.py")))
+def test_benchmark_scripts_import(script):
+    """The benchmark scripts are not run by the suite; at least every name they import exists."""
+    proc = subprocess.run([sys.executable, "-c", f"import runpy; runpy.run_path("
+                           f"'benchmarks/{script}', run_name='imported')"], cwd=REPO,
+                          capture_output=True, text=True, check=False,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
