@@ -15,7 +15,8 @@ request does it walk `lw` and `hf` there and emit foreign pieces (forensics.anal
 Cost therefore grows with events, runs touched and foreign pieces, never with the number of
 slots in a range.
 
-Outputs (int64, 2-D, one row per piece, cells not yet mapped back to slots):
+Outputs of sweep_cells (2-D, one row per piece, cells not yet mapped back to slots; int64
+except categories, int32 since there is at least one row per read):
 - exposures  `[read event, c0, c1, write event, kind]`  (kind: EXPOSURE_KINDS)
 - categories `[read event, category, c0, c1]`          (category: CATEGORIES)
 - violations `[event, c0, c1, violation, other request code or -1]` (violation: VIOLATIONS)
@@ -170,7 +171,7 @@ def sweep_node(
     ex, cat, vio = sweep_cells_of(req, op, cells, content_hash)
     bounds = cells.bounds
     slots = np.column_stack([cat[:, 0], cat[:, 1], bounds[cat[:, 2]], bounds[cat[:, 3]]])
-    return ex, slots.astype(np.int64).reshape(-1, 4), vio
+    return ex, slots.astype(np.int64), vio
 
 
 def sweep_cells_of(
