@@ -56,3 +56,14 @@ CREATE OR REPLACE TEMP MACRO kvf_bad(col, val, why) AS
 
 -- Text with surrounding blanks removed; NULL when empty. Accepts typed values (ids as integers).
 CREATE OR REPLACE TEMP MACRO kvf_str(x) AS nullif(trim(x::VARCHAR), '');
+
+-- A text cell made safe for CSV files that a spreadsheet opens: a value that would run as a
+-- formula (first character after any leading spaces is =, +, -, @, TAB or CR) gets a leading
+-- apostrophe, which spreadsheets show as text. Every text column of every CSV output goes
+-- through this macro; numeric columns are written as numbers.
+CREATE OR REPLACE TEMP MACRO kvf_csv_cell(x) AS
+    CASE
+        WHEN x IS NULL THEN NULL
+        WHEN regexp_matches(x::VARCHAR, '^[ ]*[=+\-@\t\r]') THEN '''' || x::VARCHAR
+        ELSE x::VARCHAR
+    END;
