@@ -1,5 +1,5 @@
 -- affected_requests: one row per (side, request), cross-account exposures only.
--- ledger: from exposure_tokens (tokens = DESIGN §6 token exposures of the request on that side,
+-- ledger: from exposure_tokens (tokens = docs/DESIGN.md §6 token exposures of the request on that side,
 -- times = first and last read of its exposures). possible: screening pairs for requests that the
 -- ledger does not already put on that side (tokens NULL, times = the receivers' arrival).
 DELETE FROM affected_requests;

@@ -1,4 +1,4 @@
--- exposure_tokens: DESIGN §6 token exposures per (receiver request, node, leaker request): the
+-- exposure_tokens: docs/DESIGN.md §6 token exposures per (receiver request, node, leaker request): the
 -- distinct slots of that pair on that node, whatever the kind or how often they were read.
 CREATE OR REPLACE TABLE exposure_tokens AS
 WITH reach AS (

@@ -1,4 +1,4 @@
--- screening: every request of the gateway log, screened without the ledger (DESIGN §4).
+-- screening: every request of the gateway log, screened without the ledger (docs/DESIGN.md §4).
 -- Reasons:
 --   over-pool   status 200 and prompt_tokens > pool_slots of the serving prefill node (its row
 --               from the nodes file; else the engine start-up log row in effect at received_at,

@@ -1,7 +1,7 @@
--- The naive per-slot approach DESIGN §7 warns about, run by `kvforensics bench` to show the
+-- The naive per-slot approach docs/DESIGN.md §7 warns about, run by `kvforensics bench` to show the
 -- cost of exploding ranges and as an independent check of the analysis: one row per slot of
 -- every event, then each read slot joined (ASOF) to the last write of that slot, the reader's
--- last alloc/share/free of it and the writer's, classified by the rules of DESIGN §4 slot by
+-- last alloc/share/free of it and the writer's, classified by the rules of docs/DESIGN.md §4 slot by
 -- slot. It returns its own figures and how many rows of the analysis' read_stats,
 -- exposure_tokens and exposures (slots per receiver, node, leaker and kind) differ from them
 -- (all 0 when they agree exactly).

@@ -1,4 +1,4 @@
--- On one node, in the ledger order (DESIGN §3): the request's reads and shares, and every write
+-- On one node, in the ledger order (docs/DESIGN.md §3): the request's reads and shares, and every write
 -- that overlaps the span of slots the request read. ord ranks the returned events in that order:
 -- (seq, input_order) when every event of the node has seq, else (ts, op rank, input_order).
 WITH node_flags AS (

@@ -1,5 +1,5 @@
 -- TEMP view: one row per (receiver request, leaker request, node) with the exact number of token
--- exposures (DESIGN §6: distinct slots), merging overlapping slot runs of different kinds
+-- exposures (docs/DESIGN.md §6: distinct slots), merging overlapping slot runs of different kinds
 -- without exploding them into slots.
 CREATE OR REPLACE TEMP VIEW report_exposure_pairs AS
 WITH runs AS (

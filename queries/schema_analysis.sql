@@ -81,7 +81,7 @@ CREATE TABLE IF NOT EXISTS affected_requests (
     last_affected_at    TIMESTAMP
 );
 
--- One row per (side, account). Cross-account only. tokens and requests as DESIGN §6 defines.
+-- One row per (side, account). Cross-account only. tokens and requests as docs/DESIGN.md §6 defines.
 CREATE TABLE IF NOT EXISTS affected_accounts (
     side                 VARCHAR NOT NULL,
     account_id           VARCHAR NOT NULL,

@@ -15,7 +15,7 @@ import zstandard
 from forensics.cli import run
 
 REPO = Path(__file__).resolve().parent.parent
-EXAMPLES = REPO / "tests" / "data" / "examples"  # the worked examples of DESIGN §4
+EXAMPLES = REPO / "tests" / "data" / "examples"  # the worked examples of docs/DESIGN.md §4
 
 
 def compress(data: bytes, compression: str | None) -> bytes:

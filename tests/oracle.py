@@ -1,6 +1,6 @@
 """A deliberately naive, slot-by-slot reading of the exposure semantics, for tests only.
 
-It follows /DESIGN §4 and the semantics note literally, with Python dicts keyed by slot, and is
+It follows docs/DESIGN.md §4 literally, with Python dicts keyed by slot, and is
 independent of forensics.analysis (no shared code). Slow on purpose: never use it on real data.
 """
 
@@ -193,7 +193,7 @@ def violation_runs(facts: SlotFacts) -> set[tuple]:
 
 
 def tokens(facts: SlotFacts) -> dict[tuple, int]:
-    """(R, node, W) -> distinct slots: DESIGN §6 token exposures."""
+    """(R, node, W) -> distinct slots: docs/DESIGN.md §6 token exposures."""
     combos = {(r, node, s, w) for (r, w, node, s, _kind) in facts.exposures}
     out: dict[tuple, int] = defaultdict(int)
     for r, node, _s, w in combos:

@@ -1,6 +1,6 @@
 """Case databases for the report and notification tests.
 
-`seq_tables()` is the worked example shared/examples/semantics-seq as table rows: the inputs are
+`seq_tables()` is the worked example tests/data/examples/semantics-seq as table rows: the inputs are
 read from the example's CSV files, and the analysis tables (exposures, violations,
 affected_requests, affected_accounts) are the answers worked out by hand from its ledger (see the
 example's README and expected_*.csv), written out here row by row."""

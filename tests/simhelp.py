@@ -43,7 +43,7 @@ def read_ledger(case: Path) -> pl.DataFrame:
 
 
 def ordered(df: pl.DataFrame) -> pl.DataFrame:
-    """Events per node in the DESIGN §3 order."""
+    """Events per node in the docs/DESIGN.md §3 order."""
     df = df.with_columns(rank=pl.col("op").replace_strict(OP_RANK, return_dtype=pl.Int8))
     if "seq" in df.columns and df["seq"].null_count() == 0:
         return df.sort(["node", "seq", "input_order"])

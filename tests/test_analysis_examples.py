@@ -1,5 +1,5 @@
 """The hand-worked examples in the shared examples folder come out exactly: exposures,
-violations and accounts (DESIGN §4 and §6)."""
+violations and accounts (docs/DESIGN.md §4 and §6)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from forensics.cli import run
 from forensics.db import connect
 from forensics.ingest.load import ingest_case
 
-EXAMPLES = Path(__file__).resolve().parent / "data" / "examples"  # the DESIGN §4 examples
+EXAMPLES = Path(__file__).resolve().parent / "data" / "examples"  # the docs/DESIGN.md §4 examples
 
 CASES = ("semantics-seq", "semantics-ties")
 

@@ -1,4 +1,4 @@
-"""The simulated case folder against the DESIGN §3 contract: every file's columns and types,
+"""The simulated case folder against the docs/DESIGN.md §3 contract: every file's columns and types,
 the same request ids everywhere, a clean ingest with nothing quarantined, SGLang-format logs,
 and the CLI."""
 

@@ -1,6 +1,6 @@
 """Turn the sweep's pieces into the analysis tables, all in SQL (queries/analysis_*.sql).
 
-exposures, violations and read_stats come from the pieces; exposure_tokens counts DESIGN §6
+exposures, violations and read_stats come from the pieces; exposure_tokens counts docs/DESIGN.md §6
 token exposures per (receiver, node, leaker); affected_requests and affected_accounts join both
 sides back to requests and accounts, cross-account only, ledger evidence first, screening
 (`possible`) for what no ledger decides."""

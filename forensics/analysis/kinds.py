@@ -4,7 +4,7 @@
 The walk merges the runs of the coarse maps (last writer request; holder requests), so a read
 of its own data costs one run however many writes and allocations made it. Only where another
 request wrote last does it descend into the fine maps (the exact write; holders with the event
-that acquired each holding) to classify, per DESIGN §4:
+that acquired each holding) to classify, per docs/DESIGN.md §4:
 
 - r holds the cells through a share that came after the write: a prefix-cache hit, verified
   when both hashes exist and are equal, unverified when one is missing, else prefix-mismatch;

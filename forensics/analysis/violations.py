@@ -1,4 +1,4 @@
-"""Ownership violations found by the compiled sweep (see the semantics in DESIGN §4):
+"""Ownership violations found by the compiled sweep (see the semantics in docs/DESIGN.md §4):
 write-after-free, write-unheld, double-allocation, read-unheld. Rows are
 `[event, c0, c1, violation, other request code or -1]`, one per other holder."""
 

@@ -67,7 +67,7 @@ def scan_floor(case_dir: str) -> dict[str, Any]:
 
 
 def naive_per_slot(db_path: str) -> dict[str, Any]:
-    """The trap of DESIGN §7, and an independent check: explode every range into one row per
+    """The trap of docs/DESIGN.md §7, and an independent check: explode every range into one row per
     slot, classify each read slot by joins, and compare with the analysis' tables. Returns the
     naive figures and the number of rows of read_stats, exposure_tokens and exposures that
     differ from them."""

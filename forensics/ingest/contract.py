@@ -1,4 +1,4 @@
-"""The input contract (DESIGN §3): which tables a case folder may hold and their columns."""
+"""The input contract (docs/DESIGN.md §3): which tables a case folder may hold and their columns."""
 
 from __future__ import annotations
 

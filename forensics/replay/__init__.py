@@ -1,5 +1,6 @@
 """Replay: confirm contamination by re-running suspects through a real model from the KV they
-actually read (DESIGN §5). Needs the optional `replay` extra (torch, transformers, safetensors)."""
+actually read (docs/DESIGN.md §5). Needs the optional `replay` extra (torch, transformers,
+safetensors)."""
 
 from __future__ import annotations
 

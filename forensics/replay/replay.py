@@ -1,6 +1,6 @@
 """Replay suspects: decode each from the KV it really read, and clean from its own prompt.
 
-Verdicts (DESIGN §5): `confirmed` when the contaminated replay reproduces the delivered output
+Verdicts (DESIGN.md §5): `confirmed` when the contaminated replay reproduces the delivered output
 (by token ids, or by response_sha256 when the ids were not kept), the clean replay does not, and
 the decode read another request's data; `not-reproduced` otherwise; `cannot-replay` with the
 reason when a replay cannot be run. Every suspect gets a row: nothing is skipped silently."""

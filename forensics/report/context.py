@@ -14,7 +14,7 @@ from markupsafe import Markup
 
 @dataclass(frozen=True)
 class Headline:
-    """The summary figures (queries/report_headline.sql). Tokens as DESIGN §6 defines them."""
+    """The summary figures (queries/report_headline.sql). Tokens as DESIGN.md §6 defines them."""
 
     cross_runs: int  # cross-account exposure runs in the ledger
     cross_tokens: int  # cross-account token exposures

@@ -1,6 +1,6 @@
 """The simulated cluster and its traffic: one frozen Scenario, scaled with --scale.
 
-The default scenario is the incident of DESIGN §1: a model advertising a 1,048,576-token context
+The default scenario is the incident of DESIGN.md §1: a model advertising a 1,048,576-token context
 served by prefill nodes whose KV pool holds only 681,280 token slots, and decode nodes with larger
 pools. `Scenario.scaled(f)` shrinks every size (context, pools, prompt and output lengths) by the
 same factor, so a small sample keeps the incident's shape: the prefill pool stays smaller than the

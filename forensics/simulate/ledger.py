@@ -3,7 +3,7 @@ and flushed in final order once no later event can come before them.
 
 An event emitted while the engine is at time t never has a timestamp before t, so every buffered
 event older than the engine clock is final. `flush(before)` takes those out, orders them per node
-by (ts, op rank, emission order) — the order DESIGN §3 prescribes without `seq` — and numbers
+by (ts, op rank, emission order) — the order DESIGN.md §3 prescribes without `seq` — and numbers
 them with `seq` per node, so the ledger reads the same with or without its seq column.
 
 The buffer is one int64 matrix (a row per field) so the compiled emitters (kernels.py) take a

@@ -3,7 +3,7 @@
 Per node, numpy arrays hold each slot's last writer, that writer's position, the write's order,
 time, source and content hash, and the (at most two) requests holding the slot by allocation;
 prefix-cache shares are kept per request. The final ordered ledger chunks (ledger.py) drive these
-arrays; every read is classified exactly as the exposure semantics (DESIGN §4) define it: own
+arrays; every read is classified exactly as the exposure semantics (DESIGN.md §4) define it: own
 data, uninitialised, verified or unverified prefix hit, or an exposure `overwritten`, `stale` or
 `prefix-mismatch`; ownership violations are recorded too. Only slot pieces that matter are kept;
 truth_tables.py turns them into the ground-truth tables."""

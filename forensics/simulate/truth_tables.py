@@ -1,5 +1,5 @@
 """Ground-truth tables from the sweep's slot pieces: exposures and violations coalesced into
-maximal contiguous slot runs, and the cross-account receiving and leaking lists (DESIGN §6)."""
+maximal contiguous slot runs, and the cross-account receiving and leaking lists (DESIGN.md §6)."""
 
 from __future__ import annotations
 
@@ -146,7 +146,7 @@ def token_pairs(slots: pl.DataFrame, account: np.ndarray) -> pl.DataFrame:
 
 
 def accounts(pairs: pl.DataFrame, account_ids: list[str]) -> pl.DataFrame:
-    """side, account_id, requests, tokens: cross-account exposures only (DESIGN §6)."""
+    """side, account_id, requests, tokens: cross-account exposures only (DESIGN.md §6)."""
     cross = pairs.filter(pl.col("reader_acc") != pl.col("writer_acc"))
     frames = []
     for side, req, acc in (

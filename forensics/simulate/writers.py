@@ -1,4 +1,4 @@
-"""Case-folder writers in the DESIGN §3 contract: requests.csv, accounts.csv, nodes.csv,
+"""Case-folder writers in the docs/DESIGN.md §3 contract: requests.csv, accounts.csv, nodes.csv,
 kv_events/<node>-part-*.parquet (streamed), contents.jsonl and ground_truth/.
 
 Formats are mixed on purpose so ingest is exercised: CSV with ISO-8601 `Z` times, Parquet with a
