@@ -104,7 +104,7 @@ def test_out_of_memory_is_cannot_replay(cli, monkeypatch, tmp_path):
                         "'kvforensics[replay]'")
     from forensics.replay import replay as replay_module
 
-    def exhausted(model, plan):
+    def exhausted(*args):
         raise RuntimeError("CUDA out of memory. Tried to allocate 80.00 GiB")
 
     monkeypatch.setattr(replay_module, "replay_plan", exhausted)

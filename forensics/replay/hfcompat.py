@@ -26,12 +26,23 @@ def new_cache() -> Any:
     return DynamicCache()
 
 
-def forward(model: Any, ids: torch.Tensor, positions: torch.Tensor, kv: Any,
-            attentions: bool = False) -> Any:
-    """One forward pass of `ids` at `positions` (both [1, n]) that extends the cache `kv`."""
-    kwargs = {_cache_kwarg(type(model).__qualname__, type(model).forward): kv}
-    return model(input_ids=ids, position_ids=positions, use_cache=True,
-                 output_attentions=attentions, **kwargs)
+def forward(model: Any, ids: torch.Tensor, positions: torch.Tensor, kv: Any) -> Any:
+    """One forward pass of `ids` at `positions` (both [1, n]) that extends the cache `kv`;
+    logits only for the last position where the model allows it."""
+    kwargs: dict[str, Any] = {_cache_kwarg(type(model).__qualname__, type(model).forward): kv}
+    kwargs.update(_last_logits(type(model).__qualname__, type(model).forward))
+    return model(input_ids=ids, position_ids=positions, use_cache=True, **kwargs)
+
+
+@cache
+def _last_logits(type_name: str, forward: Any) -> dict[str, int]:
+    """transformers computes the logits of every position unless told `logits_to_keep` (4.50+;
+    `num_logits_to_keep` before)."""
+    params = inspect.signature(forward).parameters
+    for name in ("logits_to_keep", "num_logits_to_keep"):
+        if name in params:
+            return {name: 1}
+    return {}
 
 
 def layer_kv(kv: Any, layer: int) -> tuple[torch.Tensor, torch.Tensor]:

@@ -64,15 +64,19 @@ def generated_weights(seed: int = TEST_SEED) -> dict[str, np.ndarray]:
     return {name: _weight(rng, name, shapes[name]) for name in sorted(shapes)}
 
 
-def build_test_model(device: str = "cpu", seed: int = TEST_SEED) -> Any:
-    """The test model on `device`, in float32, with eager attention, in eval mode."""
+def build_test_model(device: str = "cpu", seed: int = TEST_SEED, attn: str = "fast") -> Any:
+    """The test model on `device`, in float32, in eval mode, with replay's fast attention
+    (attn='fast') or its step-by-step eager attention (attn='eager')."""
     import torch
     from transformers import LlamaForCausalLM
+
+    from forensics.replay import attention
 
     state = {n: torch.from_numpy(a) for n, a in generated_weights(seed).items()}
     model: Any = LlamaForCausalLM(_config())
     model.load_state_dict(state, strict=True)
     _neutral_generation_config(model)
+    attention.use(model, attention.EAGER if attn == "eager" else attention.FAST)
     return model.to(device).eval()
 
 
