@@ -11,11 +11,12 @@ import hashlib
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 import duckdb
 
-from forensics.errors import ReplayError, UsageError
+from forensics.errors import ReplayError
 from forensics.replay import memory
 from forensics.replay.decode import (
     WriterStore,
@@ -245,6 +246,16 @@ class ReplayRun:
     device: str
     results: list[SuspectResult]
     updated_tables: list[str] = field(default_factory=list)
+    identity: Any = None              # forensics.replay.loader.ModelIdentity when loaded
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    run_id: str = ""
+    kept_confirmed: list[str] = field(default_factory=list)   # confirmed earlier, kept
+    model_matches: dict[str, bool] = field(default_factory=dict)
+
+    @property
+    def served_model(self) -> str:
+        return self.identity.served_model if self.identity is not None else ""
 
     def counts(self) -> dict[str, int]:
         out = {CONFIRMED: 0, NOT_REPRODUCED: 0, CANNOT_REPLAY: 0}
@@ -255,22 +266,23 @@ class ReplayRun:
 
 def replay_all(con: duckdb.DuckDBPyConnection, model_spec: str | None, device: str,
                request_ids: Sequence[str], progress: ProgressFn | None = None,
-               missing_model: str = "no model given") -> ReplayRun:
-    """Replay every suspect with one model; a model that is not given or cannot be loaded makes
-    every suspect cannot-replay with that reason."""
-    from forensics.replay.testmodel import load_model, resolve_device
+               missing_model: str = "no model given", device_map: str | None = None,
+               served_model: str | None = None) -> ReplayRun:
+    """Replay every suspect with one model. No model given: every suspect is cannot-replay with
+    `missing_model` as the reason. A model that cannot be found raises UsageError."""
+    from forensics.replay.loader import load
+    from forensics.replay.testmodel import resolve_device
 
-    resolved = resolve_device(device)
-    try:
-        if model_spec is None:
-            raise UsageError(missing_model)
-        model = load_model(model_spec, resolved)
-    except (UsageError, OSError) as exc:
-        reason = f"model not available: {exc}".splitlines()[0]
-        return ReplayRun(model_spec or "", resolved,
-                         [SuspectResult(r, CANNOT_REPLAY, reason) for r in request_ids])
-    results = replay_loaded(con, model, request_ids, progress)
-    return ReplayRun(model_spec, resolved, results)
+    started = datetime.now(UTC)
+    if model_spec is None:
+        reason = f"model not available: {missing_model}"
+        return ReplayRun("", resolve_device(device),
+                         [SuspectResult(r, CANNOT_REPLAY, reason) for r in request_ids],
+                         started_at=started, finished_at=datetime.now(UTC))
+    loaded = load(model_spec, device, device_map, served_model)
+    results = replay_loaded(con, loaded.model, request_ids, progress)
+    return ReplayRun(model_spec, loaded.device, results, identity=loaded.identity,
+                     started_at=started, finished_at=datetime.now(UTC))
 
 
 def replay_loaded(con: duckdb.DuckDBPyConnection, model: Any, request_ids: Sequence[str],
