@@ -66,8 +66,8 @@ def load(spec: str, device: str = "auto", device_map: str | None = None,
     identity.dtype = str(next(model.parameters()).dtype).removeprefix("torch.")
     if served_model:
         identity.served_model = served_model
-    where = "auto" if device_map == "auto" and spec != TEST_MODEL else resolved
-    return LoadedModel(model, identity, where)
+    devices = sorted({str(p.device) for p in model.parameters()})
+    return LoadedModel(model, identity, ",".join(devices) if device_map else resolved)
 
 
 def resolve_folder(spec: str) -> tuple[Path, str | None]:
