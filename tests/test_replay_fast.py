@@ -167,3 +167,15 @@ def test_chunk_size_does_not_change_the_tokens(fast):
         assert prefill_first_token(fast, prompt, chunk=chunk) == first
         assert decode_with_evidence(fast, {"A": prompt}, slots, first, 6,
                                     chunk=chunk).tokens == whole.tokens
+
+
+def test_speed_measurement_reaches_a_verdict(fast):
+    from forensics.replay import speed
+
+    row = speed.measure(fast, 96, 3, 4)
+    assert row.verdict == "confirmed", row.reason
+    assert row.prefill_tokens_per_s and row.replay_tokens_per_s and row.ratio
+    # clean prefill (96) + its 3 decode steps + the stub's prefill (1) + the stub's own KV (1)
+    # + three leakers of 32 positions + the contaminated decode's 3 steps
+    assert row.replay_tokens == 96 + 3 + 1 + 1 + 3 * 32 + 3
+    assert "confirmed" in speed.table([row], "t")

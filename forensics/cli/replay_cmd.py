@@ -54,7 +54,7 @@ def replay(
     else:
         _print(summary)
     counts = summary["verdicts"]
-    finish(counts["confirmed"] + counts["cannot-replay"] > 0)
+    finish(counts["confirmed"] + counts["cannot-replay"] > 0 or bool(summary["kept_confirmed"]))
 
 
 def _print(summary: dict) -> None:
@@ -67,5 +67,4 @@ def _print(summary: dict) -> None:
                       "yes" if r["model_matches"] else "no (not counted)", f"{r['seconds']:.2f}",
                       str(r["tokens_per_s"] or ""), escape(r["reason"]))
     console.print(table)
-    counts = summary["verdicts"]
     console.print(escape(summary["headline"]))

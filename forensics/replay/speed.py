@@ -28,7 +28,7 @@ from forensics.replay.ledger import SuspectPlan
 from forensics.replay.replay import response_sha256, run_planned
 
 # A Llama shape of about 1.2 B parameters (16 layers, hidden 2048, GQA 32/8 heads).
-RANDOM_SHAPES: dict[str, dict[str, int]] = {
+RANDOM_SHAPES: dict[str, dict[str, Any]] = {
     "random-1b": {"hidden_size": 2048, "intermediate_size": 8192, "num_hidden_layers": 16,
                   "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 128256},
     "random-tiny": {"hidden_size": 128, "intermediate_size": 512, "num_hidden_layers": 2,
@@ -59,9 +59,10 @@ def random_llama(name: str, device: str, dtype: torch.dtype, max_positions: int)
     """A Llama with random weights made directly on `device` (nothing is downloaded)."""
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    config = LlamaConfig(**RANDOM_SHAPES[name], max_position_embeddings=max_positions,
-                         rope_theta=500000.0, tie_word_embeddings=True, bos_token_id=None,
-                         eos_token_id=None, pad_token_id=None)
+    options: dict[str, Any] = {**RANDOM_SHAPES[name], "rope_theta": 500000.0}
+    config = LlamaConfig(**options, max_position_embeddings=max_positions,
+                         tie_word_embeddings=True, bos_token_id=None, eos_token_id=None,
+                         pad_token_id=None)
     previous = torch.get_default_dtype()
     torch.manual_seed(0)
     try:
