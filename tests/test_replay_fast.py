@@ -179,3 +179,26 @@ def test_speed_measurement_reaches_a_verdict(fast):
     # + three leakers of 32 positions + the contaminated decode's 3 steps
     assert row.replay_tokens == 96 + 3 + 1 + 1 + 3 * 32 + 3
     assert "confirmed" in speed.table([row], "t")
+
+
+@pytest.mark.parametrize("wrong_at", [0, 1, 4, 7])
+def test_checking_against_the_delivered_output_gives_the_greedy_tokens(fast, wrong_at):
+    """The oracle is step-by-step greedy decoding; the delivered output differs at wrong_at."""
+    from forensics.replay.decode import decode_own
+
+    stub, other = [21], ids(30, 24)
+    writers = {"R": stub, "B": other}
+    slots = [("R", 0)] + [("B", i) for i in range(1, 24)]
+    first = prefill_first_token(fast, stub)
+    greedy = decode_with_evidence(fast, writers, slots, first, 8)
+    delivered = list(greedy.tokens)
+    delivered[wrong_at] = (delivered[wrong_at] + 1) % 384
+    checked = decode_with_evidence(fast, writers, slots, first, 8, expected=delivered)
+    assert checked.tokens == greedy.tokens
+    assert checked.writer_share == pytest.approx(greedy.writer_share, abs=1e-6)
+    matched = decode_with_evidence(fast, writers, slots, first, 8, expected=greedy.tokens)
+    assert matched.tokens == greedy.tokens and matched.forwarded_tokens == 1 + 24 + 7
+    own_greedy = decode_own(fast, other, 8)[1].tokens
+    wrong = list(own_greedy)
+    wrong[wrong_at] = (wrong[wrong_at] + 1) % 384
+    assert decode_own(fast, other, 8, expected=wrong)[1].tokens == own_greedy[:wrong_at + 1]

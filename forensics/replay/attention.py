@@ -10,8 +10,8 @@ any causal LM whose layers go through transformers' attention interface can use 
 - `kvforensics-eager` (EAGER): the textbook computation (scores, float32 softmax, weighted sum),
   kept to check the fast kernels against.
 
-While `capture_shares` is active, a single-query call (a decode step) also computes, per layer,
-that query's softmax over every key directly (scores in float32, in blocks of keys) and adds the
+While `capture_shares` is active, the first decode step's query (alone, or the first of several
+tokens fed at once) also has, per layer, its softmax over the keys it sees computed directly (scores in float32, in blocks of keys) and adds the
 mean over heads to the capture. That is the evidence of which writers' KV the step attended to,
 without switching the model to eager attention or materialising any other attention matrix."""
 
@@ -32,14 +32,18 @@ SHARE_BLOCK = 1 << 16  # keys per block when computing a decode query's scores
 
 
 class ShareCapture:
-    """Sum over layers of the decode query's attention per key (mean over heads)."""
+    """Sum over layers of the decode query's attention per key (mean over heads); only the
+    first forward pass inside the capture counts (each layer is seen once)."""
 
-    def __init__(self) -> None:
+    def __init__(self, layers: int) -> None:
         self.total: torch.Tensor | None = None
         self.layers = 0
+        self.expected = layers
 
     def add(self, weights: torch.Tensor) -> None:
         """weights: [heads, keys] float32 softmax of one layer."""
+        if self.layers >= self.expected:
+            return
         mean = weights.mean(dim=0)
         if self.total is None:
             self.total = mean
@@ -58,9 +62,10 @@ _active: list[ShareCapture] = []
 
 
 @contextmanager
-def capture_shares() -> Iterator[ShareCapture]:
-    """Within the block, every single-query attention call adds its weights to the capture."""
-    capture = ShareCapture()
+def capture_shares(layers: int) -> Iterator[ShareCapture]:
+    """Within the block, the first query of each of the next `layers` attention calls adds its
+    weights to the capture."""
+    capture = ShareCapture(layers)
     _active.append(capture)
     try:
         yield capture
@@ -179,8 +184,11 @@ def _sdpa(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
 
 def _capture(query: torch.Tensor, key: torch.Tensor, scale: float,
              softcap: float | None) -> None:
-    if _active and query.shape[2] == 1:
-        _active[-1].add(decode_weights(query, key, scale, softcap))
+    """The first query of the call (a decode step, or the first of several fed at once) and
+    the keys it sees (lower-right causal: all but the later queries' own)."""
+    if _active:
+        seen = key.shape[2] - query.shape[2] + 1
+        _active[-1].add(decode_weights(query[:, :, :1], key[:, :, :seen], scale, softcap))
 
 
 def decode_weights(query: torch.Tensor, key: torch.Tensor, scale: float,

@@ -110,23 +110,27 @@ def greedy_decode(model: Any, writers: Mapping[str, Sequence[int]], slots: Seque
 
 def decode_with_evidence(model: Any, writers: Mapping[str, Sequence[int]],
                          slots: Sequence[Slot], first_token: int, n_out: int,
-                         store: WriterStore | None = None,
-                         chunk: int | None = None) -> DecodeResult:
-    """greedy_decode, also returning the attention share of the first decode step per writer."""
+                         store: WriterStore | None = None, chunk: int | None = None,
+                         expected: Sequence[int] | None = None) -> DecodeResult:
+    """greedy_decode, also returning the attention share of the first decode step per writer.
+    With `expected` (the delivered output), the greedy tokens are checked against it in one
+    forward pass, and decoded step by step only after the first difference."""
     if n_out <= 0:
         return DecodeResult([])
     with torch.inference_mode():
         keys, values, forwarded = rebuild_kv(model, writers, slots, store, chunk)
-        result, per_slot = _decode_loop(model, (keys, values), len(slots), first_token, n_out)
+        result, per_slot = _decode(model, (keys, values), len(slots), first_token, n_out,
+                                   expected, shares=True, stop=False)
     result.forwarded_tokens += forwarded
     _attribute_shares(result, slots, per_slot)
     return result
 
 
-def decode_own(model: Any, prompt: Sequence[int], n_out: int,
-               chunk: int | None = None) -> tuple[int, DecodeResult]:
+def decode_own(model: Any, prompt: Sequence[int], n_out: int, chunk: int | None = None,
+               expected: Sequence[int] | None = None) -> tuple[int, DecodeResult]:
     """The clean replay: one prefill of `prompt` gives both its first token and the KV the
-    decode attends over. Returns (first token, result)."""
+    decode attends over. With `expected`, it stops at its first token that differs from it
+    (enough to know it does not reproduce it). Returns (first token, result)."""
     if not prompt:
         raise ReplayError("cannot prefill an empty token sequence")
     with torch.inference_mode():
@@ -134,7 +138,8 @@ def decode_own(model: Any, prompt: Sequence[int], n_out: int,
         first = int(torch.argmax(logits).item())
         if n_out <= 0:
             return first, DecodeResult([], forwarded_tokens=len(prompt))
-        result, _ = _decode_loop(model, (keys, values), len(prompt), first, n_out, False)
+        result, _ = _decode(model, (keys, values), len(prompt), first, n_out, expected,
+                            shares=False, stop=True)
     result.forwarded_tokens += len(prompt)
     return first, result
 
@@ -218,28 +223,70 @@ def run_tokens(model: Any, token_ids: Sequence[int], count: int, chunk: int | No
     return logits, [k for k, _ in layers], [v for _, v in layers]
 
 
-def _decode_loop(model: Any, kv_tensors: KV, start: int, first_token: int, n_out: int,
-                 shares: bool = True) -> tuple[DecodeResult, list[float] | None]:
-    """Decode; also the first step's attention per slot, averaged over layers and heads."""
+def _decode(model: Any, kv_tensors: KV, start: int, first_token: int, n_out: int,
+            expected: Sequence[int] | None, shares: bool, stop: bool
+            ) -> tuple[DecodeResult, list[float] | None]:
+    """Greedy tokens from the KV (first_token at position `start`), and with `shares` the first
+    step's attention per slot, averaged over layers and heads.
+
+    With `expected` (n_out tokens), the greedy choice after each of first_token, expected[1],
+    … expected[n_out-2] comes from one forward pass of those tokens: while every choice equals
+    `expected`, that is exactly the step-by-step greedy output. After the first difference the
+    cache is cut back and decoding goes on step by step (or stops there, with `stop`)."""
     attention.ensure(model)
     kv = hfcompat.new_cache()
     for layer, (k, v) in enumerate(zip(*kv_tensors, strict=True)):
         kv.update(k, v, layer)
-    device = input_device(model)
+    if expected is None or len(expected) != n_out or n_out < 2:
+        return _step_by_step(model, kv, start, [int(first_token)], n_out, shares)
+    fed = [int(first_token), *[int(t) for t in expected[1:n_out - 1]]]
+    ids = torch.tensor([fed], dtype=torch.long, device=input_device(model))
+    positions = torch.arange(start, start + len(fed), device=ids.device).unsqueeze(0)
+    with attention.capture_shares(hfcompat.layer_count(model) if shares else 0) as capture:
+        out = hfcompat.forward(model, ids, positions, kv, every_logit=True)
+    per_slot = capture.per_slot(start) if shares else None
+    chosen = [int(t) for t in torch.argmax(out.logits[0], dim=-1).tolist()]
     tokens = [int(first_token)]
+    if not (stop and tokens[0] != int(expected[0])):
+        for i in range(1, n_out):
+            tokens.append(chosen[i - 1])
+            if chosen[i - 1] != int(expected[i]):
+                break
+    result = DecodeResult(tokens, forwarded_tokens=len(fed))
+    if len(tokens) < n_out and not stop:
+        return _continue(model, kv, start, tokens, n_out, result), per_slot
+    return result, per_slot
+
+
+def _continue(model: Any, kv: Any, start: int, tokens: list[int], n_out: int,
+              result: DecodeResult) -> DecodeResult:
+    """Cut the cache back to the tokens decoded so far, then decode step by step."""
+    kv = hfcompat.truncated(kv, start + len(tokens) - 1, hfcompat.layer_count(model))
+    more, _ = _step_by_step(model, kv, start + len(tokens) - 1, tokens, n_out - len(tokens) + 1,
+                            False, offset=len(tokens) - 1)
+    more.forwarded_tokens += result.forwarded_tokens
+    return more
+
+
+def _step_by_step(model: Any, kv: Any, start: int, tokens: list[int], n_out: int, shares: bool,
+                  offset: int = 0) -> tuple[DecodeResult, list[float] | None]:
+    """Feed tokens[-1] at `start`, append the greedy choice, until n_out - 1 more steps (one
+    step at least, for the shares)."""
+    device = input_device(model)
     result = DecodeResult(tokens)
     per_slot: list[float] | None = None
+    target = offset + n_out
     for step in range(max(n_out - 1, 1)):
         ids = torch.tensor([[tokens[-1]]], dtype=torch.long, device=device)
         positions = torch.tensor([[start + step]], dtype=torch.long, device=device)
         if step == 0 and shares:
-            with attention.capture_shares() as capture:
+            with attention.capture_shares(hfcompat.layer_count(model)) as capture:
                 out = hfcompat.forward(model, ids, positions, kv)
             per_slot = capture.per_slot(start)
         else:
             out = hfcompat.forward(model, ids, positions, kv)
         result.forwarded_tokens += 1
-        if len(tokens) < n_out:
+        if len(tokens) < target:
             tokens.append(int(torch.argmax(out.logits[0, -1]).item()))
     return result, per_slot
 

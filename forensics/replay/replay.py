@@ -76,8 +76,10 @@ def replay_plan(model: Any, plan: SuspectPlan, store: WriterStore | None = None,
                 chunk: int | None = None) -> Replayed:
     """Decode the suspect clean from its own prompt (one prefill gives its first token and KV),
     and from what it read (its engine-side prefill gives the first token: the same as the clean
-    one when it processed its whole prompt)."""
-    clean_first, clean = decode_own(model, plan.prompt, plan.n_out, chunk)
+    one when it processed its whole prompt). With the delivered tokens known, both replays are
+    checked against them in one forward pass each; the clean one stops at its first token that
+    differs (its hash covers the tokens up to there)."""
+    clean_first, clean = decode_own(model, plan.prompt, plan.n_out, chunk, plan.delivered)
     forwarded = clean.forwarded_tokens
     if plan.processed == plan.prompt:
         first = clean_first
@@ -85,7 +87,7 @@ def replay_plan(model: Any, plan: SuspectPlan, store: WriterStore | None = None,
         first = prefill_first_token(model, plan.processed, chunk)
         forwarded += len(plan.processed)
     dirty = decode_with_evidence(model, plan.writers, plan.slots, first, plan.n_out, store,
-                                 chunk)
+                                 chunk, plan.delivered)
     return Replayed(dirty.tokens, clean.tokens, dirty.writer_share, dirty.unwritten_share,
                     forwarded + dirty.forwarded_tokens)
 
