@@ -13,7 +13,8 @@ any causal LM whose layers go through transformers' attention interface can use 
 While `capture_shares` is active, the first decode step's query (alone, or the first of several
 tokens fed at once) also has, per layer, its softmax over the keys it sees computed directly
 (scores in float32, in blocks of keys), and the mean over heads goes to the capture. That is
-the evidence of which writers' KV the step attended to, without switching the model to eager attention or materialising any other attention matrix."""
+the evidence of which writers' KV the step attended to, without switching the model to eager
+attention or materialising any other attention matrix."""
 
 from __future__ import annotations
 
