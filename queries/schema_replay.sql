@@ -27,6 +27,7 @@ CREATE TABLE IF NOT EXISTS replay_results (
     delivered_sha256    VARCHAR,           -- of the delivered output token ids (','-joined)
     contaminated_sha256 VARCHAR,           -- of the replay from the KV the decode really read
     clean_sha256        VARCHAR,           -- of the replay from the request's own prompt alone
+                                           -- (up to its first token unlike the delivered one)
     tokens              BIGINT,            -- token positions run through the model, both replays
     seconds             DOUBLE,
     tokens_per_s        DOUBLE,
