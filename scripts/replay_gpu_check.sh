@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# The whole replay check on one GPU, in one run (about 6 minutes on one H200):
+# The whole replay check on one GPU, in one run (about 6 minutes on one H200 when a 1M-token
+# prefill of the 1.2 B model takes about 2 minutes; each 1M row runs two such prefills):
 #
-#   1. the sample incident: investigate on CUDA, then its suspects replayed on CUDA and on the
-#      CPU: the verdicts and output hashes must be identical (every receiver confirmed);
+#   1. the sample incident: ingested and analysed, then its suspects replayed on CUDA and on
+#      the CPU: the verdicts and output hashes must be identical (every receiver confirmed);
 #   2. speed: a Llama shape of about 1.2 B parameters with random bfloat16 weights made on the
 #      GPU (nothing downloaded): per context (8k, 128k, 1M tokens) the model's own prefill
 #      tokens/s (one SDPA forward pass), the replay tokens/s of one stub suspect over the same
@@ -52,22 +53,23 @@ OUT="$(mktemp -d)"
 trap 'rm -rf "$OUT"' EXIT
 
 echo "== 1. sample incident: $DEVICE against cpu"
-# investigate exits 1 when it finds something: that is expected for the sample.
-"$PY" -m forensics investigate "$CASE" --out "$OUT/out" --replay-device "$DEVICE" --json \
-  > "$OUT/investigate.json" || [ $? -eq 1 ]
-"$PY" scripts/replay_bench.py --db "$OUT/out/case.duckdb" --model test --device "$DEVICE" \
+# ingest and analyze exit 1 when they find something: that is expected for the sample.
+"$PY" -m forensics ingest "$CASE" --db "$OUT/case.duckdb" --json > "$OUT/ingest.json" \
+  || [ $? -eq 1 ]
+"$PY" -m forensics analyze --db "$OUT/case.duckdb" --json > "$OUT/analyze.json" || [ $? -eq 1 ]
+"$PY" scripts/replay_bench.py --db "$OUT/case.duckdb" --model test --device "$DEVICE" \
   --truth "$CASE/ground_truth/receiving_requests.csv" --compare cpu | tee "$OUT/sample.txt"
 SAMPLE_S=$SECONDS
 echo "(${SAMPLE_S} s so far)"
 
-echo "== 2. speed: $MODEL on $DEVICE, contexts $CONTEXTS"
+echo "== 2. speed: $MODEL on $DEVICE, contexts $CONTEXTS (leakers $LEAKERS)"
 "$PY" scripts/replay_bench.py --speed --model "$MODEL" --device "$DEVICE" \
   --contexts "$CONTEXTS" --leakers "$LEAKERS" | tee "$OUT/speed.txt"
 
 echo
 echo "== summary (${SECONDS} s in all)"
 grep -E "verdicts and output hashes" "$OUT/sample.txt"
-grep -c "confirmed" "$OUT/sample.txt" | xargs -I{} echo "sample rows with 'confirmed': {}"
+echo "sample: $(grep -c ' confirmed ' "$OUT/sample.txt") confirmed rows over both devices (${SAMPLE_S} s)"
 cat "$OUT/speed.txt"
 if grep -qE "cannot-replay|DIFFER" "$OUT/sample.txt" "$OUT/speed.txt"; then
   exit 1
