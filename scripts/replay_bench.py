@@ -145,7 +145,7 @@ def speed(args: argparse.Namespace) -> int:
     speed.warm_up(model)
     rows = []
     for context, n in zip(contexts, leakers, strict=True):
-        rows.append(speed.measure(model, context, n, args.output_tokens))
+        rows.append(speed.measure(model, context, n, args.output_tokens, args.repeat))
         print(speed.table(rows[-1:], f"[{context:,} tokens done]"), file=sys.stderr, flush=True)
     print(speed.table(rows, title))
     return 0
@@ -167,6 +167,7 @@ def main() -> int:
     parser.add_argument("--dtype", help="bfloat16, float16 or float32 (random models)")
     parser.add_argument("--device-map", help="auto: spread a model folder over the GPUs")
     parser.add_argument("--threads", type=int, help="CPU threads (default: torch's)")
+    parser.add_argument("--repeat", type=int, default=1, help="best of N runs (--speed)")
     parser.add_argument("--db", type=Path)
     parser.add_argument("--synthetic", type=int, default=0)
     parser.add_argument("--context", type=int, default=2048)

@@ -17,7 +17,7 @@ from typing import Any
 import torch
 
 GIB = 1 << 30
-CHUNK_CAP = {"cuda": 1 << 16, "cpu": 1 << 11}   # tokens per forward pass at most
+CHUNK_CAP = {"cuda": 1 << 16, "cpu": 1 << 16}   # tokens per forward pass at most
 RESERVE = 0.05        # fraction of the free memory left alone (allocator slack, fragmentation)
 
 
