@@ -202,3 +202,19 @@ def test_checking_against_the_delivered_output_gives_the_greedy_tokens(fast, wro
     wrong = list(own_greedy)
     wrong[wrong_at] = (wrong[wrong_at] + 1) % 384
     assert decode_own(fast, other, 8, expected=wrong)[1].tokens == own_greedy[:wrong_at + 1]
+
+
+def test_plain_prefill_falls_back_when_sdpa_runs_out_of_memory(fast, monkeypatch):
+    from forensics.replay import speed
+
+    real = type(fast).forward
+
+    def forward(self, *args, **kwargs):
+        if self.config._attn_implementation == "sdpa":
+            raise torch.OutOfMemoryError("CUDA out of memory (simulated)")
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(type(fast), "forward", forward)
+    rate, how = speed.plain_prefill(fast, 64, 384)
+    assert rate and how == "kvforensics"
+    assert fast.config._attn_implementation == "kvforensics"

@@ -49,6 +49,7 @@ class SpeedRow:
     verdict: str
     reason: str
     peak_gib: float | None
+    prefill_attention: str = "sdpa"   # the attention the plain prefill ran with
 
     @property
     def ratio(self) -> float | None:
@@ -97,25 +98,28 @@ def stub_suspect(model: Any, context: int, leakers: int, n_out: int, vocab: int,
                        slots, writers)
 
 
-def plain_prefill(model: Any, context: int, vocab: int) -> float | None:
-    """Tokens/s of one forward pass over `context` tokens with transformers' SDPA (no KV kept);
-    None when it does not fit in memory."""
+def plain_prefill(model: Any, context: int, vocab: int) -> tuple[float | None, str]:
+    """(tokens/s, attention) of one forward pass over `context` tokens with no KV kept:
+    transformers' own SDPA attention, or, if that runs out of memory, the same pass with
+    replay's fast attention (plain causal SDPA, never a mask); None when neither fits."""
     device = next(model.parameters()).device
     ids = torch.randint(0, vocab, (1, context), device=device,
                         generator=torch.Generator(device=device).manual_seed(1))
-    model.set_attn_implementation("sdpa")
-    try:
-        with torch.inference_mode():
-            _sync(device)
-            started = time.perf_counter()
-            model(input_ids=ids, use_cache=False, logits_to_keep=1)
-            _sync(device)
-            return context / (time.perf_counter() - started)
-    except torch.OutOfMemoryError:
-        return None
-    finally:
-        model.set_attn_implementation(attention.FAST)
-        _empty(device)
+    for kind in ("sdpa", attention.FAST):
+        model.set_attn_implementation(kind)
+        try:
+            with torch.inference_mode():
+                _sync(device)
+                started = time.perf_counter()
+                model(input_ids=ids, use_cache=False, logits_to_keep=1)
+                _sync(device)
+                return context / (time.perf_counter() - started), kind
+        except torch.OutOfMemoryError:
+            continue
+        finally:
+            model.set_attn_implementation(attention.FAST)
+            _empty(device)
+    return None, "out of memory"
 
 
 def measure(model: Any, context: int, leakers: int, n_out: int = 16,
@@ -126,8 +130,9 @@ def measure(model: Any, context: int, leakers: int, n_out: int = 16,
     vocab = int(model.config.vocab_size)
     plan = stub_suspect(model, context, leakers, n_out, vocab)
     _empty(device)
-    rates = [plain_prefill(model, context, vocab) for _ in range(max(1, repeat))]
-    prefill = max((r for r in rates if r is not None), default=None)
+    runs = [plain_prefill(model, context, vocab) for _ in range(max(1, repeat))]
+    prefill = max((r for r, _ in runs if r is not None), default=None)
+    how = runs[-1][1]
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
     seconds = float("inf")
@@ -141,7 +146,7 @@ def measure(model: Any, context: int, leakers: int, n_out: int = 16,
     _empty(device)
     rate = result.tokens / seconds if result.tokens else None
     return SpeedRow(context, leakers, prefill, rate, result.tokens, seconds, result.verdict,
-                    result.reason, peak)
+                    result.reason, peak, how)
 
 
 def warm_up(model: Any) -> None:
@@ -170,7 +175,9 @@ def table(rows: list[SpeedRow], title: str) -> str:
             f"{_num(r.replay_tokens_per_s):>13} "
             f"{(f'{r.ratio:.2f}' if r.ratio is not None else '-'):>6} {r.replay_seconds:>9.2f} "
             f"{(f'{r.peak_gib:.1f}' if r.peak_gib is not None else '-'):>9}  {r.verdict}"
-            + ("" if r.verdict == "confirmed" else f" ({r.reason})"))
+            + ("" if r.verdict == "confirmed" else f" ({r.reason})")
+            + ("" if r.prefill_attention == "sdpa"
+               else f" [plain prefill: {r.prefill_attention}]"))
     return "\n".join(lines)
 
 
