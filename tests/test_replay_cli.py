@@ -169,3 +169,21 @@ def test_out_of_memory_is_cannot_replay(cli, monkeypatch, tmp_path):
     result = json.loads(out)["results"][0]
     assert code == 1 and result["verdict"] == "cannot-replay"
     assert result["reason"].startswith("out of memory: CUDA out of memory")
+
+
+def test_a_log_without_model_names_needs_served_model(cli, tmp_path):
+    pytest.importorskip("torch", reason="replay needs the extra: pip install "
+                        "'kvforensics[replay]'")
+    db = tiny_case(tmp_path, model_name="", delivered=leaked_output())
+    code, out, _ = cli("replay", "--db", db, "--model", "test", "--device", "cpu", "--json")
+    summary = json.loads(out)
+    assert summary["results"][0]["verdict"] == "confirmed"
+    assert summary["other_model"] == ["R"] and "not counted" in summary["headline"]
+    assert query(db, "SELECT DISTINCT confidence FROM exposures") == [("ledger",)]
+    code, out, _ = cli("replay", "--db", db, "--model", "test", "--device", "cpu",
+                       "--served-model", "prod-llm", "--json")
+    summary = json.loads(out)
+    assert code == 1 and summary["run_id"] == "run-0002" and summary["other_model"] == []
+    assert query(db, "SELECT DISTINCT confidence FROM exposures") == [("confirmed",)]
+    assert query(db, "SELECT served_model FROM replay_runs ORDER BY run_id") == [
+        ("kvforensics/test-llama-tiny",), ("prod-llm",)]

@@ -42,6 +42,7 @@ class ModelIdentity:
     weight_files: list[str] = field(default_factory=list)
     weight_sha256: list[str] = field(default_factory=list)
     dtype: str = ""
+    served_explicit: bool = False   # the served-model name came from --served-model
 
 
 @dataclass
@@ -66,6 +67,7 @@ def load(spec: str, device: str = "auto", device_map: str | None = None,
     identity.dtype = str(next(model.parameters()).dtype).removeprefix("torch.")
     if served_model:
         identity.served_model = served_model
+        identity.served_explicit = True
     devices = sorted({str(p.device) for p in model.parameters()})
     return LoadedModel(model, identity, ",".join(devices) if device_map else resolved)
 

@@ -69,6 +69,7 @@ def _result_row(result: SuspectResult, run: ReplayRun) -> dict[str, object]:
         "output_tokens": result.output_tokens, "foreign_slots": result.foreign_slots,
         "unwritten_slots": result.unwritten_slots, "unwritten_share": result.unwritten_share,
         "run_id": run.run_id, "served_model": run.served_model,
+        "served_explicit": bool(run.identity is not None and run.identity.served_explicit),
     }
 
 
