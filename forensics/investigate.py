@@ -19,13 +19,14 @@ class InvestigateOptions:
     aware_at: str | None = None
     replay_model: str | None = None
     replay_device: str = "auto"
+    served_model: str | None = None
     rules: str | None = None
     command: list[str] = field(default_factory=list)
 
     def params(self) -> dict[str, Any]:
         return {"assume_utc": self.assume_utc, "aware_at": self.aware_at,
                 "replay_model": self.replay_model, "replay_device": self.replay_device,
-                "rules": self.rules}
+                "served_model": self.served_model, "rules": self.rules}
 
 
 @dataclass

@@ -5,7 +5,8 @@
 -- never naming them.
 CREATE OR REPLACE TEMP VIEW notify_request_rows AS
 WITH confirmed AS (
-    SELECT DISTINCT request_id FROM replay_results WHERE verdict = 'confirmed'
+    SELECT DISTINCT request_id FROM replay_results
+    WHERE verdict = 'confirmed' AND COALESCE(model_matches, true)  -- runs with the logged model
 ),
 pairs AS (
     SELECT 'receiving' AS side, receiver_request_id AS request_id,

@@ -1,9 +1,12 @@
--- affected_requests: a confirmed receiver, and each request of another account whose KV it read,
--- become `confirmed`; stale confirmations fall back (`possible` when no tokens were counted).
+-- affected_requests: a receiver confirmed by a run with the request log's model, and each
+-- request of another account whose KV it read in that run, become `confirmed`; confirmations
+-- without such a run fall back (`possible` when no tokens were counted).
 WITH pairs AS (
     SELECT a.request_id AS receiver, a.leaker_request_id AS leaker
     FROM replay_attention a
     JOIN replay_results r ON r.request_id = a.request_id AND r.verdict = 'confirmed'
+                         AND r.run_id IS NOT DISTINCT FROM a.run_id
+                         AND COALESCE(r.model_matches, true)
     JOIN requests rr ON rr.request_id = a.request_id
     JOIN requests lr ON lr.request_id = a.leaker_request_id
     WHERE rr.account_id <> lr.account_id

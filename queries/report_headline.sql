@@ -16,7 +16,8 @@ SELECT
     (SELECT count(*) FROM violations) AS violation_runs,
     (SELECT count(DISTINCT receiver_request_id) FROM p
      WHERE cross_account AND (rank = 3 OR receiver_request_id IN
-         (SELECT request_id FROM replay_results WHERE verdict = 'confirmed')))
+         (SELECT request_id FROM replay_results
+          WHERE verdict = 'confirmed' AND COALESCE(model_matches, true))))
         AS confirmed_requests,
     (SELECT count(*) FROM screening WHERE len(reasons) > 0) AS screened_suspects,
     (SELECT count(*) FROM screening WHERE len(reasons) > 0 AND NOT ledger_covered)

@@ -1,5 +1,23 @@
 -- Tables written by replay (kvforensics replay, or the replay stage of investigate).
--- seconds and tokens_per_s are measured wall-clock figures: the only non-deterministic columns.
+-- Every run is kept: its verdicts never replace an earlier run's. seconds, tokens_per_s and the
+-- runs' times are measured wall-clock figures: the only non-deterministic columns.
+
+-- One row per replay run: the model it used, where and when.
+CREATE TABLE IF NOT EXISTS replay_runs (
+    run_id          VARCHAR NOT NULL,  -- run-0001, run-0002, ... in the order runs were made
+    started_at      TIMESTAMPTZ,
+    finished_at     TIMESTAMPTZ,
+    model           VARCHAR,           -- as given to --model
+    model_path      VARCHAR,           -- the folder loaded ('' for the built-in test model)
+    served_model    VARCHAR,           -- the request log's name for this model
+    config_sha256   VARCHAR,           -- of config.json (of the test model's config)
+    weight_files    VARCHAR[],         -- weight file names, sorted
+    weight_sha256   VARCHAR[],         -- SHA-256 of each weight file, same order
+    device          VARCHAR,
+    dtype           VARCHAR,
+    tool_version    VARCHAR,
+    suspects        BIGINT
+);
 
 -- One row per suspect receiver replayed.
 CREATE TABLE IF NOT EXISTS replay_results (
@@ -9,6 +27,7 @@ CREATE TABLE IF NOT EXISTS replay_results (
     delivered_sha256    VARCHAR,           -- of the delivered output token ids (','-joined)
     contaminated_sha256 VARCHAR,           -- of the replay from the KV the decode really read
     clean_sha256        VARCHAR,           -- of the replay from the request's own prompt alone
+                                           -- (up to its first token unlike the delivered one)
     tokens              BIGINT,            -- token positions run through the model, both replays
     seconds             DOUBLE,
     tokens_per_s        DOUBLE,
@@ -18,7 +37,9 @@ CREATE TABLE IF NOT EXISTS replay_results (
     output_tokens       BIGINT,            -- tokens decoded per replay (the logged output length)
     foreign_slots       BIGINT,            -- the suspect's positions holding another request's KV
     unwritten_slots     BIGINT,            -- positions never written (replayed as zeros)
-    unwritten_share     DOUBLE             -- first decode step's attention on never-written slots
+    unwritten_share     DOUBLE,            -- first decode step's attention on never-written slots
+    run_id              VARCHAR,           -- the replay_runs row
+    model_matches       BOOLEAN            -- the run's served_model is the request log's model
 );
 
 -- One row per (suspect, foreign writer whose KV the suspect's first decode read).
@@ -27,5 +48,11 @@ CREATE TABLE IF NOT EXISTS replay_attention (
     leaker_request_id  VARCHAR NOT NULL,
     share              DOUBLE,             -- first decode step's attention on the leaker's slots,
                                            -- averaged over layers and heads
-    slots              BIGINT NOT NULL     -- the suspect's positions holding the leaker's KV
+    slots              BIGINT NOT NULL,    -- the suspect's positions holding the leaker's KV
+    run_id             VARCHAR             -- the replay_runs row
 );
+
+-- Case databases written before runs were kept gain the run columns.
+ALTER TABLE replay_results ADD COLUMN IF NOT EXISTS run_id VARCHAR;
+ALTER TABLE replay_results ADD COLUMN IF NOT EXISTS model_matches BOOLEAN;
+ALTER TABLE replay_attention ADD COLUMN IF NOT EXISTS run_id VARCHAR;

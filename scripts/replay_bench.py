@@ -2,6 +2,14 @@
 
     python scripts/replay_bench.py --db OUT/case.duckdb --device cuda --compare cpu
     python scripts/replay_bench.py --synthetic 4 --context 2048 --device cpu
+    python scripts/replay_bench.py --speed --model random-1b --device cuda \
+        --contexts 8192,131072,1048576 --leakers 1,1,64
+
+--speed prints, per context, the model's own prefill tokens/s (one SDPA forward pass, the
+limit), the replay tokens/s of one stub suspect that read `leakers` requests' KV over the whole
+context, and their ratio (see forensics/replay/speed.py). --model takes 'test', a model folder,
+or random-1b / random-tiny: a Llama shape with random weights made on the device (--dtype, default
+bfloat16 on CUDA and float32 on a CPU).
 
 --db replays every suspect of an analysed case (on copies: the case is not changed).
 --synthetic N builds a case of N leaker/receiver pairs (each receiver a 1-token stub whose
@@ -109,8 +117,57 @@ def _first_column(path: Path) -> list[str]:
     return sorted({line.split(",", 1)[0] for line in lines if line.strip()})
 
 
+def speed(args: argparse.Namespace) -> int:
+    import torch
+
+    from forensics.replay import attention, speed
+    from forensics.replay.testmodel import load_model, resolve_device
+
+    device = resolve_device(args.device)
+    contexts = [int(c) for c in args.contexts.split(",")]
+    leakers = [int(n) for n in args.leakers.split(",")] if args.leakers else [1]
+    leakers += [leakers[-1]] * (len(contexts) - len(leakers))
+    model_name = args.model or "test"
+    if model_name in speed.RANDOM_SHAPES:
+        default = torch.bfloat16 if device.startswith("cuda") else torch.float32
+        dtype = getattr(torch, args.dtype) if args.dtype else default
+        model = speed.random_llama(model_name, device, dtype, max(contexts) + 64)
+    else:
+        model = load_model(model_name, device, args.device_map)
+    if device == "cpu":
+        torch.set_num_threads(args.threads or torch.get_num_threads())
+    param = next(model.parameters())
+    kernel = attention.kernel_name(str(param.device), param.dtype)
+    params = sum(p.numel() for p in model.parameters())
+    title = (f"replay speed: {model_name} ({params / 1e9:.2f} B parameters, "
+             f"{str(param.dtype).removeprefix('torch.')}) on {_device_label(device)}, "
+             f"replay attention {kernel}, {args.output_tokens} output tokens")
+    speed.warm_up(model)
+    rows = []
+    for context, n in zip(contexts, leakers, strict=True):
+        rows.append(speed.measure(model, context, n, args.output_tokens, args.repeat))
+        print(speed.table(rows[-1:], f"[{context:,} tokens done]"), file=sys.stderr, flush=True)
+    print(speed.table(rows, title))
+    return 0
+
+
+def _device_label(device: str) -> str:
+    import torch
+
+    if device.startswith("cuda"):
+        return f"{device} ({torch.cuda.get_device_name(torch.device(device))})"
+    return f"cpu ({torch.get_num_threads()} threads)"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--speed", action="store_true", help="replay vs plain prefill speed")
+    parser.add_argument("--contexts", default="8192,131072,1048576")
+    parser.add_argument("--leakers", default="1", help="writers per suspect, per context")
+    parser.add_argument("--dtype", help="bfloat16, float16 or float32 (random models)")
+    parser.add_argument("--device-map", help="auto: spread a model folder over the GPUs")
+    parser.add_argument("--threads", type=int, help="CPU threads (default: torch's)")
+    parser.add_argument("--repeat", type=int, default=1, help="best of N runs (--speed)")
     parser.add_argument("--db", type=Path)
     parser.add_argument("--synthetic", type=int, default=0)
     parser.add_argument("--context", type=int, default=2048)
@@ -121,6 +178,8 @@ def main() -> int:
     parser.add_argument("--truth", type=Path, help="CSV whose first column lists suspects, used "
                         "when the case has no exposures or screening table")
     args = parser.parse_args()
+    if args.speed:
+        return speed(args)
     work = Path(tempfile.mkdtemp(prefix="replay-bench-"))
     requests = None
     db = args.db

@@ -3,6 +3,7 @@ really held (written out by hand below, not by the ledger walk), then judged fro
 
 from __future__ import annotations
 
+import hashlib
 import shutil
 
 import duckdb
@@ -16,11 +17,12 @@ pytest.importorskip("transformers", reason="replay needs the extra: pip install 
 
 from replay_helpers import CaseBuilder, query  # noqa: E402
 
+from forensics.errors import UsageError  # noqa: E402
 from forensics.replay.decode import greedy_decode, prefill_first_token  # noqa: E402
 from forensics.replay.ledger import first_read_slots  # noqa: E402
 from forensics.replay.replay import response_sha256  # noqa: E402
 from forensics.replay.stage import run_case_replay  # noqa: E402
-from forensics.replay.testmodel import build_test_model  # noqa: E402
+from forensics.replay.testmodel import build_test_model, save_test_model  # noqa: E402
 
 STUB = [17]
 
@@ -207,17 +209,58 @@ def test_replay_is_deterministic(case, replayed, tmp_path):
     assert query(db, shares) == query(again, shares)
 
 
-def test_named_request_and_missing_model(replayed, tmp_path):
-    """Replaying V again without a model withdraws its confirmation; other rows stay."""
+def test_missing_model_folder_is_a_usage_error(replayed, tmp_path):
     db = tmp_path / "case.duckdb"
     shutil.copy(replayed[0], db)
     con = duckdb.connect(str(db))
-    run = run_case_replay(con, str(tmp_path / "no-such-model"), "cpu", ["V"])
+    with pytest.raises(UsageError, match="no model folder there"):
+        run_case_replay(con, str(tmp_path / "no-such-model"), "cpu", ["V"])
     con.close()
-    assert [(r.request_id, r.verdict) for r in run.results] == [("V", "cannot-replay")]
-    assert "model not available" in run.results[0].reason
+
+
+def _replay_again(db, model: str, served: str | None = None):
+    con = duckdb.connect(str(db))
+    run = run_case_replay(con, model, "cpu", ["V"], served_model=served)
+    con.close()
+    return run
+
+
+def test_a_run_with_another_model_leaves_the_confirmation(replayed, tmp_path):
+    """Run 1 (the served test model) confirmed V. Run 2 uses other weights from a folder: its
+    verdict is recorded and reported as another model's; nothing is lowered. Run 3 maps those
+    weights to the served name: they do not reproduce V, and V stays confirmed, said so."""
+    db = tmp_path / "case.duckdb"
+    shutil.copy(replayed[0], db)
+    other = save_test_model(tmp_path / "other-weights", seed=99)
+    second = _replay_again(db, str(other))
+    assert second.served_model == "other-weights" and second.model_matches == {"V": False}
+    assert second.results[0].verdict == "not-reproduced"
+    third = _replay_again(db, str(other), served="kvforensics/test-llama-tiny")
+    assert third.model_matches == {"V": True} and third.kept_confirmed == ["V"]
+    assert query(db, "SELECT run_id, request_id, verdict, model_matches FROM replay_results "
+                     "WHERE request_id = 'V' ORDER BY run_id") == [
+        ("run-0001", "V", "confirmed", True), ("run-0002", "V", "not-reproduced", False),
+        ("run-0003", "V", "not-reproduced", True)]
+    assert query(db, "SELECT receiver_request_id, confidence FROM exposures ORDER BY 1") == [
+        ("M", "ledger"), ("Q", "ledger"), ("V", "confirmed")]
+    assert ("receiving", "acct-v", "confirmed") in query(
+        db, "SELECT side, account_id, confidence FROM affected_accounts")
+    runs = query(db, "SELECT run_id, model, served_model, config_sha256, weight_files, "
+                     "weight_sha256, device, dtype FROM replay_runs ORDER BY run_id")
+    assert [r[:3] for r in runs] == [("run-0001", "test", "kvforensics/test-llama-tiny"),
+                                     ("run-0002", str(other), "other-weights"),
+                                     ("run-0003", str(other), "kvforensics/test-llama-tiny")]
+    folder_hash = hashlib.sha256((other / "model.safetensors").read_bytes()).hexdigest()
+    config_hash = hashlib.sha256((other / "config.json").read_bytes()).hexdigest()
+    assert runs[1][3:6] == (config_hash, ["model.safetensors"], [folder_hash])
+    assert runs[0][5] != runs[1][5] and runs[0][6:] == ("cpu", "float32")
+
+
+def test_confirmation_needs_the_logged_model(case, tmp_path):
+    """A first run with another model confirms V's output but is not counted."""
+    db = tmp_path / "case.duckdb"
+    shutil.copy(case, db)
+    folder = save_test_model(tmp_path / "same-weights-other-name")
+    run = _replay_again(db, str(folder))
+    assert run.results[0].verdict == "confirmed" and run.model_matches == {"V": False}
     assert query(db, "SELECT DISTINCT confidence FROM exposures") == [("ledger",)]
-    assert query(db, "SELECT DISTINCT confidence FROM affected_requests") == [("ledger",)]
-    assert query(db, "SELECT DISTINCT confidence FROM affected_accounts") == [("ledger",)]
-    assert sorted(verdicts(db)) == ["F", "M", "Q", "V", "Z"]
-    assert query(db, "SELECT count(*) FROM replay_attention WHERE request_id = 'V'") == [(0,)]

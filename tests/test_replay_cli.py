@@ -88,15 +88,72 @@ def test_replay_command_other_model_needs_a_directory(cli, tmp_path):
     assert "--model PATH" in result["reason"]
 
 
-def test_replay_command_unknown_request_is_reported(cli, tmp_path):
+def test_replay_command_unknown_request_exits_2(cli, tmp_path):
     pytest.importorskip("torch", reason="replay needs the extra: pip install "
                         "'kvforensics[replay]'")
     db = tiny_case(tmp_path)
-    code, out, _ = cli("replay", "--db", db, "--device", "cpu", "--model", "test",
-                       "--request", "nope", "--json")
+    code, _, err = cli("replay", "--db", db, "--device", "cpu", "--model", "test",
+                       "--request", "nope", "--request", "R")
+    assert code == 2 and "not in the request log: nope" in " ".join(err.split())
+    assert query(db, "SELECT count(*) FROM information_schema.tables "
+                     "WHERE table_name = 'replay_results'") == [(0,)]
+
+
+def test_token_ids_beyond_the_vocabulary_cannot_be_replayed(cli, tmp_path):
+    pytest.importorskip("torch", reason="replay needs the extra: pip install "
+                        "'kvforensics[replay]'")
+    b = CaseBuilder()
+    b.request("W", "acct-w", 3, 1, "d1")
+    b.content("W", [5, 384, 7], [1])           # the test model has ids 0..383
+    b.request("R", "acct-r", 3, 2, "d1")
+    b.content("R", [1, 2, 3], [4, 5], [1])
+    b.event(1, "d1", "W", "write", 0, 3, 0, "transfer")
+    b.event(2, "d1", "R", "read", 0, 3, 0)
+    b.exposure("R", "W", "d1", 0, 3)
+    code, out, _ = cli("replay", "--db", b.write(tmp_path / "case.duckdb"), "--model", "test",
+                       "--device", "cpu", "--json")
     result = json.loads(out)["results"][0]
     assert code == 1 and result["verdict"] == "cannot-replay"
-    assert "not in the request log" in result["reason"]
+    assert "token id 384 is beyond the model's vocabulary (384 ids)" in result["reason"]
+
+
+def _fake_hub_cache(root, repo: str):
+    """The folder layout the Hugging Face cache uses for one downloaded snapshot."""
+    from forensics.replay.testmodel import save_test_model
+
+    org, name = repo.split("/")
+    base = root / f"models--{org}--{name}"
+    (base / "refs").mkdir(parents=True)
+    (base / "refs" / "main").write_text("0123abcd")
+    save_test_model(base / "snapshots" / "0123abcd")
+    return root
+
+
+def test_hub_id_resolves_from_the_local_cache(cli, tmp_path, monkeypatch):
+    pytest.importorskip("torch", reason="replay needs the extra: pip install "
+                        "'kvforensics[replay]'")
+    monkeypatch.setenv("HF_HUB_CACHE", str(_fake_hub_cache(tmp_path / "hub", "acme/tiny")))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    db = tiny_case(tmp_path, model_name="acme/tiny", delivered=leaked_output())
+    code, out, _ = cli("replay", "--db", db, "--model", "acme/tiny", "--device", "cpu",
+                       "--json")
+    summary = json.loads(out)
+    assert code == 1 and summary["served_model"] == "acme/tiny"
+    assert [(r["verdict"], r["model_matches"]) for r in summary["results"]] == [
+        ("confirmed", True)]
+    assert query(db, "SELECT DISTINCT confidence FROM exposures") == [("confirmed",)]
+
+
+def test_hub_id_not_in_the_cache_exits_2(cli, tmp_path, monkeypatch):
+    pytest.importorskip("torch", reason="replay needs the extra: pip install "
+                        "'kvforensics[replay]'")
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty-hub"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    code, _, err = cli("replay", "--db", tiny_case(tmp_path), "--model", "acme/llm-70b",
+                       "--device", "cpu")
+    err = " ".join(err.split())   # the console may wrap long lines
+    assert code == 2
+    assert "not in the local Hugging Face cache" in err and "--model /path/to/model-folder" in err
 
 
 def test_out_of_memory_is_cannot_replay(cli, monkeypatch, tmp_path):
@@ -104,7 +161,7 @@ def test_out_of_memory_is_cannot_replay(cli, monkeypatch, tmp_path):
                         "'kvforensics[replay]'")
     from forensics.replay import replay as replay_module
 
-    def exhausted(model, plan):
+    def exhausted(*args):
         raise RuntimeError("CUDA out of memory. Tried to allocate 80.00 GiB")
 
     monkeypatch.setattr(replay_module, "replay_plan", exhausted)
@@ -112,3 +169,21 @@ def test_out_of_memory_is_cannot_replay(cli, monkeypatch, tmp_path):
     result = json.loads(out)["results"][0]
     assert code == 1 and result["verdict"] == "cannot-replay"
     assert result["reason"].startswith("out of memory: CUDA out of memory")
+
+
+def test_a_log_without_model_names_needs_served_model(cli, tmp_path):
+    pytest.importorskip("torch", reason="replay needs the extra: pip install "
+                        "'kvforensics[replay]'")
+    db = tiny_case(tmp_path, model_name="", delivered=leaked_output())
+    code, out, _ = cli("replay", "--db", db, "--model", "test", "--device", "cpu", "--json")
+    summary = json.loads(out)
+    assert summary["results"][0]["verdict"] == "confirmed"
+    assert summary["other_model"] == ["R"] and "not counted" in summary["headline"]
+    assert query(db, "SELECT DISTINCT confidence FROM exposures") == [("ledger",)]
+    code, out, _ = cli("replay", "--db", db, "--model", "test", "--device", "cpu",
+                       "--served-model", "prod-llm", "--json")
+    summary = json.loads(out)
+    assert code == 1 and summary["run_id"] == "run-0002" and summary["other_model"] == []
+    assert query(db, "SELECT DISTINCT confidence FROM exposures") == [("confirmed",)]
+    assert query(db, "SELECT served_model FROM replay_runs ORDER BY run_id") == [
+        ("kvforensics/test-llama-tiny",), ("prod-llm",)]

@@ -103,7 +103,7 @@ def test_overlong_requests_answered_200_are_listed(tmp_path: Path) -> None:
 def test_missing_stages_are_named(richer: tuple[str, dict]) -> None:
     html, _ = richer
     assert "The replay stage has not run on this case (missing: " in html
-    assert "replay_results); no exposure is marked confirmed." in html
+    assert "replay_results, replay_runs); no exposure is marked confirmed." in html
     assert "engine log reading stage has not run" not in html  # its tables exist, empty
     assert "No engine log evidence in the case." in html
 

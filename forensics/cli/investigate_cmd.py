@@ -31,6 +31,10 @@ def investigate(
     replay_device: str = typer.Option(
         "auto", "--replay-device", help="auto (CUDA when present), cpu or cuda."
     ),
+    served_model: str = typer.Option(
+        None, "--served-model", help="The request log's name for the replay model, when it "
+        "differs from the org/name or folder name."
+    ),
     rules: str = typer.Option(
         None, "--rules", help="CSV of notification deadline rules that replace or add to the "
         "shipped ones (see forensics/notify/README.md)."
@@ -39,7 +43,8 @@ def investigate(
 ) -> None:
     """Run every stage on a case folder: ingest, analysis, exports, report, manifest."""
     options = InvestigateOptions(
-        assume_utc=assume_utc, aware_at=aware_at, command=["kvforensics", *sys.argv[1:]]
+        assume_utc=assume_utc, aware_at=aware_at, command=["kvforensics", *sys.argv[1:]],
+        replay_model=replay_model, replay_device=replay_device, served_model=served_model,
     )
     with progress_reporter(console, "investigate") as progress:
         result = run_investigation(case_dir, out, options, progress=progress)

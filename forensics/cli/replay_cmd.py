@@ -19,9 +19,16 @@ from forensics.errors import CaseError
 def replay(
     db: Path = typer.Option(..., "--db", help="Case database written by ingest and analyze."),
     model: str = typer.Option(
-        None, "--model", help="A local Hugging Face causal-LM directory, or 'test' for the "
-        "project's test model (default: 'test' when the case was served by it)."),
+        None, "--model", help="A local Hugging Face causal-LM folder, an org/name already in "
+        "the local Hugging Face cache (never downloaded), or 'test' for the project's test "
+        "model (default: 'test' when the case was served by it)."),
+    served_model: str = typer.Option(
+        None, "--served-model", help="The request log's name for this model, when it differs "
+        "from the org/name or folder name; only runs with the logged model raise confidence."),
     device: str = typer.Option("auto", "--device", help="auto (CUDA when present), cpu or cuda."),
+    device_map: str = typer.Option(
+        None, "--device-map", help="auto: spread the model over every visible GPU "
+        "(needs accelerate, part of the replay extra)."),
     request: list[str] = typer.Option(
         None, "--request", help="Replay only this request id (repeatable; default: every "
         "suspect in exposures and screening)."),
@@ -37,7 +44,8 @@ def replay(
     con = connect(db)
     try:
         with progress_reporter(console, "replay") as progress:
-            run = run_case_replay(con, model, device, request or None, progress)
+            run = run_case_replay(con, model, device, request or None, progress,
+                                  device_map=device_map, served_model=served_model)
     finally:
         con.close()
     summary = summarise(run)
@@ -46,17 +54,17 @@ def replay(
     else:
         _print(summary)
     counts = summary["verdicts"]
-    finish(counts["confirmed"] + counts["cannot-replay"] > 0)
+    finish(counts["confirmed"] + counts["cannot-replay"] > 0 or bool(summary["kept_confirmed"]))
 
 
 def _print(summary: dict) -> None:
-    table = Table(title=f"replay with {summary['model'] or '(no model)'} on {summary['device']}")
-    for column in ("request", "verdict", "seconds", "tokens/s", "reason"):
+    table = Table(title=f"replay {summary['run_id']} with {summary['model'] or '(no model)'} "
+                  f"on {summary['device']}")
+    for column in ("request", "verdict", "logged model", "seconds", "tokens/s", "reason"):
         table.add_column(column)
     for r in summary["results"]:
-        table.add_row(escape(r["request_id"]), r["verdict"], f"{r['seconds']:.2f}",
+        table.add_row(escape(r["request_id"]), r["verdict"],
+                      "yes" if r["model_matches"] else "no (not counted)", f"{r['seconds']:.2f}",
                       str(r["tokens_per_s"] or ""), escape(r["reason"]))
     console.print(table)
-    counts = summary["verdicts"]
-    console.print(f"{counts['confirmed']} confirmed, {counts['not-reproduced']} not reproduced, "
-                  f"{counts['cannot-replay']} cannot be replayed")
+    console.print(escape(summary["headline"]))

@@ -3,28 +3,32 @@
 `writers` maps a request id to the token ids whose KV that request wrote (what it processed:
 prompt + generated, or a 1-token stub + generated). `slots[i]` names the (writer request id,
 writer position) whose KV sits at the reader's position i, or None for memory never written
-(zeros). Each writer's tokens are run through the model once, in chunks, and per layer the
-post-rope keys and values at the needed positions are placed at the reader's positions: keys keep
-the rotation of the writer's position, as they did in the engine's memory. Then the reader decodes
-greedily: `first_token` (the prefill's output) is fed at position len(slots), and every generated
-token at the next position, attending over all slots."""
+(zeros). Each writer's tokens are run through the model once, in chunks, with the model's fast
+attention in its own dtype, and per layer the post-rope keys and values at the needed positions
+are placed at the reader's positions: keys keep the rotation of the writer's position, as they
+did in the engine's memory. Then the reader decodes greedily: `first_token` (the prefill's
+output) is fed at position len(slots), and every generated token at the next position, attending
+over all slots. The first decode step's attention per slot is computed directly from its query
+and the rebuilt keys (see forensics.replay.attention)."""
 
 from __future__ import annotations
 
+import hashlib
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import torch
 
 from forensics.errors import ReplayError
-from forensics.replay import hfcompat
+from forensics.replay import attention, hfcompat
 
 Slot = tuple[str, int] | None
+KV = tuple[list[torch.Tensor], list[torch.Tensor]]
 
-CHUNK_TOKENS = 512            # tokens per forward pass at most
-ATTENTION_BUDGET = 1 << 26    # attention-score elements per forward pass at most (eager attention)
+CHUNK_TOKENS = 512   # tokens per forward pass when the caller planned none
 
 
 @dataclass
@@ -37,11 +41,64 @@ class DecodeResult:
     forwarded_tokens: int = 0        # token positions run through the model
 
 
-def prefill_first_token(model: Any, token_ids: Sequence[int]) -> int:
+def token_digest(tokens: Sequence[int]) -> str:
+    """Identity of a token sequence: equal sequences give equal KV (the model is deterministic)."""
+    return hashlib.sha256(np.asarray(tokens, dtype=np.int64).tobytes()).hexdigest()
+
+
+class WriterStore:
+    """Writers' KV computed once per run: a writer that later suspects read again is kept (on
+    the model's devices) until its last use, while it fits in `keep_bytes`.
+
+    `uses` and `lengths` (by token_digest) come from planning the whole run: how many rebuilds
+    will ask for the writer, and the most positions any of them needs."""
+
+    def __init__(self, uses: Mapping[str, int] | None = None,
+                 lengths: Mapping[str, int] | None = None, keep_bytes: int = 0):
+        self.uses = dict(uses or {})
+        self.lengths = dict(lengths or {})
+        self.keep_bytes = keep_bytes
+        self.kept: dict[str, tuple[int, KV]] = {}
+        self.reused = 0      # rebuilds served from kept KV
+
+    def kv(self, model: Any, tokens: Sequence[int], count: int, chunk: int | None
+           ) -> tuple[KV, int]:
+        """KV of tokens[:n] for some n >= count, and the positions run through the model."""
+        key = token_digest(tokens)
+        remaining = self.uses.get(key, 1) - 1
+        self.uses[key] = remaining
+        held = self.kept.get(key)
+        if held is not None and held[0] >= count:
+            if remaining <= 0:
+                del self.kept[key]
+            self.reused += 1
+            return held[1], 0
+        length = min(len(tokens), max(count, self.lengths.get(key, count)))
+        _, keys, values = run_tokens(model, tokens, length, chunk)
+        if remaining > 0 and self._room() >= _nbytes(keys, values):
+            self.kept[key] = (length, (keys, values))
+        return (keys, values), length
+
+    def kept_bytes(self) -> int:
+        return sum(_nbytes(*kv) for _, kv in self.kept.values())
+
+    def release(self) -> None:
+        """Drop every kept writer (memory is needed for a suspect)."""
+        self.kept.clear()
+
+    def _room(self) -> int:
+        return self.keep_bytes - self.kept_bytes()
+
+
+def _nbytes(keys: list[torch.Tensor], values: list[torch.Tensor]) -> int:
+    return sum(t.numel() * t.element_size() for t in (*keys, *values))
+
+
+def prefill_first_token(model: Any, token_ids: Sequence[int], chunk: int | None = None) -> int:
     """The token a prefill of `token_ids` (positions 0..n-1) produces: argmax of the last logits."""
     if not token_ids:
         raise ReplayError("cannot prefill an empty token sequence")
-    logits, _ = _run_tokens(model, token_ids, len(token_ids))
+    logits, _, _ = run_tokens(model, token_ids, len(token_ids), chunk)
     return int(torch.argmax(logits).item())
 
 
@@ -52,35 +109,55 @@ def greedy_decode(model: Any, writers: Mapping[str, Sequence[int]], slots: Seque
 
 
 def decode_with_evidence(model: Any, writers: Mapping[str, Sequence[int]],
-                         slots: Sequence[Slot], first_token: int, n_out: int) -> DecodeResult:
-    """greedy_decode, also returning the attention share of the first decode step per writer."""
+                         slots: Sequence[Slot], first_token: int, n_out: int,
+                         store: WriterStore | None = None, chunk: int | None = None,
+                         expected: Sequence[int] | None = None) -> DecodeResult:
+    """greedy_decode, also returning the attention share of the first decode step per writer.
+    With `expected` (the delivered output), the greedy tokens are checked against it in one
+    forward pass, and decoded step by step only after the first difference."""
     if n_out <= 0:
         return DecodeResult([])
     with torch.inference_mode():
-        keys, values, forwarded = rebuild_kv(model, writers, slots)
-        kv = hfcompat.new_cache()
-        for layer, (k, v) in enumerate(zip(keys, values, strict=True)):
-            kv.update(k, v, layer)
-        del keys, values
-        result, per_slot = _decode_loop(model, kv, len(slots), first_token, n_out)
+        keys, values, forwarded = rebuild_kv(model, writers, slots, store, chunk)
+        result, per_slot = _decode(model, (keys, values), len(slots), first_token, n_out,
+                                   expected, shares=True, stop=False)
     result.forwarded_tokens += forwarded
     _attribute_shares(result, slots, per_slot)
     return result
 
 
-def rebuild_kv(model: Any, writers: Mapping[str, Sequence[int]], slots: Sequence[Slot]
+def decode_own(model: Any, prompt: Sequence[int], n_out: int, chunk: int | None = None,
+               expected: Sequence[int] | None = None) -> tuple[int, DecodeResult]:
+    """The clean replay: one prefill of `prompt` gives both its first token and the KV the
+    decode attends over. With `expected`, it stops at its first token that differs from it
+    (enough to know it does not reproduce it). Returns (first token, result)."""
+    if not prompt:
+        raise ReplayError("cannot prefill an empty token sequence")
+    with torch.inference_mode():
+        logits, keys, values = run_tokens(model, prompt, len(prompt), chunk)
+        first = int(torch.argmax(logits).item())
+        if n_out <= 0:
+            return first, DecodeResult([], forwarded_tokens=len(prompt))
+        result, _ = _decode(model, (keys, values), len(prompt), first, n_out, expected,
+                            shares=False, stop=True)
+    result.forwarded_tokens += len(prompt)
+    return first, result
+
+
+def rebuild_kv(model: Any, writers: Mapping[str, Sequence[int]], slots: Sequence[Slot],
+               store: WriterStore | None = None, chunk: int | None = None
                ) -> tuple[list[torch.Tensor], list[torch.Tensor], int]:
     """Per layer, keys and values [1, kv_heads, len(slots), head_dim] as the reader held them."""
     needed = _needed_positions(writers, slots)
+    store = store or WriterStore()
     keys: list[torch.Tensor] = []
     values: list[torch.Tensor] = []
     forwarded = 0
     for writer in sorted(needed):
         reader_idx, writer_pos = needed[writer]
-        count = max(writer_pos) + 1
-        _, kv = _run_tokens(model, writers[writer], count)
-        forwarded += count
-        _place(kv, keys, values, len(slots), reader_idx, writer_pos, hfcompat.layer_count(model))
+        kv, ran = store.kv(model, writers[writer], max(writer_pos) + 1, chunk)
+        forwarded += ran
+        _place(kv, keys, values, len(slots), reader_idx, writer_pos)
         del kv
     if not keys:
         keys, values = _zeros(model, len(slots))
@@ -105,10 +182,10 @@ def _needed_positions(writers: Mapping[str, Sequence[int]], slots: Sequence[Slot
     return dict(needed)
 
 
-def _place(kv: Any, keys: list[torch.Tensor], values: list[torch.Tensor], length: int,
-           reader_idx: list[int], writer_pos: list[int], layers: int) -> None:
-    for layer in range(layers):
-        k, v = hfcompat.layer_kv(kv, layer)
+def _place(kv: KV, keys: list[torch.Tensor], values: list[torch.Tensor], length: int,
+           reader_idx: list[int], writer_pos: list[int]) -> None:
+    src_keys, src_values = kv
+    for layer, (k, v) in enumerate(zip(src_keys, src_values, strict=True)):
         if len(keys) <= layer:
             keys.append(k.new_zeros((*k.shape[:2], length, k.shape[3])))
             values.append(v.new_zeros((*v.shape[:2], length, v.shape[3])))
@@ -118,64 +195,100 @@ def _place(kv: Any, keys: list[torch.Tensor], values: list[torch.Tensor], length
         values[layer].index_copy_(2, dst, v.index_select(2, src))
 
 
-def _zeros(model: Any, length: int) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+def _zeros(model: Any, length: int) -> KV:
     """All-zero KV for a reader none of whose slots were ever written: run one token for shapes."""
-    _, kv = _run_tokens(model, [0], 1)
-    keys, values = [], []
-    for layer in range(hfcompat.layer_count(model)):
-        k, v = hfcompat.layer_kv(kv, layer)
-        keys.append(k.new_zeros((*k.shape[:2], length, k.shape[3])))
-        values.append(v.new_zeros((*v.shape[:2], length, v.shape[3])))
-    return keys, values
+    _, ks, vs = run_tokens(model, [0], 1, 1)
+    return ([k.new_zeros((*k.shape[:2], length, k.shape[3])) for k in ks],
+            [v.new_zeros((*v.shape[:2], length, v.shape[3])) for v in vs])
 
 
-def _run_tokens(model: Any, token_ids: Sequence[int], count: int) -> tuple[torch.Tensor, Any]:
-    """Run token_ids[:count] at positions 0..count-1 in chunks; (last logits, the cache)."""
-    device = _device(model)
+def run_tokens(model: Any, token_ids: Sequence[int], count: int, chunk: int | None = None
+               ) -> tuple[torch.Tensor, list[torch.Tensor], list[torch.Tensor]]:
+    """Run token_ids[:count] at positions 0..count-1, `chunk` tokens per forward pass;
+    (last logits, per-layer keys, per-layer values)."""
+    attention.ensure(model)
+    device = input_device(model)
     ids = torch.tensor(list(token_ids[:count]), dtype=torch.long, device=device)
     kv = hfcompat.new_cache()
     logits = torch.empty(0)
-    chunk = chunk_tokens(model, count)
+    step = max(1, int(chunk or CHUNK_TOKENS))
     with torch.inference_mode():
-        for start in range(0, count, chunk):
-            piece = ids[start:start + chunk].unsqueeze(0)
+        for start in range(0, count, step):
+            piece = ids[start:start + step].unsqueeze(0)
             positions = torch.arange(start, start + piece.shape[1], device=device).unsqueeze(0)
             out = hfcompat.forward(model, piece, positions, kv)
             logits = out.logits[0, -1].float()
-    return logits, kv
+            del out
+    layers = [hfcompat.layer_kv(kv, layer) for layer in range(hfcompat.layer_count(model))]
+    return logits, [k for k, _ in layers], [v for _, v in layers]
 
 
-def chunk_tokens(model: Any, context: int) -> int:
-    """Tokens per forward pass so that one pass's attention scores stay within the budget."""
-    heads = int(getattr(model.config, "num_attention_heads", 1) or 1)
-    fit = ATTENTION_BUDGET // max(1, heads * max(context, 1))
-    return max(1, min(CHUNK_TOKENS, fit))
+def _decode(model: Any, kv_tensors: KV, start: int, first_token: int, n_out: int,
+            expected: Sequence[int] | None, shares: bool, stop: bool
+            ) -> tuple[DecodeResult, list[float] | None]:
+    """Greedy tokens from the KV (first_token at position `start`), and with `shares` the first
+    step's attention per slot, averaged over layers and heads.
 
-
-def _decode_loop(model: Any, kv: Any, start: int, first_token: int, n_out: int
-                 ) -> tuple[DecodeResult, list[float] | None]:
-    """Decode; also the first step's attention per slot, averaged over layers and heads."""
-    device = _device(model)
+    With `expected` (n_out tokens), the greedy choice after each of first_token, expected[1],
+    … expected[n_out-2] comes from one forward pass of those tokens: while every choice equals
+    `expected`, that is exactly the step-by-step greedy output. After the first difference the
+    cache is cut back and decoding goes on step by step (or stops there, with `stop`)."""
+    attention.ensure(model)
+    kv = hfcompat.new_cache()
+    for layer, (k, v) in enumerate(zip(*kv_tensors, strict=True)):
+        kv.update(k, v, layer)
+    if expected is None or len(expected) != n_out or n_out < 2:
+        return _step_by_step(model, kv, start, [int(first_token)], n_out, shares)
+    fed = [int(first_token), *[int(t) for t in expected[1:n_out - 1]]]
+    ids = torch.tensor([fed], dtype=torch.long, device=input_device(model))
+    positions = torch.arange(start, start + len(fed), device=ids.device).unsqueeze(0)
+    with attention.capture_shares(hfcompat.layer_count(model) if shares else 0) as capture:
+        out = hfcompat.forward(model, ids, positions, kv, every_logit=True)
+    per_slot = capture.per_slot(start) if shares else None
+    chosen = [int(t) for t in torch.argmax(out.logits[0], dim=-1).tolist()]
     tokens = [int(first_token)]
-    result = DecodeResult(tokens)
-    per_slot: list[float] | None = None
-    for step in range(max(n_out - 1, 1)):
-        ids = torch.tensor([[tokens[-1]]], dtype=torch.long, device=device)
-        positions = torch.tensor([[start + step]], dtype=torch.long, device=device)
-        out = hfcompat.forward(model, ids, positions, kv, attentions=step == 0)
-        result.forwarded_tokens += 1
-        if step == 0:
-            per_slot = _slot_attention(out.attentions, start)
-        if len(tokens) < n_out:
-            tokens.append(int(torch.argmax(out.logits[0, -1]).item()))
+    if not (stop and tokens[0] != int(expected[0])):
+        for i in range(1, n_out):
+            tokens.append(chosen[i - 1])
+            if chosen[i - 1] != int(expected[i]):
+                break
+    result = DecodeResult(tokens, forwarded_tokens=len(fed))
+    if len(tokens) < n_out and not stop:
+        return _continue(model, kv, start, tokens, n_out, result), per_slot
     return result, per_slot
 
 
-def _slot_attention(attentions: Any, length: int) -> list[float] | None:
-    if not attentions or attentions[0] is None:
-        return None
-    stacked = torch.stack([a[0, :, -1, :length].float() for a in attentions])
-    return [float(x) for x in stacked.mean(dim=(0, 1)).cpu().tolist()]
+def _continue(model: Any, kv: Any, start: int, tokens: list[int], n_out: int,
+              result: DecodeResult) -> DecodeResult:
+    """Cut the cache back to the tokens decoded so far, then decode step by step."""
+    kv = hfcompat.truncated(kv, start + len(tokens) - 1, hfcompat.layer_count(model))
+    more, _ = _step_by_step(model, kv, start + len(tokens) - 1, tokens, n_out - len(tokens) + 1,
+                            False, offset=len(tokens) - 1)
+    more.forwarded_tokens += result.forwarded_tokens
+    return more
+
+
+def _step_by_step(model: Any, kv: Any, start: int, tokens: list[int], n_out: int, shares: bool,
+                  offset: int = 0) -> tuple[DecodeResult, list[float] | None]:
+    """Feed tokens[-1] at `start`, append the greedy choice, until n_out - 1 more steps (one
+    step at least, for the shares)."""
+    device = input_device(model)
+    result = DecodeResult(tokens)
+    per_slot: list[float] | None = None
+    target = offset + n_out
+    for step in range(max(n_out - 1, 1)):
+        ids = torch.tensor([[tokens[-1]]], dtype=torch.long, device=device)
+        positions = torch.tensor([[start + step]], dtype=torch.long, device=device)
+        if step == 0 and shares:
+            with attention.capture_shares(hfcompat.layer_count(model)) as capture:
+                out = hfcompat.forward(model, ids, positions, kv)
+            per_slot = capture.per_slot(start)
+        else:
+            out = hfcompat.forward(model, ids, positions, kv)
+        result.forwarded_tokens += 1
+        if len(tokens) < target:
+            tokens.append(int(torch.argmax(out.logits[0, -1]).item()))
+    return result, per_slot
 
 
 def _attribute_shares(result: DecodeResult, slots: Sequence[Slot],
@@ -194,5 +307,9 @@ def _attribute_shares(result: DecodeResult, slots: Sequence[Slot],
     result.unwritten_share = round(unwritten, 9)
 
 
-def _device(model: Any) -> torch.device:
+def input_device(model: Any) -> torch.device:
+    """Where input ids go: the input embeddings' device (the first of a multi-GPU map)."""
+    embeddings = model.get_input_embeddings() if hasattr(model, "get_input_embeddings") else None
+    if embeddings is not None and hasattr(embeddings, "weight"):
+        return embeddings.weight.device
     return next(model.parameters()).device

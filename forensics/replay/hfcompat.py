@@ -27,11 +27,24 @@ def new_cache() -> Any:
 
 
 def forward(model: Any, ids: torch.Tensor, positions: torch.Tensor, kv: Any,
-            attentions: bool = False) -> Any:
-    """One forward pass of `ids` at `positions` (both [1, n]) that extends the cache `kv`."""
-    kwargs = {_cache_kwarg(type(model).__qualname__, type(model).forward): kv}
-    return model(input_ids=ids, position_ids=positions, use_cache=True,
-                 output_attentions=attentions, **kwargs)
+            every_logit: bool = False) -> Any:
+    """One forward pass of `ids` at `positions` (both [1, n]) that extends the cache `kv`;
+    logits only for the last position where the model allows it (unless every_logit)."""
+    kwargs: dict[str, Any] = {_cache_kwarg(type(model).__qualname__, type(model).forward): kv}
+    if not every_logit:
+        kwargs.update(_last_logits(type(model).__qualname__, type(model).forward))
+    return model(input_ids=ids, position_ids=positions, use_cache=True, **kwargs)
+
+
+@cache
+def _last_logits(type_name: str, forward: Any) -> dict[str, int]:
+    """transformers computes the logits of every position unless told `logits_to_keep` (4.50+;
+    `num_logits_to_keep` before)."""
+    params = inspect.signature(forward).parameters
+    for name in ("logits_to_keep", "num_logits_to_keep"):
+        if name in params:
+            return {name: 1}
+    return {}
 
 
 def layer_kv(kv: Any, layer: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -45,3 +58,13 @@ def layer_count(model: Any) -> int:
     config = model.config.get_text_config() if hasattr(model.config, "get_text_config") \
         else model.config
     return int(config.num_hidden_layers)
+
+
+def truncated(kv: Any, length: int, layers: int) -> Any:
+    """A new cache holding the first `length` positions of `kv` (`crop` changed meaning
+    between releases)."""
+    out = new_cache()
+    for layer in range(layers):
+        k, v = layer_kv(kv, layer)
+        out.update(k[:, :, :length], v[:, :, :length], layer)
+    return out

@@ -11,12 +11,20 @@ import hashlib
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 import duckdb
 
-from forensics.errors import ReplayError, UsageError
-from forensics.replay.decode import decode_with_evidence, prefill_first_token
+from forensics.errors import ReplayError
+from forensics.replay import memory
+from forensics.replay.decode import (
+    WriterStore,
+    decode_own,
+    decode_with_evidence,
+    prefill_first_token,
+    token_digest,
+)
 from forensics.replay.ledger import SuspectPlan, plan_suspect
 
 CONFIRMED = "confirmed"
@@ -64,18 +72,24 @@ class Replayed:
     forwarded: int
 
 
-def replay_plan(model: Any, plan: SuspectPlan) -> Replayed:
-    """Decode the suspect from what it read, and clean from its own prompt."""
-    first = prefill_first_token(model, plan.processed)
-    dirty = decode_with_evidence(model, plan.writers, plan.slots, first, plan.n_out)
-    clean_first = prefill_first_token(model, plan.prompt)
-    own = [(plan.request_id, i) for i in range(len(plan.prompt))]
-    clean = decode_with_evidence(model, {plan.request_id: plan.prompt}, own, clean_first,
-                                 plan.n_out)
-    forwarded = len(plan.processed) + len(plan.prompt) + dirty.forwarded_tokens \
-        + clean.forwarded_tokens
+def replay_plan(model: Any, plan: SuspectPlan, store: WriterStore | None = None,
+                chunk: int | None = None) -> Replayed:
+    """Decode the suspect clean from its own prompt (one prefill gives its first token and KV),
+    and from what it read (its engine-side prefill gives the first token: the same as the clean
+    one when it processed its whole prompt). With the delivered tokens known, both replays are
+    checked against them in one forward pass each; the clean one stops at its first token that
+    differs (its hash covers the tokens up to there)."""
+    clean_first, clean = decode_own(model, plan.prompt, plan.n_out, chunk, plan.delivered)
+    forwarded = clean.forwarded_tokens
+    if plan.processed == plan.prompt:
+        first = clean_first
+    else:
+        first = prefill_first_token(model, plan.processed, chunk)
+        forwarded += len(plan.processed)
+    dirty = decode_with_evidence(model, plan.writers, plan.slots, first, plan.n_out, store,
+                                 chunk, plan.delivered)
     return Replayed(dirty.tokens, clean.tokens, dirty.writer_share, dirty.unwritten_share,
-                    forwarded)
+                    forwarded + dirty.forwarded_tokens)
 
 
 def judge(plan: SuspectPlan, replayed: Replayed) -> tuple[str, str]:
@@ -113,26 +127,90 @@ def _first_difference(plan: SuspectPlan, tokens: list[int]) -> str:
 
 def replay_suspect(con: duckdb.DuckDBPyConnection, model: Any, request_id: str) -> SuspectResult:
     """Plan, replay and judge one suspect; failures become cannot-replay with the reason."""
-    started = time.perf_counter()
     try:
         plan = plan_suspect(con, request_id)
     except ReplayError as exc:
         return SuspectResult(request_id, CANNOT_REPLAY, str(exc))
+    return run_planned(model, plan, WriterStore())
+
+
+def run_planned(model: Any, plan: SuspectPlan, store: WriterStore,
+                shape: memory.Shape | None = None) -> SuspectResult:
+    """Check the plan against the model's vocabulary and the free memory, then replay and
+    judge it; anything that stops it becomes cannot-replay with the reason."""
+    started = time.perf_counter()
     result = _planned_result(plan)
+    shape = shape or memory.model_shape(model)
+    problem = _beyond_vocabulary(plan, shape.vocab)
+    budget = None if problem else _memory_plan(model, plan, shape, store)
+    if budget is not None and not budget.fits:
+        problem = f"does not fit in memory: {budget.reason()}"
+    if problem:
+        result.reason = problem
+        return result
     try:
-        replayed = replay_plan(model, plan)
+        replayed = replay_plan(model, plan, store, budget.chunk if budget else None)
     except ReplayError as exc:
         result.verdict, result.reason = CANNOT_REPLAY, str(exc)
         return result
     except (MemoryError, RuntimeError) as exc:
         if not _is_out_of_memory(exc):
             raise
+        store.release()
         _free_memory()
         result.verdict, result.reason = CANNOT_REPLAY, f"out of memory: {exc}".splitlines()[0]
         return result
     result.verdict, result.reason = judge(plan, replayed)
     _fill(result, plan, replayed, time.perf_counter() - started)
     return result
+
+
+def _beyond_vocabulary(plan: SuspectPlan, vocab: int) -> str:
+    """The reason when a token id of the suspect or its writers is beyond the vocabulary."""
+    top = max((max(t) for t in (plan.prompt, plan.processed, *plan.writers.values()) if t),
+              default=0)
+    if top < vocab:
+        return ""
+    return (f"token id {top} is beyond the model's vocabulary ({vocab} ids): the case was "
+            "served by a different model; pass the served model with --model")
+
+
+def _memory_plan(model: Any, plan: SuspectPlan, shape: memory.Shape,
+                 store: WriterStore) -> memory.MemoryPlan:
+    """The suspect's memory plan; kept writers are dropped first when it would not fit."""
+    context = max(len(plan.slots), len(plan.prompt))
+    budget = memory.plan(model, shape, context, writer_span(plan), plan.n_out)
+    if not budget.fits and store.kept:
+        store.release()
+        _free_memory()
+        budget = memory.plan(model, shape, context, writer_span(plan), plan.n_out)
+    return budget
+
+
+def writer_span(plan: SuspectPlan) -> int:
+    """The most positions of one writer the suspect's replays rebuild (its prompt included)."""
+    needed: dict[str, int] = {}
+    for slot in plan.slots:
+        if slot is not None:
+            needed[slot[0]] = max(needed.get(slot[0], 0), slot[1] + 1)
+    return max([len(plan.prompt), *needed.values()])
+
+
+def writer_uses(plans: Sequence[SuspectPlan]) -> tuple[dict[str, int], dict[str, int]]:
+    """Per writer token sequence (token_digest): how many suspects rebuild it, and the most
+    positions any of them needs."""
+    uses: dict[str, int] = {}
+    lengths: dict[str, int] = {}
+    for plan in plans:
+        needed: dict[str, int] = {}
+        for slot in plan.slots:
+            if slot is not None:
+                needed[slot[0]] = max(needed.get(slot[0], 0), slot[1] + 1)
+        for writer, count in needed.items():
+            key = token_digest(plan.writers[writer])
+            uses[key] = uses.get(key, 0) + 1
+            lengths[key] = max(lengths.get(key, 0), count)
+    return uses, lengths
 
 
 def _planned_result(plan: SuspectPlan) -> SuspectResult:
@@ -170,6 +248,16 @@ class ReplayRun:
     device: str
     results: list[SuspectResult]
     updated_tables: list[str] = field(default_factory=list)
+    identity: Any = None              # forensics.replay.loader.ModelIdentity when loaded
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    run_id: str = ""
+    kept_confirmed: list[str] = field(default_factory=list)   # confirmed earlier, kept
+    model_matches: dict[str, bool] = field(default_factory=dict)
+
+    @property
+    def served_model(self) -> str:
+        return self.identity.served_model if self.identity is not None else ""
 
     def counts(self) -> dict[str, int]:
         out = {CONFIRMED: 0, NOT_REPRODUCED: 0, CANNOT_REPLAY: 0}
@@ -180,25 +268,55 @@ class ReplayRun:
 
 def replay_all(con: duckdb.DuckDBPyConnection, model_spec: str | None, device: str,
                request_ids: Sequence[str], progress: ProgressFn | None = None,
-               missing_model: str = "no model given") -> ReplayRun:
-    """Replay every suspect with one model; a model that is not given or cannot be loaded makes
-    every suspect cannot-replay with that reason."""
-    from forensics.replay.testmodel import load_model, resolve_device
+               missing_model: str = "no model given", device_map: str | None = None,
+               served_model: str | None = None) -> ReplayRun:
+    """Replay every suspect with one model. No model given: every suspect is cannot-replay with
+    `missing_model` as the reason. A model that cannot be found raises UsageError."""
+    from forensics.replay.loader import load
+    from forensics.replay.testmodel import resolve_device
 
-    resolved = resolve_device(device)
-    try:
-        if model_spec is None:
-            raise UsageError(missing_model)
-        model = load_model(model_spec, resolved)
-    except (UsageError, OSError) as exc:
-        reason = f"model not available: {exc}".splitlines()[0]
-        return ReplayRun(model_spec or "", resolved,
-                         [SuspectResult(r, CANNOT_REPLAY, reason) for r in request_ids])
+    started = datetime.now(UTC)
+    if model_spec is None:
+        reason = f"model not available: {missing_model}"
+        return ReplayRun("", resolve_device(device),
+                         [SuspectResult(r, CANNOT_REPLAY, reason) for r in request_ids],
+                         started_at=started, finished_at=datetime.now(UTC))
+    loaded = load(model_spec, device, device_map, served_model)
+    results = replay_loaded(con, loaded.model, request_ids, progress)
+    return ReplayRun(model_spec, loaded.device, results, identity=loaded.identity,
+                     started_at=started, finished_at=datetime.now(UTC))
+
+
+def replay_loaded(con: duckdb.DuckDBPyConnection, model: Any, request_ids: Sequence[str],
+                  progress: ProgressFn | None = None) -> list[SuspectResult]:
+    """Plan every suspect first (so that writers several suspects read are rebuilt once and
+    kept while memory allows), then replay them in order."""
+    plans: dict[str, SuspectPlan | str] = {}
+    for request_id in request_ids:
+        try:
+            plans[request_id] = plan_suspect(con, request_id)
+        except ReplayError as exc:
+            plans[request_id] = str(exc)
+    runnable = [p for p in plans.values() if isinstance(p, SuspectPlan)]
+    shape = memory.model_shape(model)
+    store = WriterStore(*writer_uses(runnable), keep_bytes=_keep_bytes(model, shape, runnable))
     results = []
     for done, request_id in enumerate(request_ids):
         if progress:
             progress(f"{request_id} ({done + 1}/{len(request_ids)})", done, len(request_ids))
-        results.append(replay_suspect(con, model, request_id))
+        plan = plans[request_id]
+        results.append(SuspectResult(request_id, CANNOT_REPLAY, plan) if isinstance(plan, str)
+                       else run_planned(model, plan, store, shape))
     if progress:
         progress("done", len(request_ids), len(request_ids))
-    return ReplayRun(model_spec, resolved, results)
+    return results
+
+
+def _keep_bytes(model: Any, shape: memory.Shape, plans: Sequence[SuspectPlan]) -> int:
+    """Memory for kept writers: what is free beyond the largest suspect's own need."""
+    if not plans:
+        return 0
+    free = memory.free_bytes(model)
+    need = max(memory.plan(model, shape, max(len(p.slots), len(p.prompt)), writer_span(p),
+                           p.n_out, free).need_bytes for p in plans)
+    return max(0, free - need)

@@ -10,7 +10,7 @@ from typing import Any
 
 import duckdb
 
-from forensics.errors import CaseError, StageUnavailable
+from forensics.errors import CaseError, StageUnavailable, UsageError
 from forensics.replay import INSTALL_HINT, replay_available
 from forensics.resources import sql
 
@@ -39,21 +39,35 @@ def require_replay() -> None:
 
 
 def run_case_replay(con: duckdb.DuckDBPyConnection, model: str | None, device: str,
-                    request_ids: Sequence[str] | None = None, progress: Any = None) -> Any:
-    """Replay the named requests (default: every suspect), store the results, return the run.
+                    request_ids: Sequence[str] | None = None, progress: Any = None,
+                    device_map: str | None = None, served_model: str | None = None) -> Any:
+    """Replay the named requests (default: every suspect), store the run, return it.
 
     model None: the test model when the request log names it for every suspect, else every
-    suspect is cannot-replay (a real model directory must be given)."""
+    suspect is cannot-replay (a real model must be given). A named request that the request
+    log does not hold, or a model that cannot be found, raises UsageError."""
     require_replay()
     from forensics.replay.replay import replay_all
     from forensics.replay.store import store_run
 
     _ensure_tables(con)
     suspects = sorted(set(request_ids)) if request_ids else find_suspects(con)
+    if request_ids:
+        _known(con, suspects)
     chosen, why = (model, "") if model else default_model(con, suspects)
-    run = replay_all(con, chosen, device, suspects, progress, missing_model=why)
+    run = replay_all(con, chosen, device, suspects, progress, missing_model=why,
+                     device_map=device_map, served_model=served_model)
     run.updated_tables = store_run(con, run)
     return run
+
+
+def _known(con: duckdb.DuckDBPyConnection, request_ids: Sequence[str]) -> None:
+    unknown = [r[0] for r in con.execute(sql("replay_unknown_requests"),
+                                         {"request_ids": list(request_ids)}).fetchall()]
+    if unknown:
+        shown = ", ".join(unknown[:5]) + (" …" if len(unknown) > 5 else "")
+        raise UsageError(f"--request: {len(unknown)} id(s) not in the request log: {shown}; "
+                         "name requests that the case's requests table holds")
 
 
 def default_model(con: duckdb.DuckDBPyConnection, suspects: Sequence[str]
@@ -83,23 +97,38 @@ def summarise(run: Any, timings: bool = True) -> dict[str, Any]:
     """The JSON summary of a replay run (without wall-clock figures when timings is False)."""
     counts = run.counts()
     return {
-        "headline": headline(run), "findings": counts["confirmed"] > 0,
-        "model": run.model, "device": run.device, "suspects": len(run.results),
-        "verdicts": counts, "updated_tables": run.updated_tables,
-        "results": [_result_json(r, timings) for r in run.results],
+        "headline": headline(run), "findings": counts["confirmed"] > 0 or bool(run.kept_confirmed),
+        "run_id": run.run_id, "model": run.model, "served_model": run.served_model,
+        "device": run.device, "suspects": len(run.results), "verdicts": counts,
+        "updated_tables": run.updated_tables, "kept_confirmed": run.kept_confirmed,
+        "other_model": _other_model(run),
+        "results": [_result_json(r, run, timings) for r in run.results],
     }
 
 
 def headline(run: Any) -> str:
     counts = run.counts()
-    return (f"{len(run.results)} suspect(s) replayed with {run.model or '(no model)'} on "
+    text = (f"{len(run.results)} suspect(s) replayed with {run.model or '(no model)'} on "
             f"{run.device}: {counts['confirmed']} confirmed, {counts['not-reproduced']} not "
             f"reproduced, {counts['cannot-replay']} cannot be replayed")
+    other = _other_model(run)
+    if other and run.model:
+        text += (f"; {len(other)} were served by a model other than {run.served_model!r} "
+                 "(recorded, not counted; pass --served-model NAME if it is the same model)")
+    if run.kept_confirmed:
+        text += (f"; {len(run.kept_confirmed)} stay confirmed by an earlier run with the "
+                 "served model")
+    return text
 
 
-def _result_json(r: Any, timings: bool) -> dict[str, Any]:
+def _other_model(run: Any) -> list[str]:
+    return sorted(r for r, same in run.model_matches.items() if not same)
+
+
+def _result_json(r: Any, run: Any, timings: bool) -> dict[str, Any]:
     out = {
         "request_id": r.request_id, "verdict": r.verdict, "reason": r.reason,
+        "model_matches": run.model_matches.get(r.request_id),
         "delivered_sha256": r.delivered_sha256, "contaminated_sha256": r.contaminated_sha256,
         "clean_sha256": r.clean_sha256, "tokens": r.tokens,
         "attention": {w: share for w, (share, _) in sorted(r.attention.items())},
@@ -117,10 +146,11 @@ def replay_stage(ctx: Any) -> dict[str, Any]:
         return {"status": "unavailable",
                 "headline": f"replay is off; to confirm suspects, install it: {INSTALL_HINT}"}
     try:
-        suspects = find_suspects(ctx.con)
+        find_suspects(ctx.con)
     except CaseError:
         return {"status": "skipped", "headline": "replay skipped: no analysis tables"}
     model = ctx.params.get("replay_model")
     device = str(ctx.params.get("replay_device") or "auto")
-    run = run_case_replay(ctx.con, model, device, suspects, ctx.progress)
+    run = run_case_replay(ctx.con, model, device, None, ctx.progress,
+                          served_model=ctx.params.get("served_model"))
     return summarise(run, timings=False)

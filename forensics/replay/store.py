@@ -1,9 +1,15 @@
-"""Store replay verdicts in the case database and raise confirmed findings to `confirmed`."""
+"""Store a replay run in the case database and raise confirmed findings to `confirmed`.
+
+Every run is kept (`replay_runs`, and its rows in `replay_results` and `replay_attention`):
+a later run never replaces an earlier run's verdicts. Confidence comes from the runs whose model
+is the one the request log names for the suspect, so a run with another model is recorded and
+reported but cannot lower (or raise) anything."""
 
 from __future__ import annotations
 
 import duckdb
 
+from forensics import __version__
 from forensics.replay.replay import ReplayRun, SuspectResult
 from forensics.resources import sql
 
@@ -19,18 +25,38 @@ def existing_tables(con: duckdb.DuckDBPyConnection) -> set[str]:
 
 
 def store_run(con: duckdb.DuckDBPyConnection, run: ReplayRun) -> list[str]:
-    """Replace these suspects' rows, then update confidences; returns the tables updated."""
+    """Add the run and its rows; note what it matched and what earlier runs confirmed; update
+    confidences. Returns the tables updated."""
     con.execute(sql("schema_replay"))
-    ids = [r.request_id for r in run.results]
-    con.execute(sql("replay_delete_results"), {"request_ids": ids})
-    con.execute(sql("replay_delete_attention"), {"request_ids": ids})
+    count = con.execute(sql("replay_run_count")).fetchone()
+    run.run_id = f"run-{(count[0] if count else 0) + 1:04d}"
+    con.execute(sql("replay_insert_run"), _run_row(run))
     for result in sorted(run.results, key=lambda r: r.request_id):
         con.execute(sql("replay_insert_result"), _result_row(result, run))
         for leaker, (share, slots) in sorted(result.attention.items()):
             con.execute(sql("replay_insert_attention"), {
                 "request_id": result.request_id, "leaker_request_id": leaker,
-                "share": share, "slots": slots})
+                "share": share, "slots": slots, "run_id": run.run_id})
+    ids = [r.request_id for r in run.results]
+    run.model_matches = dict(con.execute(sql("replay_run_matches"), {
+        "run_id": run.run_id}).fetchall())
+    run.kept_confirmed = [row[0] for row in con.execute(sql("replay_earlier_confirmed"), {
+        "run_id": run.run_id, "request_ids": ids}).fetchall()]
     return _confirm(con)
+
+
+def _run_row(run: ReplayRun) -> dict[str, object]:
+    identity = run.identity
+    return {
+        "run_id": run.run_id, "started_at": run.started_at, "finished_at": run.finished_at,
+        "model": run.model, "model_path": identity.path if identity else None,
+        "served_model": run.served_model or None,
+        "config_sha256": identity.config_sha256 if identity else None,
+        "weight_files": identity.weight_files if identity else None,
+        "weight_sha256": identity.weight_sha256 if identity else None,
+        "device": run.device, "dtype": identity.dtype if identity else None,
+        "tool_version": __version__, "suspects": len(run.results),
+    }
 
 
 def _result_row(result: SuspectResult, run: ReplayRun) -> dict[str, object]:
@@ -42,6 +68,8 @@ def _result_row(result: SuspectResult, run: ReplayRun) -> dict[str, object]:
         "device": run.device, "model": run.model, "decode_node": result.decode_node,
         "output_tokens": result.output_tokens, "foreign_slots": result.foreign_slots,
         "unwritten_slots": result.unwritten_slots, "unwritten_share": result.unwritten_share,
+        "run_id": run.run_id, "served_model": run.served_model,
+        "served_explicit": bool(run.identity is not None and run.identity.served_explicit),
     }
 
 

@@ -64,15 +64,19 @@ def generated_weights(seed: int = TEST_SEED) -> dict[str, np.ndarray]:
     return {name: _weight(rng, name, shapes[name]) for name in sorted(shapes)}
 
 
-def build_test_model(device: str = "cpu", seed: int = TEST_SEED) -> Any:
-    """The test model on `device`, in float32, with eager attention, in eval mode."""
+def build_test_model(device: str = "cpu", seed: int = TEST_SEED, attn: str = "fast") -> Any:
+    """The test model on `device`, in float32, in eval mode, with replay's fast attention
+    (attn='fast') or its step-by-step eager attention (attn='eager')."""
     import torch
     from transformers import LlamaForCausalLM
+
+    from forensics.replay import attention
 
     state = {n: torch.from_numpy(a) for n, a in generated_weights(seed).items()}
     model: Any = LlamaForCausalLM(_config())
     model.load_state_dict(state, strict=True)
     _neutral_generation_config(model)
+    attention.use(model, attention.EAGER if attn == "eager" else attention.FAST)
     return model.to(device).eval()
 
 
@@ -106,18 +110,15 @@ def resolve_device(device: str) -> str:
     return device
 
 
-def load_model(spec: str, device: str = "auto") -> Any:
-    """'test' -> the test model; otherwise a local Hugging Face causal-LM directory.
+def load_model(spec: str, device: str = "auto", device_map: str | None = None) -> Any:
+    """'test' -> the test model; otherwise a local model folder or an org/name in the local
+    Hugging Face cache (see forensics.replay.loader). Never downloads."""
+    from forensics.replay.loader import load
 
-    Never downloads: a directory that is not there raises UsageError."""
-    resolved = resolve_device(device)
-    if spec == TEST_MODEL:
-        _exact_float32(resolved)
-        return build_test_model(resolved)
-    return _load_directory(Path(spec), resolved)
+    return load(spec, device, device_map).model
 
 
-def _exact_float32(device: str) -> None:
+def exact_float32(device: str) -> None:
     """The test model's matrices are tiny: on a CPU extra threads only add waiting; on CUDA,
     TF32 would round float32 matmuls and could flip a near tie between CPU and GPU."""
     import torch
@@ -127,30 +128,6 @@ def _exact_float32(device: str) -> None:
     else:
         torch.backends.cuda.matmul.allow_tf32 = False
         torch.backends.cudnn.allow_tf32 = False
-
-
-def _load_directory(path: Path, device: str) -> Any:
-    from transformers import AutoModelForCausalLM
-
-    if not (path / "config.json").is_file():
-        raise UsageError(f"{path}: not a model directory (no config.json); pass a local "
-                         "Hugging Face causal-LM directory or 'test'")
-    try:
-        model: Any = AutoModelForCausalLM.from_pretrained(
-            path, local_files_only=True, attn_implementation="eager", **_dtype_kwarg())
-    except (OSError, ValueError) as exc:
-        raise UsageError(f"{path}: cannot load the model: {exc}") from exc
-    return model.to(device).eval()
-
-
-def _dtype_kwarg() -> dict[str, str]:
-    """The model's own dtype: transformers 5 calls the option `dtype`, 4.x `torch_dtype`."""
-    import inspect
-
-    from transformers import PreTrainedModel
-
-    params = inspect.signature(PreTrainedModel.from_pretrained).parameters
-    return {"dtype": "auto"} if "dtype" in params else {"torch_dtype": "auto"}
 
 
 def load_test_model(device: str = "cpu") -> Any:

@@ -52,7 +52,7 @@ STAGE_OF_TABLE = {
     "exposures": "analysis", "violations": "analysis", "read_stats": "analysis",
     "affected_requests": "analysis", "affected_accounts": "analysis",
     "screening": "screening", "possible_exposures": "screening",
-    "replay_results": "replay", "replay_attention": "replay",
+    "replay_results": "replay", "replay_attention": "replay", "replay_runs": "replay",
     "engine_evidence": "engine log reading",
     "node_facts": "engine log reading", "log_files": "engine log reading",
 }

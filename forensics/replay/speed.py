@@ -1,0 +1,185 @@
+"""Replay speed against the model's own prefill speed, measured in one run on one device.
+
+For each context length n: a stub suspect whose decode read n positions of KV written by
+`leakers` earlier requests (each n / leakers tokens, placed at the suspect's positions with their
+own rotation, as the incident's freed pages were), and whose billed prompt is n random tokens.
+Its delivered output is first decoded from that KV (untimed), so that the timed replay has a real
+verdict to reach. Then, on the same model:
+
+- plain prefill: one forward pass of n tokens with transformers' own SDPA attention and no KV
+  kept, the fastest the model itself goes (the limit);
+- replay: the suspect through the replay path (memory plan, writers' KV, clean prefill of its
+  prompt, both decodes), tokens run through the model per second.
+
+The ratio replay / plain is what the replay path costs over the model's own speed."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+from forensics.replay import attention
+from forensics.replay.decode import WriterStore, decode_with_evidence, prefill_first_token
+from forensics.replay.ledger import SuspectPlan
+from forensics.replay.replay import response_sha256, run_planned
+
+# A Llama shape of about 1.2 B parameters (16 layers, hidden 2048, GQA 32/8 heads).
+RANDOM_SHAPES: dict[str, dict[str, Any]] = {
+    "random-1b": {"hidden_size": 2048, "intermediate_size": 8192, "num_hidden_layers": 16,
+                  "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 128256},
+    "random-tiny": {"hidden_size": 128, "intermediate_size": 512, "num_hidden_layers": 2,
+                    "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 1024},
+}
+
+LOGIT_SPREAD = 8.0
+
+
+@dataclass
+class SpeedRow:
+    context: int
+    leakers: int
+    prefill_tokens_per_s: float | None
+    replay_tokens_per_s: float | None
+    replay_tokens: int
+    replay_seconds: float
+    verdict: str
+    reason: str
+    peak_gib: float | None
+    prefill_attention: str = "sdpa"   # the attention the plain prefill ran with
+
+    @property
+    def ratio(self) -> float | None:
+        if not self.prefill_tokens_per_s or not self.replay_tokens_per_s:
+            return None
+        return self.replay_tokens_per_s / self.prefill_tokens_per_s
+
+
+def random_llama(name: str, device: str, dtype: torch.dtype, max_positions: int) -> Any:
+    """A Llama with random weights made directly on `device` (nothing is downloaded)."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    options: dict[str, Any] = {**RANDOM_SHAPES[name], "rope_theta": 500000.0}
+    config = LlamaConfig(**options, max_position_embeddings=max_positions,
+                         tie_word_embeddings=True, bos_token_id=None, eos_token_id=None,
+                         pad_token_id=None)
+    previous = torch.get_default_dtype()
+    torch.manual_seed(0)
+    try:
+        torch.set_default_dtype(dtype)
+        with torch.device(device):
+            model = LlamaForCausalLM(config)
+    finally:
+        torch.set_default_dtype(previous)
+    with torch.no_grad():
+        # Random weights give almost flat logits, where 16-bit rounding alone decides the
+        # greedy choice; a larger final norm spreads them, as a trained model's are.
+        model.model.norm.weight.fill_(LOGIT_SPREAD)
+    return attention.use(model.eval(), attention.FAST)
+
+
+def stub_suspect(model: Any, context: int, leakers: int, n_out: int, vocab: int,
+                 seed: int = 7) -> SuspectPlan:
+    """The suspect described above, with its delivered output decoded from the leaked KV."""
+    rng = np.random.default_rng(seed)
+    size = -(-context // leakers)
+    writers = {f"L{j:03d}": rng.integers(0, vocab, size).tolist() for j in range(leakers)}
+    slots: list[tuple[str, int] | None] = [("R", 0)]
+    slots += [(f"L{p // size:03d}", p % size) for p in range(1, context)]
+    stub = [int(rng.integers(0, vocab))]
+    writers["R"] = stub + [0] * (context - 1)
+    first = prefill_first_token(model, stub)
+    delivered = decode_with_evidence(model, writers, slots, first, n_out).tokens
+    prompt = rng.integers(0, vocab, context).tolist()
+    return SuspectPlan("R", "bench", prompt, stub, n_out, delivered, response_sha256(delivered),
+                       slots, writers)
+
+
+def plain_prefill(model: Any, context: int, vocab: int) -> tuple[float | None, str]:
+    """(tokens/s, attention) of one forward pass over `context` tokens with no KV kept:
+    transformers' own SDPA attention, or, if that runs out of memory, the same pass with
+    replay's fast attention (plain causal SDPA, never a mask); None when neither fits."""
+    device = next(model.parameters()).device
+    ids = torch.randint(0, vocab, (1, context), device=device,
+                        generator=torch.Generator(device=device).manual_seed(1))
+    for kind in ("sdpa", attention.FAST):
+        model.set_attn_implementation(kind)
+        try:
+            with torch.inference_mode():
+                _sync(device)
+                started = time.perf_counter()
+                model(input_ids=ids, use_cache=False, logits_to_keep=1)
+                _sync(device)
+                return context / (time.perf_counter() - started), kind
+        except torch.OutOfMemoryError:
+            continue
+        finally:
+            model.set_attn_implementation(attention.FAST)
+            _empty(device)
+    return None, "out of memory"
+
+
+def measure(model: Any, context: int, leakers: int, n_out: int = 16,
+            repeat: int = 1) -> SpeedRow:
+    """One row: plain prefill and replay of one stub suspect at `context` (the best of
+    `repeat` runs of each, for a machine shared with other work)."""
+    device = next(model.parameters()).device
+    vocab = int(model.config.vocab_size)
+    plan = stub_suspect(model, context, leakers, n_out, vocab)
+    _empty(device)
+    runs = [plain_prefill(model, context, vocab) for _ in range(max(1, repeat))]
+    prefill = max((r for r, _ in runs if r is not None), default=None)
+    how = runs[-1][1]
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
+    seconds = float("inf")
+    for _ in range(max(1, repeat)):
+        _sync(device)
+        started = time.perf_counter()
+        result = run_planned(model, plan, WriterStore())
+        _sync(device)
+        seconds = min(seconds, time.perf_counter() - started)
+    peak = torch.cuda.max_memory_allocated(device) / (1 << 30) if device.type == "cuda" else None
+    _empty(device)
+    rate = result.tokens / seconds if result.tokens else None
+    return SpeedRow(context, leakers, prefill, rate, result.tokens, seconds, result.verdict,
+                    result.reason, peak, how)
+
+
+def warm_up(model: Any) -> None:
+    """Kernels and allocator warmed on a short run, so the first row is not charged for them."""
+    measure(model, 256, 1, 2)
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def _empty(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
+
+
+def table(rows: list[SpeedRow], title: str) -> str:
+    """The rows as a fixed-width text table."""
+    head = (f"{'context':>10} {'leakers':>7} {'prefill tok/s':>14} {'replay tok/s':>13} "
+            f"{'ratio':>6} {'replay s':>9} {'peak GiB':>9}  verdict")
+    lines = [title, head]
+    for r in rows:
+        lines.append(
+            f"{r.context:>10,} {r.leakers:>7} {_num(r.prefill_tokens_per_s):>14} "
+            f"{_num(r.replay_tokens_per_s):>13} "
+            f"{(f'{r.ratio:.2f}' if r.ratio is not None else '-'):>6} {r.replay_seconds:>9.2f} "
+            f"{(f'{r.peak_gib:.1f}' if r.peak_gib is not None else '-'):>9}  {r.verdict}"
+            + ("" if r.verdict == "confirmed" else f" ({r.reason})")
+            + ("" if r.prefill_attention == "sdpa"
+               else f" [plain prefill: {r.prefill_attention}]"))
+    return "\n".join(lines)
+
+
+def _num(value: float | None) -> str:
+    return "-" if value is None else f"{value:,.0f}"
