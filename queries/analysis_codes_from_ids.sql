@@ -1,4 +1,4 @@
--- Case-wide request codes from the partitions' request ids (registered as _ids): the same
+-- Case-wide request codes from the request ids of the partitions (registered as _ids): the same
 -- numbering as queries/analysis_codes.sql gives over a loaded ledger.
 CREATE OR REPLACE TABLE analysis_request_codes AS
 SELECT request_id, CAST(row_number() OVER (ORDER BY request_id) - 1 AS INTEGER) AS req_code

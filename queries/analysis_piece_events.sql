@@ -1,4 +1,4 @@
--- The ledger events that the sweep's pieces name (reads and writes of exposure pieces, events
+-- The ledger events that the pieces of the sweep name (reads and writes of exposure pieces, events
 -- of violation pieces), with the columns the exposures and violations queries use: a small
 -- table, so that those queries join it instead of the whole ledger. (For a ledger kept outside
 -- the database and swept by Ray tasks, the tasks return these rows instead.)

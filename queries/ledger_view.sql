@@ -1,11 +1,12 @@
 -- kv_events of a case whose ledger is kept outside the database (forensics.ledger): the parts
 -- read in place and typed as ingest types them, without the quarantined rows, as a temporary
 -- view that stands in for the (empty) table. {files}: the parts as a list of quoted paths or
--- URLs; {projection}: the contract's columns; {assume_utc}: true or false.
+-- URLs; {projection}: the columns of the contract; {assume_utc}: true or false.
 CREATE OR REPLACE TEMP VIEW kv_events AS
 WITH raw AS (
     SELECT filename AS _url, file_row_number + 1 AS src_row, {projection}
-    FROM read_parquet({files}, filename = true, file_row_number = true, union_by_name = true)
+    FROM read_parquet({files}, filename = true, file_row_number = true, union_by_name = true,
+                      hive_partitioning = false)
 )
 SELECT kvf_ts(r.ts, {assume_utc}) AS ts, kvf_int(r.seq) AS seq, f.node AS node,
        kvf_str(r.request_id) AS request_id, r.op::VARCHAR AS op,

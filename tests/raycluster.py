@@ -19,7 +19,7 @@ from pathlib import Path
 
 STORE_BYTES = 100 * 1024 * 1024
 START_TIMEOUT_S = 60.0
-STOP_TIMEOUT_S = 5.0
+STOP_TIMEOUT_S = 2.0
 
 
 def cluster_env() -> dict[str, str]:

@@ -6,6 +6,7 @@ are also checked against the simulator's ground truth."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -77,13 +78,24 @@ def cli(*args: object) -> int:
     return run([str(a) for a in args])
 
 
-def on_cluster(cluster: tuple[str, dict[str, str]], *args: object) -> int:
-    """kvforensics ARGS --ray ADDRESS in a process of its own (Ray reads its token at start)."""
+DRIVER = """
+import json, sys
+import ray
+from forensics.cli import run
+ray.init(address=sys.argv[1], log_to_driver=False, configure_logging=False)
+print(json.dumps([run(args + ["--ray", sys.argv[1]]) for args in json.loads(sys.argv[2])]))
+"""
+
+
+def on_cluster(cluster: tuple[str, dict[str, str]], *commands: list[object]) -> list[int]:
+    """Exit codes of `kvforensics COMMAND --ray ADDRESS` for each command, in one driver
+    process of their own (Ray reads its token when it starts; one driver keeps its workers)."""
     address, env = cluster
-    cmd = [sys.executable, "-m", "forensics", *map(str, args), "--ray", address]
-    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
-    assert done.returncode in (0, 1), done.stdout[-3000:] + done.stderr[-3000:]
-    return done.returncode
+    listed = json.dumps([[str(a) for a in c] for c in commands])
+    done = subprocess.run([sys.executable, "-c", DRIVER, address, listed], env=env,
+                          capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return list(json.loads(done.stdout.strip().splitlines()[-1]))
 
 
 def differences(a: Path, b: Path, tables: tuple[str, ...]) -> dict[str, tuple[int, int]]:
@@ -115,38 +127,51 @@ def local_case(case: Path, db: Path) -> Path:
     return db
 
 
-def test_sample_on_the_cluster_equals_the_local_run(cluster, tmp_path) -> None:
-    local = local_case(SAMPLE, tmp_path / "local.duckdb")
-    on_ray = tmp_path / "ray.duckdb"
-    assert cli("ingest", SAMPLE, "--db", on_ray) == 0
-    assert on_cluster(cluster, "analyze", "--db", on_ray) == 1
-    assert rows(on_ray, "exposures") == 46  # the sample's ground truth: 46 exposure runs
-    assert all(d == (0, 0) for d in differences(local, on_ray, ANALYSIS_TABLES).values())
+@pytest.fixture(scope="module")
+def runs(cluster, nine_nodes, tmp_path_factory) -> dict[str, Path]:
+    """Every case analysed here on the local engine and on the cluster (one driver)."""
+    root = tmp_path_factory.mktemp("runs")
+    external = root / "external"
+    shutil.copytree(nine_nodes, external)
+    spoil(next((external / "kv_events" / "node=decode-2").glob("*.parquet")))
+    dbs = {name: root / f"{name}.duckdb" for name in
+           ("sample", "sample_ray", "nine", "nine_ray", "spoiled", "external_ray")}
+    local_case(SAMPLE, dbs["sample"])
+    local_case(nine_nodes, dbs["nine"])
+    local_case(external, dbs["spoiled"])
+    cli("ingest", SAMPLE, "--db", dbs["sample_ray"])
+    cli("ingest", nine_nodes, "--db", dbs["nine_ray"])
+    codes = on_cluster(
+        cluster,
+        ["analyze", "--db", dbs["sample_ray"]],
+        ["analyze", "--db", dbs["nine_ray"]],
+        ["ingest", external, "--db", dbs["external_ray"], "--ledger-external"],
+        ["analyze", "--db", dbs["external_ray"]],
+    )
+    assert codes == [1, 1, 1, 1]  # findings (and, for the ingest, one quarantined row)
+    return {**dbs, "case": nine_nodes}
 
 
-def test_nine_nodes_on_the_cluster_equal_the_local_run(cluster, nine_nodes, tmp_path) -> None:
-    local = local_case(nine_nodes, tmp_path / "local.duckdb")
-    on_ray = tmp_path / "ray.duckdb"
-    cli("ingest", nine_nodes, "--db", on_ray)
-    assert on_cluster(cluster, "analyze", "--db", on_ray) == 1
-    truth = duckdb.read_csv(str(nine_nodes / "ground_truth" / "exposures.csv")).shape[0]
-    assert rows(on_ray, "exposures") == truth > 0
-    assert rows(on_ray, "violations") > 0
-    assert all(d == (0, 0) for d in differences(local, on_ray, ANALYSIS_TABLES).values())
+def test_sample_on_the_cluster_equals_the_local_run(runs) -> None:
+    assert rows(runs["sample_ray"], "exposures") == 46  # the sample's ground truth
+    diff = differences(runs["sample"], runs["sample_ray"], ANALYSIS_TABLES)
+    assert all(d == (0, 0) for d in diff.values()), diff
 
 
-def test_external_ledger_checked_and_swept_on_the_cluster(cluster, nine_nodes, tmp_path) -> None:
-    case = tmp_path / "case"
-    shutil.copytree(nine_nodes, case)
-    spoil(next((case / "kv_events" / "node=decode-2").glob("*.parquet")))
-    local = local_case(case, tmp_path / "local.duckdb")
-    external = tmp_path / "external.duckdb"
-    assert on_cluster(cluster, "ingest", case, "--db", external, "--ledger-external") == 1
+def test_nine_nodes_on_the_cluster_equal_the_local_run(runs) -> None:
+    truth = duckdb.read_csv(str(runs["case"] / "ground_truth" / "exposures.csv")).shape[0]
+    assert rows(runs["nine_ray"], "exposures") == truth > 0
+    assert rows(runs["nine_ray"], "violations") > 0
+    diff = differences(runs["nine"], runs["nine_ray"], ANALYSIS_TABLES)
+    assert all(d == (0, 0) for d in diff.values()), diff
+
+
+def test_external_ledger_checked_and_swept_on_the_cluster(runs) -> None:
+    external = runs["external_ray"]
     assert rows(external, "main.kv_events") == 0  # only the small tables are stored
     assert rows(external, "quarantine") == 1
-    assert on_cluster(cluster, "analyze", "--db", external) == 1
-    tables = ANALYSIS_TABLES + INGEST_TABLES
-    assert all(d == (0, 0) for d in differences(local, external, tables).values())
+    diff = differences(runs["spoiled"], external, ANALYSIS_TABLES + INGEST_TABLES)
+    assert all(d == (0, 0) for d in diff.values()), diff
 
 
 def spoil(part: Path) -> None:

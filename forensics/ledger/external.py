@@ -134,7 +134,7 @@ def sha256_of(url: str) -> tuple[str, int]:
 
 def columns_of(con: duckdb.DuckDBPyConnection, f: LedgerFile) -> list[str]:
     try:
-        rows = con.execute(sql("describe_parquet"), {"path": f.url}).fetchall()
+        rows = con.execute(sql("ledger_describe_part"), {"path": f.url}).fetchall()
     except duckdb.Error as exc:
         raise InputError(
             f"cannot read this Parquet file: {exc}",
@@ -186,7 +186,7 @@ def check_partition(
         warnings: list[pa.Table] = []
         for f in files:
             found = columns_of(con, f)
-            text = sql("stage_parquet_rows").format(
+            text = sql("ledger_stage_part").format(
                 projection=projection(found, f.node), path=literal(f.url)
             )
             run_script(con, text)
