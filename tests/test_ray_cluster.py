@@ -135,21 +135,22 @@ def runs(cluster, nine_nodes, tmp_path_factory) -> dict[str, Path]:
     shutil.copytree(nine_nodes, external)
     spoil(next((external / "kv_events" / "node=decode-2").glob("*.parquet")))
     dbs = {name: root / f"{name}.duckdb" for name in
-           ("sample", "sample_ray", "nine", "nine_ray", "spoiled", "external_ray")}
+           ("sample", "sample_ray", "spoiled", "external_ray")}
     local_case(SAMPLE, dbs["sample"])
-    local_case(nine_nodes, dbs["nine"])
     local_case(external, dbs["spoiled"])
     cli("ingest", SAMPLE, "--db", dbs["sample_ray"])
-    cli("ingest", nine_nodes, "--db", dbs["nine_ray"])
+    cli("investigate", nine_nodes, "--out", root / "investigate")
     codes = on_cluster(
         cluster,
         ["analyze", "--db", dbs["sample_ray"]],
-        ["analyze", "--db", dbs["nine_ray"]],
         ["ingest", external, "--db", dbs["external_ray"], "--ledger-external"],
         ["analyze", "--db", dbs["external_ray"]],
+        ["investigate", nine_nodes, "--out", root / "investigate_ray"],
     )
     assert codes == [1, 1, 1, 1]  # findings (and, for the ingest, one quarantined row)
-    return {**dbs, "case": nine_nodes}
+    return {**dbs, "case": nine_nodes, "out": root / "investigate",
+            "out_ray": root / "investigate_ray", "nine": root / "investigate" / "case.duckdb",
+            "nine_ray": root / "investigate_ray" / "case.duckdb"}
 
 
 def test_sample_on_the_cluster_equals_the_local_run(runs) -> None:
@@ -184,3 +185,12 @@ def spoil(part: Path) -> None:
 
     table = table.set_column(index, "slot_count", pa.array(counts, table["slot_count"].type))
     pq.write_table(table, part)
+
+
+def test_investigate_on_the_cluster_writes_the_same_lists(runs) -> None:
+    """Notification lists, exposures and timeline: byte-identical to the local run."""
+    names = sorted(p.relative_to(runs["out"]).as_posix() for p in runs["out"].rglob("*")
+                   if p.suffix in (".csv", ".parquet") and "notices" not in p.parts)
+    assert "notifications/receiving_accounts.csv" in names and "exposures.parquet" in names
+    for name in names:
+        assert (runs["out"] / name).read_bytes() == (runs["out_ray"] / name).read_bytes(), name
