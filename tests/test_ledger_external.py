@@ -133,3 +133,19 @@ def test_a_part_outside_a_node_folder_is_refused(tmp_path) -> None:
 ])
 def test_option_values_may_be_left_out(argv, expected) -> None:
     assert optional_values(argv) == expected
+
+
+def test_an_unreadable_ledger_is_an_error_not_an_empty_ledger(tmp_path) -> None:
+    case = hive_sample(tmp_path)
+    db = tmp_path / "case.duckdb"
+    assert run(["ingest", str(case), "--db", str(db), "--ledger-external"]) == 0
+    shutil.move(case / "kv_events" / "node=decode-0", tmp_path / "moved")
+    assert run(["analyze", "--db", str(db)]) == 2
+    from forensics.db import connect
+
+    con = connect(db)
+    try:
+        with pytest.raises(duckdb.Error, match="external ledger of this case"):
+            con.execute("SELECT count(*) FROM kv_events").fetchall()
+    finally:
+        con.close()

@@ -19,6 +19,7 @@ import pyarrow as pa
 
 from forensics.analysis import order
 from forensics.analysis.order import NodeFindings
+from forensics.errors import InputError
 from forensics.ingest.sqlrun import run_script
 from forensics.ledger.external import LedgerFile, open_connection
 from forensics.ledger.store import _append, ledger_files, ledger_meta, partitions, view_sql
@@ -37,6 +38,17 @@ def sweep_partition(
     files: list[LedgerFile], columns: list[str], assume_utc: bool, quarantine: pa.Table
 ) -> PartitionFindings:
     """The task: read, order and sweep one partition (its parts only)."""
+    try:
+        return _sweep_partition(files, columns, assume_utc, quarantine)
+    except (duckdb.IOException, OSError) as exc:
+        raise InputError(f"the partition node={files[0].node} cannot be read: {exc}",
+                         path=files[0].url, fix="make the external ledger readable where "
+                         "it was ingested from, or ingest the case anew") from exc
+
+
+def _sweep_partition(
+    files: list[LedgerFile], columns: list[str], assume_utc: bool, quarantine: pa.Table
+) -> PartitionFindings:
     con = open_connection([f.url for f in files])
     try:
         for table, rows in (("quarantine", quarantine), ("ledger_files", _files_table(files))):

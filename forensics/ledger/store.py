@@ -161,8 +161,14 @@ def attach(con: duckdb.DuckDBPyConnection) -> None:
     files = ledger_files(con)
     if not files:
         return
-    register_filesystems(con, [f.url for f in files])
-    run_script(con, view_sql(files, list(meta["columns"]), bool(meta["assume_utc"])))
+    try:
+        register_filesystems(con, [f.url for f in files])
+        run_script(con, view_sql(files, list(meta["columns"]), bool(meta["assume_utc"])))
+    except (duckdb.Error, OSError, ImportError) as exc:
+        why = str(exc).splitlines()[0].replace(";", ",") if str(exc) else type(exc).__name__
+        message = (f"the external ledger of this case ({meta['location']}) cannot be read "
+                   f"({why}): make it readable again, or ingest the case anew")
+        run_script(con, sql("ledger_unreadable").format(message=literal(message)))
 
 
 def detach(con: duckdb.DuckDBPyConnection) -> None:
