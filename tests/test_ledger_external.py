@@ -149,3 +149,8 @@ def test_an_unreadable_ledger_is_an_error_not_an_empty_ledger(tmp_path) -> None:
             con.execute("SELECT count(*) FROM kv_events").fetchall()
     finally:
         con.close()
+
+
+def test_ingest_ray_without_an_external_ledger_is_a_usage_error(tmp_path) -> None:
+    assert run(["ingest", str(SAMPLE), "--db", str(tmp_path / "c.duckdb"), "--ray"]) == 2
+    assert not (tmp_path / "c.duckdb").exists()
