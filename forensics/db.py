@@ -38,6 +38,9 @@ def connect(
     if not read_only:
         run_script(con, sql("schema"))
         run_script(con, sql("schema_logs"))
+    from forensics.ledger.store import attach
+
+    attach(con)  # a ledger kept outside the database: kv_events is a view over its parts
     return con
 
 

@@ -22,11 +22,15 @@ class InvestigateOptions:
     served_model: str | None = None
     rules: str | None = None
     command: list[str] = field(default_factory=list)
+    ray: str | None = None  # Ray cluster address, or "local"; None: the local engine
+    ledger_external: str | None = None  # ledger kept outside the database: folder or URL
 
     def params(self) -> dict[str, Any]:
-        return {"assume_utc": self.assume_utc, "aware_at": self.aware_at,
-                "replay_model": self.replay_model, "replay_device": self.replay_device,
-                "served_model": self.served_model, "rules": self.rules}
+        out = {"assume_utc": self.assume_utc, "aware_at": self.aware_at,
+               "replay_model": self.replay_model, "replay_device": self.replay_device,
+               "served_model": self.served_model, "rules": self.rules}
+        extra = {"ray": self.ray, "ledger_external": self.ledger_external}
+        return {**out, **{k: v for k, v in extra.items() if v is not None}}
 
 
 @dataclass

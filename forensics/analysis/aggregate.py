@@ -29,7 +29,11 @@ def prepare(con: duckdb.DuckDBPyConnection) -> None:
     run_script(con, sql("analysis_requests"))
 
 
-def ledger_tables(con: duckdb.DuckDBPyConnection) -> None:
+def ledger_tables(con: duckdb.DuckDBPyConnection, piece_events: bool = True) -> None:
+    """The ledger tables from the pieces; piece_events False when analysis_piece_events was
+    already filled (by the tasks that read a ledger kept outside the database)."""
+    if piece_events:
+        run_script(con, sql("analysis_piece_events"))
     for name in LEDGER_QUERIES:
         run_script(con, sql(name))
 

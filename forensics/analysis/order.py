@@ -13,6 +13,7 @@ No per-event table is written, so the analysis costs one pass over the ledger pl
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -65,6 +66,12 @@ def make_codes(con: duckdb.DuckDBPyConnection) -> None:
     run_script(con, sql("analysis_codes"))
 
 
+def prepare_pieces(con: duckdb.DuckDBPyConnection) -> None:
+    """The request and hash codes, and empty tables for the sweep's pieces."""
+    make_codes(con)
+    run_script(con, sql("analysis_pieces_create"))
+
+
 def node_list(con: duckdb.DuckDBPyConnection) -> list[NodeInfo]:
     rows = con.execute(sql("analysis_nodes")).fetchall()
     return [NodeInfo(node, int(events), bool(by_seq)) for node, events, by_seq in rows]
@@ -84,10 +91,20 @@ _FETCHED = (
 def load_node(con: duckdb.DuckDBPyConnection, info: NodeInfo) -> NodeEvents:
     """One node's events in its total order. Batches are copied into arrays sized from the
     node's event count, so the node is held once, not twice."""
-    cols = {name: np.empty(info.events, dtype) for name, dtype in _FETCHED}
+    return events_of(info, fetch_batches(con, info))
+
+
+def fetch_batches(con: duckdb.DuckDBPyConnection, info: NodeInfo) -> pa.RecordBatchReader:
+    """One node's coded events (queries/analysis_sweep_input.sql), in batches."""
     rel = con.sql(sql("analysis_sweep_input"), params={"node": info.node, "by_seq": info.by_seq})
+    return rel.to_arrow_reader(FETCH_ROWS)
+
+
+def events_of(info: NodeInfo, batches: Iterable[pa.RecordBatch]) -> NodeEvents:
+    """The node's events in order, from the batches of fetch_batches."""
+    cols = {name: np.empty(info.events, dtype) for name, dtype in _FETCHED}
     at = 0
-    for batch in rel.to_arrow_reader(FETCH_ROWS):
+    for batch in batches:
         end = at + batch.num_rows
         if end > info.events:
             raise RuntimeError(f"node {info.node}: more events than counted ({info.events})")
@@ -138,8 +155,7 @@ def sweep_case(
     """Sweep every node and store what it found. Nodes run `workers` at a time in threads; the
     main thread fetches the next node meanwhile, so at most workers + 1 nodes are held.
     Returns the rows stored per table."""
-    make_codes(con)
-    run_script(con, sql("analysis_pieces_create"))
+    prepare_pieces(con)
     nodes = node_list(con)
     counts = dict.fromkeys(_TABLES, 0)
     pending: deque[Future[NodeFindings]] = deque()

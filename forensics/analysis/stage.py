@@ -15,6 +15,7 @@ import pyarrow.parquet as pq
 
 from forensics.analysis import aggregate, order
 from forensics.analysis.screening import ScreeningParams, screen
+from forensics.ledger.store import ledger_meta
 from forensics.pipeline import RunContext
 from forensics.progress import ProgressFn, no_progress
 from forensics.resources import sql
@@ -28,9 +29,9 @@ def analyze(
     """Compute every analysis table in the case database; returns the summary figures."""
     params = params or {}
     aggregate.prepare(con)
-    order.sweep_case(con, int(params.get("workers") or 2), progress)
+    piece_events = sweep(con, params, progress)
     progress("aggregate", 0, None)
-    aggregate.ledger_tables(con)
+    aggregate.ledger_tables(con, piece_events)
     screening = ScreeningParams.from_params(params)
     screen(con, screening)
     aggregate.affected_tables(con)
@@ -40,7 +41,29 @@ def analyze(
     )
     out["headline"] = headline(out)
     out["parameters"] = {**asdict(screening), "workers": int(params.get("workers") or 2)}
+    if params.get("ray") is not None:
+        out["parameters"]["engine"] = "ray"
     return out
+
+
+def sweep(con: duckdb.DuckDBPyConnection, params: dict[str, Any], progress: ProgressFn) -> bool:
+    """The per-node sweep on the local engine, or as Ray tasks when params["ray"] is set (an
+    address, or "local" for an embedded Ray). Returns whether analysis_piece_events is still to
+    be made from kv_events."""
+    workers = int(params.get("workers") or 2)
+    ray = None if params.get("ray") is None else str(params["ray"])
+    if ledger_meta(con) is not None:  # the ledger is kept outside the database
+        from forensics.analysis.partitions import sweep_external
+
+        sweep_external(con, ray, workers, progress)
+        return False
+    if ray is None:
+        order.sweep_case(con, workers, progress)
+        return True
+    from forensics.analysis import distributed
+
+    distributed.sweep_case_ray(con, ray, workers, progress)
+    return True
 
 
 def headline(s: dict[str, Any]) -> str:

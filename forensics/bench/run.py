@@ -53,12 +53,16 @@ class BenchResult:
             return round(self.events / s) if s else None
 
         ingest, analyze, floor = (self.seconds(n) for n in ("ingest", "analyze", "scan_floor"))
+        read_floor = self.seconds("read_floor")
         peak = max((m.peak_rss_mb for n, m in self.stages.items()
                     if n in ("ingest", "analyze")), default=0)
         return {
             "events": self.events, "requests": self.requests, "mix": self.options.mix,
             "memory_limit": self.options.memory_limit,
             "ingest_s": ingest, "analyze_s": analyze, "scan_floor_s": floor,
+            "read_floor_s": read_floor,
+            "ingest_over_read_floor": round(ingest / read_floor, 2)
+            if ingest and read_floor else None,
             "total_s": round(ingest + analyze, 3) if ingest and analyze else None,
             "ingest_events_per_s": per_s("ingest"), "analyze_events_per_s": per_s("analyze"),
             "analyze_over_floor": round(analyze / floor, 2) if analyze and floor else None,
@@ -103,6 +107,7 @@ def _run(options: BenchOptions, root: Path) -> BenchResult:
     result.stages["ingest"] = _checked(measure("ingest", stages.ingest, str(case), str(db), limit))
     result.stages["analyze"] = _checked(measure("analyze", stages.analyze, str(db), limit))
     result.stages["scan_floor"] = _checked(measure("scan_floor", stages.scan_floor, str(case)))
+    result.stages["read_floor"] = _checked(measure("read_floor", stages.read_floor, str(case)))
     if options.naive:
         _naive(result, options, db)
     return result

@@ -8,10 +8,12 @@ from typing import Any
 from forensics.db import connect
 from forensics.resources import sql
 
-# Traffic of each mix: `short` is typical chat (no long-context prompts); `long` is long-context
-# traffic, half of the prompts between 20 % of the context and the full 1,048,576 tokens.
+# Traffic of each mix: `short` is typical chat with, as in a real incident, a few over-pool
+# prompts (one in 2,000, between 70 % of the context and all of it: each is stubbed and reads
+# earlier customers' KV); `long` is long-context traffic, half of the prompts between 20 % of
+# the context and the full 1,048,576 tokens.
 MIXES: dict[str, tuple[tuple[str, Any], ...]] = {
-    "short": (("long_share", 0.0),),
+    "short": (("long_share", 0.0005), ("long_low", 0.7)),
     "long": (("long_share", 0.5), ("long_low", 0.2)),
 }
 
@@ -64,6 +66,20 @@ def scan_floor(case_dir: str) -> dict[str, Any]:
     finally:
         con.close()
     return {"rows": int(row[0]) if row else 0}
+
+
+def read_floor(case_dir: str) -> dict[str, Any]:
+    """DuckDB only reading the files ingest reads (every column of the kv_events Parquet parts
+    and of the request log): the floor for ingest."""
+    con = connect(":memory:")
+    try:
+        pattern = str(Path(case_dir) / "kv_events" / "*.parquet")
+        events = con.execute(sql("bench_scan_floor"), {"pattern": pattern}).fetchall()
+        requests = con.execute(sql("bench_read_floor_csv"),
+                               {"path": str(Path(case_dir) / "requests.csv")}).fetchall()
+    finally:
+        con.close()
+    return {"rows": int(events[0][0]) + int(requests[0][0])}
 
 
 def naive_per_slot(db_path: str) -> dict[str, Any]:

@@ -8,6 +8,7 @@ import typer
 
 from forensics.cli.app import app, console, emit_json, finish
 from forensics.cli.progress import progress_reporter
+from forensics.cli.ray_option import ray_option
 from forensics.errors import CaseError
 
 
@@ -27,6 +28,7 @@ def analyze(
         "shorter than the node's normal prefill rate predicts.",
     ),
     workers: int = typer.Option(2, "--workers", help="Nodes swept in parallel."),
+    ray: str = ray_option(),
     json_out: bool = typer.Option(False, "--json", help="Print a JSON summary on stdout."),
 ) -> None:
     """Rebuild what every KV read saw: exposures, ownership violations, screening, and the
@@ -40,7 +42,7 @@ def analyze(
         )
     con = connect(db)
     try:
-        params = {"window_s": window_s, "ttft_factor": ttft_factor, "workers": workers}
+        params = {"window_s": window_s, "ttft_factor": ttft_factor, "workers": workers, "ray": ray}
         with progress_reporter(console, "analyze") as progress:
             summary = run_analysis(con, params, progress)
     finally:

@@ -46,7 +46,8 @@ def _print(result: BenchResult) -> None:
                       f"{m.peak_rss_mb:,.0f}", m.error or "")
     console.print(table)
     console.print(f"ingest + analysis: {data['total_s']} s; analysis / scan floor: "
-                  f"{data['analyze_over_floor']}x; {data['analyze_us_per_event']} us per event "
+                  f"{data['analyze_over_floor']}x; ingest / read floor: "
+                  f"{data['ingest_over_read_floor']}x; {data['analyze_us_per_event']} us per event "
                   f"analysed; peak memory {data['peak_rss_mb']:,.0f} MB", markup=False)
     agrees = result.naive_agrees()
     if agrees is not None:

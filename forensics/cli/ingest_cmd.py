@@ -8,8 +8,11 @@ import typer
 
 from forensics.cli.app import app, console, emit_json, finish
 from forensics.cli.progress import progress_reporter
+from forensics.cli.ray_option import ledger_option, ray_option
+from forensics.errors import UsageError
 from forensics.ingest.load import ingest_case
 from forensics.ingest.report import print_ingest_summary
+from forensics.ledger.store import ExternalLedger
 
 
 @app.command()
@@ -21,11 +24,16 @@ def ingest(
         "--assume-utc",
         help="Read timestamps without an offset as UTC instead of quarantining them.",
     ),
+    ledger_external: str = ledger_option(),
+    ray: str = ray_option(),
     json_out: bool = typer.Option(False, "--json", help="Print a JSON summary on stdout."),
 ) -> None:
     """Load and validate a case folder into DuckDB; bad rows go to quarantine with a reason."""
     with progress_reporter(console, "ingest") as progress:
-        result = ingest_case(case_dir, db, assume_utc=assume_utc, progress=progress)
+        if ray and not ledger_external:
+            raise UsageError("--ray on ingest checks an external ledger: add --ledger-external")
+        ledger = ExternalLedger(ledger_external, ray) if ledger_external else None
+        result = ingest_case(case_dir, db, assume_utc=assume_utc, progress=progress, ledger=ledger)
     if json_out:
         emit_json(result.to_json())
     else:

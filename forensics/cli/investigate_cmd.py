@@ -9,6 +9,7 @@ import typer
 
 from forensics.cli.app import app, console, emit_json, finish
 from forensics.cli.progress import progress_reporter
+from forensics.cli.ray_option import ledger_option, ray_option
 from forensics.cli.summary import print_investigation
 from forensics.investigate import InvestigateOptions
 from forensics.investigate import investigate as run_investigation
@@ -39,12 +40,15 @@ def investigate(
         None, "--rules", help="CSV of notification deadline rules that replace or add to the "
         "shipped ones (see forensics/notify/README.md)."
     ),
+    ray: str = ray_option(),
+    ledger_external: str = ledger_option(),
     json_out: bool = typer.Option(False, "--json", help="Print a JSON summary on stdout."),
 ) -> None:
     """Run every stage on a case folder: ingest, analysis, exports, report, manifest."""
     options = InvestigateOptions(
         assume_utc=assume_utc, aware_at=aware_at, command=["kvforensics", *sys.argv[1:]],
         replay_model=replay_model, replay_device=replay_device, served_model=served_model,
+        ray=ray, ledger_external=ledger_external,
     )
     with progress_reporter(console, "investigate") as progress:
         result = run_investigation(case_dir, out, options, progress=progress)

@@ -20,6 +20,7 @@ from forensics.ingest.hashing import sha256_file
 from forensics.ingest.readers import ident, stage_file
 from forensics.ingest.result import FileCounts, IngestResult
 from forensics.ingest.sqlrun import run_script
+from forensics.ledger.store import ExternalLedger, detach, validate_ledger, without_ledger
 from forensics.logs.discover import is_log_file
 from forensics.logs.load import load_logs
 from forensics.progress import ProgressFn, no_progress
@@ -27,13 +28,15 @@ from forensics.resources import sql
 
 
 def ingest_case(
-    case_dir: Path, db_path: Path, *, assume_utc: bool = False, progress: ProgressFn = no_progress
+    case_dir: Path, db_path: Path, *, assume_utc: bool = False, progress: ProgressFn = no_progress,
+    ledger: ExternalLedger | None = None,
 ) -> IngestResult:
     """Open (or create) the case database at db_path and ingest case_dir into it."""
     discovery = discover(case_dir)
     con = connect(db_path)
     try:
-        return ingest_into(con, case_dir, discovery, assume_utc=assume_utc, progress=progress)
+        return ingest_into(con, case_dir, discovery, assume_utc=assume_utc, progress=progress,
+                           ledger=ledger)
     finally:
         con.close()
 
@@ -45,16 +48,20 @@ def ingest_into(
     *,
     assume_utc: bool = False,
     progress: ProgressFn = no_progress,
+    ledger: ExternalLedger | None = None,
 ) -> IngestResult:
+    if ledger is not None:  # the ledger is checked in place, never loaded or skipped as unchanged
+        discovery = without_ledger(discovery)
     hashes = {f.rel: sha256_file(f.path) for f in discovery.files}
     hashes.update({rel: sha256_file(case_dir / rel) for rel in log_files(case_dir)})
     params = {"assume_utc": assume_utc}
-    stored = _stored_result(con, case_dir, discovery, hashes, params)
+    stored = None if ledger else _stored_result(con, case_dir, discovery, hashes, params)
     if stored is not None:
         return stored
+    detach(con)
     con.execute("BEGIN TRANSACTION")
     try:
-        result = _load(con, case_dir, discovery, hashes, params, progress)
+        result = _load(con, case_dir, discovery, hashes, params, progress, ledger)
         con.execute("COMMIT")
     except BaseException:
         con.execute("ROLLBACK")
@@ -77,10 +84,15 @@ def _load(
     hashes: dict[str, str],
     params: dict[str, bool],
     progress: ProgressFn,
+    ledger: ExternalLedger | None = None,
 ) -> IngestResult:
     _clear(con)
     with tempfile.TemporaryDirectory(prefix="kvforensics-") as tmp:
         counts = _load_tables(con, discovery, hashes, params, progress, Path(tmp))
+    if ledger is not None:
+        checked = validate_ledger(con, case_dir, ledger.location, params["assume_utc"],
+                                  ledger.ray, progress)
+        counts.update({c.path: c for c in checked})
     run_script(con, sql("ingest_unknown_requests"))
     result = IngestResult(str(case_dir), [counts[rel] for rel in sorted(counts)],
                           discovery.skipped, _warning_count(con), unchanged=False)

@@ -7,8 +7,14 @@ from typing import Any
 from forensics.ingest.discover import discover
 from forensics.ingest.load import ingest_into
 from forensics.ingest.readers import literal
+from forensics.ledger.store import ExternalLedger
 from forensics.pipeline import RunContext
 from forensics.resources import sql
+
+
+def _ledger(params: dict[str, Any]) -> ExternalLedger | None:
+    location = params.get("ledger_external")
+    return ExternalLedger(str(location), params.get("ray")) if location else None
 
 
 def ingest_stage(ctx: RunContext) -> dict[str, Any]:
@@ -18,6 +24,7 @@ def ingest_stage(ctx: RunContext) -> dict[str, Any]:
         discover(ctx.case_dir),
         assume_utc=bool(ctx.params.get("assume_utc", False)),
         progress=ctx.progress,
+        ledger=_ledger(ctx.params),
     )
     quarantine = ctx.wrote(ctx.out_dir / "quarantine.csv")
     ctx.con.execute(sql("export_quarantine").replace("$target", literal(str(quarantine))))

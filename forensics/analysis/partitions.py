@@ -1,0 +1,162 @@
+"""The sweep of a ledger kept outside the case database (forensics.ledger): one task per
+partition, which reads only its node's Parquet parts, here in turn or as Ray tasks.
+
+A task opens its own in-memory DuckDB over its parts (the same typed view as the case's, less
+the quarantined rows), codes requests and content hashes locally, orders, sweeps and stores the
+node's pieces there, and returns them with its request codes and the events the pieces name
+(analysis_piece_events). The driver numbers requests over the whole case (the same codes as
+queries/analysis_codes.sql would give), renumbers each node's pieces and stores them, so the
+tables that follow are those of a loaded ledger."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+
+from forensics.analysis import order
+from forensics.analysis.order import NodeFindings
+from forensics.errors import InputError
+from forensics.ingest.sqlrun import run_script
+from forensics.ledger.external import LedgerFile, open_connection
+from forensics.ledger.store import _append, ledger_files, ledger_meta, partitions, view_sql
+from forensics.progress import ProgressFn, no_progress
+from forensics.resources import sql
+
+
+@dataclass
+class PartitionFindings:
+    found: list[NodeFindings]  # request codes local to the partition
+    request_ids: pa.Table  # request_id, req_code (local)
+    piece_events: pa.Table  # rows of analysis_piece_events
+
+
+def sweep_partition(
+    files: list[LedgerFile], columns: list[str], assume_utc: bool, quarantine: pa.Table
+) -> PartitionFindings:
+    """The task: read, order and sweep one partition (its parts only)."""
+    try:
+        return _sweep_partition(files, columns, assume_utc, quarantine)
+    except (duckdb.IOException, OSError) as exc:
+        raise InputError(f"the partition node={files[0].node} cannot be read: {exc}",
+                         path=files[0].url, fix="make the external ledger readable where "
+                         "it was ingested from, or ingest the case anew") from exc
+
+
+def _sweep_partition(
+    files: list[LedgerFile], columns: list[str], assume_utc: bool, quarantine: pa.Table
+) -> PartitionFindings:
+    con = open_connection([f.url for f in files])
+    try:
+        for table, rows in (("quarantine", quarantine), ("ledger_files", _files_table(files))):
+            if table == "ledger_files":
+                run_script(con, sql("ledger_files_create"))
+            _append(con, table, rows)
+        run_script(con, view_sql(files, columns, assume_utc))
+        order.prepare_pieces(con)
+        found = []
+        for info in order.node_list(con):
+            found.append(order.find_on_node(order.load_node(con, info)))
+            order.store_findings(con, found[-1])
+        run_script(con, sql("analysis_piece_events"))
+        ids = con.sql(sql("analysis_request_code_list")).to_arrow_table()
+        events = con.sql(sql("analysis_piece_events_all")).to_arrow_table()
+    finally:
+        con.close()
+    return PartitionFindings(found, ids, events)
+
+
+def _files_table(files: list[LedgerFile]) -> pa.Table:
+    return pa.table(
+        {
+            "url": [f.url for f in files],
+            "rel": [f.rel for f in files],
+            "node": [f.node for f in files],
+            "rank": [f.rank for f in files],
+        }
+    )
+
+
+def sweep_external(
+    con: duckdb.DuckDBPyConnection,
+    ray: str | None,
+    workers: int = 2,
+    progress: ProgressFn = no_progress,
+) -> None:
+    """Sweep every partition of the case's external ledger and store the pieces, the global
+    request codes and analysis_piece_events in the case database."""
+    meta = ledger_meta(con)
+    assert meta is not None, "the case's ledger is loaded, not external"
+    groups = partitions(ledger_files(con))
+    columns, utc = list(meta["columns"]), bool(meta["assume_utc"])
+    args = [(g, columns, utc, _quarantined(con, g)) for g in groups]
+    results: list[PartitionFindings] = []
+    if ray is None:
+        for i, a in enumerate(args):
+            progress("sweep", i, len(args))
+            results.append(sweep_partition(*a))
+    else:
+        from forensics.analysis.distributed import cluster_cpus, ray_session, run_tasks
+
+        with ray_session(ray, workers) as session:
+            task = session.remote(num_cpus=1, max_retries=1)(sweep_partition)
+
+            def submit(a: tuple[Any, ...]) -> Any:
+                return task.remote(*a)
+
+            def take(a: tuple[Any, ...], r: PartitionFindings) -> None:
+                results.append(r)
+
+            run_tasks(
+                session, args, submit, take, in_flight=2 * cluster_cpus(session), progress=progress
+            )
+    _store(con, results)
+
+
+def _quarantined(con: duckdb.DuckDBPyConnection, group: list[LedgerFile]) -> pa.Table:
+    rels = [f.rel for f in group]
+    return con.sql(sql("ledger_partition_quarantine"), params={"files": rels}).to_arrow_table()
+
+
+def _store(con: duckdb.DuckDBPyConnection, results: list[PartitionFindings]) -> None:
+    ids = pa.concat_tables([r.request_ids.select(["request_id"]) for r in results])
+    con.register("_ids", ids)
+    try:
+        run_script(con, sql("analysis_codes_from_ids"))
+    finally:
+        con.unregister("_ids")
+    run_script(con, sql("analysis_pieces_create"))
+    run_script(con, sql("analysis_piece_events_create"))
+    for r in results:
+        to_global = _global_codes(con, r.request_ids)
+        for found in r.found:
+            order.store_findings(con, renumbered(found, to_global))
+        _append(con, "analysis_piece_events", r.piece_events)
+
+
+def _global_codes(con: duckdb.DuckDBPyConnection, local: pa.Table) -> np.ndarray:
+    """to_global[local code] = the case-wide code of the same request."""
+    con.register("_local", local)
+    try:
+        rows = con.execute(sql("analysis_codes_to_global")).fetchnumpy()
+    finally:
+        con.unregister("_local")
+    out = np.full(len(local), -1, np.int64)
+    out[rows["local_code"].astype(np.int64)] = rows["req_code"]
+    return out
+
+
+def renumbered(found: NodeFindings, to_global: np.ndarray) -> NodeFindings:
+    """The node's findings with case-wide request codes (-1, no other holder, stays)."""
+    ex = found.exposures.copy()
+    ex[:, 5] = to_global[ex[:, 5]]
+    ex[:, 6] = to_global[ex[:, 6]]
+    vio = found.violations.copy()
+    other = vio[:, 2] >= 0
+    vio[other, 2] = to_global[vio[other, 2]]
+    counts = found.read_counts.copy()
+    counts[:, 0] = to_global[counts[:, 0]]
+    return replace(found, exposures=ex, violations=vio, read_counts=counts)

@@ -1,0 +1,1 @@
+"""A KV ledger kept outside the case database (ingest --ledger-external)."""

@@ -1,0 +1,207 @@
+"""A KV ledger kept outside the case database: Parquet parts in hive folders `node=NAME/`, in a
+local folder or at an fsspec URL that every worker can read.
+
+`ingest --ledger-external` validates it partition by partition (each partition one Ray task
+with `--ray`) with the same checks as a loaded ledger: the per-file counts and SHA-256 go to
+input_files (and so the manifest), bad rows to quarantine, unknown requests to
+ingest_warnings. Only those and `ledger_files` (one row per part) are written to the case
+database. Each connection then sees `kv_events` as a temporary view over the parts
+(queries/ledger_view.sql), leaving out the quarantined rows, so every later stage reads it like
+the loaded table; the analysis sweeps each partition in its own task, which reads only that
+partition (forensics.ledger.tasks).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+
+from forensics.errors import InputError, MissingColumnError
+from forensics.ingest.contract import KV_EVENTS
+from forensics.ingest.readers import ident, literal
+from forensics.ingest.result import FileCounts
+from forensics.ingest.sqlrun import run_script
+from forensics.resources import sql
+
+PARQUET = (".parquet", ".pq")
+
+
+@dataclass(frozen=True)
+class LedgerFile:
+    url: str  # what the readers open: an absolute local path or an fsspec URL
+    rel: str  # its name in input_files and quarantine (relative to the case folder, or the URL)
+    node: str  # from the node=NAME folder
+    rank: int  # position in path order: gives the events' input order
+
+
+def is_url(location: str) -> bool:
+    return "://" in location
+
+
+def resolve(case_dir: Path, location: str) -> str:
+    """A URL as given; a folder relative to the case folder unless absolute."""
+    if is_url(location):
+        return location
+    path = Path(location)
+    return str((path if path.is_absolute() else case_dir / path).resolve())
+
+
+def list_files(case_dir: Path, location: str) -> list[LedgerFile]:
+    """The ledger's Parquet parts, sorted by path; every part must sit in a node=NAME folder."""
+    root = resolve(case_dir, location)
+    if is_url(root):
+        fs = filesystem(root)
+        base = fs._strip_protocol(root).rstrip("/")
+        found = [(fs.unstrip_protocol(p), p[len(base) :].lstrip("/")) for p in fs.find(base)]
+    else:
+        if not Path(root).is_dir():
+            raise InputError(
+                "the external ledger folder does not exist",
+                path=root,
+                fix="give the folder that holds the node=NAME/ folders",
+            )
+        found = [
+            (str(p), p.relative_to(root).as_posix()) for p in Path(root).rglob("*") if p.is_file()
+        ]
+    parts = sorted((inner, url) for url, inner in found if inner.lower().endswith(PARQUET))
+    if not parts:
+        raise InputError(
+            "no Parquet parts in the external ledger",
+            path=root,
+            fix="write the ledger as node=NAME/part-*.parquet",
+        )
+    out = []
+    for rank, (inner, url) in enumerate(parts):
+        folder = inner.split("/")[-2] if "/" in inner else ""
+        if not folder.startswith("node=") or len(folder) == len("node="):
+            raise InputError(
+                "a ledger part outside a node=NAME folder",
+                path=url,
+                fix="move each node's parts into a folder named node=NAME",
+            )
+        rel = url if is_url(root) else _case_rel(case_dir, Path(url))
+        out.append(LedgerFile(url, rel, folder[len("node=") :], rank))
+    return out
+
+
+def _case_rel(case_dir: Path, path: Path) -> str:
+    try:
+        return path.relative_to(case_dir.resolve()).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def filesystem(url: str) -> Any:
+    import fsspec
+
+    return fsspec.core.url_to_fs(url)[0]
+
+
+def open_connection(urls: list[str]) -> duckdb.DuckDBPyConnection:
+    """An in-memory DuckDB with the project's macros, able to read the given URLs."""
+    from forensics.db import connect
+
+    con = connect(":memory:")
+    register_filesystems(con, urls)
+    return con
+
+
+def register_filesystems(con: duckdb.DuckDBPyConnection, urls: list[str]) -> None:
+    done = set()
+    for url in urls:
+        protocol = url.split("://", 1)[0] if is_url(url) else None
+        if protocol and protocol not in done:
+            con.register_filesystem(filesystem(url))
+            done.add(protocol)
+
+
+def sha256_of(url: str) -> tuple[str, int]:
+    """SHA-256 and size of a part, local or remote."""
+    digest = hashlib.sha256()
+    size = 0
+    opener = filesystem(url).open if is_url(url) else open
+    with opener(url, "rb") as stream:
+        while chunk := stream.read(1 << 20):
+            digest.update(chunk)
+            size += len(chunk)
+    return digest.hexdigest(), size
+
+
+def columns_of(con: duckdb.DuckDBPyConnection, f: LedgerFile) -> list[str]:
+    try:
+        rows = con.execute(sql("ledger_describe_part"), {"path": f.url}).fetchall()
+    except duckdb.Error as exc:
+        raise InputError(
+            f"cannot read this Parquet file: {exc}",
+            path=f.rel,
+            fix="check that the file is complete Parquet",
+        ) from exc
+    found = [r[0] for r in rows]
+    for column in KV_EVENTS.required:
+        if column not in found and column != "node":  # node may come from the folder name
+            import difflib
+
+            near = difflib.get_close_matches(column, found, n=1, cutoff=0.6)
+            raise MissingColumnError(f.rel, "kv_events", column, found, near[0] if near else None)
+    return found
+
+
+def projection(found: list[str], node: str | None) -> str:
+    """The contract's columns from a part (NULL when absent; node from the folder when absent)."""
+    out = []
+    for c in KV_EVENTS.names:
+        if c in found:
+            out.append(f"{ident(c)} AS {ident(c)}")
+        elif c == "node" and node is not None:
+            out.append(f"{literal(node)} AS node")
+        else:
+            out.append(f"NULL::VARCHAR AS {ident(c)}")
+    return ", ".join(out)
+
+
+@dataclass
+class PartitionCheck:
+    counts: list[FileCounts]
+    quarantine: pa.Table  # rows for the quarantine table
+    warnings: pa.Table  # rows for ingest_warnings (requests not in the request log)
+
+
+def check_partition(
+    files: list[LedgerFile], nodes: pa.Table, request_ids: pa.Table, assume_utc: bool
+) -> PartitionCheck:
+    """Validate one partition's parts with the ingest's own checks (queries/validate_kv_events.sql
+    and a check that each row's node is its folder's); nothing is loaded."""
+    con = open_connection([f.url for f in files])
+    try:
+        con.register("_nodes", nodes)
+        con.register("_request_ids", request_ids)
+        run_script(con, sql("ledger_check_inputs"))
+        counts: list[FileCounts] = []
+        quarantine: list[pa.Table] = []
+        warnings: list[pa.Table] = []
+        for f in files:
+            found = columns_of(con, f)
+            text = sql("ledger_stage_part").format(
+                projection=projection(found, f.node), path=literal(f.url)
+            )
+            run_script(con, text)
+            run_script(
+                con, sql("validate_kv_events"), {"assume_utc": assume_utc, "file_rank": f.rank}
+            )
+            run_script(con, sql("ledger_check_node"), {"node": f.node})
+            read, loaded, bad = con.execute(sql("ingest_counts")).fetchall()[0]
+            digest, size = sha256_of(f.url)
+            counts.append(FileCounts(f.rel, "kv_events", digest, size, read, loaded, bad))
+            for rows, query in (
+                (quarantine, "ledger_quarantine_rows"),
+                (warnings, "ledger_unknown_requests"),
+            ):
+                rows.append(con.sql(sql(query), params={"file": f.rel}).to_arrow_table())
+    finally:
+        con.close()
+    return PartitionCheck(counts, pa.concat_tables(quarantine), pa.concat_tables(warnings))

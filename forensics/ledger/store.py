@@ -1,0 +1,176 @@
+"""The case database's side of a ledger kept outside it: check every partition (here, or as Ray
+tasks), record what the checks found, and make `kv_events` a temporary view over the parts on
+every connection (forensics.db.connect calls `attach`)."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+
+from forensics.ingest.discover import Discovery
+from forensics.ingest.readers import literal
+from forensics.ingest.result import FileCounts
+from forensics.ingest.sqlrun import run_script
+from forensics.ledger.external import (
+    LedgerFile,
+    PartitionCheck,
+    check_partition,
+    columns_of,
+    list_files,
+    open_connection,
+    projection,
+    register_filesystems,
+    resolve,
+)
+from forensics.progress import ProgressFn, no_progress
+from forensics.resources import sql
+
+META_KEY = "ledger_external"
+
+
+@dataclass(frozen=True)
+class ExternalLedger:
+    """ingest --ledger-external: where the ledger is, and the Ray cluster to check it on."""
+
+    location: str
+    ray: str | None = None
+
+
+def without_ledger(discovery: Discovery) -> Discovery:
+    """The case's files less the kv_events ones (an external ledger is checked in place)."""
+    return Discovery(
+        discovery.case_dir,
+        [f for f in discovery.files if f.table != "kv_events"],
+        discovery.skipped,
+    )
+
+
+def partitions(files: list[LedgerFile]) -> list[list[LedgerFile]]:
+    """The parts grouped by node, in node order."""
+    by_node: dict[str, list[LedgerFile]] = defaultdict(list)
+    for f in files:
+        by_node[f.node].append(f)
+    return [by_node[n] for n in sorted(by_node)]
+
+
+def validate_ledger(
+    con: duckdb.DuckDBPyConnection,
+    case_dir: Path,
+    location: str,
+    assume_utc: bool,
+    ray: str | None = None,
+    progress: ProgressFn = no_progress,
+) -> list[FileCounts]:
+    """Check the external ledger partition by partition and record the results in the case
+    database (inside the caller's transaction; nodes and requests must be loaded)."""
+    files = list_files(case_dir, location)
+    groups = partitions(files)
+    nodes = con.sql(sql("ledger_node_pools")).to_arrow_table()
+    ids = con.sql(sql("ledger_request_ids")).to_arrow_table()
+    checks: list[PartitionCheck] = []
+    if ray is None:
+        for i, group in enumerate(groups):
+            progress(f"ledger node={group[0].node}", i, len(groups))
+            checks.append(check_partition(group, nodes, ids, assume_utc))
+    else:
+        from forensics.ledger.tasks import check_on_ray
+
+        checks = check_on_ray(ray, groups, nodes, ids, assume_utc, progress)
+    for check in checks:
+        _append(con, "quarantine", check.quarantine)
+        _append(con, "ingest_warnings", check.warnings)
+    _record_files(con, files)
+    columns = union_columns(files)
+    meta = {"location": resolve(case_dir, location), "columns": columns, "assume_utc": assume_utc}
+    run_script(con, sql("case_meta_set"), {"key": META_KEY, "value": json.dumps(meta)})
+    attach(con)
+    return [c for check in checks for c in check.counts]
+
+
+def union_columns(files: list[LedgerFile]) -> list[str]:
+    con = open_connection([f.url for f in files])
+    try:
+        found: set[str] = set()
+        for f in files:
+            found.update(columns_of(con, f))
+    finally:
+        con.close()
+    return sorted(found)
+
+
+def _append(con: duckdb.DuckDBPyConnection, table: str, rows: pa.Table) -> None:
+    if rows.num_rows == 0:
+        return
+    con.register("_ledger_rows", rows)
+    try:
+        con.execute(sql("ledger_append").format(table=table))
+    finally:
+        con.unregister("_ledger_rows")
+
+
+def _record_files(con: duckdb.DuckDBPyConnection, files: list[LedgerFile]) -> None:
+    run_script(con, sql("ledger_files_create"))
+    table = pa.table(
+        {
+            "url": [f.url for f in files],
+            "rel": [f.rel for f in files],
+            "node": [f.node for f in files],
+            "rank": [f.rank for f in files],
+        }
+    )
+    _append(con, "ledger_files", table)
+
+
+def ledger_meta(con: duckdb.DuckDBPyConnection) -> dict[str, Any] | None:
+    """Where and how the case's ledger is kept outside the database; None when it is loaded."""
+    try:
+        rows = con.execute(sql("ledger_meta")).fetchall()
+    except duckdb.Error:
+        return None
+    return json.loads(rows[0][0]) if rows and rows[0][0] else None
+
+
+def ledger_files(con: duckdb.DuckDBPyConnection) -> list[LedgerFile]:
+    rows = con.execute(sql("ledger_files_all")).fetchall()
+    return [LedgerFile(url, rel, node, int(rank)) for url, rel, node, rank in rows]
+
+
+def view_sql(files: list[LedgerFile], columns: list[str], assume_utc: bool) -> str:
+    """queries/ledger_view.sql for these parts (a view holds no parameters: the paths are
+    quoted literals, the projection is built from the contract's names)."""
+    listed = "[" + ", ".join(literal(f.url) for f in files) + "]"
+    return sql("ledger_view").format(
+        files=listed,
+        projection=projection(columns, None),
+        assume_utc="true" if assume_utc else "false",
+    )
+
+
+def attach(con: duckdb.DuckDBPyConnection) -> None:
+    """Make kv_events the view over the external ledger on this connection (nothing when the
+    case's ledger is loaded)."""
+    meta = ledger_meta(con)
+    if meta is None:
+        return
+    files = ledger_files(con)
+    if not files:
+        return
+    try:
+        register_filesystems(con, [f.url for f in files])
+        run_script(con, view_sql(files, list(meta["columns"]), bool(meta["assume_utc"])))
+    except (duckdb.Error, OSError, ImportError) as exc:
+        why = str(exc).splitlines()[0].replace(";", ",") if str(exc) else type(exc).__name__
+        message = (f"the external ledger of this case ({meta['location']}) cannot be read "
+                   f"({why}): make it readable again, or ingest the case anew")
+        run_script(con, sql("ledger_unreadable").format(message=literal(message)))
+
+
+def detach(con: duckdb.DuckDBPyConnection) -> None:
+    """Drop the temporary kv_events view (before an ingest replaces the case's inputs)."""
+    run_script(con, sql("ledger_detach"))

@@ -1,0 +1,36 @@
+"""The external ledger's partition checks as Ray tasks (`ingest --ledger-external --ray`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pyarrow as pa
+
+from forensics.ledger.external import LedgerFile, PartitionCheck, check_partition
+from forensics.progress import ProgressFn, no_progress
+
+
+def check_on_ray(
+    address: str,
+    groups: list[list[LedgerFile]],
+    nodes: pa.Table,
+    request_ids: pa.Table,
+    assume_utc: bool,
+    progress: ProgressFn = no_progress,
+) -> list[PartitionCheck]:
+    """check_partition for every partition, one task each; results in partition order."""
+    from forensics.analysis.distributed import cluster_cpus, ray_session, run_tasks
+
+    out: list[PartitionCheck] = []
+    with ray_session(address, 2) as ray:
+        task = ray.remote(num_cpus=1, max_retries=1)(check_partition)
+        shared = (ray.put(nodes), ray.put(request_ids))
+
+        def submit(group: list[LedgerFile]) -> Any:
+            return task.remote(group, *shared, assume_utc)
+
+        def take(group: list[LedgerFile], check: PartitionCheck) -> None:
+            out.append(check)
+
+        run_tasks(ray, groups, submit, take, in_flight=2 * cluster_cpus(ray), progress=progress)
+    return out

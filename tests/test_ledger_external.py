@@ -1,0 +1,156 @@
+"""A ledger kept outside the case database (ingest --ledger-external), on the local engine: the
+same tables as the loaded ledger (EXCEPT ALL both ways), from a folder and from an fsspec URL;
+bad rows quarantined as usual, rows in the wrong node's folder quarantined, a part outside a
+node folder refused; and the CLI's optional option values."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from forensics.cli import run
+from forensics.cli.ray_option import optional_values
+
+REPO = Path(__file__).resolve().parent.parent
+SAMPLE = REPO / "data_samples" / "incident"
+TABLES = ("exposures", "violations", "read_stats", "exposure_tokens", "screening",
+          "possible_exposures", "affected_requests", "affected_accounts", "input_files",
+          "quarantine", "ingest_warnings")
+
+
+def hive_sample(root: Path) -> Path:
+    """The sample incident with each node's ledger part in kv_events/node=NAME/."""
+    case = root / "case"
+    shutil.copytree(SAMPLE, case, ignore=shutil.ignore_patterns("kv_events"))
+    for part in sorted((SAMPLE / "kv_events").glob("*.parquet")):
+        node = part.name.split("-part-")[0]
+        (case / "kv_events" / f"node={node}").mkdir(parents=True)
+        shutil.copy(part, case / "kv_events" / f"node={node}" / part.name)
+    return case
+
+
+def edit_part(part: Path, row: int, column: str, value: object) -> None:
+    table = pq.read_table(part)
+    values = table[column].to_pylist()
+    values[row] = value
+    index = table.schema.get_field_index(column)
+    pq.write_table(table.set_column(index, column, pa.array(values, table[column].type)), part)
+
+
+def differences(a: Path, b: Path) -> dict[str, tuple[int, int]]:
+    con = duckdb.connect()
+    con.execute(f"ATTACH '{a}' AS a (READ_ONLY)")
+    con.execute(f"ATTACH '{b}' AS b (READ_ONLY)")
+    out = {}
+    for t in TABLES:
+        ab = con.execute(f"SELECT count(*) FROM (FROM a.{t} EXCEPT ALL FROM b.{t})").fetchall()
+        ba = con.execute(f"SELECT count(*) FROM (FROM b.{t} EXCEPT ALL FROM a.{t})").fetchall()
+        out[t] = (ab[0][0], ba[0][0])
+    con.close()
+    return {t: d for t, d in out.items() if d != (0, 0)}
+
+
+def query(db: Path, text: str) -> list[tuple]:
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return con.execute(text).fetchall()
+    finally:
+        con.close()
+
+
+@pytest.fixture(scope="module")
+def spoiled(tmp_path_factory) -> tuple[Path, Path]:
+    """The hive sample with one bad slot_count, and its loaded-and-analysed case database."""
+    case = hive_sample(tmp_path_factory.mktemp("ext"))
+    edit_part(next((case / "kv_events" / "node=decode-1").glob("*.parquet")), 4, "slot_count", 0)
+    db = case.parent / "loaded.duckdb"
+    assert run(["ingest", str(case), "--db", str(db)]) == 1
+    assert run(["analyze", "--db", str(db)]) == 1
+    return case, db
+
+
+def test_external_folder_gives_the_tables_of_the_loaded_ledger(spoiled, tmp_path) -> None:
+    case, loaded = spoiled
+    db = tmp_path / "external.duckdb"
+    assert run(["ingest", str(case), "--db", str(db), "--ledger-external"]) == 1
+    assert query(db, "SELECT count(*) FROM kv_events") == [(0,)]  # nothing of it is stored
+    assert query(db, "SELECT count(*) FROM ledger_files") == [(4,)]
+    assert run(["analyze", "--db", str(db)]) == 1
+    assert query(db, "SELECT count(*) FROM exposures") == [(46,)]  # the sample's ground truth
+    assert differences(loaded, db) == {}
+
+
+def test_external_url_gives_the_tables_of_the_loaded_ledger(spoiled, tmp_path) -> None:
+    fsspec = pytest.importorskip("fsspec")
+    case, loaded = spoiled
+    fs = fsspec.filesystem("memory")
+    for part in sorted((case / "kv_events").rglob("*.parquet")):
+        fs.pipe(f"/kvf-ledger/{part.parent.name}/{part.name}", part.read_bytes())
+    db = tmp_path / "url.duckdb"
+    assert run(["ingest", str(case), "--db", str(db), "--ledger-external",
+                "memory://kvf-ledger"]) == 1
+    assert run(["analyze", "--db", str(db)]) == 1
+    diff = differences(loaded, db)
+    assert set(diff) == {"input_files", "quarantine"}  # the parts are named by their URL
+    assert query(db, "SELECT file, \"row\", reason FROM quarantine") == [
+        ("memory:///kvf-ledger/node=decode-1/decode-1-part-00001.parquet", 5,
+         "slot_count must be an integer > 0")]
+
+
+def test_a_row_in_another_nodes_folder_is_quarantined(tmp_path) -> None:
+    case = hive_sample(tmp_path)
+    edit_part(next((case / "kv_events" / "node=decode-0").glob("*.parquet")), 0, "node",
+              "decode-1")
+    db = tmp_path / "case.duckdb"
+    assert run(["ingest", str(case), "--db", str(db), "--ledger-external"]) == 1
+    [(column, value, reason)] = query(db, 'SELECT "column", "value", reason FROM quarantine')
+    assert (column, value) == ("node", "decode-1")
+    assert "folder node=decode-0" in reason
+
+
+def test_a_part_outside_a_node_folder_is_refused(tmp_path) -> None:
+    case = hive_sample(tmp_path)
+    part = next((case / "kv_events" / "node=decode-0").glob("*.parquet"))
+    part.rename(case / "kv_events" / part.name)
+    assert run(["ingest", str(case), "--db", str(tmp_path / "c.duckdb"),
+                "--ledger-external"]) == 2
+
+
+@pytest.mark.parametrize(("argv", "expected"), [
+    (["analyze", "--db", "x", "--ray"], ["analyze", "--db", "x", "--ray", "local"]),
+    (["analyze", "--ray", "--db", "x"], ["analyze", "--ray", "local", "--db", "x"]),
+    (["analyze", "--ray", "10.0.0.5:6379"], ["analyze", "--ray", "10.0.0.5:6379"]),
+    (["investigate", "--ray", "case", "--out", "o"],
+     ["investigate", "--ray", "local", "case", "--out", "o"]),
+    (["ingest", "c", "--ledger-external"], ["ingest", "c", "--ledger-external", "kv_events"]),
+    (["ingest", "c", "--ledger-external", "s3://b/l"], ["ingest", "c", "--ledger-external",
+                                                          "s3://b/l"]),
+])
+def test_option_values_may_be_left_out(argv, expected) -> None:
+    assert optional_values(argv) == expected
+
+
+def test_an_unreadable_ledger_is_an_error_not_an_empty_ledger(tmp_path) -> None:
+    case = hive_sample(tmp_path)
+    db = tmp_path / "case.duckdb"
+    assert run(["ingest", str(case), "--db", str(db), "--ledger-external"]) == 0
+    shutil.move(case / "kv_events" / "node=decode-0", tmp_path / "moved")
+    assert run(["analyze", "--db", str(db)]) == 2
+    from forensics.db import connect
+
+    con = connect(db)
+    try:
+        with pytest.raises(duckdb.Error, match="external ledger of this case"):
+            con.execute("SELECT count(*) FROM kv_events").fetchall()
+    finally:
+        con.close()
+
+
+def test_ingest_ray_without_an_external_ledger_is_a_usage_error(tmp_path) -> None:
+    assert run(["ingest", str(SAMPLE), "--db", str(tmp_path / "c.duckdb"), "--ray"]) == 2
+    assert not (tmp_path / "c.duckdb").exists()
