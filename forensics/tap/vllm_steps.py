@@ -100,8 +100,8 @@ class StepTracker:
             tokens, prompt = found
             n -= len(out.scheduled_spec_decode_tokens.get(req_id, ()))
             p0, p1 = start[req_id], start[req_id] + n
-            writes += self._writes(held, tokens, p0, p1, prompt)
-            reads += self._runs(held, "read", 0, p1)
+            writes += self.writes(held, tokens, p0, p1, prompt)
+            reads += self.runs(held, "read", 0, p1)
         # Shares go after the step's writes: vLLM hands out a prefix-cache hit on blocks that
         # another request of the same step is computing, and a step writes every request's KV
         # (layer by layer) before attention reads it.
@@ -116,7 +116,7 @@ class StepTracker:
         if held is None:
             self.gone.add(req_id)
             return []
-        return self._runs(held, "free", 0, len(held.blocks) * self.bs, with_pos=False)
+        return self.runs(held, "free", 0, len(held.blocks) * self.bs, with_pos=False)
 
     # ---- events ---------------------------------------------------------------------------------
     def _acquire(
@@ -143,7 +143,7 @@ class StepTracker:
         events += self._block_runs(held, "alloc", first + n_hit, len(held.blocks))
         return events
 
-    def _writes(
+    def writes(
         self, held: Held, tokens: Sequence[int], p0: int, p1: int, prompt: int
     ) -> list[Event]:
         bs, events = self.bs, []
@@ -166,7 +166,7 @@ class StepTracker:
             p = end
         return events
 
-    def _runs(self, held: Held, op: str, p0: int, p1: int, with_pos: bool = True) -> list[Event]:
+    def runs(self, held: Held, op: str, p0: int, p1: int, with_pos: bool = True) -> list[Event]:
         """One event per contiguous slot run holding positions [p0, p1)."""
         bs, events = self.bs, []
         p = p0
@@ -186,7 +186,7 @@ class StepTracker:
         return events
 
     def _block_runs(self, held: Held, op: str, b0: int, b1: int) -> list[Event]:
-        return self._runs(held, op, b0 * self.bs, b1 * self.bs)
+        return self.runs(held, op, b0 * self.bs, b1 * self.bs)
 
 
 def _group0(block_ids: Any) -> list[int]:
