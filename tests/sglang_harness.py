@@ -87,8 +87,9 @@ class Node:
         if p:
             self.pool.write((row, slice(0, p)), torch.tensor(prefix))
         last = torch.tensor([prefix[-1] if p else -1])
-        new = self.alloc.alloc_extend(torch.tensor([p]), torch.tensor([p]), torch.tensor([n]),
-                                      torch.tensor([n]), last, n - p)
+        new = self.alloc.alloc_extend(
+            torch.tensor([p]), torch.tensor([p]), torch.tensor([n]), torch.tensor([n]), last, n - p
+        )
         assert new is not None, "pool exhausted"
         self.pool.write((row, slice(p, n)), new)
         return self.row_slots(req, n)
@@ -111,16 +112,23 @@ class Node:
 
 
 def request(rid: str, prompt: list[int]) -> Any:
-    return SimpleNamespace(rid=rid, origin_input_ids=prompt, output_ids=[], prefix_indices=[],
-                           fill_ids=prompt, kv=SimpleNamespace(req_pool_idx=None))
+    return SimpleNamespace(
+        rid=rid,
+        origin_input_ids=prompt,
+        output_ids=[],
+        prefix_indices=[],
+        fill_ids=prompt,
+        kv=SimpleNamespace(req_pool_idx=None),
+    )
 
 
 def next_token(tokens: list[int]) -> int:
     return (sum(tokens) * 31 + len(tokens)) % 509 + 3
 
 
-def serve(p: Node, d: Node, rid: str, prompt: list[int], n_out: int, radix: dict,
-          stub: bool = False) -> dict[str, Any]:
+def serve(
+    p: Node, d: Node, rid: str, prompt: list[int], n_out: int, radix: dict, stub: bool = False
+) -> dict[str, Any]:
     """One request through prefill, transfer and decode, as SGLang's disaggregated mode runs
     it; `stub`: prefill runs the first token only and transfers just that."""
     t0 = time.time()
@@ -152,9 +160,15 @@ def serve(p: Node, d: Node, rid: str, prompt: list[int], n_out: int, radix: dict
     total = len(prompt) + len(dreq.output_ids) - 1
     slots = d.row_slots(dreq, total)
     d.release(dreq, total)
-    return {"rid": rid, "prompt_tokens": len(prompt), "completion_tokens": len(dreq.output_ids),
-            "received_at": t0, "completed_at": time.time(), "decode_slots": slots,
-            "first_read": reads[0] if reads else []}
+    return {
+        "rid": rid,
+        "prompt_tokens": len(prompt),
+        "completion_tokens": len(dreq.output_ids),
+        "received_at": t0,
+        "completed_at": time.time(),
+        "decode_slots": slots,
+        "first_read": reads[0] if reads else [],
+    }
 
 
 def main() -> None:
@@ -180,19 +194,44 @@ def main() -> None:
     accounts = {rid: a for rid, a, *_ in runs}
     with open(case / "requests.csv", "w", newline="") as fh:
         w = csv.writer(fh)
-        w.writerow(["request_id", "account_id", "model", "received_at", "completed_at",
-                    "http_status", "prompt_tokens", "completion_tokens", "prefill_node",
-                    "decode_node"])
+        w.writerow(
+            [
+                "request_id",
+                "account_id",
+                "model",
+                "received_at",
+                "completed_at",
+                "http_status",
+                "prompt_tokens",
+                "completion_tokens",
+                "prefill_node",
+                "decode_node",
+            ]
+        )
         for r in served:
-            w.writerow([r["rid"], accounts[r["rid"]], "m", int(r["received_at"] * 1e6),
-                        int(r["completed_at"] * 1e6), 200, r["prompt_tokens"],
-                        r["completion_tokens"], "prefill-0", "decode-0"])
+            w.writerow(
+                [
+                    r["rid"],
+                    accounts[r["rid"]],
+                    "m",
+                    int(r["received_at"] * 1e6),
+                    int(r["completed_at"] * 1e6),
+                    200,
+                    r["prompt_tokens"],
+                    r["completion_tokens"],
+                    "prefill-0",
+                    "decode-0",
+                ]
+            )
     with open(case / "nodes.csv", "w", newline="") as fh:
-        fh.write("node,role,engine,page_size,pool_slots\n"
-                 f"prefill-0,prefill,sglang,{PAGE},{PREFILL_SLOTS + PAGE}\n"
-                 f"decode-0,decode,sglang,{PAGE},{DECODE_SLOTS + PAGE}\n")
+        fh.write(
+            "node,role,engine,page_size,pool_slots\n"
+            f"prefill-0,prefill,sglang,{PAGE},{PREFILL_SLOTS + PAGE}\n"
+            f"decode-0,decode,sglang,{PAGE},{DECODE_SLOTS + PAGE}\n"
+        )
     (case / "accounts.csv").write_text(
-        "account_id\n" + "".join(f"{a}\n" for a in sorted(set(accounts.values()))))
+        "account_id\n" + "".join(f"{a}\n" for a in sorted(set(accounts.values())))
+    )
     (out / "truth.json").write_text(json.dumps({r["rid"]: r for r in served}, indent=1))
 
 

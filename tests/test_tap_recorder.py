@@ -42,7 +42,10 @@ def test_rows_rotate_into_parquet_in_order(tmp_path: Path) -> None:
     assert {r["node"] for r in rows} == {"node-a"}
     status = json.loads(next((tmp_path / "tap").glob("status-*.json")).read_text())
     assert (status["events_recorded"], status["events_written"], status["events_dropped"]) == (
-        100, 100, 0)
+        100,
+        100,
+        0,
+    )
 
 
 def test_lagging_writer_drops_batches_with_gap_markers(

@@ -25,7 +25,10 @@ def harness(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     done = subprocess.run(
         [str(engines_python()), str(REPO / "tests" / "sglang_harness.py"), str(out)],
-        env=env, capture_output=True, text=True, timeout=600,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     db = out / "case.duckdb"
@@ -52,8 +55,10 @@ def test_stub_reads_exactly_the_stale_slots(harness: dict[str, Any]) -> None:
     got = {
         (r, w, node, kind, s)
         for r, w, node, kind, s0, n in _rows(
-            db, "SELECT receiver_request_id, leaker_request_id, node, kind, slot_start, "
-            "slot_count FROM exposures")
+            db,
+            "SELECT receiver_request_id, leaker_request_id, node, kind, slot_start, "
+            "slot_count FROM exposures",
+        )
         for s in range(s0, s0 + n)
     }
     assert got == want
@@ -62,13 +67,21 @@ def test_stub_reads_exactly_the_stale_slots(harness: dict[str, Any]) -> None:
 
 def test_radix_prefix_hit_is_verified_and_nothing_else_leaks(harness: dict[str, Any]) -> None:
     db = harness["db"]
-    stats = {(r, n): (own, sv, su) for r, n, own, sv, su in _rows(
-        db, "SELECT request_id, node, own_slots, shared_verified, shared_unverified "
-        "FROM read_stats")}
+    stats = {
+        (r, n): (own, sv, su)
+        for r, n, own, sv, su in _rows(
+            db,
+            "SELECT request_id, node, own_slots, shared_verified, shared_unverified "
+            "FROM read_stats",
+        )
+    }
     assert stats[("r3", "prefill-0")] == (10, 16, 0)  # 4 pages of r1's prefix, then its own
     receivers = {r for (r,) in _rows(db, "SELECT DISTINCT receiver_request_id FROM exposures")}
     assert receivers == {"s1"}
-    frees = _rows(db, "SELECT node, sum(slot_count) FILTER (op = 'free'), "
-                      "sum(slot_count) FILTER (op IN ('alloc', 'share')) FROM kv_events "
-                      "GROUP BY 1 ORDER BY 1")
+    frees = _rows(
+        db,
+        "SELECT node, sum(slot_count) FILTER (op = 'free'), "
+        "sum(slot_count) FILTER (op IN ('alloc', 'share')) FROM kv_events "
+        "GROUP BY 1 ORDER BY 1",
+    )
     assert all(f == a for _n, f, a in frees)  # every page handed out was taken back

@@ -59,9 +59,7 @@ def _serve(engine: dict[str, Any], mode: str, base: Path) -> dict[str, Any]:
         "PYTHONPATH": str(REPO),
     }
     cmd = [str(engine["python"]), str(REPO / "tests" / "vllm_run.py"), mode, str(engine["model"])]
-    done = subprocess.run(
-        [*cmd, str(case)], env=env, capture_output=True, text=True, timeout=900
-    )
+    done = subprocess.run([*cmd, str(case)], env=env, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
     db = base / "case.duckdb"
     assert cli(["ingest", str(case), "--db", str(db)]) == 0
@@ -101,10 +99,14 @@ def test_healthy_engine_has_no_exposures_and_no_violations(healthy: dict[str, An
     # tap's hashes, and blocks reused by other requests after a free
     reads = dict(_rows(db, "SELECT request_id, sum(reads) FROM read_stats GROUP BY 1"))
     assert set(reads) == set(healthy["outputs"]) and len(reads) == 12
-    assert _rows(db, "SELECT sum(shared_verified) > 0, sum(shared_unverified) FROM read_stats") \
-        == [(True, 0)]
-    owners = _rows(db, "SELECT slot_start, count(DISTINCT request_id) FROM kv_events "
-                   "WHERE op = 'alloc' GROUP BY 1 HAVING count(DISTINCT request_id) > 1")
+    assert _rows(db, "SELECT sum(shared_verified) > 0, sum(shared_unverified) FROM read_stats") == [
+        (True, 0)
+    ]
+    owners = _rows(
+        db,
+        "SELECT slot_start, count(DISTINCT request_id) FROM kv_events "
+        "WHERE op = 'alloc' GROUP BY 1 HAVING count(DISTINCT request_id) > 1",
+    )
     assert owners, "no block was handed to a second request: the pool was never reused"
 
 
@@ -120,8 +122,14 @@ def test_tap_files_are_complete(healthy: dict[str, Any]) -> None:
     assert node == [("vllm-0", "vllm", BLOCK, 24 * BLOCK)]
     # every block given out is given back, once
     per_op = Counter(
-        {op: n for op, n in _rows(db, "SELECT op, sum(slot_count) FROM kv_events "
-                                      "WHERE op IN ('alloc', 'share', 'free') GROUP BY 1")}
+        {
+            op: n
+            for op, n in _rows(
+                db,
+                "SELECT op, sum(slot_count) FROM kv_events "
+                "WHERE op IN ('alloc', 'share', 'free') GROUP BY 1",
+            )
+        }
     )
     assert per_op["alloc"] + per_op["share"] == per_op["free"]
     contents = dict(_rows(db, "SELECT request_id, output_token_ids FROM contents"))
@@ -133,8 +141,11 @@ def test_injected_faults_are_found_exactly(faulty: dict[str, Any]) -> None:
     assert faulty["analyze"] == 1
     got = {
         row
-        for row in _rows(db, "SELECT receiver_request_id, leaker_request_id, kind, slot_start, "
-                             "slot_count, leaker_pos_min, leaker_pos_max FROM exposures")
+        for row in _rows(
+            db,
+            "SELECT receiver_request_id, leaker_request_id, kind, slot_start, "
+            "slot_count, leaker_pos_min, leaker_pos_max FROM exposures",
+        )
     }
     # the double allocation: dup-1 (40-token prompt, 4 output tokens) got the victim's first
     # block as its second block, so it wrote positions 32..42 into the block's first 11 slots
@@ -146,20 +157,28 @@ def test_injected_faults_are_found_exactly(faulty: dict[str, Any]) -> None:
     assert got == stub | {dup}
     assert stub and {row[2] for row in stub} == {"stale"}
     assert all(row[1] != "stub-1" for row in stub)
-    violations = _rows(db, "SELECT request_id, violation, other_request_id, slot_start, "
-                           "slot_count FROM violations")
+    violations = _rows(
+        db, "SELECT request_id, violation, other_request_id, slot_start, slot_count FROM violations"
+    )
     assert violations == [("dup-1", "double-allocation", "victim-1", block * BLOCK, BLOCK)]
 
     # the stub: it computed only its last prompt token (position 96) and attended over fresh
     # blocks for positions 0..95 that it never wrote: each such slot is stale (another
     # request wrote it last) or uninitialised, never its own
-    writes = _rows(db, "SELECT pos_start, slot_count FROM kv_events "
-                       "WHERE request_id = 'stub-1' AND op = 'write' ORDER BY seq LIMIT 1")
+    writes = _rows(
+        db,
+        "SELECT pos_start, slot_count FROM kv_events "
+        "WHERE request_id = 'stub-1' AND op = 'write' ORDER BY seq LIMIT 1",
+    )
     assert writes == [(3 * BLOCK, 1)]
-    assert _rows(db, "SELECT count(*) FROM kv_events WHERE request_id = 'stub-1' "
-                     "AND op = 'share'") == [(0,)]
-    own, foreign, blank = _rows(db, "SELECT own_slots, foreign_slots, uninitialised_slots "
-                                    "FROM read_stats WHERE request_id = 'stub-1'")[0]
+    assert _rows(
+        db, "SELECT count(*) FROM kv_events WHERE request_id = 'stub-1' AND op = 'share'"
+    ) == [(0,)]
+    own, foreign, blank = _rows(
+        db,
+        "SELECT own_slots, foreign_slots, uninitialised_slots "
+        "FROM read_stats WHERE request_id = 'stub-1'",
+    )[0]
     assert foreign + blank == 3 * BLOCK and foreign == sum(r[4] for r in stub)
 
     # and the whole ledger agrees with the naive slot-by-slot reading of the semantics

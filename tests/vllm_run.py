@@ -74,8 +74,11 @@ def install_faults() -> None:
     def allocate_slots(self: Any, request: Any, *args: Any, **kwargs: Any) -> Any:
         if not request.request_id.startswith("dup-") or "dup" in FAULTS:
             return allocate(self, request, *args, **kwargs)
-        victim = next(r for r in self.coordinator.single_type_managers[0].req_to_blocks
-                      if r.startswith("victim-"))
+        victim = next(
+            r
+            for r in self.coordinator.single_type_managers[0].req_to_blocks
+            if r.startswith("victim-")
+        )
         block = self.get_block_ids(victim)[0][0]
         pool = self.block_pool
         fresh = pool.get_new_blocks
@@ -120,10 +123,18 @@ class Gateway:
 
         params = SamplingParams(max_tokens=max_tokens, temperature=0.0, ignore_eos=True)
         self.engine.add_request(rid, {"prompt_token_ids": prompt}, params)
-        self.rows[rid] = {"request_id": rid, "account_id": account, "model": "tiny-llama",
-                          "received_at": time.time(), "first_token_at": None,
-                          "completed_at": None, "http_status": 200,
-                          "prompt_tokens": len(prompt), "completion_tokens": 0, "node": NODE}
+        self.rows[rid] = {
+            "request_id": rid,
+            "account_id": account,
+            "model": "tiny-llama",
+            "received_at": time.time(),
+            "first_token_at": None,
+            "completed_at": None,
+            "http_status": 200,
+            "prompt_tokens": len(prompt),
+            "completion_tokens": 0,
+            "node": NODE,
+        }
 
     def step(self, n: int | None = None) -> None:
         """Step n times, or until every request finished."""
@@ -147,8 +158,9 @@ class Gateway:
             writer = csv.DictWriter(fh, fieldnames=fields)
             writer.writeheader()
             for row in self.rows.values():
-                writer.writerow({k: iso(v) if k.endswith("_at") and v else v
-                                 for k, v in row.items()})
+                writer.writerow(
+                    {k: iso(v) if k.endswith("_at") and v else v for k, v in row.items()}
+                )
         accounts = sorted({r["account_id"] for r in self.rows.values()})
         with open(out_dir / "accounts.csv", "w", newline="") as fh:
             fh.write("account_id,name\n" + "".join(f"{a},{a}\n" for a in accounts))
@@ -191,20 +203,37 @@ def main() -> None:
     from vllm import LLM
 
     small = mode != "bench"
-    llm = LLM(model=str(model_dir), skip_tokenizer_init=True, dtype="float32",
-              block_size=BLOCK, enable_prefix_caching=True, enforce_eager=True,
-              max_model_len=512, num_gpu_blocks_override=24 if small else None,
-              max_num_seqs=8, seed=0)
+    llm = LLM(
+        model=str(model_dir),
+        skip_tokenizer_init=True,
+        dtype="float32",
+        block_size=BLOCK,
+        enable_prefix_caching=True,
+        enforce_eager=True,
+        max_model_len=512,
+        num_gpu_blocks_override=24 if small else None,
+        max_num_seqs=8,
+        seed=0,
+    )
     gw = Gateway(llm.llm_engine)
     t0 = time.time()
     {"healthy": healthy, "faults": faults, "bench": bench}[mode](gw, random.Random(7))
     seconds = time.time() - t0
     generated = sum(len(v) for v in gw.outputs.values())
     gw.write(out_dir)
-    (out_dir / "run.json").write_text(json.dumps({
-        "outputs": gw.outputs, "faults": FAULTS, "seconds": seconds, "generated": generated,
-        "prompt_tokens": sum(r["prompt_tokens"] for r in gw.rows.values()),
-        "tokens_per_s": generated / seconds}, indent=1))
+    (out_dir / "run.json").write_text(
+        json.dumps(
+            {
+                "outputs": gw.outputs,
+                "faults": FAULTS,
+                "seconds": seconds,
+                "generated": generated,
+                "prompt_tokens": sum(r["prompt_tokens"] for r in gw.rows.values()),
+                "tokens_per_s": generated / seconds,
+            },
+            indent=1,
+        )
+    )
     del llm
 
 

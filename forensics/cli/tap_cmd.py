@@ -18,9 +18,11 @@ def tap(
     engine: str = typer.Argument(..., help="sglang or vllm."),
     out: Path = typer.Option(Path("tap"), "--dir", help="Folder the ledger is written to."),
     node: str = typer.Option(
-        None, "--node", help="Node name in the ledger (default: host:port of the server)."),
+        None, "--node", help="Node name in the ledger (default: host:port of the server)."
+    ),
     contents: bool = typer.Option(
-        False, "--contents", help="Also record prompt and output token ids (for replay)."),
+        False, "--contents", help="Also record prompt and output token ids (for replay)."
+    ),
 ) -> None:
     """Run a serving engine's command (after `--`) with the KV ledger tap on: the engine
     writes kv_events, nodes and, with --contents, contents into --dir as rotating Parquet."""
@@ -30,6 +32,8 @@ def tap(
         raise UsageError(f"engine must be one of {', '.join(ENGINES)}, not {engine!r}")
     command = list(ctx.args)
     if not command:
-        raise UsageError("give the server's command after --, e.g. "
-                         "kvforensics tap sglang -- python -m sglang.launch_server …")
+        raise UsageError(
+            "give the server's command after --, e.g. "
+            "kvforensics tap sglang -- python -m sglang.launch_server …"
+        )
     raise typer.Exit(launch(engine, command, out, node, contents))

@@ -28,8 +28,7 @@ def tap_env(engine: str, out_dir: Path, node: str | None, contents: bool) -> dic
     return env
 
 
-def launch(engine: str, command: list[str], out_dir: Path, node: str | None,
-           contents: bool) -> int:
+def launch(engine: str, command: list[str], out_dir: Path, node: str | None, contents: bool) -> int:
     """Run the command to its end and return its exit status."""
     out_dir.mkdir(parents=True, exist_ok=True)
     return subprocess.call(command, env=tap_env(engine, out_dir, node, contents))

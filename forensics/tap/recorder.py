@@ -24,6 +24,7 @@ from forensics.tap.writer import Writer
 SEQ_SHIFT = 32
 
 Row = tuple[int, int, str, str, int, int, int | None, str | None, str | None]
+EventIn = tuple[str, str, int, int, int | None, str | None, str | None]
 
 
 @dataclass
@@ -95,7 +96,7 @@ class Recorder:
         self.writer.start()
 
     # ---- engine thread ----------------------------------------------------------------------
-    def rows(self, rows: list[tuple[str, str, int, int, int | None, str | None, str | None]]) -> None:
+    def rows(self, rows: list[EventIn]) -> None:
         """Record events (request_id, op, slot_start, slot_count, pos_start, source,
         content_hash), in order, all stamped now."""
         if not rows or self._closed:

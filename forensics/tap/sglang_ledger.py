@@ -100,8 +100,10 @@ class SGLangLedger:
             return
         events = self._acquired(rid, tokens)
         held.own_from = min(held.own_from, start)
-        events += [(r, op, s, c, p, "transfer", h) for (r, op, s, c, p, _src, h)
-                   in self.tracker.writes(held, tokens, start, end, end)]
+        events += [
+            (r, op, s, c, p, "transfer", h)
+            for (r, op, s, c, p, _src, h) in self.tracker.writes(held, tokens, start, end, end)
+        ]
         self.rec.rows(events)
 
     def _step(self, entries: Sequence[Entry]) -> None:
@@ -122,7 +124,8 @@ class SGLangLedger:
     def _acquired(self, rid: str, tokens: Sequence[int] | None) -> list[Event]:
         """The request's pages acquired since its last event, as alloc and share events."""
         held = self.tracker.held[rid]
-        ps, events = self.ps, []
+        ps = self.ps
+        events: list[Event] = []
         for op, b in self.pending.pop(rid, []):
             h = None
             if op == "share" and tokens is not None and len(tokens) >= (b + 1) * ps:

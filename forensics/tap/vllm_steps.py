@@ -68,6 +68,7 @@ class StepTracker:
         """Events of one executed step, from its SchedulerOutput; `lookup(req_id)` gives the
         request's token ids so far (prompt then output) and its prompt length, None for a
         request the engine no longer has."""
+
         def tokens_of(req_id: str) -> Sequence[int] | None:
             found = lookup(req_id)
             return None if found is None else found[0]
@@ -81,7 +82,7 @@ class StepTracker:
             acquire += self._acquire(new.req_id, _group0(new.block_ids), tokens_of, True)
             start[new.req_id] = self.held[new.req_id].own_from = new.num_computed_tokens
         cached = out.scheduled_cached_reqs
-        resumed = getattr(cached, "resumed_req_ids", set()) or set()
+        resumed: set[str] = getattr(cached, "resumed_req_ids", set()) or set()
         for i, req_id in enumerate(cached.req_ids):
             ids = _group0(cached.new_block_ids[i]) if cached.new_block_ids[i] else []
             if req_id in resumed:
@@ -119,9 +120,7 @@ class StepTracker:
         return self.runs(held, "free", 0, len(held.blocks) * self.bs, with_pos=False)
 
     # ---- events ---------------------------------------------------------------------------------
-    def _acquire(
-        self, req_id: str, ids: list[int], tokens_of: Callable, new: bool
-    ) -> list[Event]:
+    def _acquire(self, req_id: str, ids: list[int], tokens_of: Callable, new: bool) -> list[Event]:
         bs = self.bs
         if new:
             held = Held(external_id(req_id, self.randomised), hashes=PrefixHashes(bs))
@@ -146,7 +145,8 @@ class StepTracker:
     def writes(
         self, held: Held, tokens: Sequence[int], p0: int, p1: int, prompt: int
     ) -> list[Event]:
-        bs, events = self.bs, []
+        bs = self.bs
+        events: list[Event] = []
         p = p0
         while p < p1:
             b = p // bs
@@ -168,7 +168,8 @@ class StepTracker:
 
     def runs(self, held: Held, op: str, p0: int, p1: int, with_pos: bool = True) -> list[Event]:
         """One event per contiguous slot run holding positions [p0, p1)."""
-        bs, events = self.bs, []
+        bs = self.bs
+        events: list[Event] = []
         p = p0
         while p < p1:
             b = p // bs
@@ -176,7 +177,8 @@ class StepTracker:
                 break
             run_start, slot = p, held.blocks[b] * bs + p % bs
             end = min(p1, (b + 1) * bs)
-            while end < p1 and b + 1 < len(held.blocks) and held.blocks[b + 1] == held.blocks[b] + 1:
+            blocks = held.blocks
+            while end < p1 and b + 1 < len(blocks) and blocks[b + 1] == blocks[b] + 1:
                 b += 1
                 end = min(p1, (b + 1) * bs)
             if held.blocks[run_start // bs] != 0:  # block 0 is the engine's null placeholder

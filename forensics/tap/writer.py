@@ -106,8 +106,9 @@ def events_table(node: str, rows: list[Row]) -> pa.Table:
 
 def contents_table(rows: list[tuple[str, list[int], list[int], list[int] | None]]) -> pa.Table:
     cols = list(zip(*rows, strict=True))
-    return pa.Table.from_arrays([pa.array(c, f.type) for c, f in zip(cols, CONTENTS, strict=True)],
-                                schema=CONTENTS)
+    return pa.Table.from_arrays(
+        [pa.array(c, f.type) for c, f in zip(cols, CONTENTS, strict=True)], schema=CONTENTS
+    )
 
 
 class Writer(threading.Thread):
