@@ -45,6 +45,17 @@ def serve(engine: Any, rng: random.Random, tag: str, n: int) -> tuple[float, int
     return time.perf_counter() - t0, generated, prompt_tokens
 
 
+def timed(method: Any, spent: list[float]) -> Any:
+    def wrapped(*args: Any) -> Any:
+        t0 = time.perf_counter()
+        try:
+            return method(*args)
+        finally:
+            spent[0] += time.perf_counter() - t0
+
+    return wrapped
+
+
 def disk_bytes(folder: Path) -> int:
     return sum(p.stat().st_size for p in folder.rglob("*.parquet"))
 
@@ -66,14 +77,27 @@ def main() -> None:
         write_model(args.model)
     from vllm import LLM
 
-    llm = LLM(model=str(args.model), skip_tokenizer_init=True, dtype="float32", block_size=32,
-              enable_prefix_caching=True, enforce_eager=True, max_model_len=512, seed=0)
+    llm = LLM(
+        model=str(args.model),
+        skip_tokenizer_init=True,
+        dtype="float32",
+        block_size=32,
+        enable_prefix_caching=True,
+        enforce_eager=True,
+        max_model_len=512,
+        seed=0,
+    )
     engine = llm.llm_engine
     scheduler = engine.engine_core.engine_core.scheduler
     tap = scheduler._kvforensics_tap
+    spent = [0.0]
+    for name in ("step", "free"):
+        setattr(tap, name, timed(getattr(tap, name), spent))
     rng = random.Random(3)
     _s, warm_out, warm_prompt = serve(engine, rng, "warmup", args.requests)
+    spent[0] = 0.0
     rates: dict[bool, list[float]] = {True: [], False: []}
+    busy = {True: 0.0, False: 0.0}
     tokens = {True: 0, False: 0}
     for k in range(2 * args.rounds):
         on = k % 2 == 0
@@ -81,19 +105,30 @@ def main() -> None:
         scheduler.kv_cache_manager._kvforensics_tap = tap if on else None
         seconds, generated, prompt = serve(engine, rng, f"r{k}", args.requests)
         rates[on].append(generated / seconds)
+        busy[on] += seconds
         tokens[on] += generated + prompt
     scheduler._kvforensics_tap = tap
     tap.rec.close()
     for on in (False, True):
         r = rates[on]
-        print(f"tap {'on ' if on else 'off'}: tokens/s median {statistics.median(r):.1f}, "
-              f"min {min(r):.1f}, max {max(r):.1f} over {len(r)} rounds")
+        print(
+            f"tap {'on ' if on else 'off'}: tokens/s median {statistics.median(r):.1f}, "
+            f"min {min(r):.1f}, max {max(r):.1f} over {len(r)} rounds"
+        )
     slow = 1 - statistics.median(rates[True]) / statistics.median(rates[False])
     print(f"slowdown (median over median): {100 * slow:.1f} %")
+    print(
+        f"time inside the tap's hooks: {spent[0]:.3f} s of {busy[True]:.1f} s served with it "
+        f"on = {100 * spent[0] / busy[True]:.2f} %"
+    )
     served = tokens[True] + warm_out + warm_prompt  # the warm-up round was recorded too
     size = disk_bytes(Path(tap_dir))
-    print(f"disk: {size} bytes for about {served} tokens served (prompt + generated) = "
-          f"{size / served * 1e6 / 2**20:.1f} MiB per million tokens")
+    events = tap.rec.recorded
+    print(
+        f"disk: {size} bytes, {events} events ({size / events:.1f} bytes/event) for "
+        f"{served} tokens served (prompt + generated) = "
+        f"{size / served * 1e6 / 2**20:.1f} MiB per million tokens"
+    )
 
 
 if __name__ == "__main__":

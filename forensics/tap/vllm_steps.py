@@ -115,6 +115,8 @@ class StepTracker:
         self.hits.pop(req_id, None)
         held = self.held.pop(req_id, None)
         if held is None:
+            if len(self.gone) > 4096:  # requests aborted before their first step: forget them
+                self.gone.clear()
             self.gone.add(req_id)
             return []
         return self.runs(held, "free", 0, len(held.blocks) * self.bs, with_pos=False)

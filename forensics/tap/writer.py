@@ -130,6 +130,7 @@ class Writer(threading.Thread):
         self._final: tuple[list[Any], list[Any]] | None = None
         self._status = self.out / "tap" / f"status-{stem}.json"
         self._gaps = self.out / "tap" / f"gaps-{stem}.jsonl"
+        self._status_at = 0.0
 
     def run(self) -> None:
         while not self._done.is_set():
@@ -144,7 +145,7 @@ class Writer(threading.Thread):
             self._write("contents", self._final[1])
         self.events.close()
         self.contents.close()
-        self._tick()
+        self._tick(final=True)
 
     def _write(self, kind: str, items: list[Any]) -> None:
         if not items:
@@ -155,7 +156,7 @@ class Writer(threading.Thread):
         else:
             self.contents.write(contents_table(items))
 
-    def _tick(self) -> None:
+    def _tick(self, final: bool = False) -> None:
         self.events.tick()
         self.contents.tick()
         gaps = self.rec.take_gaps()
@@ -163,6 +164,10 @@ class Writer(threading.Thread):
         if gaps:
             with open(self._gaps, "a") as fh:
                 fh.writelines(json.dumps(g, sort_keys=True) + "\n" for g in gaps)
+        now = time.monotonic()
+        if not final and now - self._status_at < 2.0:
+            return
+        self._status_at = now
         status = {
             "node": self.rec.node,
             "pid": os.getpid(),
