@@ -44,7 +44,11 @@ class Settings:
 
 def _int_env(name: str, default: int) -> int:
     raw = os.environ.get(name, "").strip()
-    return int(raw) if raw else default
+    if not raw:
+        return default
+    if not raw.isdigit() or int(raw) <= 0:
+        raise ValueError(f"{name}={raw!r}: give a whole number greater than 0, or unset it")
+    return int(raw)
 
 
 def default_node(port: str | None) -> str:
