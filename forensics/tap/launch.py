@@ -23,7 +23,10 @@ def tap_env(engine: str, out_dir: Path, node: str | None, contents: bool) -> dic
     if contents:
         env["KVFORENSICS_TAP_CONTENTS"] = "1"
     if engine == "sglang":
-        paths = [str(SITE), str(CHECKOUT), env.get("PYTHONPATH", "")]
+        # a source checkout also lends the server its code; an installed package must be
+        # installed in the server's environment too (never put this one's site-packages there)
+        source = (CHECKOUT / "pyproject.toml").is_file()
+        paths = [str(SITE), str(CHECKOUT) if source else "", env.get("PYTHONPATH", "")]
         env["PYTHONPATH"] = os.pathsep.join(p for p in paths if p)
     return env
 
