@@ -187,6 +187,20 @@ def test_injected_faults_are_found_exactly(faulty: dict[str, Any]) -> None:
     )[0]
     assert foreign + blank == 3 * BLOCK and foreign == sum(r[4] for r in stub)
 
+    # contents: what each request was asked and answered; for the stub also what it computed
+    contents = {
+        r: (p, o, x)
+        for r, p, o, x in _rows(
+            db,
+            "SELECT request_id, prompt_token_ids, "
+            "output_token_ids, processed_token_ids FROM contents",
+        )
+    }
+    assert {r: c[1] for r, c in contents.items()} == faulty["outputs"]
+    prompt, _out, processed = contents["stub-1"]
+    assert len(prompt) == 3 * BLOCK + 1 and processed == prompt[-1:]
+    assert all(c[2] is None for r, c in contents.items() if r != "stub-1")
+
     # and the whole ledger agrees with the naive slot-by-slot reading of the semantics
     facts = oracle.run(_events(db))
     prompts = dict(_rows(db, "SELECT request_id, prompt_tokens FROM requests"))
