@@ -20,6 +20,7 @@ from forensics.cli import (  # noqa: F401  (each module registers its commands)
     replay_cmd,
     report_cmd,
     simulate_cmd,
+    tap_cmd,
 )
 from forensics.cli.app import app, console
 from forensics.cli.ray_option import optional_values
