@@ -20,6 +20,11 @@ BOOKKEEPING_TABLES = ("quarantine", "ingest_warnings", "input_files")
 # bench's --memory-limit). Work beyond it spills to disk.
 DEFAULT_MEMORY_LIMIT = "4GB"
 
+# A new case database is written in the storage format of this DuckDB release, so that a
+# responder's DuckDB CLI or Python package of that release or any later one opens it. (DuckDB
+# otherwise writes its newest format, which older releases refuse to read.)
+STORAGE_COMPATIBILITY = "v1.1.0"
+
 
 def connect(
     path: Path | str, *, read_only: bool = False, memory_limit: str | None = None
@@ -29,7 +34,8 @@ def connect(
         DEFAULT_MEMORY_LIMIT)
     if isinstance(path, Path):
         path.parent.mkdir(parents=True, exist_ok=True)
-    con = duckdb.connect(str(path), read_only=read_only)
+    config = {} if read_only else {"storage_compatibility_version": STORAGE_COMPATIBILITY}
+    con = duckdb.connect(str(path), read_only=read_only, config=config)
     con.execute("SET TimeZone = 'UTC'")
     con.execute("SET enable_progress_bar = false")
     if memory_limit:

@@ -1,7 +1,7 @@
 -- An empty stand-in for engine_evidence (written by the log adapters) when a case has none.
 CREATE TEMP TABLE IF NOT EXISTS engine_evidence (
     node       VARCHAR,
-    ts         TIMESTAMP,
+    ts         TIMESTAMPTZ,
     kind       VARCHAR,
     request_id VARCHAR,
     value      BIGINT,

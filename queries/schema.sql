@@ -1,5 +1,5 @@
 -- The case database: loaded inputs, their provenance, and the ingest bookkeeping.
--- Every timestamp is UTC with microsecond precision (TIMESTAMP, no zone: UTC by contract).
+-- Every timestamp is a UTC instant with microsecond precision (TIMESTAMPTZ).
 -- Every loaded row keeps src_file (path relative to the case folder) and src_row (1-based data
 -- row in that file; for CSV the header is not counted, for JSON Lines it is the line number).
 
@@ -7,9 +7,9 @@ CREATE TABLE IF NOT EXISTS requests (
     request_id        VARCHAR NOT NULL,
     account_id        VARCHAR NOT NULL,
     model             VARCHAR NOT NULL,
-    received_at       TIMESTAMP NOT NULL,
-    first_token_at    TIMESTAMP,
-    completed_at      TIMESTAMP,
+    received_at       TIMESTAMPTZ NOT NULL,
+    first_token_at    TIMESTAMPTZ,
+    completed_at      TIMESTAMPTZ,
     http_status       INTEGER NOT NULL,
     prompt_tokens     BIGINT NOT NULL,
     completion_tokens BIGINT,
@@ -22,7 +22,7 @@ CREATE TABLE IF NOT EXISTS requests (
 );
 
 CREATE TABLE IF NOT EXISTS kv_events (
-    ts            TIMESTAMP NOT NULL,
+    ts            TIMESTAMPTZ NOT NULL,
     seq           BIGINT,
     node          VARCHAR NOT NULL,
     request_id    VARCHAR NOT NULL,
@@ -47,7 +47,7 @@ CREATE TABLE IF NOT EXISTS nodes (
     page_size      BIGINT,
     pool_slots     BIGINT,
     context_len    BIGINT,
-    started_at     TIMESTAMP,
+    started_at     TIMESTAMPTZ,
     src_file       VARCHAR NOT NULL,
     src_row        BIGINT NOT NULL
 );

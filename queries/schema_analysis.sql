@@ -13,10 +13,10 @@ CREATE TABLE IF NOT EXISTS exposures (
     leaker_pos_min      BIGINT NOT NULL,  -- leaker's sequence positions held by the run
     leaker_pos_max      BIGINT NOT NULL,
     leaker_part         VARCHAR NOT NULL, -- prompt | generated | mixed
-    first_read_at       TIMESTAMP NOT NULL,
-    last_read_at        TIMESTAMP NOT NULL,
-    first_write_at      TIMESTAMP NOT NULL,
-    last_write_at       TIMESTAMP NOT NULL,
+    first_read_at       TIMESTAMPTZ NOT NULL,
+    last_read_at        TIMESTAMPTZ NOT NULL,
+    first_write_at      TIMESTAMPTZ NOT NULL,
+    last_write_at       TIMESTAMPTZ NOT NULL,
     kind                VARCHAR NOT NULL, -- stale | overwritten | prefix-mismatch
     cross_account       BOOLEAN,          -- NULL when an account is unknown
     confidence          VARCHAR NOT NULL  -- ledger | confirmed (after replay)
@@ -30,8 +30,8 @@ CREATE TABLE IF NOT EXISTS violations (
     slot_count       BIGINT NOT NULL,
     violation        VARCHAR NOT NULL,    -- write-after-free | write-unheld | double-allocation | read-unheld
     other_request_id VARCHAR,             -- the live holder involved, if any
-    first_at         TIMESTAMP NOT NULL,
-    last_at          TIMESTAMP NOT NULL
+    first_at         TIMESTAMPTZ NOT NULL,
+    last_at          TIMESTAMPTZ NOT NULL
 );
 
 -- Per read request and node: what its reads saw, in slots (distinct slots).
@@ -77,8 +77,8 @@ CREATE TABLE IF NOT EXISTS affected_requests (
     confidence          VARCHAR NOT NULL,  -- confirmed | ledger | possible
     tokens              BIGINT,            -- NULL for possible-only
     counterpart_requests BIGINT NOT NULL,
-    first_affected_at   TIMESTAMP,
-    last_affected_at    TIMESTAMP
+    first_affected_at   TIMESTAMPTZ,
+    last_affected_at    TIMESTAMPTZ
 );
 
 -- One row per (side, account). Cross-account only. tokens and requests as DESIGN §6 defines.
@@ -91,7 +91,7 @@ CREATE TABLE IF NOT EXISTS affected_accounts (
     confidence           VARCHAR NOT NULL,
     requests             BIGINT NOT NULL,
     tokens               BIGINT,
-    first_affected_at    TIMESTAMP,
-    last_affected_at     TIMESTAMP,
+    first_affected_at    TIMESTAMPTZ,
+    last_affected_at     TIMESTAMPTZ,
     counterpart_accounts BIGINT NOT NULL
 );

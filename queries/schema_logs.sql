@@ -20,7 +20,7 @@ CREATE TABLE IF NOT EXISTS node_facts (
 --   deferred-release-timeout: timeout in seconds (rounded) / NULL
 CREATE TABLE IF NOT EXISTS engine_evidence (
     node           VARCHAR NOT NULL,
-    ts             TIMESTAMP,          -- as written in the log (node-local clock), NULL if none
+    ts             TIMESTAMPTZ,          -- as written in the log (node-local clock), NULL if none
     kind           VARCHAR NOT NULL,   -- exceeds-max-tokens | input-too-long | kv-checksum-mismatch | kv-canary-violation | deferred-release-timeout
     request_id     VARCHAR,
     value          BIGINT,
