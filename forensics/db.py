@@ -11,7 +11,7 @@ from forensics.ingest.sqlrun import run_script
 from forensics.resources import sql
 
 INPUT_TABLES = ("requests", "kv_events", "nodes", "accounts", "contents",
-                "node_facts", "engine_evidence", "log_files")
+                "node_starts", "node_disagreements", "node_facts", "engine_evidence", "log_files")
 BOOKKEEPING_TABLES = ("quarantine", "ingest_warnings", "input_files")
 
 
@@ -34,7 +34,9 @@ def connect(
         DEFAULT_MEMORY_LIMIT)
     if isinstance(path, Path):
         path.parent.mkdir(parents=True, exist_ok=True)
-    config = {} if read_only else {"storage_compatibility_version": STORAGE_COMPATIBILITY}
+    config: dict[str, str | bool | int | float | list[str]] = (
+        {} if read_only else {"storage_compatibility_version": STORAGE_COMPATIBILITY}
+    )
     con = duckdb.connect(str(path), read_only=read_only, config=config)
     con.execute("SET TimeZone = 'UTC'")
     con.execute("SET enable_progress_bar = false")

@@ -1,5 +1,33 @@
--- Tables written from the engines' own logs (a case's logs/ folder). Node rows go into the
--- `nodes` table of schema.sql (src_file = the log, src_row = the line of the pool size).
+-- Tables written from the engines' own logs (a case's logs/ folder). A node that only the logs
+-- name also gets its one row in `nodes` (schema.sql), from its last engine start.
+
+-- One row per node and engine start found in its logs (src_file = the log, src_row = the line
+-- of the pool size, or of the first value read).
+CREATE TABLE IF NOT EXISTS node_starts (
+    node           VARCHAR NOT NULL,
+    role           VARCHAR,              -- prefill | decode | unified
+    model          VARCHAR,
+    engine         VARCHAR,
+    engine_version VARCHAR,
+    page_size      BIGINT,
+    pool_slots     BIGINT,
+    context_len    BIGINT,
+    started_at     TIMESTAMPTZ,
+    src_file       VARCHAR NOT NULL,
+    src_row        BIGINT NOT NULL
+);
+
+-- Where the nodes file and an engine start in the logs disagree, one row per field.
+CREATE TABLE IF NOT EXISTS node_disagreements (
+    node       VARCHAR NOT NULL,
+    field      VARCHAR NOT NULL,         -- pool_slots | context_len | page_size | role | engine
+    in_nodes   VARCHAR,
+    in_log     VARCHAR,
+    nodes_file VARCHAR,
+    nodes_row  BIGINT,
+    log_file   VARCHAR,
+    log_line   BIGINT
+);
 
 -- Every node value read from a log, with the line it came from. `run` numbers the engine starts
 -- found in a node's logs (0 = first); `source` names the kind of line, or 'default'.

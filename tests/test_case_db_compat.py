@@ -53,11 +53,15 @@ def _old_python(cache_dir: Path) -> Path:
     venv.create(cache_dir, with_pip=True, clear=True)
     done = subprocess.run(
         [str(python), "-m", "pip", "install", "-q", f"duckdb=={OLD_DUCKDB}"],
-        capture_output=True, text=True, timeout=600,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     if done.returncode != 0:
-        pytest.skip(f"cannot install duckdb=={OLD_DUCKDB} from the package index: "
-                    f"{done.stderr.strip()[-300:]}")
+        pytest.skip(
+            f"cannot install duckdb=={OLD_DUCKDB} from the package index: "
+            f"{done.stderr.strip()[-300:]}"
+        )
     return python
 
 
@@ -76,8 +80,9 @@ def case_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _read_with(python: Path, db: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(python), "-c", READER, str(db)], capture_output=True, text=True,
-                          timeout=120)
+    return subprocess.run(
+        [str(python), "-c", READER, str(db)], capture_output=True, text=True, timeout=120
+    )
 
 
 def test_case_opens_in_duckdb_1_1(old_python: Path, case_db: Path) -> None:

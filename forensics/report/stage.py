@@ -13,9 +13,15 @@ import duckdb
 
 from forensics.errors import CaseError
 from forensics.notify.deadlines import iso_utc, load_rules, parse_aware_at
-from forensics.notify.exports import build_exports, notify_plan, write_exports, write_summary
+from forensics.notify.exports import (
+    build_exports,
+    cleanup,
+    notify_plan,
+    write_exports,
+    write_summary,
+)
 from forensics.notify.notices import write_notices
-from forensics.notify.timeline import timeline_rows, write_timeline
+from forensics.notify.timeline import write_timeline
 from forensics.pipeline import RunContext
 from forensics.report.casedb import stand_ins
 from forensics.report.context import NotifyPlanRow
@@ -76,11 +82,12 @@ def write_all(
         result.missing_tables = missing
         exports = build_exports(con, aware_at, rules)
         notes = out_dir / "notifications"
-        result.written += write_exports(exports, notes)
+        result.written += write_exports(con, notes)
+        cleanup(con)
         result.written.append(
             write_summary(notes / "summary.json", exports, aware_at, rules, missing))
         result.written += write_notices(exports, notes / "notices", sender)
-        result.written.append(write_timeline(out_dir / "timeline.csv", timeline_rows(con)))
+        result.written += write_timeline(con, out_dir)
         plan = [NotifyPlanRow(**row) for row in notify_plan(exports)]
         context = build_context(con, case_label=case_label, missing=missing,
                                 manifest=read_manifest(out_dir) if manifest is None else manifest,
