@@ -56,7 +56,8 @@ def investigate(
     reset_queries_used()
     out_dir.mkdir(parents=True, exist_ok=True)
     con = connect(out_dir / "case.duckdb")
-    ctx = RunContext(case_dir, out_dir, con, params=options.params(), progress=progress)
+    ctx = RunContext(case_dir, out_dir, con, params=options.params(), progress=progress,
+                     run_id=started)
     ctx.wrote(out_dir / "case.duckdb")
     try:
         for spec in stages():

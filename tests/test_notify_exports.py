@@ -202,7 +202,9 @@ def test_counterparts_counted_cross_account_only_and_replay_confirms(tmp_path: P
                         "acct-6": "ledger"}
 
 
-def test_outputs_are_byte_identical(tmp_path: Path) -> None:
+def test_outputs_are_byte_identical(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The report's header carries its generation time; SOURCE_DATE_EPOCH fixes it.
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1787900000")
     first = _run(tmp_path / "a", seq_tables())
     second = _run(tmp_path / "b", seq_tables())
     files = sorted(p.relative_to(first) for p in first.rglob("*") if p.is_file())
