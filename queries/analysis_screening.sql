@@ -30,7 +30,7 @@ WITH pool AS (
                      p.started_at DESC NULLS LAST, p.src_file, p.src_row
             LIMIT 1) AS pool_slots,
            (epoch_us(q.first_token_at) - epoch_us(q.received_at)) / 1000.0 AS ttft_ms
-    FROM analysis_requests q
+    FROM work.analysis_requests q
 ), r AS (
     SELECT *, http_status = 200 AND prompt_tokens > pool_slots AS over_pool FROM r0
 ), normal AS (
