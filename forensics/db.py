@@ -9,6 +9,7 @@ import duckdb
 
 from forensics.ingest.sqlrun import run_script
 from forensics.resources import sql
+from forensics.schema_docs import apply_comments
 
 INPUT_TABLES = ("requests", "kv_events", "nodes", "accounts", "contents",
                 "node_starts", "node_disagreements", "node_facts", "engine_evidence", "log_files")
@@ -46,6 +47,7 @@ def connect(
     if not read_only:
         run_script(con, sql("schema"))
         run_script(con, sql("schema_logs"))
+        apply_comments(con)
     return con
 
 

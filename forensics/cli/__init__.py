@@ -21,7 +21,7 @@ from forensics.cli import (  # noqa: F401  (each module registers its commands)
     report_cmd,
     simulate_cmd,
 )
-from forensics.cli.app import app, console
+from forensics.cli.app import app, command, console
 from forensics.errors import KvfError
 
 __all__ = ["app", "main", "run"]
@@ -30,7 +30,7 @@ __all__ = ["app", "main", "run"]
 def run(argv: list[str] | None = None) -> int:
     """Run the CLI with `argv` and return the exit code instead of exiting."""
     try:
-        result = app(args=argv, prog_name="kvforensics", standalone_mode=False)
+        result = command().main(args=argv, prog_name="kvforensics", standalone_mode=False)
     except KvfError as exc:
         console.print(f"[bold red]error:[/] {escape(str(exc))}")
         return exc.exit_code
