@@ -1,6 +1,7 @@
 -- The incident's timeline as a TEMP table, one line per event: exposure runs, ownership
 -- violations, screened suspects, engine log evidence and engine starts (each start once: a
--- start logged by the engine and also given in the nodes file is one event). Typed: event_at
+-- start logged by the engine and also given in the nodes file at the same time is one event,
+-- with the values the engine logged). Typed: event_at
 -- TIMESTAMPTZ, slots BIGINT, NULL where a value does not apply. timeline_csv and
 -- timeline_jsonl write it in Timesketch's import formats.
 CREATE OR REPLACE TEMP TABLE timeline_lines AS
@@ -32,8 +33,11 @@ WITH events AS (
            NULL, role, NULL,
            'pool_slots=' || coalesce(CAST(pool_slots AS VARCHAR), '?') ||
            ' context_len=' || coalesce(CAST(context_len AS VARCHAR), '?')
-    FROM (SELECT node, started_at, role, pool_slots, context_len FROM nodes
-          UNION SELECT node, started_at, role, pool_slots, context_len FROM node_starts)
+    FROM (SELECT node, started_at, role, pool_slots, context_len FROM node_starts
+          UNION ALL
+          SELECT n.node, n.started_at, n.role, n.pool_slots, n.context_len FROM nodes n
+          WHERE NOT EXISTS (SELECT 1 FROM node_starts s
+                            WHERE s.node = n.node AND s.started_at = n.started_at))
     WHERE started_at IS NOT NULL
 )
 SELECT CAST(event_at AS TIMESTAMPTZ) AS event_at, event_type, timestamp_desc, node, request_id,

@@ -53,13 +53,16 @@ def test_engine_start_once_and_jsonl_agrees(tmp_path: Path) -> None:
     holds the same events as timeline.csv."""
     tables = seq_tables()
     start = dict(tables["nodes"][0])
-    add_rows(tables, "node_starts", [{**start, "src_file": "logs/n1.log", "src_row": 3}])
+    # the log says another pool size than the nodes file: still one start, the engine's values
+    add_rows(tables, "node_starts", [{**start, "pool_slots": 7, "src_file": "logs/n1.log",
+                                      "src_row": 3}])
     con = open_case(build_case(tmp_path / "case.duckdb", tables, schemas=every_schema()))
     write_all(con, tmp_path / "out")
     con.close()
     with (tmp_path / "out" / "timeline.csv").open(newline="") as handle:
         rows = list(csv.DictReader(handle))
-    assert [r["event_type"] for r in rows].count("engine-start") == 1
+    starts = [r for r in rows if r["event_type"] == "engine-start"]
+    assert len(starts) == 1 and "pool_slots=7 " in starts[0]["detail"] + " "
     lines = [
         json.loads(line) for line in (tmp_path / "out" / "timeline.jsonl").read_text().splitlines()
     ]
