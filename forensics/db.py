@@ -9,9 +9,10 @@ import duckdb
 
 from forensics.ingest.sqlrun import run_script
 from forensics.resources import sql
+from forensics.schema_docs import apply_comments
 
 INPUT_TABLES = ("requests", "kv_events", "nodes", "accounts", "contents",
-                "node_facts", "engine_evidence", "log_files")
+                "node_starts", "node_disagreements", "node_facts", "engine_evidence", "log_files")
 BOOKKEEPING_TABLES = ("quarantine", "ingest_warnings", "input_files")
 
 
@@ -19,6 +20,11 @@ BOOKKEEPING_TABLES = ("quarantine", "ingest_warnings", "input_files")
 # it, so the case database gets a fixed budget (override with KVFORENSICS_MEMORY_LIMIT or the
 # bench's --memory-limit). Work beyond it spills to disk.
 DEFAULT_MEMORY_LIMIT = "4GB"
+
+# A new case database is written in the storage format of this DuckDB release, so that a
+# responder's DuckDB CLI or Python package of that release or any later one opens it. (DuckDB
+# otherwise writes its newest format, which older releases refuse to read.)
+STORAGE_COMPATIBILITY = "v1.1.0"
 
 
 def connect(
@@ -29,7 +35,10 @@ def connect(
         DEFAULT_MEMORY_LIMIT)
     if isinstance(path, Path):
         path.parent.mkdir(parents=True, exist_ok=True)
-    con = duckdb.connect(str(path), read_only=read_only)
+    config: dict[str, str | bool | int | float | list[str]] = (
+        {} if read_only else {"storage_compatibility_version": STORAGE_COMPATIBILITY}
+    )
+    con = duckdb.connect(str(path), read_only=read_only, config=config)
     con.execute("SET TimeZone = 'UTC'")
     con.execute("SET enable_progress_bar = false")
     if memory_limit:
@@ -38,6 +47,7 @@ def connect(
     if not read_only:
         run_script(con, sql("schema"))
         run_script(con, sql("schema_logs"))
+        apply_comments(con)
     from forensics.ledger.store import attach
 
     attach(con)  # a ledger kept outside the database: kv_events is a view over its parts

@@ -7,10 +7,12 @@ from pathlib import Path
 from typing import Any
 
 from forensics.db import connect
+from forensics.errors import UsageError
 from forensics.manifest import build_manifest, utc_now, write_manifest
 from forensics.pipeline import RunContext, stages
 from forensics.progress import ProgressFn, no_progress
 from forensics.resources import reset_queries_used
+from forensics.schema_docs import apply_comments
 
 
 @dataclass
@@ -57,16 +59,20 @@ class InvestigateResult:
 def investigate(
     case_dir: Path, out_dir: Path, options: InvestigateOptions, progress: ProgressFn = no_progress
 ) -> InvestigateResult:
+    if not case_dir.is_dir():  # before anything is created under OUT
+        raise UsageError(f"case folder not found: {case_dir}; nothing was written to {out_dir}")
     started = utc_now()
     reset_queries_used()
     out_dir.mkdir(parents=True, exist_ok=True)
     con = connect(out_dir / "case.duckdb")
-    ctx = RunContext(case_dir, out_dir, con, params=options.params(), progress=progress)
+    ctx = RunContext(case_dir, out_dir, con, params=options.params(), progress=progress,
+                     run_id=started)
     ctx.wrote(out_dir / "case.duckdb")
     try:
         for spec in stages():
             progress(spec.name, 0, None)
             ctx.summaries[spec.name] = spec.run(ctx)
+        apply_comments(con)  # every stage's tables described in the case database
     finally:
         con.close()
     manifest_path = ctx.wrote(out_dir / "manifest.json")

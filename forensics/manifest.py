@@ -1,8 +1,8 @@
 """OUT/manifest.json: the evidence manifest of a run.
 
-Everything in it is a function of the inputs and parameters, except `started_at`, `finished_at`
-and `run_id` (which identify the run), so the same inputs give the same manifest apart from
-those three fields."""
+Everything in it is a function of the inputs and parameters, except `started_at`, `finished_at`,
+`generated_at` and `run_id` (which identify the run), so the same inputs give the same manifest
+apart from those four fields."""
 
 from __future__ import annotations
 
@@ -39,6 +39,7 @@ def build_manifest(
         "run_id": f"{started_at}",
         "started_at": started_at,
         "finished_at": finished_at,
+        "generated_at": finished_at,
         "command": command,
         "parameters": params,
         "inputs": inputs,

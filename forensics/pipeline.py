@@ -25,6 +25,7 @@ class RunContext:
     written: list[Path] = field(default_factory=list)
     progress: ProgressFn = no_progress
     ingest: Any = None  # the IngestResult of this run, once ingest has run
+    run_id: str = ""  # names this run in the manifest and the report
 
     def wrote(self, path: Path) -> Path:
         self.written.append(path)

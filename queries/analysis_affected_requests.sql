@@ -17,7 +17,7 @@ WITH ledger AS (
     FROM exposure_tokens WHERE cross_account GROUP BY ALL
 ), pairs AS (
     SELECT p.*, q.received_at FROM possible_exposures p
-    JOIN analysis_requests q ON q.request_id = p.receiver_request_id
+    JOIN work.analysis_requests q ON q.request_id = p.receiver_request_id
     WHERE p.cross_account
 ), possible AS (
     SELECT 'receiving' AS side, receiver_request_id AS request_id,

@@ -1,7 +1,7 @@
--- An empty stand-in for engine_evidence (written by the log adapters) when a case has none.
+-- Empty stand-ins for the tables the log adapters write, when a case database has none.
 CREATE TEMP TABLE IF NOT EXISTS engine_evidence (
     node       VARCHAR,
-    ts         TIMESTAMP,
+    ts         TIMESTAMPTZ,
     kind       VARCHAR,
     request_id VARCHAR,
     value      BIGINT,
@@ -9,4 +9,16 @@ CREATE TEMP TABLE IF NOT EXISTS engine_evidence (
     message    VARCHAR,
     src_file   VARCHAR,
     src_line   BIGINT
+);
+
+-- Likewise for the engine starts and the log files.
+CREATE TEMP TABLE IF NOT EXISTS node_starts (
+    node        VARCHAR,
+    pool_slots  BIGINT,
+    started_at  TIMESTAMPTZ,
+    src_file    VARCHAR,
+    src_row     BIGINT
+);
+CREATE TEMP TABLE IF NOT EXISTS log_files (
+    path VARCHAR
 );

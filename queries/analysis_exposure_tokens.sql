@@ -1,6 +1,8 @@
 -- exposure_tokens: docs/DESIGN.md §6 token exposures per (receiver request, node, leaker request): the
 -- distinct slots of that pair on that node, whatever the kind or how often they were read.
-CREATE OR REPLACE TABLE exposure_tokens AS
+DELETE FROM exposure_tokens;
+
+INSERT INTO exposure_tokens BY NAME
 WITH reach AS (
     SELECT *, max(slot_start + slot_count) OVER (
         PARTITION BY receiver_request_id, node, leaker_request_id

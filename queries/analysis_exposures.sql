@@ -13,7 +13,7 @@ WITH piece AS (
            we.pos_start + (p.slot_start - we.slot_start) AS pos_lo,
            we.pos_start + (p.slot_end - 1 - we.slot_start) AS pos_hi,
            we.source, re.ts AS read_at, we.ts AS write_at, we.request_id AS leaker_request_id
-    FROM analysis_exposure_pieces p
+    FROM work.analysis_exposure_pieces p
     JOIN kv_events re ON re.input_order = p.read_key
     JOIN kv_events we ON we.input_order = p.write_key
 ), parted AS (
@@ -24,7 +24,7 @@ WITH piece AS (
            CASE WHEN source IN ('prefill', 'transfer') THEN false
                 WHEN source = 'decode' THEN true
                 ELSE lr.prompt_tokens IS NOT NULL AND pos_hi >= lr.prompt_tokens END AS has_generated
-    FROM piece LEFT JOIN analysis_requests lr ON lr.request_id = piece.leaker_request_id
+    FROM piece LEFT JOIN work.analysis_requests lr ON lr.request_id = piece.leaker_request_id
 ), runs AS (
     SELECT node, receiver_code, leaker_code, kind_code,
            min(slot_start) AS slot_start, max(slot_end) - min(slot_start) AS slot_count,
@@ -42,8 +42,8 @@ SELECT rc.request_id AS receiver_request_id, lc.request_id AS leaker_request_id,
        rr.account_id AS receiver_account_id, lr.account_id AS leaker_account_id,
        rr.account_id <> lr.account_id AS cross_account, 'ledger' AS confidence
 FROM runs
-JOIN analysis_request_codes rc ON rc.req_code = runs.receiver_code
-JOIN analysis_request_codes lc ON lc.req_code = runs.leaker_code
-LEFT JOIN analysis_requests rr ON rr.request_id = rc.request_id
-LEFT JOIN analysis_requests lr ON lr.request_id = lc.request_id
+JOIN work.analysis_request_codes rc ON rc.req_code = runs.receiver_code
+JOIN work.analysis_request_codes lc ON lc.req_code = runs.leaker_code
+LEFT JOIN work.analysis_requests rr ON rr.request_id = rc.request_id
+LEFT JOIN work.analysis_requests lr ON lr.request_id = lc.request_id
 ORDER BY node, receiver_request_id, leaker_request_id, slot_start, kind;

@@ -9,7 +9,7 @@ DELETE FROM possible_exposures;
 INSERT INTO possible_exposures BY NAME
 WITH suspect AS (
     SELECT s.request_id, s.account_id, s.decode_node, q.received_at
-    FROM screening s JOIN analysis_requests q USING (request_id)
+    FROM screening s JOIN work.analysis_requests q USING (request_id)
     WHERE NOT s.ledger_covered AND s.decode_node IS NOT NULL
       AND len(list_intersect(s.reasons, ['over-pool', 'fast-ttft', 'engine-rejected',
                                          'kv-checksum-mismatch', 'kv-canary-violation'])) > 0
@@ -18,7 +18,7 @@ SELECT s.request_id AS receiver_request_id, s.account_id AS receiver_account_id,
        l.request_id AS leaker_request_id, l.account_id AS leaker_account_id,
        s.decode_node AS node, s.account_id <> l.account_id AS cross_account
 FROM suspect s
-JOIN analysis_requests l
+JOIN work.analysis_requests l
   ON l.serving_decode_node = s.decode_node AND l.request_id <> s.request_id
  AND l.received_at <= s.received_at
  AND coalesce(l.completed_at, l.first_token_at, l.received_at)

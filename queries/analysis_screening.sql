@@ -1,7 +1,7 @@
 -- screening: every request of the gateway log, screened without the ledger (docs/DESIGN.md §4).
 -- Reasons:
 --   over-pool   status 200 and prompt_tokens > pool_slots of the serving prefill node (its row
---               from the nodes file; else the engine start-up log row in effect at received_at,
+--               from the nodes file; else the engine start (node_starts) in effect at received_at,
 --               the latest start at or before it, else the earliest);
 --   fast-ttft   time to first token below expected / factor, where expected = prompt_tokens /
 --               the prefill node's median rate, the median taken over log(prompt_tokens / ttft)
@@ -16,9 +16,12 @@ DELETE FROM screening;
 
 INSERT INTO screening BY NAME
 WITH pool AS (
-    SELECT n.node, n.pool_slots, n.started_at, n.src_file, n.src_row,
-           n.src_file NOT IN (SELECT path FROM input_files WHERE table_name = 'nodes') AS from_log
-    FROM nodes n WHERE n.pool_slots IS NOT NULL
+    SELECT n.node, n.pool_slots, n.started_at, n.src_file, n.src_row, false AS from_log
+    FROM nodes n
+    WHERE n.pool_slots IS NOT NULL AND n.src_file NOT IN (SELECT path FROM log_files)
+    UNION ALL
+    SELECT s.node, s.pool_slots, s.started_at, s.src_file, s.src_row, true AS from_log
+    FROM node_starts s WHERE s.pool_slots IS NOT NULL
 ), r0 AS (
     SELECT q.*,
            (SELECT p.pool_slots FROM pool p
@@ -27,7 +30,7 @@ WITH pool AS (
                      p.started_at DESC NULLS LAST, p.src_file, p.src_row
             LIMIT 1) AS pool_slots,
            (epoch_us(q.first_token_at) - epoch_us(q.received_at)) / 1000.0 AS ttft_ms
-    FROM analysis_requests q
+    FROM work.analysis_requests q
 ), r AS (
     SELECT *, http_status = 200 AND prompt_tokens > pool_slots AS over_pool FROM r0
 ), normal AS (

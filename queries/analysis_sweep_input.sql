@@ -13,5 +13,5 @@ SELECT CASE WHEN $by_seq THEN c.seq ELSE epoch_us(c.ts) * 8 + c.op_code END AS r
        c.input_order AS event_key, c.op_code, r.req_code, c.slot_start, c.slot_count,
        coalesce(h.hash_code, -1) AS hash_code
 FROM coded c
-JOIN analysis_request_codes r USING (request_id)
-LEFT JOIN analysis_hash_codes h USING (content_hash);
+JOIN work.analysis_request_codes r USING (request_id)
+LEFT JOIN work.analysis_hash_codes h USING (content_hash);

@@ -8,9 +8,9 @@ WITH piece AS (
            ['write-after-free', 'write-unheld', 'double-allocation', 'read-unheld']
                [p.violation_code + 1] AS violation,
            o.request_id AS other_request_id
-    FROM analysis_violation_pieces p
+    FROM work.analysis_violation_pieces p
     JOIN kv_events e ON e.input_order = p.event_key
-    LEFT JOIN analysis_request_codes o ON o.req_code = p.other_code
+    LEFT JOIN work.analysis_request_codes o ON o.req_code = p.other_code
 ), reach AS (
     SELECT *, max(slot_end) OVER (
         PARTITION BY request_id, node, violation, other_request_id

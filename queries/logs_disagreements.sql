@@ -1,9 +1,8 @@
--- Where a node's row from a nodes file and its row from a log disagree (logs: logs_files_in).
--- Both rows stay in `nodes`; the analysis takes the file's row first.
-WITH log_rows AS (
-    SELECT * FROM nodes WHERE src_file IN (SELECT path FROM logs_files_in)
-), file_rows AS (
-    SELECT * FROM nodes WHERE src_file NOT IN (SELECT path FROM logs_files_in)
+-- Where a node's row from a nodes file and an engine start in its logs disagree; kept in
+-- node_disagreements (the nodes file's row is the node's row in `nodes`).
+INSERT INTO node_disagreements
+WITH file_rows AS (
+    SELECT * FROM nodes WHERE src_file NOT IN (SELECT path FROM log_files)
 ), pairs AS (
     SELECT l.node, f.src_file AS nodes_file, f.src_row AS nodes_row,
            l.src_file AS log_file, l.src_row AS log_line,
@@ -14,7 +13,7 @@ WITH log_rows AS (
                {'field': 'role', 'in_nodes': f.role, 'in_log': l.role},
                {'field': 'engine', 'in_nodes': f.engine, 'in_log': l.engine}
            ] AS fields
-    FROM log_rows l JOIN file_rows f ON f.node = l.node
+    FROM node_starts l JOIN file_rows f ON f.node = l.node
 )
 SELECT node, c.field, c.in_nodes, c.in_log, nodes_file, nodes_row, log_file, log_line
 FROM pairs, UNNEST(fields) AS t(c)

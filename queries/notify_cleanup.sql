@@ -1,2 +1,4 @@
--- Drop the TEMP view made by notify_request_rows.
+-- Drop the TEMP tables and view the notification lists were built in.
 DROP VIEW IF EXISTS notify_request_rows;
+DROP TABLE IF EXISTS notify_lists;
+DROP TABLE IF EXISTS notify_rules;

@@ -1,7 +1,9 @@
 -- Requests answered 200 whose prompt is longer than the KV pool of the node that prefilled it
 -- (the prefill node, else the single node, else the decode node). $1: how many to list.
 WITH pools AS (
-    SELECT node, min(pool_slots) AS pool_slots FROM nodes GROUP BY node
+    SELECT node, min(pool_slots) AS pool_slots
+    FROM (SELECT node, pool_slots FROM nodes UNION ALL SELECT node, pool_slots FROM node_starts)
+    GROUP BY node
 ),
 over AS (
     SELECT r.request_id, r.account_id, r.prompt_tokens, r.http_status,

@@ -3,20 +3,20 @@
 
 -- One row per (receiver request, leaker request, node, kind, contiguous slot run).
 CREATE TABLE IF NOT EXISTS exposures (
-    receiver_request_id VARCHAR NOT NULL,
+    receiver_request_id VARCHAR NOT NULL,  -- the request that read another request's data
     receiver_account_id VARCHAR,          -- NULL when the request is not in the request log
-    leaker_request_id   VARCHAR NOT NULL,
-    leaker_account_id   VARCHAR,
-    node                VARCHAR NOT NULL,
-    slot_start          BIGINT NOT NULL,
-    slot_count          BIGINT NOT NULL,
-    leaker_pos_min      BIGINT NOT NULL,  -- leaker's sequence positions held by the run
-    leaker_pos_max      BIGINT NOT NULL,
+    leaker_request_id   VARCHAR NOT NULL,  -- the request whose data was read
+    leaker_account_id   VARCHAR,  -- its account (NULL when not in the request log)
+    node                VARCHAR NOT NULL,  -- engine node where it happened
+    slot_start          BIGINT NOT NULL,  -- first slot of the contiguous run
+    slot_count          BIGINT NOT NULL,  -- slots in the run
+    leaker_pos_min      BIGINT NOT NULL,  -- lowest leaker sequence position held by the run
+    leaker_pos_max      BIGINT NOT NULL,  -- highest leaker sequence position held by the run
     leaker_part         VARCHAR NOT NULL, -- prompt | generated | mixed
-    first_read_at       TIMESTAMP NOT NULL,
-    last_read_at        TIMESTAMP NOT NULL,
-    first_write_at      TIMESTAMP NOT NULL,
-    last_write_at       TIMESTAMP NOT NULL,
+    first_read_at       TIMESTAMPTZ NOT NULL,  -- first read of the run
+    last_read_at        TIMESTAMPTZ NOT NULL,  -- last read of the run
+    first_write_at      TIMESTAMPTZ NOT NULL,  -- first write of the leaker's data read
+    last_write_at       TIMESTAMPTZ NOT NULL,  -- last write of the leaker's data read
     kind                VARCHAR NOT NULL, -- stale | overwritten | prefix-mismatch
     cross_account       BOOLEAN,          -- NULL when an account is unknown
     confidence          VARCHAR NOT NULL  -- ledger | confirmed (after replay)
@@ -24,74 +24,88 @@ CREATE TABLE IF NOT EXISTS exposures (
 
 -- One row per (request, node, violation, other request, contiguous slot run).
 CREATE TABLE IF NOT EXISTS violations (
-    request_id       VARCHAR NOT NULL,
-    node             VARCHAR NOT NULL,
-    slot_start       BIGINT NOT NULL,
-    slot_count       BIGINT NOT NULL,
+    request_id       VARCHAR NOT NULL,  -- the request whose event broke ownership
+    node             VARCHAR NOT NULL,  -- engine node
+    slot_start       BIGINT NOT NULL,  -- first slot of the run
+    slot_count       BIGINT NOT NULL,  -- slots in the run
     violation        VARCHAR NOT NULL,    -- write-after-free | write-unheld | double-allocation | read-unheld
     other_request_id VARCHAR,             -- the live holder involved, if any
-    first_at         TIMESTAMP NOT NULL,
-    last_at          TIMESTAMP NOT NULL
+    first_at         TIMESTAMPTZ NOT NULL,  -- first event of the run
+    last_at          TIMESTAMPTZ NOT NULL  -- last event of the run
 );
 
 -- Per read request and node: what its reads saw, in slots (distinct slots).
 CREATE TABLE IF NOT EXISTS read_stats (
-    request_id          VARCHAR NOT NULL,
-    node                VARCHAR NOT NULL,
-    reads               BIGINT NOT NULL,
-    own_slots           BIGINT NOT NULL,
+    request_id          VARCHAR NOT NULL,  -- the reading request
+    node                VARCHAR NOT NULL,  -- engine node
+    reads               BIGINT NOT NULL,  -- read events
+    own_slots           BIGINT NOT NULL,  -- slots holding its own data
     shared_verified     BIGINT NOT NULL,   -- prefix-cache hits whose hashes match
     shared_unverified   BIGINT NOT NULL,   -- prefix-cache hits with no hash to compare
-    foreign_slots       BIGINT NOT NULL,
-    uninitialised_slots BIGINT NOT NULL
+    foreign_slots       BIGINT NOT NULL,  -- slots holding another request's data
+    uninitialised_slots BIGINT NOT NULL  -- slots never written (not a leak)
 );
 
 -- Screening from the gateway log and node facts, for every request (ledger or not).
 CREATE TABLE IF NOT EXISTS screening (
-    request_id      VARCHAR NOT NULL,
-    account_id      VARCHAR NOT NULL,
-    prefill_node    VARCHAR,
-    decode_node     VARCHAR,
+    request_id      VARCHAR NOT NULL,  -- the request
+    account_id      VARCHAR NOT NULL,  -- its account
+    prefill_node    VARCHAR,  -- serving prefill node
+    decode_node     VARCHAR,  -- serving decode node
     reasons         VARCHAR[] NOT NULL,   -- e.g. over-pool, fast-ttft, engine-rejected
-    ttft_ms         DOUBLE,
-    expected_ttft_ms DOUBLE,
+    ttft_ms         DOUBLE,  -- time to first token
+    expected_ttft_ms DOUBLE,  -- expected from the node's normal prefill rate
     ledger_covered  BOOLEAN NOT NULL      -- a ledger covers its decode node at that time
 );
 
 -- Possible (screened) exposure pairs: suspect receiver and every request in the window before
 -- it on the same decode node.
 CREATE TABLE IF NOT EXISTS possible_exposures (
-    receiver_request_id VARCHAR NOT NULL,
-    receiver_account_id VARCHAR NOT NULL,
-    leaker_request_id   VARCHAR NOT NULL,
-    leaker_account_id   VARCHAR NOT NULL,
-    node                VARCHAR NOT NULL,
-    cross_account       BOOLEAN NOT NULL
+    receiver_request_id VARCHAR NOT NULL,  -- suspect receiver
+    receiver_account_id VARCHAR NOT NULL,  -- its account
+    leaker_request_id   VARCHAR NOT NULL,  -- a request active before it on the same decode node
+    leaker_account_id   VARCHAR NOT NULL,  -- its account
+    node                VARCHAR NOT NULL,  -- the decode node
+    cross_account       BOOLEAN NOT NULL  -- the accounts differ
 );
 
 -- One row per (side, request): side is receiving or leaking. Cross-account only.
 CREATE TABLE IF NOT EXISTS affected_requests (
-    side                VARCHAR NOT NULL,
-    request_id          VARCHAR NOT NULL,
-    account_id          VARCHAR NOT NULL,
+    side                VARCHAR NOT NULL,  -- receiving or leaking
+    request_id          VARCHAR NOT NULL,  -- the request
+    account_id          VARCHAR NOT NULL,  -- its account
     confidence          VARCHAR NOT NULL,  -- confirmed | ledger | possible
     tokens              BIGINT,            -- NULL for possible-only
-    counterpart_requests BIGINT NOT NULL,
-    first_affected_at   TIMESTAMP,
-    last_affected_at    TIMESTAMP
+    counterpart_requests BIGINT NOT NULL,  -- requests on the other side (counted, never named)
+    first_affected_at   TIMESTAMPTZ,  -- first exposure read
+    last_affected_at    TIMESTAMPTZ  -- last exposure read
 );
 
 -- One row per (side, account). Cross-account only. tokens and requests as docs/DESIGN.md §6 defines.
 CREATE TABLE IF NOT EXISTS affected_accounts (
-    side                 VARCHAR NOT NULL,
-    account_id           VARCHAR NOT NULL,
-    name                 VARCHAR,
-    contact_email        VARCHAR,
-    jurisdiction         VARCHAR,
-    confidence           VARCHAR NOT NULL,
-    requests             BIGINT NOT NULL,
-    tokens               BIGINT,
-    first_affected_at    TIMESTAMP,
-    last_affected_at     TIMESTAMP,
-    counterpart_accounts BIGINT NOT NULL
+    side                 VARCHAR NOT NULL,  -- receiving or leaking
+    account_id           VARCHAR NOT NULL,  -- the account
+    name                 VARCHAR,  -- from the accounts table
+    contact_email        VARCHAR,  -- from the accounts table
+    jurisdiction         VARCHAR,  -- from the accounts table
+    confidence           VARCHAR NOT NULL,  -- best confidence of its requests
+    requests             BIGINT NOT NULL,  -- distinct requests of the account on this side
+    tokens               BIGINT,  -- token exposures (NULL: possible only)
+    first_affected_at    TIMESTAMPTZ,  -- first exposure read
+    last_affected_at     TIMESTAMPTZ,  -- last exposure read
+    counterpart_accounts BIGINT NOT NULL  -- other accounts involved (counted, never named)
+);
+
+-- Token exposures per (receiver request, node, leaker request): the distinct slots of that pair
+-- on that node, whatever the kind or how often they were read.
+CREATE TABLE IF NOT EXISTS exposure_tokens (
+    receiver_request_id VARCHAR NOT NULL,     -- the request that read the data
+    node                VARCHAR NOT NULL,     -- engine node
+    leaker_request_id   VARCHAR NOT NULL,     -- the request whose data was read
+    tokens              BIGINT NOT NULL,      -- distinct slots of the pair on the node
+    first_read_at       TIMESTAMPTZ NOT NULL, -- first read
+    last_read_at        TIMESTAMPTZ NOT NULL, -- last read
+    receiver_account_id VARCHAR,              -- NULL when the request is not in the request log
+    leaker_account_id   VARCHAR,              -- likewise
+    cross_account       BOOLEAN               -- NULL when an account is unknown
 );

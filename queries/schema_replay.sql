@@ -21,7 +21,7 @@ CREATE TABLE IF NOT EXISTS replay_runs (
 
 -- One row per suspect receiver replayed.
 CREATE TABLE IF NOT EXISTS replay_results (
-    request_id          VARCHAR NOT NULL,
+    request_id          VARCHAR NOT NULL,  -- the suspect receiver
     verdict             VARCHAR NOT NULL,  -- confirmed | not-reproduced | cannot-replay
     reason              VARCHAR NOT NULL,  -- why, in words (also for confirmed)
     delivered_sha256    VARCHAR,           -- of the delivered output token ids (','-joined)
@@ -29,10 +29,10 @@ CREATE TABLE IF NOT EXISTS replay_results (
     clean_sha256        VARCHAR,           -- of the replay from the request's own prompt alone
                                            -- (up to its first token unlike the delivered one)
     tokens              BIGINT,            -- token positions run through the model, both replays
-    seconds             DOUBLE,
-    tokens_per_s        DOUBLE,
-    device              VARCHAR,
-    model               VARCHAR,
+    seconds             DOUBLE,  -- wall-clock time of both replays
+    tokens_per_s        DOUBLE,  -- tokens / seconds
+    device              VARCHAR,  -- cpu or cuda
+    model               VARCHAR,  -- the model replayed with
     decode_node         VARCHAR,           -- the node whose first decode read was rebuilt
     output_tokens       BIGINT,            -- tokens decoded per replay (the logged output length)
     foreign_slots       BIGINT,            -- the suspect's positions holding another request's KV
@@ -44,8 +44,8 @@ CREATE TABLE IF NOT EXISTS replay_results (
 
 -- One row per (suspect, foreign writer whose KV the suspect's first decode read).
 CREATE TABLE IF NOT EXISTS replay_attention (
-    request_id         VARCHAR NOT NULL,
-    leaker_request_id  VARCHAR NOT NULL,
+    request_id         VARCHAR NOT NULL,   -- the suspect
+    leaker_request_id  VARCHAR NOT NULL,   -- the foreign writer
     share              DOUBLE,             -- first decode step's attention on the leaker's slots,
                                            -- averaged over layers and heads
     slots              BIGINT NOT NULL,    -- the suspect's positions holding the leaker's KV

@@ -10,7 +10,7 @@ import pyarrow as pa
 
 from forensics.db import connect
 
-EPOCH = dt.datetime(2026, 8, 27, 10, 0, 0)
+EPOCH = dt.datetime(2026, 8, 27, 10, 0, 0, tzinfo=dt.UTC)  # timestamps are UTC instants
 
 KV_COLS = (
     "ts",

@@ -97,9 +97,12 @@ def _errors(events: list[dict[str, Any]]) -> list[str]:
     return out
 
 
-def visit(browser: str, page: Path, shots: dict[str, Path], expression: str) -> PageVisit:
+def visit(browser: str, page: Path, shots: dict[str, Path], expression: str,
+          pdf: Path | None = None) -> PageVisit:
     """Load `page`, evaluate `expression` (JSON-returning JS) once per CSS media type in `shots`
-    ({'screen': png, 'print': png}), save a full-page PNG for each. Values: {media: result}."""
+    ({'screen': png, 'print': png}), save a full-page PNG for each. Values: {media: result}.
+    With `pdf`, also print the page to that PDF file as the browser's print dialog would (the
+    page's own @page size and margins, backgrounds on)."""
     port = _free_port()
     with tempfile.TemporaryDirectory() as profile:
         proc = subprocess.Popen(
@@ -109,7 +112,7 @@ def visit(browser: str, page: Path, shots: dict[str, Path], expression: str) -> 
         )
         try:
             session = _Session(_page_socket_url(port, time.monotonic() + 30))
-            return _drive(session, page, shots, expression)
+            return _drive(session, page, shots, expression, pdf)
         finally:
             proc.terminate()
             proc.wait(timeout=15)
@@ -124,7 +127,8 @@ def _screenshot(session: _Session, path: Path) -> None:
     path.write_bytes(base64.b64decode(shot["data"]))
 
 
-def _drive(session: _Session, page: Path, shots: dict[str, Path], expression: str) -> PageVisit:
+def _drive(session: _Session, page: Path, shots: dict[str, Path], expression: str,
+           pdf: Path | None = None) -> PageVisit:
     for domain in ("Page", "Runtime", "Log", "Network"):
         session.call(f"{domain}.enable")
     session.events.clear()
@@ -138,6 +142,10 @@ def _drive(session: _Session, page: Path, shots: dict[str, Path], expression: st
         result = session.call("Runtime.evaluate", expression=expression, returnByValue=True)
         values[media] = json.loads(result["result"]["value"])
         _screenshot(session, path)
+    if pdf is not None:
+        printed = session.call("Page.printToPDF", printBackground=True, preferCSSPageSize=True)
+        pdf.parent.mkdir(parents=True, exist_ok=True)
+        pdf.write_bytes(base64.b64decode(printed["data"]))
     session.ws.close()
     requests = [str(e["params"]["request"]["url"]) for e in session.events
                 if e.get("method") == "Network.requestWillBeSent"]

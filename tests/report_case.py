@@ -138,6 +138,7 @@ def build_case(db: Path, tables: Rows,
     """A case database at `db`: the DDL of `schemas` executed, then `tables` inserted."""
     db.parent.mkdir(parents=True, exist_ok=True)
     con = duckdb.connect(str(db))
+    con.execute("SET TimeZone = 'UTC'")  # the naive datetimes below are UTC
     for schema in schemas:
         con.execute(sql(schema))
     for table, records in tables.items():

@@ -249,7 +249,7 @@ def test_the_pool_in_effect_decides_over_pool() -> None:
     day = 86_400
     insert(
         con,
-        "nodes",
+        "node_starts",
         [
             {
                 "node": "p2",
@@ -268,8 +268,12 @@ def test_the_pool_in_effect_decides_over_pool() -> None:
                 "src_row": 9,
             },
             {"node": "p3", "role": "prefill", "pool_slots": 5000, "src_file": "logs/p3.log"},
-            {"node": "p3", "role": "prefill", "pool_slots": 1000, "src_file": "nodes.csv"},
         ],
+    )
+    insert(
+        con,
+        "nodes",
+        [{"node": "p3", "role": "prefill", "pool_slots": 1000, "src_file": "nodes.csv"}],
     )
     con.execute("INSERT INTO input_files VALUES ('nodes.csv', 'nodes', '0', 0, 1, 1, 0)")
     before = _request("B", "a", 100.0, 3000, 0.005)

@@ -18,9 +18,9 @@ EVENTS = [
      "slot_start": 0, "slot_count": 4, "pos_start": 0},
 ]
 EXPECTED_TS = [
-    datetime(2026, 8, 27, 10, 0, 0, 0),
-    datetime(2026, 8, 27, 10, 0, 0, 1),
-    datetime(2026, 8, 27, 10, 0, 0, 2),
+    datetime(2026, 8, 27, 10, 0, 0, 0, tzinfo=UTC),
+    datetime(2026, 8, 27, 10, 0, 0, 1, tzinfo=UTC),
+    datetime(2026, 8, 27, 10, 0, 0, 2, tzinfo=UTC),
 ]
 
 
@@ -87,7 +87,7 @@ def test_offset_and_zulu_give_the_same_instant(case, cli, tmp_path):
                  + "C,a,m,1787824800000000,200,1\n"})
     cli("ingest", root, "--db", tmp_path / "c.duckdb")
     got = query(tmp_path / "c.duckdb", "SELECT DISTINCT received_at FROM requests")
-    assert got == [(datetime(2026, 8, 27, 10, 0, 0),)]
+    assert got == [(datetime(2026, 8, 27, 10, 0, 0, tzinfo=UTC),)]
 
 
 def test_worked_examples_load_without_loss(cli, tmp_path):

@@ -42,8 +42,8 @@ def test_nodes_rows_with_provenance(case, con):
         ("prefill-0", "prefill", "acme/longctx-70b", "sglang", 64, 681280, 1048576),
     ]
     assert [(str(r[7]), r[8], r[9]) for r in rows] == [
-        ("2026-08-27 09:58:05", "logs/decode-0.log.gz", 4),
-        ("2026-08-27 09:58:01", "logs/prefill-0.log", 10),
+        ("2026-08-27 09:58:05+00:00", "logs/decode-0.log.gz", 4),
+        ("2026-08-27 09:58:01+00:00", "logs/prefill-0.log", 10),
     ]
 
 
@@ -85,7 +85,7 @@ def test_evidence_table(case, con):
     ]
     assert len(rows) == len(summary.evidence)
     ts = con.execute("SELECT ts FROM engine_evidence WHERE kind = 'input-too-long'").fetchone()
-    assert str(ts[0]) == "2026-08-27 10:20:11"
+    assert str(ts[0]) == "2026-08-27 10:20:11+00:00"
 
 
 def test_log_files_counts_add_up(case, con):
@@ -120,8 +120,14 @@ def test_disagreement_with_the_nodes_file(case, con):
         "nodes_file": "nodes.csv", "nodes_row": 1, "log_file": "logs/prefill-0.log",
         "log_line": 10,
     }]
-    # both rows are kept
-    assert con.execute("SELECT count(*) FROM nodes WHERE node = 'prefill-0'").fetchone() == (2,)
+    # the file's row stays the node's one row; the log's start and the disagreement have
+    # tables of their own
+    assert con.execute("SELECT pool_slots FROM nodes WHERE node = 'prefill-0'").fetchall() == [
+        (1048576,)]
+    assert con.execute("SELECT pool_slots, src_file FROM node_starts WHERE node = 'prefill-0'"
+                       ).fetchall() == [(681280, "logs/prefill-0.log")]
+    assert con.execute("SELECT node, field, in_nodes, in_log FROM node_disagreements"
+                       ).fetchall() == [("prefill-0", "pool_slots", "1048576", "681280")]
 
 
 def test_node_map_in_the_case_and_non_logs_skipped(case, con):
@@ -139,8 +145,8 @@ def test_transaction_rollback_leaves_nothing(case, con):
 
 
 def test_after_ingest_of_a_nodes_file(case, tmp_path):
-    """With the case database as ingest leaves it: the nodes file's row and the log's row for
-    the same node are both kept and their disagreement is reported."""
+    """With the case database as ingest leaves it: the nodes file's row is the node's row, the
+    log's start is in node_starts and their disagreement is reported."""
     from forensics.db import connect
     from forensics.ingest.load import ingest_case
 
@@ -158,11 +164,14 @@ def test_after_ingest_of_a_nodes_file(case, tmp_path):
         con.execute("COMMIT")
         rows = con.execute("SELECT node, pool_slots, src_file FROM nodes "
                            "ORDER BY node, src_file").fetchall()
+        starts = con.execute("SELECT node, pool_slots, src_file FROM node_starts "
+                             "ORDER BY node, src_file").fetchall()
     finally:
         con.close()
     assert rows == [("decode-0", 1409024, "logs/decode-0.log.gz"),
-                    ("prefill-0", 681280, "logs/prefill-0.log"),
                     ("prefill-0", 1048576, "nodes.csv")]
+    assert starts == [("decode-0", 1409024, "logs/decode-0.log.gz"),
+                      ("prefill-0", 681280, "logs/prefill-0.log")]
     assert [(d["node"], d["field"], d["in_nodes"], d["in_log"]) for d in summary.disagreements] \
         == [("prefill-0", "pool_slots", "1048576", "681280")]
 

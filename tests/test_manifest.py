@@ -8,7 +8,7 @@ import json
 
 from conftest import EXAMPLES
 
-VOLATILE = ("started_at", "finished_at", "run_id")
+VOLATILE = ("started_at", "finished_at", "generated_at", "run_id")
 
 
 def _stable(path):

@@ -74,17 +74,17 @@ def test_directory_fields_and_times(seq_out: Path) -> None:
 # notify_by per jurisdiction for awareness at 2026-08-28T07:00Z, worked by hand from rules.csv:
 # EU and UK: customer within 24 h, authority within 72 h; US-CA: 30 days; others: 72 h default.
 NOTIFY = {
-    "acct-1": ("EU", "2026-08-29T07:00:00Z", "2026-08-31T07:00:00Z"),
-    "acct-2": ("US-CA", "2026-09-27T07:00:00Z", ""),
-    "acct-4": ("UK", "2026-08-29T07:00:00Z", "2026-08-31T07:00:00Z"),
-    "acct-6": ("*", "2026-08-31T07:00:00Z", ""),
-    "acct-7": ("EU", "2026-08-29T07:00:00Z", "2026-08-31T07:00:00Z"),
+    "acct-1": ("EU", "2026-08-29T07:00:00.000000Z", "2026-08-31T07:00:00.000000Z"),
+    "acct-2": ("US-CA", "2026-09-27T07:00:00.000000Z", ""),
+    "acct-4": ("UK", "2026-08-29T07:00:00.000000Z", "2026-08-31T07:00:00.000000Z"),
+    "acct-6": ("*", "2026-08-31T07:00:00.000000Z", ""),
+    "acct-7": ("EU", "2026-08-29T07:00:00.000000Z", "2026-08-31T07:00:00.000000Z"),
 }
 
 
 def test_summary_names_rules_and_missing_stages(seq_out: Path) -> None:
     summary = json.loads((seq_out / "summary.json").read_text())
-    assert summary["aware_at"] == "2026-08-28T07:00:00Z"
+    assert summary["aware_at"] == "2026-08-28T07:00:00.000000Z"
     assert [r["jurisdiction"] for r in summary["rules_applied"]] == ["*", "EU", "UK", "US-CA"]
     missing = summary["missing_tables"]  # the replay stage did not run: only its tables are missing
     assert "replay_results" in missing and {STAGE_OF_TABLE[t] for t in missing} == {"replay"}
@@ -115,10 +115,10 @@ def test_rules_file_overrides_and_adds(tmp_path: Path) -> None:
                      "US-NY,48,,NY rule\nEU,12,72,stricter contract\n")
     out = _run(tmp_path, seq_tables(), rules_file=rules)
     got = {r["account_id"]: r for r in _read_csv(out / "receiving_accounts.csv")}
-    assert got["acct-6"]["notify_by"] == "2026-08-30T07:00:00Z"  # +48 h
+    assert got["acct-6"]["notify_by"] == "2026-08-30T07:00:00.000000Z"  # +48 h
     assert got["acct-6"]["notify_basis"] == "NY rule"
-    assert got["acct-1"]["notify_by"] == "2026-08-28T19:00:00Z"  # +12 h
-    assert got["acct-2"]["notify_by"] == "2026-09-27T07:00:00Z"  # shipped US-CA kept
+    assert got["acct-1"]["notify_by"] == "2026-08-28T19:00:00.000000Z"  # +12 h
+    assert got["acct-2"]["notify_by"] == "2026-09-27T07:00:00.000000Z"  # shipped US-CA kept
 
 
 def test_formats_agree(seq_out: Path) -> None:
@@ -129,7 +129,19 @@ def test_formats_agree(seq_out: Path) -> None:
         assert list(from_csv[0]) == list(from_json[0]) == list(from_parquet[0])
         as_text = [{k: "" if v is None else str(v) for k, v in r.items()} for r in from_json]
         assert as_text == from_csv  # (no value here starts like a spreadsheet formula)
-        assert from_parquet == from_json
+        # Parquet holds the instants, JSON the same instants as ISO-8601 text with a Z.
+        assert from_parquet == [{k: _instant(v) if k in TIMES else v for k, v in r.items()}
+                                for r in from_json]
+
+
+TIMES = ("first_affected_at", "last_affected_at", "notify_by", "authority_notify_by")
+
+
+def _instant(text: str | None) -> datetime | None:
+    if text is None:
+        return None
+    assert text.endswith("Z"), text
+    return datetime.fromisoformat(text[:-1] + "+00:00")
 
 
 FORBIDDEN = ("leaker", "receiver", "counterpart_account_id", "other_", "prompt", "output",
@@ -190,7 +202,9 @@ def test_counterparts_counted_cross_account_only_and_replay_confirms(tmp_path: P
                         "acct-6": "ledger"}
 
 
-def test_outputs_are_byte_identical(tmp_path: Path) -> None:
+def test_outputs_are_byte_identical(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The report's header carries its generation time; SOURCE_DATE_EPOCH fixes it.
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1787900000")
     first = _run(tmp_path / "a", seq_tables())
     second = _run(tmp_path / "b", seq_tables())
     files = sorted(p.relative_to(first) for p in first.rglob("*") if p.is_file())
@@ -240,11 +254,11 @@ def test_report_shows_the_notification_plan(seq_out: Path) -> None:
                       r"<td class=\"n\">(\d+)</td><td>([^<]+)</td>", section)
     # hand-worked from accounts.csv and expected_accounts.csv, earliest deadline first per side
     assert rows == [
-        ("received others' data", "EU", "1", "1", "2026-08-29T07:00:00Z"),
-        ("received others' data", "UK", "1", "1", "2026-08-29T07:00:00Z"),
-        ("received others' data", "default", "1", "1", "2026-08-31T07:00:00Z"),
-        ("received others' data", "US-CA", "1", "1", "2026-09-27T07:00:00Z"),
-        ("data was exposed", "EU", "2", "2", "2026-08-29T07:00:00Z"),
-        ("data was exposed", "UK", "1", "1", "2026-08-29T07:00:00Z"),
-        ("data was exposed", "US-CA", "1", "1", "2026-09-27T07:00:00Z"),
+        ("received others' data", "EU", "1", "1", "2026-08-29T07:00:00.000000Z"),
+        ("received others' data", "UK", "1", "1", "2026-08-29T07:00:00.000000Z"),
+        ("received others' data", "default", "1", "1", "2026-08-31T07:00:00.000000Z"),
+        ("received others' data", "US-CA", "1", "1", "2026-09-27T07:00:00.000000Z"),
+        ("data was exposed", "EU", "2", "2", "2026-08-29T07:00:00.000000Z"),
+        ("data was exposed", "UK", "1", "1", "2026-08-29T07:00:00.000000Z"),
+        ("data was exposed", "US-CA", "1", "1", "2026-09-27T07:00:00.000000Z"),
     ]

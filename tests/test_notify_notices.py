@@ -81,3 +81,12 @@ def test_possible_only_account_without_times(tmp_path: Path) -> None:
     assert "an unknown number of\ntokens" in text or "an unknown number of tokens" in text
     assert "Our finding is possible:" in text
     assert "| C | an unknown time | unknown |" in text
+
+
+def test_every_notice_is_marked_draft(notices: Path) -> None:
+    files = list(notices.rglob("*.md")) + list(notices.rglob("*.html"))
+    assert len(files) == 16
+    for path in files:
+        text = path.read_text()
+        head = text[: text.index("What Happened")]  # before the first section
+        assert "DRAFT" in head, path

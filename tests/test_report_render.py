@@ -164,3 +164,23 @@ def test_later_stages_shown_when_present(tmp_path: Path) -> None:
     assert "fast-ttft" in html
     timeline = (tmp_path / "out" / "timeline.csv").read_text()
     assert "pool-smaller-than-context" in timeline and "screened as a possible receiver" in timeline
+
+
+@pytest.mark.parametrize(("span_s", "unit"), [
+    (0, "second"), (90, "second"), (121, "minute"), (3600, "minute"), (3 * 3600, "hour"),
+    (2 * 86400, "hour"), (4 * 86400, "day"), (14 * 86400, "day"), (90 * 86400, "week"),
+])
+def test_timeline_bucket_follows_the_span(span_s: int, unit: str) -> None:
+    """Chosen so the chart has at most about a hundred bars: seconds up to 2 minutes, minutes
+    up to 2 hours, hours up to 3 days, days up to 60 days, then weeks."""
+    from datetime import datetime, timedelta
+
+    from forensics.report.render import _bucket_unit
+
+    first = datetime(2026, 8, 27, 10, 0, 0)
+
+    class Span:
+        first_exposure_at = first
+        last_exposure_at = first + timedelta(seconds=span_s)
+
+    assert _bucket_unit(Span()) == unit  # type: ignore[arg-type]

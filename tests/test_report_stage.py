@@ -19,7 +19,7 @@ def test_export_stage_on_a_run_context(tmp_path: Path) -> None:
     ctx = RunContext(case_dir=tmp_path / "case", out_dir=tmp_path / "out", con=con,
                      params={"aware_at": "2026-08-28T09:00:00+02:00"})
     summary = export_stage(ctx)
-    assert summary["aware_at"] == "2026-08-28T07:00:00Z"
+    assert summary["aware_at"] == "2026-08-28T07:00:00.000000Z"
     missing = summary["missing_tables"]  # the replay stage did not run: only its tables are missing
     assert "replay_results" in missing and {STAGE_OF_TABLE[t] for t in missing} == {"replay"}
     assert summary["figures"]["receiving_accounts_notifiable"] == 4

@@ -78,3 +78,14 @@ def test_exports_equal_the_reviewed_golden_files(out, name):
     assert hashlib.sha256(got).hexdigest() == hashlib.sha256(want).hexdigest(), (
         f"{name} differs from tests/golden/sample_incident/{name}; if the change is intended, "
         "review the new file against data_samples/incident/ground_truth and replace the golden")
+
+
+def test_exposures_parquet_keeps_utc_instants(out):
+    import pandas as pd
+
+    frame = pl.read_parquet(out / "exposures.parquet")
+    for column in ("first_read_at", "last_read_at", "first_write_at", "last_write_at"):
+        assert frame.schema[column] == pl.Datetime("us", "UTC"), column
+    assert frame.schema["slot_count"] == pl.Int64
+    pandas_frame = pd.read_parquet(out / "exposures.parquet")
+    assert str(pandas_frame["first_read_at"].dtype.tz) == "UTC"

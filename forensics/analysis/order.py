@@ -62,7 +62,7 @@ class NodeInfo:
 
 
 def make_codes(con: duckdb.DuckDBPyConnection) -> None:
-    """Write analysis_request_codes and analysis_hash_codes."""
+    """Write work.analysis_request_codes and work.analysis_hash_codes."""
     run_script(con, sql("analysis_codes"))
 
 
@@ -174,16 +174,16 @@ def sweep_case(
 
 
 _TABLES = {
-    "analysis_exposure_pieces": (
+    "work.analysis_exposure_pieces": (
         "exposures",
         ("read_key", "write_key", "kind_code", "slot_start", "slot_end", "receiver_code",
          "leaker_code", "run_no"),
     ),
-    "analysis_violation_pieces": (
+    "work.analysis_violation_pieces": (
         "violations",
         ("event_key", "violation_code", "other_code", "slot_start", "slot_end"),
     ),
-    "analysis_read_counts": (
+    "work.analysis_read_counts": (
         "read_counts",
         ("req_code", "reads", "own_slots", "shared_verified", "shared_unverified",
          "foreign_slots", "uninitialised_slots"),
@@ -204,7 +204,8 @@ def store_findings(con: duckdb.DuckDBPyConnection, found: NodeFindings) -> dict[
         )
         con.register("_analysis_pieces", frame)
         try:
-            con.execute(sql("analysis_store_pieces").format(table=ident(table)))
+            con.execute(sql("analysis_store_pieces").format(
+                table=".".join(ident(part) for part in table.split("."))))
         finally:
             con.unregister("_analysis_pieces")
         counts[table] = len(rows)

@@ -15,10 +15,12 @@ import pyarrow.parquet as pq
 
 from forensics.analysis import aggregate, order
 from forensics.analysis.screening import ScreeningParams, screen
+from forensics.ingest.sqlrun import run_script
 from forensics.ledger.store import ledger_meta
 from forensics.pipeline import RunContext
 from forensics.progress import ProgressFn, no_progress
 from forensics.resources import sql
+from forensics.schema_docs import apply_comments
 
 
 def analyze(
@@ -40,6 +42,11 @@ def analyze(
         out["exposure_runs"] or out["possible_pairs"] or sum(out["violations_by_kind"].values())
     )
     out["headline"] = headline(out)
+    run_script(con, sql("schema_views"))
+    if all(con.execute(sql("analysis_table_count"), {"name": name}).fetchall()[0][0]
+           for name in ("node_starts", "node_disagreements")):
+        run_script(con, sql("schema_views_nodes"))
+    apply_comments(con)  # the tables the analysis created or replaced
     out["parameters"] = {**asdict(screening), "workers": int(params.get("workers") or 2)}
     if params.get("ray") is not None:
         out["parameters"]["engine"] = "ray"

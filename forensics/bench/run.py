@@ -12,6 +12,7 @@ from typing import Any
 from forensics.bench import stages
 from forensics.bench.measure import Measured, measure
 from forensics.errors import UsageError
+from forensics.progress import ProgressFn, no_progress
 
 PILOT_REQUESTS = 200
 MAX_PILOT_REQUESTS = 20_000
@@ -82,33 +83,39 @@ def _stage_json(m: Measured) -> dict[str, Any]:
             "result": m.result, "error": m.error}
 
 
-def run_bench(options: BenchOptions) -> BenchResult:
+def run_bench(options: BenchOptions, progress: ProgressFn = no_progress) -> BenchResult:
     if options.mix not in stages.MIXES:
         raise UsageError(f"--mix must be one of {', '.join(stages.MIXES)}")
     if options.events < 1000:
         raise UsageError("--events must be at least 1000")
     root = Path(tempfile.mkdtemp(prefix="kvf-bench-", dir=options.workdir))
     try:
-        return _run(options, root)
+        return _run(options, root, progress)
     finally:
         if not options.keep:
             shutil.rmtree(root, ignore_errors=True)
 
 
-def _run(options: BenchOptions, root: Path) -> BenchResult:
+def _run(options: BenchOptions, root: Path, progress: ProgressFn = no_progress) -> BenchResult:
     result = BenchResult(options)
     case, db = root / "case", root / "case.duckdb"
+    progress("pilot runs (sizing the ledger)", 0, None)
     requests = _requests_for(options, root / "pilot")
+    progress(f"simulate ({requests:,} requests)", 0, None)
     sim = _checked(measure("simulate", stages.simulate_case, str(case), options.mix,
                            requests, options.seed))
     result.stages["simulate"] = sim
     result.events, result.requests = sim.result["events"], sim.result["requests"]
     limit = options.memory_limit
+    progress(f"ingest ({result.events:,} events)", 0, None)
     result.stages["ingest"] = _checked(measure("ingest", stages.ingest, str(case), str(db), limit))
+    progress("analyze", 0, None)
     result.stages["analyze"] = _checked(measure("analyze", stages.analyze, str(db), limit))
+    progress("scan floor", 0, None)
     result.stages["scan_floor"] = _checked(measure("scan_floor", stages.scan_floor, str(case)))
     result.stages["read_floor"] = _checked(measure("read_floor", stages.read_floor, str(case)))
     if options.naive:
+        progress("naive per-slot check", 0, None)
         _naive(result, options, db)
     return result
 

@@ -22,7 +22,7 @@ from forensics.cli import (  # noqa: F401  (each module registers its commands)
     simulate_cmd,
     tap_cmd,
 )
-from forensics.cli.app import app, console
+from forensics.cli.app import app, command, console
 from forensics.cli.ray_option import optional_values
 from forensics.errors import KvfError
 
@@ -33,7 +33,7 @@ def run(argv: list[str] | None = None) -> int:
     """Run the CLI with `argv` and return the exit code instead of exiting."""
     try:
         args = optional_values(sys.argv[1:] if argv is None else argv)
-        result = app(args=args, prog_name="kvforensics", standalone_mode=False)
+        result = command().main(args=args, prog_name="kvforensics", standalone_mode=False)
     except KvfError as exc:
         console.print(f"[bold red]error:[/] {escape(str(exc))}")
         return exc.exit_code

@@ -9,9 +9,15 @@ import sys
 from typing import Any
 
 import typer
+import typer.main
 from rich.console import Console
 
 from forensics import __version__
+
+try:  # typer 0.29 and later build on their own copy of click
+    from typer import _click as click  # type: ignore[attr-defined,unused-ignore]
+except ImportError:  # pragma: no cover - older typer
+    import click  # type: ignore[no-redef,unused-ignore]
 
 app = typer.Typer(
     name="kvforensics",
@@ -21,13 +27,46 @@ app = typer.Typer(
         "and an impact report."
     ),
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )
 
-# Human output goes to stderr so that --json output on stdout stays machine-readable.
-console = Console(stderr=True, highlight=False)
+# Human output goes to stderr so that --json output on stdout stays machine-readable. soft_wrap:
+# a message is never broken in the middle of a value (a path, an id) when output is piped; the
+# terminal wraps long lines itself.
+console = Console(stderr=True, highlight=False, soft_wrap=True)
+
+# Help shows a plain word for each value instead of the Python type ('<list[str]>').
+_METAVARS = {"path": "PATH", "int": "INTEGER", "float": "NUMBER", "str": "TEXT", "bool": "BOOL"}
+
+
+def command() -> click.Command:
+    """The click command behind `app`, every option's and argument's value named in words."""
+    root = typer.main.get_command(app)
+    for cmd in [root, *getattr(root, "commands", {}).values()]:
+        for param in cmd.params:
+            if param.metavar is not None or getattr(param, "is_flag", False):
+                continue
+            if param.param_type_name == "argument":  # named after itself: CASE_DIR, PATHS
+                param.metavar = (param.name or "value").upper()
+                setattr(param, "display_type_rich", _no_type)  # noqa: B010
+            else:
+                param.metavar = _metavar(param, click.Context(cmd))
+    return root
+
+
+def _no_type(ctx: click.Context) -> None:
+    """An argument's help line shows its name and help, not its Python type."""
+
+
+def _metavar(param: click.Parameter, ctx: click.Context) -> str:
+    """'PATH', 'TEXT', ... for typer's '<path>', '<list[str]>', ...; a choice stays a|b."""
+    shown = getattr(param, "display_type", lambda _ctx: "")(ctx) or ""
+    kind = shown.strip("<>")
+    if kind.startswith("list[") and kind.endswith("]"):
+        kind = kind[5:-1]
+    return _METAVARS.get(kind.lower(), kind.upper() if kind.isidentifier() else kind or "VALUE")
 
 
 def _version(value: bool) -> None:

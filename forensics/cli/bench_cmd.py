@@ -9,6 +9,7 @@ from rich.table import Table
 
 from forensics.bench.run import BenchOptions, BenchResult, run_bench
 from forensics.cli.app import app, console, emit_json
+from forensics.cli.progress import progress_reporter
 
 
 @app.command()
@@ -27,8 +28,9 @@ def bench(
     json_out: bool = typer.Option(False, "--json", help="Print a JSON summary on stdout."),
 ) -> None:
     """Time ingest and analysis on a simulated ledger of N events, beside the scan floor."""
-    result = run_bench(BenchOptions(events, mix, seed, memory_limit, workdir, keep,
-                                    naive=naive))
+    with progress_reporter(console, "bench") as progress:
+        result = run_bench(BenchOptions(events, mix, seed, memory_limit, workdir, keep,
+                                        naive=naive), progress)
     if json_out:
         emit_json(result.to_json())
     else:

@@ -38,7 +38,7 @@ def investigate(
     ),
     rules: str = typer.Option(
         None, "--rules", help="CSV of notification deadline rules that replace or add to the "
-        "shipped ones (see forensics/notify/README.md)."
+        "shipped ones (header: jurisdiction,notify_within_hours,authority_within_hours,basis)."
     ),
     ray: str = ray_option(),
     ledger_external: str = ledger_option(),

@@ -1,20 +1,22 @@
-"""A rich progress display for long work, silent when stderr is not a terminal."""
+"""Progress of long work: a live display on a terminal; when stderr is not a terminal (piped,
+redirected to a log), one plain line per stage as it starts, with the time since the start."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 from rich.console import Console
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-from forensics.progress import ProgressFn, no_progress
+from forensics.progress import ProgressFn
 
 
 @contextmanager
 def progress_reporter(console: Console, title: str) -> Iterator[ProgressFn]:
     if not console.is_terminal:
-        yield no_progress
+        yield _stage_lines(console, title)
         return
     columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn())
     with Progress(*columns, console=console, transient=True) as bar:
@@ -24,3 +26,17 @@ def progress_reporter(console: Console, title: str) -> Iterator[ProgressFn]:
             bar.update(task, description=f"{title}: {description}", completed=done, total=total)
 
         yield update
+
+
+def _stage_lines(console: Console, title: str) -> ProgressFn:
+    """A line such as `investigate: analyze (12.3 s)` for each stage (a report with no total);
+    counted steps inside a stage print nothing, so a log stays short."""
+    started = time.monotonic()
+
+    def line(description: str, done: int, total: int | None) -> None:
+        if total is None:
+            console.print(f"{title}: {description} ({time.monotonic() - started:.1f} s)",
+                          markup=False, highlight=False)
+            console.file.flush()
+
+    return line

@@ -8,6 +8,7 @@ from pathlib import Path
 import typer
 
 from forensics.cli.app import app, console, emit_json, finish
+from forensics.cli.progress import progress_reporter
 from forensics.errors import UsageError
 
 
@@ -81,7 +82,8 @@ def simulate(
         model=model,
         days=days,
     )
-    summary = run_simulation(out_dir, opts)
+    with progress_reporter(console, "simulate") as progress:
+        summary = run_simulation(out_dir, opts, progress)
     if json_out:
         emit_json(summary)
     else:

@@ -1,6 +1,8 @@
-"""Load a case's engine logs into the case database: node rows into `nodes`, every value with
-its line into `node_facts`, per-request evidence into `engine_evidence`, counts into
-`log_files`. The caller owns the transaction."""
+"""Load a case's engine logs into the case database: one row per node and engine start into
+`node_starts` (and a `nodes` row for a node the nodes file lacks), where the nodes file and a
+log disagree into `node_disagreements`, every value with its line into `node_facts`,
+per-request evidence into `engine_evidence`, counts into `log_files`. The caller owns the
+transaction."""
 
 from __future__ import annotations
 
@@ -51,7 +53,7 @@ def load_logs(con: duckdb.DuckDBPyConnection, case_dir: Path, files: list[Path],
               node_map: Path | None = None) -> LogsSummary:
     """Parse the case's log files and insert what they say. Loading the same files again
     replaces their earlier rows. Call it after the nodes file is loaded, so that disagreements
-    between the two are found (both rows are kept; the analysis takes the file's row first)."""
+    between the two are found (the file's row stays the node's row in `nodes`)."""
     case_dir = case_dir.resolve()
     paths = sorted({f for p in files for f in _expand(_resolve(case_dir, p))})
     triples = [(p, _naming(case_dir, p), _shown(case_dir, p)) for p in paths if is_log_file(p)]
@@ -161,6 +163,7 @@ def _evidence_rows(summary: LogsSummary) -> list[dict[str, Any]]:
 
 
 def _disagreements(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
-    cursor = con.execute(sql("logs_disagreements"))
+    con.execute(sql("logs_disagreements"))
+    cursor = con.execute(sql("logs_disagreements_list"))
     names = [d[0] for d in cursor.description]
     return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]

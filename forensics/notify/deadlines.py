@@ -134,10 +134,11 @@ def deadline(
 
 
 def iso_utc(value: datetime | None) -> str:
-    """A datetime as ISO-8601 UTC with a Z ('' for None); naive values are taken as UTC."""
+    """A datetime as ISO-8601 UTC with microseconds and a Z ('' for None); naive values are
+    taken as UTC."""
     if value is None:
         return ""
     if value.tzinfo is None:
         value = value.replace(tzinfo=UTC)
-    text = value.astimezone(UTC).isoformat().replace("+00:00", "Z")
+    text = value.astimezone(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
     return text

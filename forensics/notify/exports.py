@@ -3,11 +3,16 @@ affected_requests}.{csv,json,parquet}.
 
 Cross-account exposures only (the analysis' affected_* tables hold nothing else). A counterpart
 is only ever counted (counterpart_accounts, counterpart_requests), never named, and no prompt or
-output content is read, so none can reach a file."""
+output content is read, so none can reach a file.
+
+The lists are computed once, typed, in a TEMP table (queries/notify_lists.sql, deadlines
+included), and each file is written from it by DuckDB's COPY: Parquet keeps UTC timestamps and
+int64 counts; JSON and CSV carry ISO-8601 times with a Z; a missing value is null (an empty,
+unquoted cell in CSV, where an empty text is a quoted ""); every CSV text cell goes through the
+kvf_csv_cell macro, and DuckDB quotes every field holding a delimiter, quote, CR or LF."""
 
 from __future__ import annotations
 
-import csv
 import json
 from dataclasses import dataclass
 from datetime import datetime
@@ -15,154 +20,138 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
-import pyarrow as pa
-import pyarrow.parquet as pq
 
 from forensics import __version__
-from forensics.notify.deadlines import Rule, deadline, iso_utc
+from forensics.ingest.sqlrun import run_script
+from forensics.notify.deadlines import Rule, iso_utc
 from forensics.report.casedb import rows
 from forensics.resources import sql
 
 SIDES = ("receiving", "leaking")
-
-# Column name -> arrow type, in file order. The only columns an export may carry.
-ACCOUNT_COLUMNS: dict[str, pa.DataType] = {
-    "side": pa.string(),
-    "account_id": pa.string(),
-    "name": pa.string(),
-    "contact_email": pa.string(),
-    "jurisdiction": pa.string(),
-    "confidence": pa.string(),
-    "requests": pa.int64(),
-    "tokens": pa.int64(),
-    "first_affected_at": pa.string(),
-    "last_affected_at": pa.string(),
-    "counterpart_accounts": pa.int64(),
-    "notify_by": pa.string(),
-    "authority_notify_by": pa.string(),
-    "notify_rule": pa.string(),
-    "notify_basis": pa.string(),
+LISTS = {  # list name -> the queries/notify_<kind>_{csv,json,parquet}.sql that write it
+    "receiving_accounts": "accounts",
+    "leaking_accounts": "accounts",
+    "affected_requests": "requests",
 }
-REQUEST_COLUMNS: dict[str, pa.DataType] = {
-    "side": pa.string(),
-    "request_id": pa.string(),
-    **{k: v for k, v in ACCOUNT_COLUMNS.items() if k != "side"},
-    "counterpart_requests": pa.int64(),
+COPY_OPTIONS = {  # queries/copy_<format>.sql: COPY (query) TO $path with these options
+    "csv": "copy_csv",
+    "json": "copy_json",
+    "jsonl": "copy_jsonl",
+    "parquet": "copy_parquet",
 }
 
 
 @dataclass(frozen=True)
 class Exports:
+    """The lists as rows (times as ISO text), for the notices, the summary and the report."""
+
     receiving_accounts: list[dict[str, Any]]
     leaking_accounts: list[dict[str, Any]]
     affected_requests: list[dict[str, Any]]
 
-    def tables(self) -> dict[str, tuple[list[dict[str, Any]], dict[str, pa.DataType]]]:
+    def tables(self) -> dict[str, list[dict[str, Any]]]:
         return {
-            "receiving_accounts": (self.receiving_accounts, ACCOUNT_COLUMNS),
-            "leaking_accounts": (self.leaking_accounts, ACCOUNT_COLUMNS),
-            "affected_requests": (self.affected_requests, REQUEST_COLUMNS),
+            "receiving_accounts": self.receiving_accounts,
+            "leaking_accounts": self.leaking_accounts,
+            "affected_requests": self.affected_requests,
         }
 
 
-def _with_deadline(
-    row: dict[str, Any], aware_at: datetime | None, rules: dict[str, Rule], columns: dict[str, Any]
-) -> dict[str, Any]:
-    due = deadline(row.get("jurisdiction"), aware_at, rules)
-    out = dict(row)
-    out["first_affected_at"] = iso_utc(row.get("first_affected_at"))
-    out["last_affected_at"] = iso_utc(row.get("last_affected_at"))
-    out["notify_by"] = iso_utc(due.notify_by)
-    out["authority_notify_by"] = iso_utc(due.authority_notify_by)
-    out["notify_rule"] = due.rule
-    out["notify_basis"] = due.basis
-    return {name: out.get(name) for name in columns}
+def prepare_lists(
+    con: duckdb.DuckDBPyConnection, aware_at: datetime | None, rules: dict[str, Rule]
+) -> None:
+    """Create the TEMP table notify_lists from a case database whose missing tables have
+    stand-ins."""
+    run_script(con, sql("macros"))
+    run_script(con, sql("macros_export"))
+    con.execute(sql("notify_rules_create"))
+    for rule in rules.values():
+        con.execute(
+            sql("notify_rules_insert"),
+            {
+                "jurisdiction": rule.jurisdiction,
+                "notify_within_hours": rule.notify_within_hours,
+                "authority_within_hours": rule.authority_within_hours,
+                "basis": rule.basis,
+            },
+        )
+    con.execute(sql("notify_request_rows"))
+    con.execute(sql("notify_lists"), {"aware_at": aware_at})
+
+
+def read_lists(con: duckdb.DuckDBPyConnection) -> Exports:
+    """The prepared lists as rows, in file order, with the JSON file's values."""
+    found = {name: rows(con, f"notify_{kind}_json", {"list": name}) for name, kind in LISTS.items()}
+    return Exports(
+        found["receiving_accounts"], found["leaking_accounts"], found["affected_requests"]
+    )
 
 
 def build_exports(
     con: duckdb.DuckDBPyConnection, aware_at: datetime | None, rules: dict[str, Rule]
 ) -> Exports:
-    """The three lists from a case database whose missing tables have stand-ins."""
-    con.execute(sql("notify_request_rows"))
-    accounts = {
-        side: [_with_deadline(r, aware_at, rules, ACCOUNT_COLUMNS)
-               for r in rows(con, "notify_accounts", [side])]
-        for side in SIDES
-    }
-    requests = [
-        _with_deadline(r, aware_at, rules, REQUEST_COLUMNS)
-        for side in SIDES for r in rows(con, "notify_requests", [side])
-    ]
+    """Prepare the lists and return them as rows (the TEMP tables stay until cleanup())."""
+    prepare_lists(con, aware_at, rules)
+    return read_lists(con)
+
+
+def cleanup(con: duckdb.DuckDBPyConnection) -> None:
     con.execute(sql("notify_cleanup"))
-    return Exports(accounts["receiving"], accounts["leaking"], requests)
 
 
-# A text cell starting with one of these is run as a formula by spreadsheet programs; such
-# values get a leading apostrophe in the CSV files (OWASP's advice on CSV injection). The JSON
-# and Parquet files keep the value as it is.
-_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+def copy_to(
+    con: duckdb.DuckDBPyConnection,
+    query: str,
+    fmt: str,
+    path: Path,
+    params: dict[str, Any] | None = None,
+) -> Path:
+    """Write the rows of queries/<query>.sql to `path` with DuckDB's COPY in `fmt`."""
+    statement = sql(COPY_OPTIONS[fmt]).replace("__QUERY__", sql(query).rstrip().rstrip(";"))
+    con.execute(statement, {**(params or {}), "path": str(path)})
+    return path
 
 
-def _csv_value(value: Any) -> Any:
-    if value is None:
-        return ""
-    if isinstance(value, str) and value.startswith(_FORMULA_START):
-        return "'" + value
-    return value
-
-
-def write_csv(path: Path, records: list[dict[str, Any]], columns: dict[str, Any]) -> None:
-    with path.open("w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle, lineterminator="\n")
-        writer.writerow(list(columns))
-        for record in records:
-            writer.writerow([_csv_value(record[c]) for c in columns])
-
-
-def write_json(path: Path, records: list[dict[str, Any]]) -> None:
-    text = json.dumps(records, indent=2, ensure_ascii=False, sort_keys=False)
-    path.write_text(text + "\n", encoding="utf-8")
-
-
-def write_parquet(
-    path: Path, records: list[dict[str, Any]], columns: dict[str, pa.DataType]
-) -> None:
-    schema = pa.schema([pa.field(name, kind) for name, kind in columns.items()])
-    table = pa.Table.from_pylist(records, schema=schema)
-    pq.write_table(table, path, compression="zstd")
-
-
-def write_exports(exports: Exports, out_dir: Path) -> list[Path]:
-    """Write every list as CSV, JSON and Parquet under out_dir; return the paths written."""
+def write_exports(con: duckdb.DuckDBPyConnection, out_dir: Path) -> list[Path]:
+    """Write every prepared list as CSV, JSON and Parquet under out_dir; return the paths."""
     out_dir.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
-    for name, (records, columns) in exports.tables().items():
-        write_csv(out_dir / f"{name}.csv", records, columns)
-        write_json(out_dir / f"{name}.json", records)
-        write_parquet(out_dir / f"{name}.parquet", records, columns)
-        written += [out_dir / f"{name}.{ext}" for ext in ("csv", "json", "parquet")]
+    for name, kind in LISTS.items():
+        for fmt in ("csv", "json", "parquet"):
+            written.append(
+                copy_to(con, f"notify_{kind}_{fmt}", fmt, out_dir / f"{name}.{fmt}", {"list": name})
+            )
     return written
 
 
 def write_summary(
-    path: Path, exports: Exports, aware_at: datetime | None, rules: dict[str, Rule],
+    path: Path,
+    exports: Exports,
+    aware_at: datetime | None,
+    rules: dict[str, Rule],
     missing_tables: list[str],
 ) -> Path:
     """notifications/summary.json: counts, the awareness time, the rules applied and the stages
     whose tables were missing, so a reader of the lists knows what they rest on."""
-    used = sorted({r["notify_rule"] for _, (records, _) in exports.tables().items()
-                   for r in records})
+    used = sorted({r["notify_rule"] for records in exports.tables().values() for r in records})
     summary = {
         "tool_version": __version__,
         "aware_at": iso_utc(aware_at) or None,
-        "notify_by": ("computed from aware_at and the rules" if aware_at else
-                      "empty: no awareness time was given (--aware-at)"),
-        "rows": {name: len(records) for name, (records, _) in exports.tables().items()},
+        "notify_by": (
+            "computed from aware_at and the rules"
+            if aware_at
+            else "empty: no awareness time was given (--aware-at)"
+        ),
+        "rows": {name: len(records) for name, records in exports.tables().items()},
         "rules_applied": [
-            {"jurisdiction": rules[code].jurisdiction,
-             "notify_within_hours": rules[code].notify_within_hours,
-             "authority_within_hours": rules[code].authority_within_hours,
-             "basis": rules[code].basis} for code in used],
+            {
+                "jurisdiction": rules[code].jurisdiction,
+                "notify_within_hours": rules[code].notify_within_hours,
+                "authority_within_hours": rules[code].authority_within_hours,
+                "basis": rules[code].basis,
+            }
+            for code in used
+        ],
         "missing_tables": missing_tables,
         "scope": "cross-account exposures only; counterparts are counted, never named",
     }
@@ -173,16 +162,30 @@ def write_summary(
 def notify_plan(exports: Exports) -> list[dict[str, Any]]:
     """Per side and rule: accounts, requests and the earliest deadlines (for the report)."""
     groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
-    for side, records in (("receiving", exports.receiving_accounts),
-                          ("leaking", exports.leaking_accounts)):
+    for side, records in (
+        ("receiving", exports.receiving_accounts),
+        ("leaking", exports.leaking_accounts),
+    ):
         for record in records:
             groups.setdefault((side, str(record["notify_rule"])), []).append(record)
     return [
-        {"side": side, "rule": rule, "accounts": len(records),
-         "requests": sum(int(r["requests"] or 0) for r in records),
-         "earliest_notify_by": min(str(r["notify_by"]) for r in records),
-         "earliest_authority_by": min((str(r["authority_notify_by"]) for r in records
-                                       if r["authority_notify_by"]), default="")}
-        for (side, rule), records in sorted(groups.items(), key=lambda kv: (
-            kv[0][0] != "receiving", min(str(r["notify_by"]) for r in kv[1]), kv[0][1]))
+        {
+            "side": side,
+            "rule": rule,
+            "accounts": len(records),
+            "requests": sum(int(r["requests"] or 0) for r in records),
+            "earliest_notify_by": min(str(r["notify_by"] or "") for r in records),
+            "earliest_authority_by": min(
+                (str(r["authority_notify_by"]) for r in records if r["authority_notify_by"]),
+                default="",
+            ),
+        }
+        for (side, rule), records in sorted(
+            groups.items(),
+            key=lambda kv: (
+                kv[0][0] != "receiving",
+                min(str(r["notify_by"] or "") for r in kv[1]),
+                kv[0][1],
+            ),
+        )
     ]

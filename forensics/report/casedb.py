@@ -29,9 +29,11 @@ def open_case(db: Path) -> duckdb.DuckDBPyConnection:
     if not db.is_file():
         raise CaseError(f"no case database at {db}; run `kvforensics ingest CASE --db {db}` first")
     try:
-        return duckdb.connect(str(db), read_only=True)
+        con = duckdb.connect(str(db), read_only=True)
     except duckdb.Error as exc:
         raise CaseError(f"{db} is not a readable DuckDB case database: {exc}") from exc
+    con.execute("SET TimeZone = 'UTC'")
+    return con
 
 
 def _statements(text: str) -> list[str]:
@@ -73,7 +75,8 @@ def stand_ins(con: duckdb.DuckDBPyConnection) -> Iterator[list[str]]:
 
 
 def rows(
-    con: duckdb.DuckDBPyConnection, query: str, params: list[Any] | None = None
+    con: duckdb.DuckDBPyConnection, query: str,
+    params: list[Any] | dict[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
     """Run queries/<query>.sql with bound parameters; rows as dicts."""
     cursor = con.execute(sql(query), params or [])

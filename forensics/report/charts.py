@@ -80,11 +80,22 @@ def _plain_number(value: float, _pos: object = None) -> str:
     return f"{value:,.0f}" if value >= 1 else f"{value:g}"
 
 
+# One bucket of each timeline unit, in days (matplotlib's date unit), and its tick format.
+UNIT_DAYS = {"second": 1 / 86400, "minute": 1 / 1440, "hour": 1 / 24, "day": 1.0, "week": 7.0}
+UNIT_FORMAT = {"second": "%H:%M:%S", "minute": "%m-%d %H:%M", "hour": "%m-%d %H:00",
+               "day": "%Y-%m-%d", "week": "%Y-%m-%d"}
+
+
 def _locator(unit: str, span_days: float) -> mdates.DateLocator:
-    """About eight ticks on whole hours or whole days."""
+    """About eight ticks on whole buckets."""
+    every = max(1, round(span_days / UNIT_DAYS[unit] / 8))
+    if unit == "second":
+        return mdates.SecondLocator(interval=min(every, 30))
+    if unit == "minute":
+        return mdates.MinuteLocator(interval=min(every, 30))
     if unit == "hour":
-        return mdates.HourLocator(interval=max(1, round(span_days * 24 / 8)))
-    return mdates.DayLocator(interval=max(1, round(span_days / 8)))
+        return mdates.HourLocator(interval=every)
+    return mdates.DayLocator(interval=every * (7 if unit == "week" else 1))
 
 
 def timeline_chart(buckets: Sequence[Bucket], unit: str) -> Markup:
@@ -94,7 +105,7 @@ def timeline_chart(buckets: Sequence[Bucket], unit: str) -> Markup:
     nodes = sorted({b.node for b in buckets})
     stamps = sorted({b.bucket for b in buckets})
     times = [float(mdates.date2num(t)) for t in stamps]
-    step = 1 / 24 if unit == "hour" else 1.0  # one bucket, in days (matplotlib's date unit)
+    step = UNIT_DAYS[unit]  # one bucket, in days (matplotlib's date unit)
     width = 0.8 * step
     with _figure(9.0, 3.0) as (fig, ax):
         bottom = dict.fromkeys(times, 0)
@@ -111,8 +122,7 @@ def timeline_chart(buckets: Sequence[Bucket], unit: str) -> Markup:
         ax.set_ylabel(f"receiving requests per {unit}")
         ax.yaxis.set_major_locator(MaxNLocator(integer=True))
         ax.xaxis.set_major_locator(_locator(unit, times[-1] - times[0]))
-        ax.xaxis.set_major_formatter(mdates.DateFormatter("%m-%d %H:00" if unit == "hour"
-                                                          else "%Y-%m-%d"))
+        ax.xaxis.set_major_formatter(mdates.DateFormatter(UNIT_FORMAT[unit]))
         for label in ax.get_xticklabels():
             label.set_rotation(30)
             label.set_horizontalalignment("right")

@@ -224,6 +224,20 @@ class NotifyPlanRow:
 
 
 @dataclass(frozen=True)
+class AccountRow:
+    """One account of a notification list (counterparts are only counted, never named)."""
+
+    account_id: str
+    name: str | None
+    jurisdiction: str | None
+    requests: int
+    tokens: int | None  # None: possible only (screening), no token count
+    confidence: str
+    counterpart_accounts: int
+    notify_by: str | None  # ISO-8601 UTC; None without an awareness time
+
+
+@dataclass(frozen=True)
 class Charts:
     """Inline SVG (from matplotlib); empty Markup when there is nothing to draw."""
 
@@ -238,10 +252,12 @@ class ReportContext:
 
     title: str
     case_label: str  # the case folder or database the report was made from
-    generated_at: str  # from OUT/manifest.json when present, else ''
+    generated_at: str  # when this report was written (ISO-8601 UTC; SOURCE_DATE_EPOCH fixes it)
+    run_id: str  # the investigate run (manifest.json's run_id), '' for `kvforensics report`
+    tool_version: str
     missing_stages: list[str]  # sentences naming the stages (tables) that did not run
     headline: Headline
-    bucket_unit: str  # 'hour' or 'day'
+    bucket_unit: str  # 'second', 'minute', 'hour', 'day' or 'week', from the incident's span
     buckets: list[Bucket]
     timeline_nodes: list[str]  # the nodes in the timeline, sorted
     timeline: list[TimelineRow]  # buckets with any exposure, in time order
@@ -257,6 +273,8 @@ class ReportContext:
     screening: list[ScreeningRow]
     confidence_levels: list[ConfidenceLevel]
     notify_plan: list[NotifyPlanRow]
+    receiving_accounts: list[AccountRow]  # accounts that received others' data
+    leaking_accounts: list[AccountRow]  # accounts whose data others received
     quarantine: list[QuarantineRow]
     inputs: list[InputRow]
     manifest: list[Fact]  # tool and query versions, parameters, command line

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import statistics
 from collections.abc import Callable
-from datetime import datetime
+from datetime import UTC, datetime
 from functools import cache
 from typing import Any, TypeVar
 
@@ -19,6 +19,7 @@ from forensics import __version__
 from forensics.report import charts
 from forensics.report.casedb import rows
 from forensics.report.context import (
+    AccountRow,
     Bucket,
     Charts,
     ConfidenceLevel,
@@ -90,11 +91,18 @@ def missing_stage_notes(missing: list[str]) -> list[str]:
     ]
 
 
+# The timeline's bucket: the first unit whose limit the incident's span stays within, so the
+# chart has tens of bars whether the incident lasted seconds or months.
+BUCKET_LIMITS = (("second", 120.0), ("minute", 2 * 3600.0), ("hour", 3 * 86400.0),
+                 ("day", 60 * 86400.0))
+
+
 def _bucket_unit(headline: Headline) -> str:
     first, last = headline.first_exposure_at, headline.last_exposure_at
     if first is None or last is None:
         return "hour"
-    return "hour" if (last - first).total_seconds() <= 3 * 86400 else "day"
+    span = (last - first).total_seconds()
+    return next((unit for unit, limit in BUCKET_LIMITS if span <= limit), "week")
 
 
 def _pivot(buckets: list[Bucket]) -> tuple[list[str], list[TimelineRow]]:
@@ -158,6 +166,7 @@ def build_context(
     con: duckdb.DuckDBPyConnection, *, case_label: str, missing: list[str],
     manifest: dict[str, Any] | None = None, command: str = "", row_limit: int = ROW_LIMIT,
     notify_plan: list[NotifyPlanRow] | None = None,
+    accounts: dict[str, list[AccountRow]] | None = None, generated_at: str = "",
 ) -> ReportContext:
     """The report context from a case database whose missing tables have stand-ins."""
     manifest = manifest or {}
@@ -172,7 +181,9 @@ def build_context(
     context = ReportContext(
         title="KV-cache cross-customer exposure: impact report",
         case_label=case_label,
-        generated_at=str(manifest.get("generated_at", "")),
+        generated_at=generated_at,
+        run_id=str(manifest.get("run_id", "")),
+        tool_version=__version__,
         missing_stages=missing_stage_notes(missing),
         headline=headline,
         bucket_unit=unit,
@@ -192,6 +203,8 @@ def build_context(
         screening=_typed(ScreeningRow, rows(con, "report_screening")),
         confidence_levels=_confidence(headline),
         notify_plan=notify_plan or [],
+        receiving_accounts=(accounts or {}).get("receiving", []),
+        leaking_accounts=(accounts or {}).get("leaking", []),
         quarantine=_typed(QuarantineRow, rows(con, "report_quarantine")),
         inputs=_typed(InputRow, rows(con, "report_inputs")),
         manifest=[],
@@ -211,11 +224,18 @@ def _num(value: Any) -> str:
 
 
 def _ts(value: datetime | None) -> str:
-    return "–" if value is None else value.strftime("%Y-%m-%d %H:%M:%S") + " UTC"
+    if value is None:
+        return "–"
+    if value.tzinfo is not None:
+        value = value.astimezone(UTC)
+    return value.strftime("%Y-%m-%d %H:%M:%S") + " UTC"
 
 
 def _bucket(value: datetime, unit: str) -> str:
-    return value.strftime("%Y-%m-%d" if unit == "day" else "%Y-%m-%d %H:00")
+    formats = {"second": "%Y-%m-%d %H:%M:%S", "minute": "%Y-%m-%d %H:%M",
+               "hour": "%Y-%m-%d %H:00", "day": "%Y-%m-%d", "week": "week of %Y-%m-%d"}
+    return value.astimezone(UTC).strftime(formats[unit]) if value.tzinfo else value.strftime(
+        formats[unit])
 
 
 def _ms(value: float | None) -> str:

@@ -4,8 +4,9 @@ database. `export_stage(ctx)` is the investigate stage; `write_all` serves `kvfo
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -13,12 +14,19 @@ import duckdb
 
 from forensics.errors import CaseError
 from forensics.notify.deadlines import iso_utc, load_rules, parse_aware_at
-from forensics.notify.exports import build_exports, notify_plan, write_exports, write_summary
+from forensics.notify.exports import (
+    Exports,
+    build_exports,
+    cleanup,
+    notify_plan,
+    write_exports,
+    write_summary,
+)
 from forensics.notify.notices import write_notices
-from forensics.notify.timeline import timeline_rows, write_timeline
+from forensics.notify.timeline import write_timeline
 from forensics.pipeline import RunContext
 from forensics.report.casedb import stand_ins
-from forensics.report.context import NotifyPlanRow
+from forensics.report.context import AccountRow, NotifyPlanRow
 from forensics.report.render import build_context, render_report
 
 DEFAULT_SENDER = "our security incident team (reply to the address this notice came from)"
@@ -46,6 +54,24 @@ class ExportResult:
     def findings(self) -> bool:
         return bool(self.figures.get("receiving_accounts") or self.figures.get("leaking_accounts")
                     or self.figures.get("possible_receivers"))
+
+
+def generation_time() -> str:
+    """Now, as ISO-8601 UTC; the SOURCE_DATE_EPOCH environment variable (seconds since the
+    epoch, the reproducible-builds convention) fixes it, so that a report can be rebuilt
+    byte for byte."""
+    fixed = os.environ.get("SOURCE_DATE_EPOCH", "").strip()
+    now = datetime.fromtimestamp(int(fixed), UTC) if fixed.isdigit() else datetime.now(UTC)
+    return iso_utc(now)
+
+
+def account_rows(exports: Exports) -> dict[str, list[AccountRow]]:
+    """The per-account tables of the report, one per side."""
+    keys = ("account_id", "name", "jurisdiction", "requests", "tokens", "confidence",
+            "counterpart_accounts", "notify_by")
+    return {"receiving": [AccountRow(**{k: r[k] for k in keys})
+                          for r in exports.receiving_accounts],
+            "leaking": [AccountRow(**{k: r[k] for k in keys}) for r in exports.leaking_accounts]}
 
 
 def read_manifest(out_dir: Path) -> dict[str, Any]:
@@ -76,16 +102,18 @@ def write_all(
         result.missing_tables = missing
         exports = build_exports(con, aware_at, rules)
         notes = out_dir / "notifications"
-        result.written += write_exports(exports, notes)
+        result.written += write_exports(con, notes)
+        cleanup(con)
         result.written.append(
             write_summary(notes / "summary.json", exports, aware_at, rules, missing))
         result.written += write_notices(exports, notes / "notices", sender)
-        result.written.append(write_timeline(out_dir / "timeline.csv", timeline_rows(con)))
+        result.written += write_timeline(con, out_dir)
         plan = [NotifyPlanRow(**row) for row in notify_plan(exports)]
         context = build_context(con, case_label=case_label, missing=missing,
                                 manifest=read_manifest(out_dir) if manifest is None else manifest,
                                 command=command,
-                                notify_plan=plan)
+                                notify_plan=plan, accounts=account_rows(exports),
+                                generated_at=generation_time())
     if aware_at is None:
         context.notes.append("No awareness time was given (--aware-at), so the notify_by "
                              "deadlines in the notification lists are empty.")
@@ -110,7 +138,8 @@ def export_stage(ctx: RunContext) -> dict[str, Any]:
     aware = ctx.params.get("aware_at")
     aware_at = parse_aware_at(aware) if isinstance(aware, str) else aware
     rules = ctx.params.get("rules")
-    this_run = {"parameters": ctx.params, "stages_before_export": sorted(ctx.summaries)}
+    this_run = {"parameters": ctx.params, "stages_before_export": sorted(ctx.summaries),
+                "run_id": ctx.run_id}
     result = write_all(
         ctx.con, ctx.out_dir, aware_at=aware_at, rules_file=Path(rules) if rules else None,
         case_label=str(ctx.case_dir), manifest=this_run,

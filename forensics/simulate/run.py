@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from forensics.errors import UsageError
+from forensics.progress import ProgressFn, no_progress
 from forensics.simulate import truth_tables as T
 from forensics.simulate import writers as W
 from forensics.simulate.config import Scenario
@@ -60,11 +61,14 @@ def prepare(out_dir: Path) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
 
 
-def simulate(out_dir: Path, opts: SimOptions) -> dict[str, Any]:
-    """Write a case folder (and ground_truth/ unless opts.truth is False); return a summary."""
+def simulate(out_dir: Path, opts: SimOptions,
+             progress: ProgressFn = no_progress) -> dict[str, Any]:
+    """Write a case folder (and ground_truth/ unless opts.truth is False); return a summary.
+    `progress` hears each phase as it starts."""
     if opts.requests < 1:
         raise UsageError("--requests must be at least 1")
     prepare(out_dir)
+    progress("traffic", 0, None)
     sc = scenario(opts)
     model = load_model(opts.model, sc.vocab_size) if opts.truth else None
     if model is not None and model.vocab_size != sc.vocab_size:
@@ -84,10 +88,12 @@ def simulate(out_dir: Path, opts: SimOptions) -> dict[str, Any]:
         slots = [p.n_pages * p.page_size for p in engine.pools]
         sweep = Sweep(slots, [r for _, r in sc.node_names()], tr, engine.out, tokens, model)
         sinks.append(sweep)
+    progress(f"engine ({len(tr):,} requests)", 0, None)
     out = engine.run()
     kv.close()
     elapsed = time.perf_counter() - started
     outputs = tokens.outputs if sweep is not None else None
+    progress("writing files", 0, None)
     W.write_requests(out_dir / "requests.csv", sc, tr, out, outputs)
     W.write_accounts(out_dir / "accounts.csv", tr, opts.seed)
     W.write_nodes(out_dir / "nodes.csv", sc)
@@ -107,6 +113,7 @@ def simulate(out_dir: Path, opts: SimOptions) -> dict[str, Any]:
         "context_len": sc.context_len,
     }
     if sweep is not None:
+        progress("ground truth", 0, None)
         summary.update(write_truth(out_dir / "ground_truth", sweep, tr, names))
     return summary
 
