@@ -6,7 +6,7 @@ CREATE OR REPLACE TABLE analysis_piece_events AS
 SELECT input_order AS event_key, ts, request_id, slot_start, pos_start, source
 FROM kv_events
 WHERE input_order IN (
-    SELECT read_key FROM analysis_exposure_pieces
-    UNION SELECT write_key FROM analysis_exposure_pieces
-    UNION SELECT event_key FROM analysis_violation_pieces
+    SELECT read_key FROM work.analysis_exposure_pieces
+    UNION SELECT write_key FROM work.analysis_exposure_pieces
+    UNION SELECT event_key FROM work.analysis_violation_pieces
 );
