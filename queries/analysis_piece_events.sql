@@ -2,7 +2,7 @@
 -- of violation pieces), with the columns the exposures and violations queries use: a small
 -- table, so that those queries join it instead of the whole ledger. (For a ledger kept outside
 -- the database and swept by Ray tasks, the tasks return these rows instead.)
-CREATE OR REPLACE TABLE analysis_piece_events AS
+CREATE OR REPLACE TABLE work.analysis_piece_events AS
 SELECT input_order AS event_key, ts, request_id, slot_start, pos_start, source
 FROM kv_events
 WHERE input_order IN (

@@ -71,3 +71,14 @@ CREATE TABLE IF NOT EXISTS work.analysis_read_counts (
     foreign_slots       BIGINT,   -- slots holding another request's data
     uninitialised_slots BIGINT    -- slots never written
 );
+
+-- The ledger events that the sweep's pieces name, with the columns the exposures and violations
+-- queries use (for a ledger kept outside the database, returned by the partition tasks).
+CREATE TABLE IF NOT EXISTS work.analysis_piece_events (
+    event_key  BIGINT,     -- kv_events.input_order of the event
+    ts         TIMESTAMPTZ, -- the event's time (node clock, UTC)
+    request_id VARCHAR,    -- the event's request
+    slot_start BIGINT,     -- first slot of the event's range
+    pos_start  BIGINT,     -- sequence position held by slot_start
+    source     VARCHAR     -- write source (prefill, decode, transfer)
+);
