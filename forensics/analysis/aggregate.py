@@ -26,6 +26,7 @@ AFFECTED_QUERIES = ("analysis_affected_requests", "analysis_affected_accounts")
 def prepare(con: duckdb.DuckDBPyConnection) -> None:
     """Create the analysis tables if missing and the one-row-per-request view of the log."""
     run_script(con, sql("schema_analysis"))
+    run_script(con, sql("schema_reconstruct"))
     run_script(con, sql("analysis_requests"))
 
 
