@@ -15,9 +15,11 @@ SELECT a.side, a.account_id,
        coalesce(a.name, d.name) AS name,
        coalesce(a.contact_email, d.contact_email) AS contact_email,
        coalesce(a.jurisdiction, d.jurisdiction) AS jurisdiction,
-       CASE greatest(CASE a.confidence WHEN 'confirmed' THEN 3 WHEN 'ledger' THEN 2 ELSE 1 END,
+       CASE greatest(CASE a.confidence WHEN 'confirmed' THEN 4 WHEN 'ledger' THEN 3
+                                       WHEN 'reconstructed' THEN 2 ELSE 1 END,
                      coalesce(b.rank, 0))
-            WHEN 3 THEN 'confirmed' WHEN 2 THEN 'ledger' ELSE 'possible' END AS confidence,
+            WHEN 4 THEN 'confirmed' WHEN 3 THEN 'ledger' WHEN 2 THEN 'reconstructed'
+            ELSE 'possible' END AS confidence, a.support,
        a.requests, a.tokens, a.first_affected_at, a.last_affected_at, a.counterpart_accounts
 FROM affected_accounts a
 LEFT JOIN directory d USING (account_id)

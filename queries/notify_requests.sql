@@ -7,7 +7,8 @@ WITH directory AS (
     FROM accounts GROUP BY account_id
 )
 SELECT r.side, r.request_id, r.account_id, d.name, d.contact_email, d.jurisdiction,
-       CASE r.rank WHEN 3 THEN 'confirmed' WHEN 2 THEN 'ledger' ELSE 'possible' END AS confidence,
+       CASE r.rank WHEN 4 THEN 'confirmed' WHEN 3 THEN 'ledger' WHEN 2 THEN 'reconstructed'
+                   ELSE 'possible' END AS confidence, r.support,
        1 AS requests, r.tokens, r.first_affected_at, r.last_affected_at,
        r.counterpart_accounts, r.counterpart_requests
 FROM notify_request_rows r

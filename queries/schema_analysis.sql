@@ -74,11 +74,12 @@ CREATE TABLE IF NOT EXISTS affected_requests (
     side                VARCHAR NOT NULL,
     request_id          VARCHAR NOT NULL,
     account_id          VARCHAR NOT NULL,
-    confidence          VARCHAR NOT NULL,  -- confirmed | ledger | possible
+    confidence          VARCHAR NOT NULL,  -- confirmed | ledger | reconstructed | possible
     tokens              BIGINT,            -- NULL for possible-only
     counterpart_requests BIGINT NOT NULL,
     first_affected_at   TIMESTAMP,
-    last_affected_at    TIMESTAMP
+    last_affected_at    TIMESTAMP,
+    support             DOUBLE             -- reconstructed: share of explored orders; else NULL
 );
 
 -- One row per (side, account). Cross-account only. tokens and requests as DESIGN §6 defines.
@@ -93,5 +94,6 @@ CREATE TABLE IF NOT EXISTS affected_accounts (
     tokens               BIGINT,
     first_affected_at    TIMESTAMP,
     last_affected_at     TIMESTAMP,
-    counterpart_accounts BIGINT NOT NULL
+    counterpart_accounts BIGINT NOT NULL,
+    support              DOUBLE             -- reconstructed: best share of its requests; else NULL
 );

@@ -42,6 +42,7 @@ ACCOUNT_COLUMNS: dict[str, pa.DataType] = {
     "authority_notify_by": pa.string(),
     "notify_rule": pa.string(),
     "notify_basis": pa.string(),
+    "support": pa.float64(),  # reconstructed: share of explored orders; else empty
 }
 REQUEST_COLUMNS: dict[str, pa.DataType] = {
     "side": pa.string(),

@@ -60,6 +60,10 @@ def allocator_for(engine: str | None, chosen: str) -> str:
     return "sglang" if "sglang" in name else "vllm" if "vllm" in name else "lifo"
 
 
+class EnginesMissing(Exception):
+    """The engines' environment is not there: the node keeps the screening tier."""
+
+
 class Pools:
     """Fresh pools per explored order; one driver process for the whole run."""
 
@@ -71,7 +75,10 @@ class Pools:
         if kind == "lifo":
             return PagePool(pool_slots, page_size)
         if self.drv is None:
-            self.drv = EngineAllocators()
+            try:
+                self.drv = EngineAllocators()
+            except UsageError as exc:
+                raise EnginesMissing(str(exc)) from exc
             self.versions = self.drv.versions()
         return EnginePagePool(pool_slots, page_size, self.drv, kind)
 
@@ -110,7 +117,11 @@ def reconstruct(
                 )
                 continue
             kind = allocator_for(engine, rp.allocator)
-            row = _node(con, pools, rp, node, role, kind, int(page_size), int(pool_slots))
+            try:
+                row = _node(con, pools, rp, node, role, kind, int(page_size), int(pool_slots))
+            except EnginesMissing as exc:
+                summary["skipped"].append({"node": node, "why": str(exc)})
+                continue
             con.execute(
                 sql("reconstruct_insert_node"),
                 {

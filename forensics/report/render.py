@@ -53,6 +53,8 @@ STAGE_OF_TABLE = {
     "affected_requests": "analysis", "affected_accounts": "analysis",
     "screening": "screening", "possible_exposures": "screening",
     "replay_results": "replay", "replay_attention": "replay",
+    "reconstructed_nodes": "reconstruct", "reconstructed_requests": "reconstruct",
+    "reconstructed_events": "reconstruct", "reconstructed_exposures": "reconstruct",
     "engine_evidence": "engine log reading",
     "node_facts": "engine log reading", "log_files": "engine log reading",
 }
@@ -60,6 +62,7 @@ STAGE_EFFECT = {
     "ingest": "inputs, quarantine or the input hashes are shown as empty",
     "analysis": "no ledger exposure or violation is reported",
     "screening": "no possible (screened) receiver is reported",
+    "reconstruct": "no reconstructed exposure of a ledger-less node is reported",
     "replay": "no exposure is marked confirmed",
     "engine log reading": "no engine log evidence is shown",
 }
