@@ -97,3 +97,7 @@ CREATE TABLE IF NOT EXISTS affected_accounts (
     counterpart_accounts BIGINT NOT NULL,
     support              DOUBLE             -- reconstructed: best share of its requests; else NULL
 );
+
+-- Case databases analysed before reconstruction existed get the support column.
+ALTER TABLE affected_requests ADD COLUMN IF NOT EXISTS support DOUBLE;
+ALTER TABLE affected_accounts ADD COLUMN IF NOT EXISTS support DOUBLE;

@@ -32,6 +32,8 @@ from forensics.report.context import (
     NotifyPlanRow,
     OverlongRow,
     QuarantineRow,
+    ReconstructedNodeRow,
+    ReconstructedPairRow,
     ReplayRow,
     ReportContext,
     ScreeningRow,
@@ -71,6 +73,9 @@ CONFIDENCE_MEANINGS = (
      "delivered output from it, while a clean replay from the request's own prompt did not."),
     ("ledger", "The engine's KV ledger shows the request reading memory last written by "
      "another request. Exact, but the effect on the output is not re-derived."),
+    ("reconstructed", "No ledger covers the node: its page trace was rebuilt from the request "
+     "log with the engine's real allocator, and the request read memory another request "
+     "wrote in that trace. The support share says in how many of the explored event orders."),
     ("possible", "Screening only: the gateway log and node facts match the fault (prompt longer "
      "than the pool yet answered 200, or an implausibly short time to first token), but no "
      "ledger covers the request."),
@@ -147,10 +152,13 @@ def _facts(manifest: dict[str, Any], con: duckdb.DuckDBPyConnection, command: st
     return facts
 
 
-def _confidence(headline: Headline) -> list[ConfidenceLevel]:
+def _confidence(
+    headline: Headline, reconstructed: list[ReconstructedPairRow]
+) -> list[ConfidenceLevel]:
     counts = {
         "confirmed": headline.confirmed_requests,
         "ledger": headline.receiving_requests - headline.confirmed_requests,
+        "reconstructed": reconstructed[0].receivers if reconstructed else 0,
         "possible": headline.possible_receivers,
     }
     return [ConfidenceLevel(level, meaning, counts[level]) for level, meaning in
@@ -170,6 +178,7 @@ def build_context(
     buckets = _typed(Bucket, rows(con, "report_exposure_buckets", [unit]))
     timeline_nodes, timeline = _pivot(buckets)
     nodes = _typed(NodeRow, rows(con, "report_nodes"))
+    rebuilt = _typed(ReconstructedPairRow, rows(con, "report_reconstructed_pairs", [row_limit]))
     points = [charts.TtftPoint(r["prompt_tokens"], float(r["ttft_ms"]), bool(r["suspect"]))
               for r in rows(con, "report_ttft_points")]
     context = ReportContext(
@@ -193,12 +202,14 @@ def build_context(
         replay=_typed(ReplayRow, rows(con, "report_replay", [row_limit])),
         evidence=_typed(EvidenceRow, rows(con, "report_evidence")),
         screening=_typed(ScreeningRow, rows(con, "report_screening")),
-        confidence_levels=_confidence(headline),
+        confidence_levels=_confidence(headline, rebuilt),
         notify_plan=notify_plan or [],
         quarantine=_typed(QuarantineRow, rows(con, "report_quarantine")),
         inputs=_typed(InputRow, rows(con, "report_inputs")),
         manifest=[],
         row_limit=row_limit,
+        reconstructed_nodes=_typed(ReconstructedNodeRow, rows(con, "report_reconstructed_nodes")),
+        reconstructed=rebuilt,
     )
     con.execute(sql("report_cleanup"))
     facts = _facts(manifest, con, command)
