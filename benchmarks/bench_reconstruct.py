@@ -8,7 +8,12 @@ truth (cross-account requests and accounts, both sides):
 - window:        today's screening alone (every suspect receiver; every request in the window
                  before a suspect on its decode node as a leaker);
 - reconstructed: `reconstruct` (the node's allocator, chosen as the simulation's) then `analyze`;
-- ledger:        the same case with its ledger, for reference (should be exact).
+- ledger:        the same case with its ledger, for reference (should be exact);
+- replayed:      with --replay, `reconstruct` with replay deciding between the explored layouts
+                 (outputs made by the test model, contents kept).
+
+--skew-ms widens the window in which the timestamps are not trusted to order operations, to see
+how explored orders add candidates and replay clears them.
 
 Prints one row per (allocator, method, side, unit) with precision and recall summed over the
 seeds (micro-averaged), the worst seed's figures, and a Markdown table. The sglang and vllm

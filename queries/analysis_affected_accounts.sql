@@ -21,10 +21,10 @@ WITH counterpart AS (
     FROM possible_exposures WHERE cross_account
     UNION
     SELECT 'receiving', receiver_account_id, leaker_account_id
-    FROM reconstructed_exposures WHERE cross_account
+    FROM reconstructed_exposures WHERE cross_account AND verdict IS DISTINCT FROM 'cleared'
     UNION
     SELECT 'leaking', leaker_account_id, receiver_account_id
-    FROM reconstructed_exposures WHERE cross_account
+    FROM reconstructed_exposures WHERE cross_account AND verdict IS DISTINCT FROM 'cleared'
 ), per_account AS (
     SELECT side, account_id,
            CASE WHEN bool_or(confidence = 'confirmed') THEN 'confirmed'

@@ -2,8 +2,9 @@
 -- ledger: from exposure_tokens (tokens = DESIGN §6 token exposures of the request on that side,
 -- times = first and last read of its exposures). reconstructed: pairs that kvforensics
 -- reconstruct found on ledger-less nodes (tokens = slots read, times = the receivers' first
--- token, support = the best share of explored orders among the request's pairs), for requests
--- the ledger does not put on that side. possible: screening pairs for requests that neither
+-- token, support = the best share of explored orders among the request's pairs; `confirmed`
+-- when replay reproduced the delivered output from a layout holding the pair, pairs replay
+-- cleared left out), for requests the ledger does not put on that side. possible: screening pairs for requests that neither
 -- puts on that side (tokens NULL, times = the receivers' arrival).
 DELETE FROM affected_requests;
 
@@ -20,17 +21,24 @@ WITH ledger AS (
            count(DISTINCT receiver_request_id), min(first_read_at), max(last_read_at),
            CAST(NULL AS DOUBLE)
     FROM exposure_tokens WHERE cross_account GROUP BY ALL
+), kept AS (
+    SELECT * FROM reconstructed_exposures
+    WHERE cross_account AND verdict IS DISTINCT FROM 'cleared'
 ), rebuilt AS (
     SELECT 'receiving' AS side, receiver_request_id AS request_id,
-           receiver_account_id AS account_id, 'reconstructed' AS confidence,
+           receiver_account_id AS account_id,
+           CASE WHEN bool_or(verdict = 'confirmed') THEN 'confirmed' ELSE 'reconstructed' END
+               AS confidence,
            sum(tokens) AS tokens, count(DISTINCT leaker_request_id) AS counterpart_requests,
            min(read_at) AS first_affected_at, max(read_at) AS last_affected_at,
            max(support) AS support
-    FROM reconstructed_exposures WHERE cross_account GROUP BY ALL
+    FROM kept GROUP BY receiver_request_id, receiver_account_id
     UNION ALL
-    SELECT 'leaking', leaker_request_id, leaker_account_id, 'reconstructed', sum(tokens),
-           count(DISTINCT receiver_request_id), min(read_at), max(read_at), max(support)
-    FROM reconstructed_exposures WHERE cross_account GROUP BY ALL
+    SELECT 'leaking', leaker_request_id, leaker_account_id,
+           CASE WHEN bool_or(verdict = 'confirmed') THEN 'confirmed' ELSE 'reconstructed' END,
+           sum(tokens), count(DISTINCT receiver_request_id), min(read_at), max(read_at),
+           max(support)
+    FROM kept GROUP BY leaker_request_id, leaker_account_id
 ), known AS (
     SELECT * FROM ledger
     UNION ALL

@@ -20,11 +20,12 @@ pairs AS (
                 THEN 'confirmed' ELSE confidence END
     FROM exposures WHERE cross_account
     UNION ALL
-    SELECT 'receiving', receiver_request_id, leaker_account_id, 'reconstructed'
-    FROM reconstructed_exposures WHERE cross_account
+    SELECT 'receiving', receiver_request_id, leaker_account_id,
+           coalesce(verdict, 'reconstructed')
+    FROM reconstructed_exposures WHERE cross_account AND verdict IS DISTINCT FROM 'cleared'
     UNION ALL
-    SELECT 'leaking', leaker_request_id, receiver_account_id, 'reconstructed'
-    FROM reconstructed_exposures WHERE cross_account
+    SELECT 'leaking', leaker_request_id, receiver_account_id, coalesce(verdict, 'reconstructed')
+    FROM reconstructed_exposures WHERE cross_account AND verdict IS DISTINCT FROM 'cleared'
     UNION ALL
     SELECT 'receiving', receiver_request_id, leaker_account_id, 'possible'
     FROM possible_exposures WHERE cross_account

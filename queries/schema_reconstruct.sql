@@ -51,5 +51,9 @@ CREATE TABLE IF NOT EXISTS reconstructed_exposures (
     tokens              BIGINT NOT NULL,  -- slots read, most over the orders that have the pair
     support             DOUBLE NOT NULL,  -- share of explored orders in which the pair appears
     read_at             TIMESTAMP NOT NULL,
-    cross_account       BOOLEAN NOT NULL
+    cross_account       BOOLEAN NOT NULL,
+    verdict             VARCHAR           -- replay: confirmed | cleared; NULL: not decided
 );
+
+-- Case databases reconstructed before replay decided get the verdict column.
+ALTER TABLE reconstructed_exposures ADD COLUMN IF NOT EXISTS verdict VARCHAR;

@@ -31,6 +31,16 @@ def reconstruct(
         help="Operations closer than this (clock resolution and skew between the gateway "
         "and the nodes) are not ordered by their timestamps.",
     ),
+    replay_model: str = typer.Option(
+        None,
+        "--replay-model",
+        help="Model to replay the explored layouts with (a local model folder, or test); "
+        "default: the test model when the request log names it, else no replay.",
+    ),
+    replay_device: str = typer.Option("auto", "--replay-device", help="auto, cpu or cuda."),
+    replay_budget: int = typer.Option(
+        4, "--replay-budget", help="Layouts replayed per stub receiver, most frequent first."
+    ),
     json_out: bool = typer.Option(False, "--json", help="Print a JSON summary on stdout."),
 ) -> None:
     """Rebuild kv_events for nodes without a KV ledger by driving the node's real allocator
@@ -45,7 +55,14 @@ def reconstruct(
         )
     con = connect(db)
     try:
-        params = {"allocator": allocator, "orders": orders, "skew_ms": skew_ms}
+        params = {
+            "allocator": allocator,
+            "orders": orders,
+            "skew_ms": skew_ms,
+            "replay_model": replay_model,
+            "replay_device": replay_device,
+            "replay_budget": replay_budget,
+        }
         with progress_reporter(console, "reconstruct") as progress:
             summary = run_reconstruct(con, params, progress)
     finally:
@@ -61,7 +78,8 @@ def reconstruct(
         )
         console.print(
             f"reconstruct: nodes {nodes}; {summary['events']} events, {summary['pairs']} "
-            f"(receiver, leaker) pairs, {summary['cross_account_pairs']} cross-account",
+            f"(receiver, leaker) pairs, {summary['cross_account_pairs']} cross-account; replay "
+            f"confirmed {summary['confirmed']} and cleared {summary['cleared']}",
             markup=False,
         )
     finish(bool(summary["findings"]))

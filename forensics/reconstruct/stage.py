@@ -25,7 +25,8 @@ from forensics.errors import UsageError
 from forensics.ingest.sqlrun import run_script
 from forensics.pipeline import RunContext
 from forensics.progress import ProgressFn, no_progress
-from forensics.reconstruct.trace import NodeTrace, Req, replay
+from forensics.reconstruct.decide import Decider, load_decider
+from forensics.reconstruct.trace import Layout, NodeTrace, Req, replay
 from forensics.resources import sql
 from forensics.simulate.allocator import PagePool
 from forensics.simulate.engine_pool import EnginePagePool
@@ -39,6 +40,7 @@ class ReconstructParams:
     allocator: str = "auto"  # auto: from the node's engine
     orders: int = 8  # explored orders per node when the timestamps leave ties
     skew_ms: float = 5.0  # operations closer than this are not ordered by their timestamps
+    replay_budget: int = 4  # layouts replayed per stub receiver (0: replay decides nothing)
 
     @classmethod
     def from_params(cls, params: dict[str, Any]) -> ReconstructParams:
@@ -48,6 +50,8 @@ class ReconstructParams:
             raise UsageError(
                 f"unknown --allocator '{out.allocator}'; known: {', '.join(ALLOCATORS)}"
             )
+        if out.replay_budget < 0:
+            raise UsageError("--replay-budget must be 0 or more")
         if out.orders < 1:
             raise UsageError("--orders must be at least 1")
         return out
@@ -107,6 +111,9 @@ def reconstruct(
     run_script(con, sql("reconstruct_clear"))
     pools = Pools()
     summary: dict[str, Any] = {"nodes": [], "skipped": []}
+    decider = load_decider(
+        con, params.get("replay_model"), params.get("replay_device") or "auto", rp.replay_budget
+    )
     try:
         nodes = con.execute(sql("reconstruct_nodes")).fetchall()
         for k, (node, role, engine, version, page_size, pool_slots) in enumerate(nodes):
@@ -118,7 +125,9 @@ def reconstruct(
                 continue
             kind = allocator_for(engine, rp.allocator)
             try:
-                row = _node(con, pools, rp, node, role, kind, int(page_size), int(pool_slots))
+                row = _node(
+                    con, pools, rp, decider, node, role, kind, int(page_size), int(pool_slots)
+                )
             except EnginesMissing as exc:
                 summary["skipped"].append({"node": node, "why": str(exc)})
                 continue
@@ -135,7 +144,9 @@ def reconstruct(
     finally:
         pools.close()
     figures = con.execute(sql("reconstruct_summary")).fetchall()[0]
-    summary.update(zip(("events", "pairs", "cross_account_pairs"), figures, strict=True))
+    names = ("events", "pairs", "cross_account_pairs", "confirmed", "cleared")
+    summary.update(zip(names, figures, strict=True))
+    summary["layouts_replayed"] = decider.replayed if decider is not None else 0
     summary["findings"] = bool(summary["cross_account_pairs"])
     summary["parameters"] = asdict(rp)
     return summary
@@ -145,6 +156,7 @@ def _node(
     con: duckdb.DuckDBPyConnection,
     pools: Pools,
     rp: ReconstructParams,
+    decider: Decider | None,
     node: str,
     role: str,
     kind: str,
@@ -157,6 +169,7 @@ def _node(
     n_orders = rp.orders if trace.groups else 1
     support: Counter[tuple[int, int]] = Counter()
     tokens: dict[tuple[int, int], int] = {}
+    layouts: dict[int, Counter[Layout]] = {}
     first = None
     for k in range(n_orders):
         got = replay(trace, trace.order(k), pools.new(kind, pool_slots, ps), events=k == 0)
@@ -164,8 +177,15 @@ def _node(
         for pair, n in got.exposures.items():
             support[pair] += 1
             tokens[pair] = max(tokens.get(pair, 0), n)
+        for receiver, layout in got.layouts.items():
+            layouts.setdefault(receiver, Counter())[layout] += 1
     assert first is not None
-    _store(con, trace, first.events, support, tokens, n_orders)
+    verdicts: dict[tuple[int, int], str] = {}
+    if decider is not None:
+        for receiver in sorted(layouts):
+            for leaker, verdict in decider.decide(reqs, receiver, layouts[receiver]).items():
+                verdicts[(receiver, leaker)] = verdict
+    _store(con, trace, first.events, support, tokens, n_orders, verdicts)
     con.executemany(
         sql("reconstruct_insert_request"),
         [
@@ -210,6 +230,7 @@ def _store(
     support: Counter[tuple[int, int]],
     tokens: dict[tuple[int, int], int],
     n_orders: int,
+    verdicts: dict[tuple[int, int], str],
 ) -> None:
     ordered = sorted(enumerate(events), key=lambda e: (e[1][0], e[0]))
     ev = pa.table(
@@ -242,6 +263,7 @@ def _store(
             "cross_account": pa.array(
                 [rq[a].account_id != rq[b].account_id for a, b in pairs], pa.bool_()
             ),
+            "verdict": pa.array([verdicts.get(p) for p in pairs], pa.string()),
         }
     )
     con.register("_rc_events", ev)

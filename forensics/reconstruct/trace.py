@@ -103,6 +103,7 @@ class NodeTrace:
 
 
 Event = tuple[int, str, str, int, int, int, str | None]  # ts, request, op, slot, count, pos, src
+Layout = tuple[tuple[int, int] | None, ...]  # per reader position: (writer index, its position)
 
 
 @dataclass
@@ -110,6 +111,7 @@ class Outcome:
     exposures: dict[tuple[int, int], int] = field(default_factory=dict)  # (recv, leaker) -> n
     events: list[Event] = field(default_factory=list)
     deferred: int = 0
+    layouts: dict[int, Layout] = field(default_factory=dict)  # stub receiver -> what it read
 
 
 def runs(pages: np.ndarray, p0: int, p1: int, ps: int) -> Iterator[tuple[int, int, int]]:
@@ -131,6 +133,7 @@ def replay(
     """Drive `pool` through the operations; the exposures of every stub's first decode read."""
     ps, reqs = trace.page_size, trace.reqs
     writer = np.full(pool.n_pages * ps, -1, np.int64)
+    wpos = np.full(pool.n_pages * ps, -1, np.int64)
     held: dict[int, np.ndarray] = {}
     waiting: list[int] = []
     out = Outcome()
@@ -168,6 +171,7 @@ def replay(
             if r.stub and r.prompt > r.processed:
                 slots = _slots(pages, r.processed, r.prompt, ps)
                 w = writer[slots]
+                out.layouts[i] = _layout(i, r, writer[slots], wpos[slots])
                 for leaker, n in zip(
                     *np.unique(w[(w >= 0) & (w != i)], return_counts=True), strict=True
                 ):
@@ -188,7 +192,7 @@ def replay(
             if i not in held:
                 continue
             pages = held.pop(i)
-            _write(writer, pages, trace, r, i)
+            _write(writer, wpos, pages, trace, r, i)
             emit(t, i, "free", pages, 0, len(pages) * ps, None)
             pool.release(pages)
             while waiting and place(waiting[0], t):
@@ -201,13 +205,28 @@ def _slots(pages: np.ndarray, p0: int, p1: int, ps: int) -> np.ndarray:
     return pages[pos // ps] * ps + pos % ps  # type: ignore[no-any-return]
 
 
-def _write(writer: np.ndarray, pages: np.ndarray, trace: NodeTrace, r: Req, i: int) -> None:
+def _write(
+    writer: np.ndarray, wpos: np.ndarray, pages: np.ndarray, trace: NodeTrace, r: Req, i: int
+) -> None:
     """What the request left in its pages: its processed tokens, then its decode steps."""
     ps = trace.page_size
-    writer[_slots(pages, 0, min(r.processed, len(pages) * ps), ps)] = i
+    n = min(r.processed, len(pages) * ps)
+    writer[_slots(pages, 0, n, ps)] = i
+    wpos[_slots(pages, 0, n, ps)] = np.arange(n)
     if trace.role != "prefill":
         end = min(r.prompt + max(r.n_out - 1, 0), len(pages) * ps)
         writer[_slots(pages, r.prompt, end, ps)] = i
+        wpos[_slots(pages, r.prompt, end, ps)] = np.arange(r.prompt, end)
+
+
+def _layout(i: int, r: Req, writers: np.ndarray, positions: np.ndarray) -> Layout:
+    """The stub's first read: its own processed positions, then what the slots held."""
+    own: list[tuple[int, int] | None] = [(i, p) for p in range(r.processed)]
+    rest = [
+        None if w < 0 else (int(w), int(p))
+        for w, p in zip(writers.tolist(), positions.tolist(), strict=True)
+    ]
+    return tuple(own + rest)
 
 
 def _emitter(out: Outcome, trace: NodeTrace, on: bool) -> Callable[..., None]:

@@ -152,6 +152,7 @@ class ReconstructedPairRow:
     tokens: int
     support: float
     read_at: datetime
+    verdict: str | None
     total: int
     receivers: int
 
