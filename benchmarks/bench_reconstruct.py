@@ -20,7 +20,8 @@ seeds (micro-averaged), the worst seed's figures, and a Markdown table. The sgla
 kinds need the engines' environment (scripts/engines_venv.sh, KVFORENSICS_ENGINES_VENV).
 
     PYTHONPATH=. python benchmarks/bench_reconstruct.py [--requests 1500] [--accounts 1000]
-        [--seeds 1 2 3] [--allocators lifo sglang vllm] [--days 14]
+        [--seeds 1 2 3] [--allocators lifo sglang vllm] [--days 1]
+        [--skew-ms 5] [--replay]
 """
 
 from __future__ import annotations
@@ -95,7 +96,8 @@ def run_case(
         scale=args.scale,
         days=args.days,
         allocator=allocator,
-        contents=False,
+        contents=args.replay,
+        model="test" if args.replay else "synthetic",
         overrides=(("accounts", args.accounts),),
     )
     simulate(case, opts)
@@ -111,10 +113,15 @@ def run_case(
     analyze(con)
     results["window"] = {k: score(v, want[k]) for k, v in window(con).items()}
     started = time.perf_counter()
-    reconstruct(con, {"allocator": allocator})
+    rc = {"allocator": allocator, "skew_ms": args.skew_ms, "replay_budget": 0}
+    reconstruct(con, rc)
     seconds = time.perf_counter() - started
     analyze(con)
     results["reconstructed"] = {k: score(v, want[k]) for k, v in found(con).items()}
+    if args.replay:
+        reconstruct(con, {**rc, "replay_budget": 4, "replay_model": "test"})
+        analyze(con)
+        results["replayed"] = {k: score(v, want[k]) for k, v in found(con).items()}
     orders = con.execute("SELECT max(orders) FROM reconstructed_nodes").fetchone()
     con.close()
     print(
@@ -136,7 +143,9 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
     ap.add_argument("--allocators", nargs="+", default=["lifo", "sglang", "vllm"])
     ap.add_argument("--scale", type=float, default=0.001)
-    ap.add_argument("--days", type=float, default=14.0)
+    ap.add_argument("--days", type=float, default=1.0)
+    ap.add_argument("--skew-ms", type=float, default=5.0)
+    ap.add_argument("--replay", action="store_true", help="also measure replay deciding")
     args = ap.parse_args()
     total: dict[tuple[str, str, str, str], list[int]] = defaultdict(lambda: [0, 0, 0])
     worst: dict[tuple[str, str, str, str], list[float]] = defaultdict(lambda: [1.0, 1.0])
@@ -152,8 +161,8 @@ def main() -> None:
                         worst[key][1] = min(worst[key][1], hit / want if want else 1.0)
     print(
         f"\n{args.requests} requests, {args.accounts} accounts, seeds {args.seeds}, "
-        f"scale {args.scale}, {args.days} days; precision / recall summed over the seeds "
-        "(worst seed in brackets)\n"
+        f"scale {args.scale}, {args.days} days, skew {args.skew_ms} ms; precision / recall "
+        "summed over the seeds (worst seed in brackets)\n"
     )
     print("| allocator | method | side | unit | found | true | precision | recall |")
     print("|---|---|---|---|---:|---:|---:|---:|")
