@@ -1,5 +1,6 @@
 -- affected_requests: a confirmed receiver, and each request of another account whose KV it read,
--- become `confirmed`; stale confirmations fall back (`possible` when no tokens were counted).
+-- become `confirmed`; stale confirmations fall back (`possible` when no tokens were counted),
+-- except those that replay confirmed on a reconstructed layout (reconstructed_exposures).
 WITH pairs AS (
     SELECT a.request_id AS receiver, a.leaker_request_id AS leaker
     FROM replay_attention a
@@ -12,5 +13,10 @@ UPDATE affected_requests
 SET confidence = CASE
     WHEN (side = 'receiving' AND request_id IN (SELECT receiver FROM pairs))
       OR (side = 'leaking' AND request_id IN (SELECT leaker FROM pairs)) THEN 'confirmed'
+    WHEN confidence = 'confirmed' AND EXISTS (
+        SELECT 1 FROM reconstructed_exposures x
+        WHERE x.verdict = 'confirmed' AND x.cross_account
+          AND ((side = 'receiving' AND x.receiver_request_id = request_id)
+            OR (side = 'leaking' AND x.leaker_request_id = request_id))) THEN 'confirmed'
     WHEN confidence = 'confirmed' THEN CASE WHEN tokens IS NULL THEN 'possible' ELSE 'ledger' END
     ELSE confidence END;
