@@ -1,4 +1,5 @@
-"""The investigate pipeline: files -> ingest -> analysis -> (replay) -> exports and report.
+"""The investigate pipeline: files -> ingest -> reconstruct -> analysis -> (replay) -> exports
+and report.
 
 Each stage is a function `stage(ctx) -> dict` that reads the case database, writes its own
 tables and files, and returns a small JSON-able summary. Stages run in the order of STAGES."""
@@ -46,11 +47,13 @@ def stages() -> list[StageSpec]:
     """The stages of `investigate`, in order. Imported lazily so optional extras stay optional."""
     from forensics.analysis.stage import analyze_stage
     from forensics.ingest.stage import ingest_stage
+    from forensics.reconstruct.stage import reconstruct_stage
     from forensics.replay.stage import replay_stage
     from forensics.report.stage import export_stage
 
     return [
         StageSpec("ingest", ingest_stage, "load and validate the case folder"),
+        StageSpec("reconstruct", reconstruct_stage, "page traces of nodes without a ledger"),
         StageSpec("analyze", analyze_stage, "exposures, violations, screening, affected parties"),
         StageSpec("replay", replay_stage, "confirm suspects by replaying them on a model"),
         StageSpec("export", export_stage, "notification lists, notices, timeline, report"),

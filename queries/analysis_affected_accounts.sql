@@ -2,7 +2,8 @@
 -- requests of the account on that side; tokens = the sum of its requests' token exposures
 -- (each (receiver, node, slot, leaker) combination belongs to exactly one request per side;
 -- NULL when only screening suggests the account); confidence = the highest of its requests;
--- counterpart_accounts = how many distinct accounts on the other side (ledger or possible).
+-- counterpart_accounts = how many distinct accounts on the other side (ledger, reconstructed or
+-- possible); support = the best support share among its reconstructed requests (else NULL).
 DELETE FROM affected_accounts;
 
 INSERT INTO affected_accounts BY NAME
@@ -18,13 +19,21 @@ WITH counterpart AS (
     UNION
     SELECT 'leaking', leaker_account_id, receiver_account_id
     FROM possible_exposures WHERE cross_account
+    UNION
+    SELECT 'receiving', receiver_account_id, leaker_account_id
+    FROM reconstructed_exposures WHERE cross_account AND verdict IS DISTINCT FROM 'cleared'
+    UNION
+    SELECT 'leaking', leaker_account_id, receiver_account_id
+    FROM reconstructed_exposures WHERE cross_account AND verdict IS DISTINCT FROM 'cleared'
 ), per_account AS (
     SELECT side, account_id,
            CASE WHEN bool_or(confidence = 'confirmed') THEN 'confirmed'
-                WHEN bool_or(confidence = 'ledger') THEN 'ledger' ELSE 'possible' END
-               AS confidence,
+                WHEN bool_or(confidence = 'ledger') THEN 'ledger'
+                WHEN bool_or(confidence = 'reconstructed') THEN 'reconstructed'
+                ELSE 'possible' END AS confidence,
            count(DISTINCT request_id) AS requests, sum(tokens) AS tokens,
-           min(first_affected_at) AS first_affected_at, max(last_affected_at) AS last_affected_at
+           min(first_affected_at) AS first_affected_at, max(last_affected_at) AS last_affected_at,
+           max(support) AS support
     FROM affected_requests GROUP BY side, account_id
 ), directory AS (
     SELECT * FROM accounts

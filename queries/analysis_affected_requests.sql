@@ -1,7 +1,12 @@
 -- affected_requests: one row per (side, request), cross-account exposures only.
--- ledger: from exposure_tokens (tokens = docs/DESIGN.md §6 token exposures of the request on that side,
--- times = first and last read of its exposures). possible: screening pairs for requests that the
--- ledger does not already put on that side (tokens NULL, times = the receivers' arrival).
+-- ledger: from exposure_tokens (tokens = docs/DESIGN.md §6 token exposures of the request on
+-- that side, times = first and last read of its exposures). reconstructed: pairs that
+-- kvforensics reconstruct found on ledger-less nodes (tokens = slots read, times = the
+-- receivers' first token, support = the best share of explored orders among the request's pairs;
+-- `confirmed` when replay reproduced the delivered output from a layout holding the pair, pairs
+-- replay cleared left out), for requests the ledger does not put on that side. possible:
+-- screening pairs for requests that neither puts on that side (tokens NULL, times = the
+-- receivers' arrival).
 DELETE FROM affected_requests;
 
 INSERT INTO affected_requests BY NAME
@@ -9,12 +14,37 @@ WITH ledger AS (
     SELECT 'receiving' AS side, receiver_request_id AS request_id,
            receiver_account_id AS account_id, 'ledger' AS confidence, sum(tokens) AS tokens,
            count(DISTINCT leaker_request_id) AS counterpart_requests,
-           min(first_read_at) AS first_affected_at, max(last_read_at) AS last_affected_at
+           min(first_read_at) AS first_affected_at, max(last_read_at) AS last_affected_at,
+           CAST(NULL AS DOUBLE) AS support
     FROM exposure_tokens WHERE cross_account GROUP BY ALL
     UNION ALL
     SELECT 'leaking', leaker_request_id, leaker_account_id, 'ledger', sum(tokens),
-           count(DISTINCT receiver_request_id), min(first_read_at), max(last_read_at)
+           count(DISTINCT receiver_request_id), min(first_read_at), max(last_read_at),
+           CAST(NULL AS DOUBLE)
     FROM exposure_tokens WHERE cross_account GROUP BY ALL
+), kept AS (
+    SELECT * FROM reconstructed_exposures
+    WHERE cross_account AND verdict IS DISTINCT FROM 'cleared'
+), rebuilt AS (
+    SELECT 'receiving' AS side, receiver_request_id AS request_id,
+           receiver_account_id AS account_id,
+           CASE WHEN bool_or(verdict = 'confirmed') THEN 'confirmed' ELSE 'reconstructed' END
+               AS confidence,
+           sum(tokens) AS tokens, count(DISTINCT leaker_request_id) AS counterpart_requests,
+           min(read_at) AS first_affected_at, max(read_at) AS last_affected_at,
+           max(support) AS support
+    FROM kept GROUP BY receiver_request_id, receiver_account_id
+    UNION ALL
+    SELECT 'leaking', leaker_request_id, leaker_account_id,
+           CASE WHEN bool_or(verdict = 'confirmed') THEN 'confirmed' ELSE 'reconstructed' END,
+           sum(tokens), count(DISTINCT receiver_request_id), min(read_at), max(read_at),
+           max(support)
+    FROM kept GROUP BY leaker_request_id, leaker_account_id
+), known AS (
+    SELECT * FROM ledger
+    UNION ALL
+    SELECT * FROM rebuilt r
+    WHERE NOT EXISTS (SELECT 1 FROM ledger l WHERE l.side = r.side AND l.request_id = r.request_id)
 ), pairs AS (
     SELECT p.*, q.received_at FROM possible_exposures p
     JOIN work.analysis_requests q ON q.request_id = p.receiver_request_id
@@ -24,15 +54,17 @@ WITH ledger AS (
            receiver_account_id AS account_id, 'possible' AS confidence,
            CAST(NULL AS BIGINT) AS tokens,
            count(DISTINCT leaker_request_id) AS counterpart_requests,
-           min(received_at) AS first_affected_at, max(received_at) AS last_affected_at
+           min(received_at) AS first_affected_at, max(received_at) AS last_affected_at,
+           CAST(NULL AS DOUBLE) AS support
     FROM pairs GROUP BY ALL
     UNION ALL
     SELECT 'leaking', leaker_request_id, leaker_account_id, 'possible', CAST(NULL AS BIGINT),
-           count(DISTINCT receiver_request_id), min(received_at), max(received_at)
+           count(DISTINCT receiver_request_id), min(received_at), max(received_at),
+           CAST(NULL AS DOUBLE)
     FROM pairs GROUP BY ALL
 )
-SELECT * FROM ledger
+SELECT * FROM known
 UNION ALL
 SELECT * FROM possible p
-WHERE NOT EXISTS (SELECT 1 FROM ledger l WHERE l.side = p.side AND l.request_id = p.request_id)
+WHERE NOT EXISTS (SELECT 1 FROM known k WHERE k.side = p.side AND k.request_id = p.request_id)
 ORDER BY side, request_id;

@@ -3,7 +3,9 @@
 -- before the suspect arrived (received before it, and completed, or failing that answered or
 -- received, no earlier than received_at - window): their KV may still have been in the pages.
 -- Suspect reasons: over-pool, fast-ttft, engine-rejected, kv-checksum-mismatch,
--- kv-canary-violation (deferred-release-timeout alone does not make a receiver).
+-- kv-canary-violation (deferred-release-timeout alone does not make a receiver). A suspect that
+-- kvforensics reconstruct replayed as a stub on its decode node gets the reconstructed pairs
+-- (reconstructed_exposures) instead.
 DELETE FROM possible_exposures;
 
 INSERT INTO possible_exposures BY NAME
@@ -13,6 +15,8 @@ WITH suspect AS (
     WHERE NOT s.ledger_covered AND s.decode_node IS NOT NULL
       AND len(list_intersect(s.reasons, ['over-pool', 'fast-ttft', 'engine-rejected',
                                          'kv-checksum-mismatch', 'kv-canary-violation'])) > 0
+      AND NOT EXISTS (SELECT 1 FROM reconstructed_requests r
+                      WHERE r.request_id = s.request_id AND r.node = s.decode_node AND r.stub)
 )
 SELECT s.request_id AS receiver_request_id, s.account_id AS receiver_account_id,
        l.request_id AS leaker_request_id, l.account_id AS leaker_account_id,

@@ -24,4 +24,6 @@ SELECT
     (SELECT count(*) FROM screening WHERE len(reasons) > 0) AS screened_suspects,
     (SELECT count(*) FROM screening WHERE len(reasons) > 0 AND NOT ledger_covered)
         AS screened_suspects_without_ledger,
-    (SELECT count(*) FROM possible_exposures) AS possible_pairs;
+    (SELECT count(*) FROM possible_exposures) AS possible_pairs,
+    (SELECT count(*) FROM reconstructed_exposures
+     WHERE cross_account AND verdict IS DISTINCT FROM 'cleared') AS reconstructed_pairs;

@@ -20,14 +20,16 @@ account_rows AS (
            coalesce(a.name, d.name) AS name,
            coalesce(a.contact_email, d.contact_email) AS contact_email,
            coalesce(a.jurisdiction, d.jurisdiction) AS jurisdiction,
-           CASE greatest(CASE a.confidence WHEN 'confirmed' THEN 3 WHEN 'ledger' THEN 2 ELSE 1 END,
+           CASE greatest(CASE a.confidence WHEN 'confirmed' THEN 4 WHEN 'ledger' THEN 3
+                                           WHEN 'reconstructed' THEN 2 ELSE 1 END,
                          coalesce(b.rank, 0))
-                WHEN 3 THEN 'confirmed' WHEN 2 THEN 'ledger' ELSE 'possible' END AS confidence,
+                WHEN 4 THEN 'confirmed' WHEN 3 THEN 'ledger' WHEN 2 THEN 'reconstructed'
+                ELSE 'possible' END AS confidence,
            CAST(a.requests AS BIGINT) AS requests, CAST(a.tokens AS BIGINT) AS tokens,
            a.first_affected_at::TIMESTAMPTZ AS first_affected_at,
            a.last_affected_at::TIMESTAMPTZ AS last_affected_at,
            CAST(a.counterpart_accounts AS BIGINT) AS counterpart_accounts,
-           NULL::BIGINT AS counterpart_requests
+           NULL::BIGINT AS counterpart_requests, CAST(a.support AS DOUBLE) AS support
     FROM affected_accounts a
     LEFT JOIN directory d USING (account_id)
     LEFT JOIN best b ON b.side = a.side AND b.account_id = a.account_id
@@ -35,10 +37,12 @@ account_rows AS (
 request_rows AS (
     SELECT 'affected_requests' AS list, r.side, r.request_id, r.account_id, d.name,
            d.contact_email, d.jurisdiction,
-           CASE r.rank WHEN 3 THEN 'confirmed' WHEN 2 THEN 'ledger' ELSE 'possible' END,
+           CASE r.rank WHEN 4 THEN 'confirmed' WHEN 3 THEN 'ledger' WHEN 2 THEN 'reconstructed'
+                       ELSE 'possible' END,
            CAST(1 AS BIGINT), CAST(r.tokens AS BIGINT),
            r.first_affected_at::TIMESTAMPTZ, r.last_affected_at::TIMESTAMPTZ,
-           CAST(r.counterpart_accounts AS BIGINT), CAST(r.counterpart_requests AS BIGINT)
+           CAST(r.counterpart_accounts AS BIGINT), CAST(r.counterpart_requests AS BIGINT),
+           CAST(r.support AS DOUBLE)
     FROM notify_request_rows r
     LEFT JOIN directory d USING (account_id)
 ),
@@ -61,6 +65,6 @@ SELECT list, side, request_id, account_id, name, contact_email, jurisdiction, co
        requests, tokens, first_affected_at, last_affected_at, counterpart_accounts,
        kvf_plus_hours($aware_at::TIMESTAMPTZ, rule.notify_within_hours) AS notify_by,
        kvf_plus_hours($aware_at::TIMESTAMPTZ, rule.authority_within_hours) AS authority_notify_by,
-       notify_rule, rule.basis AS notify_basis, counterpart_requests
+       notify_rule, rule.basis AS notify_basis, counterpart_requests, support
 FROM ruled
 ORDER BY list, CASE side WHEN 'receiving' THEN 0 ELSE 1 END, account_id, request_id;

@@ -1,6 +1,7 @@
 -- affected_requests: a receiver confirmed by a run with the request log's model, and each
 -- request of another account whose KV it read in that run, become `confirmed`; confirmations
--- without such a run fall back (`possible` when no tokens were counted).
+-- without such a run fall back (`possible` when no tokens were counted), except those that
+-- replay confirmed on a reconstructed layout (reconstructed_exposures).
 WITH pairs AS (
     SELECT a.request_id AS receiver, a.leaker_request_id AS leaker
     FROM replay_attention a
@@ -15,5 +16,10 @@ UPDATE affected_requests
 SET confidence = CASE
     WHEN (side = 'receiving' AND request_id IN (SELECT receiver FROM pairs))
       OR (side = 'leaking' AND request_id IN (SELECT leaker FROM pairs)) THEN 'confirmed'
+    WHEN confidence = 'confirmed' AND EXISTS (
+        SELECT 1 FROM reconstructed_exposures x
+        WHERE x.verdict = 'confirmed' AND x.cross_account
+          AND ((side = 'receiving' AND x.receiver_request_id = request_id)
+            OR (side = 'leaking' AND x.leaker_request_id = request_id))) THEN 'confirmed'
     WHEN confidence = 'confirmed' THEN CASE WHEN tokens IS NULL THEN 'possible' ELSE 'ledger' END
     ELSE confidence END;

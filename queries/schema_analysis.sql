@@ -74,11 +74,12 @@ CREATE TABLE IF NOT EXISTS affected_requests (
     side                VARCHAR NOT NULL,  -- receiving or leaking
     request_id          VARCHAR NOT NULL,  -- the request
     account_id          VARCHAR NOT NULL,  -- its account
-    confidence          VARCHAR NOT NULL,  -- confirmed | ledger | possible
+    confidence          VARCHAR NOT NULL,  -- confirmed | ledger | reconstructed | possible
     tokens              BIGINT,            -- NULL for possible-only
     counterpart_requests BIGINT NOT NULL,  -- requests on the other side (counted, never named)
     first_affected_at   TIMESTAMPTZ,  -- first exposure read
-    last_affected_at    TIMESTAMPTZ  -- last exposure read
+    last_affected_at    TIMESTAMPTZ,  -- last exposure read
+    support             DOUBLE        -- reconstructed: share of explored orders; else NULL
 );
 
 -- One row per (side, account). Cross-account only. tokens and requests as docs/DESIGN.md §6 defines.
@@ -93,7 +94,8 @@ CREATE TABLE IF NOT EXISTS affected_accounts (
     tokens               BIGINT,  -- token exposures (NULL: possible only)
     first_affected_at    TIMESTAMPTZ,  -- first exposure read
     last_affected_at     TIMESTAMPTZ,  -- last exposure read
-    counterpart_accounts BIGINT NOT NULL  -- other accounts involved (counted, never named)
+    counterpart_accounts BIGINT NOT NULL,  -- other accounts involved (counted, never named)
+    support              DOUBLE  -- reconstructed: best share of its requests; else NULL
 );
 
 -- Token exposures per (receiver request, node, leaker request): the distinct slots of that pair
@@ -109,3 +111,7 @@ CREATE TABLE IF NOT EXISTS exposure_tokens (
     leaker_account_id   VARCHAR,              -- likewise
     cross_account       BOOLEAN               -- NULL when an account is unknown
 );
+
+-- Case databases analysed before reconstruction existed get the support column.
+ALTER TABLE affected_requests ADD COLUMN IF NOT EXISTS support DOUBLE;
+ALTER TABLE affected_accounts ADD COLUMN IF NOT EXISTS support DOUBLE;

@@ -53,11 +53,11 @@ class CaseBuilder:
         self.screening.append((rid, "acct", None, None, reasons, None, None, True))
 
     def affected_request(self, side: str, rid: str, account: str) -> None:
-        self.affected.append((side, rid, account, "ledger", 5, 1, T0, T0))
+        self.affected.append((side, rid, account, "ledger", 5, 1, T0, T0, None))  # no support
 
     def affected_account(self, side: str, account: str) -> None:
         self.affected_accounts.append((side, account, None, None, None, "ledger", 1, 5, T0, T0,
-                                       1))
+                                       1, None))
 
     def write(self, path: Path) -> Path:
         con = duckdb.connect(str(path))

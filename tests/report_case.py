@@ -134,7 +134,8 @@ def every_schema() -> tuple[str, ...]:
 
 
 def build_case(db: Path, tables: Rows,
-               schemas: tuple[str, ...] = ("schema", "schema_logs", "schema_analysis")) -> Path:
+               schemas: tuple[str, ...] = ("schema", "schema_logs", "schema_analysis",
+                                           "schema_reconstruct")) -> Path:
     """A case database at `db`: the DDL of `schemas` executed, then `tables` inserted."""
     db.parent.mkdir(parents=True, exist_ok=True)
     con = duckdb.connect(str(db))

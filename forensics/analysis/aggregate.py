@@ -27,6 +27,7 @@ def prepare(con: duckdb.DuckDBPyConnection) -> None:
     """Create the analysis tables if missing and the one-row-per-request view of the log."""
     run_script(con, sql("schema_analysis"))
     run_script(con, sql("schema_work"))
+    run_script(con, sql("schema_reconstruct"))
     run_script(con, sql("analysis_requests"))
 
 

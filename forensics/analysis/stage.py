@@ -39,7 +39,10 @@ def analyze(
     aggregate.affected_tables(con)
     out = aggregate.summary(con)
     out["findings"] = bool(
-        out["exposure_runs"] or out["possible_pairs"] or sum(out["violations_by_kind"].values())
+        out["exposure_runs"]
+        or out["possible_pairs"]
+        or out["reconstructed_pairs"]
+        or sum(out["violations_by_kind"].values())
     )
     out["headline"] = headline(out)
     run_script(con, sql("schema_views"))
@@ -83,6 +86,11 @@ def headline(s: dict[str, Any]) -> str:
         f"requests / {s['leaking_accounts']} accounts; "
         f"{sum(s['violations_by_kind'].values())} violation runs; "
         f"{s['screened_suspects']} screened suspects"
+        + (
+            f"; {s['reconstructed_pairs']} reconstructed cross-account pairs"
+            if s.get("reconstructed_pairs")
+            else ""
+        )
     )
 
 

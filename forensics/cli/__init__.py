@@ -17,6 +17,7 @@ from forensics.cli import (  # noqa: F401  (each module registers its commands)
     bench_cmd,
     ingest_cmd,
     investigate_cmd,
+    reconstruct_cmd,
     replay_cmd,
     report_cmd,
     simulate_cmd,

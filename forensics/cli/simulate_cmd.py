@@ -62,6 +62,13 @@ def simulate(
         "--model",
         help="Output model: synthetic (hash-based, default) or test (the replay test model).",
     ),
+    allocator: str = typer.Option(
+        "lifo",
+        "--allocator",
+        help="Page reuse: lifo (the simulator's own last-in-first-out pool), sglang (SGLang's "
+        "real PagedTokenToKVPoolAllocator) or vllm (vLLM's real BlockPool); the last two run "
+        "in the engines' environment (scripts/engines_venv.sh).",
+    ),
     json_out: bool = typer.Option(False, "--json", help="Print a JSON summary on stdout."),
 ) -> None:
     """Simulate a disaggregated SGLang cluster and write a case folder plus ground truth."""
@@ -81,6 +88,7 @@ def simulate(
         contents=not no_contents,
         model=model,
         days=days,
+        allocator=allocator,
     )
     with progress_reporter(console, "simulate") as progress:
         summary = run_simulation(out_dir, opts, progress)

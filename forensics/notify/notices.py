@@ -25,6 +25,9 @@ CONFIDENCE_WORDS = {
     "confirmed": "confirmed: we re-ran the affected response and reproduced it from the mixed-up "
     "memory, and not without it",
     "ledger": "established from the serving engine's own memory records",
+    "reconstructed": "reconstructed: no memory record covers the server involved, so we rebuilt "
+    "its memory use from our request records with the engine's own allocator; the finding "
+    "holds unless the server acted in an order our records do not show",
     "possible": "possible: the request matches the pattern of the fault, but no memory record "
     "covers it, so we cannot rule it in or out",
 }

@@ -75,6 +75,8 @@ def _result_row(result: SuspectResult, run: ReplayRun) -> dict[str, object]:
 
 def _confirm(con: duckdb.DuckDBPyConnection) -> list[str]:
     tables = existing_tables(con)
+    if "affected_requests" in tables:  # keeps confirmations of reconstructed layouts
+        con.execute(sql("schema_reconstruct"))
     updated = []
     for table, query in CONFIRM_QUERIES.items():
         if table in tables and (table != "affected_requests" or "requests" in tables):

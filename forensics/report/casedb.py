@@ -19,7 +19,14 @@ from forensics.resources import resource_dir, sql
 
 # The DDL files whose tables the report and the exports read; the first file defining a table
 # wins, so a stage's own DDL file (when this installation has it) comes before the fallbacks.
-SCHEMAS = ("schema", "schema_analysis", "schema_logs", "schema_replay", "report_optional_tables")
+SCHEMAS = (
+    "schema",
+    "schema_analysis",
+    "schema_logs",
+    "schema_replay",
+    "schema_reconstruct",
+    "report_optional_tables",
+)
 _COMMENT = re.compile(r"--.*$")
 _CREATE = re.compile(r"CREATE TABLE IF NOT EXISTS\s+(\w+)", re.IGNORECASE)
 

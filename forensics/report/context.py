@@ -122,6 +122,42 @@ class ExposureRow:
 
 
 @dataclass(frozen=True)
+class ReconstructedNodeRow:
+    """A node whose page trace was rebuilt (queries/report_reconstructed_nodes.sql)."""
+
+    node: str
+    role: str
+    engine: str | None
+    engine_version: str | None
+    allocator: str
+    allocator_version: str | None
+    page_size: int
+    pool_slots: int
+    requests: int
+    stubs: int
+    ambiguous_groups: int
+    orders: int
+    deferred: int
+
+
+@dataclass(frozen=True)
+class ReconstructedPairRow:
+    """A reconstructed cross-account pair (queries/report_reconstructed_pairs.sql)."""
+
+    receiver_request_id: str
+    receiver_account_id: str
+    leaker_request_id: str
+    leaker_account_id: str
+    node: str
+    tokens: int
+    support: float
+    read_at: datetime
+    verdict: str | None
+    total: int
+    receivers: int
+
+
+@dataclass(frozen=True)
 class KindRow:
     kind: str
     relation: str
@@ -280,3 +316,5 @@ class ReportContext:
     manifest: list[Fact]  # tool and query versions, parameters, command line
     row_limit: int  # tables list at most this many rows
     notes: list[str] = field(default_factory=list)  # other remarks for the reader
+    reconstructed_nodes: list[ReconstructedNodeRow] = field(default_factory=list)
+    reconstructed: list[ReconstructedPairRow] = field(default_factory=list)

@@ -33,6 +33,8 @@ from forensics.report.context import (
     NotifyPlanRow,
     OverlongRow,
     QuarantineRow,
+    ReconstructedNodeRow,
+    ReconstructedPairRow,
     ReplayRow,
     ReportContext,
     ScreeningRow,
@@ -54,6 +56,8 @@ STAGE_OF_TABLE = {
     "affected_requests": "analysis", "affected_accounts": "analysis",
     "screening": "screening", "possible_exposures": "screening",
     "replay_results": "replay", "replay_attention": "replay", "replay_runs": "replay",
+    "reconstructed_nodes": "reconstruct", "reconstructed_requests": "reconstruct",
+    "reconstructed_events": "reconstruct", "reconstructed_exposures": "reconstruct",
     "engine_evidence": "engine log reading",
     "node_facts": "engine log reading", "log_files": "engine log reading",
 }
@@ -61,6 +65,7 @@ STAGE_EFFECT = {
     "ingest": "inputs, quarantine or the input hashes are shown as empty",
     "analysis": "no ledger exposure or violation is reported",
     "screening": "no possible (screened) receiver is reported",
+    "reconstruct": "no reconstructed exposure of a ledger-less node is reported",
     "replay": "no exposure is marked confirmed",
     "engine log reading": "no engine log evidence is shown",
 }
@@ -69,6 +74,9 @@ CONFIDENCE_MEANINGS = (
      "delivered output from it, while a clean replay from the request's own prompt did not."),
     ("ledger", "The engine's KV ledger shows the request reading memory last written by "
      "another request. Exact, but the effect on the output is not re-derived."),
+    ("reconstructed", "No ledger covers the node: its page trace was rebuilt from the request "
+     "log with the engine's real allocator, and the request read memory another request "
+     "wrote in that trace. The support share says in how many of the explored event orders."),
     ("possible", "Screening only: the gateway log and node facts match the fault (prompt longer "
      "than the pool yet answered 200, or an implausibly short time to first token), but no "
      "ledger covers the request."),
@@ -152,10 +160,13 @@ def _facts(manifest: dict[str, Any], con: duckdb.DuckDBPyConnection, command: st
     return facts
 
 
-def _confidence(headline: Headline) -> list[ConfidenceLevel]:
+def _confidence(
+    headline: Headline, reconstructed: list[ReconstructedPairRow]
+) -> list[ConfidenceLevel]:
     counts = {
         "confirmed": headline.confirmed_requests,
         "ledger": headline.receiving_requests - headline.confirmed_requests,
+        "reconstructed": reconstructed[0].receivers if reconstructed else 0,
         "possible": headline.possible_receivers,
     }
     return [ConfidenceLevel(level, meaning, counts[level]) for level, meaning in
@@ -176,6 +187,7 @@ def build_context(
     buckets = _typed(Bucket, rows(con, "report_exposure_buckets", [unit]))
     timeline_nodes, timeline = _pivot(buckets)
     nodes = _typed(NodeRow, rows(con, "report_nodes"))
+    rebuilt = _typed(ReconstructedPairRow, rows(con, "report_reconstructed_pairs", [row_limit]))
     points = [charts.TtftPoint(r["prompt_tokens"], float(r["ttft_ms"]), bool(r["suspect"]))
               for r in rows(con, "report_ttft_points")]
     context = ReportContext(
@@ -201,7 +213,7 @@ def build_context(
         replay=_typed(ReplayRow, rows(con, "report_replay", [row_limit])),
         evidence=_typed(EvidenceRow, rows(con, "report_evidence")),
         screening=_typed(ScreeningRow, rows(con, "report_screening")),
-        confidence_levels=_confidence(headline),
+        confidence_levels=_confidence(headline, rebuilt),
         notify_plan=notify_plan or [],
         receiving_accounts=(accounts or {}).get("receiving", []),
         leaking_accounts=(accounts or {}).get("leaking", []),
@@ -209,6 +221,8 @@ def build_context(
         inputs=_typed(InputRow, rows(con, "report_inputs")),
         manifest=[],
         row_limit=row_limit,
+        reconstructed_nodes=_typed(ReconstructedNodeRow, rows(con, "report_reconstructed_nodes")),
+        reconstructed=rebuilt,
     )
     con.execute(sql("report_cleanup"))
     facts = _facts(manifest, con, command)

@@ -30,6 +30,7 @@ class Scenario:
     decode_nodes: int = 2
     model: str = "example-org/longctx-1m-instruct"
     engine_version: str = "0.5.19"
+    allocator: str = "lifo"  # page reuse: lifo (own model), sglang or vllm (the real classes)
     start: datetime = DEFAULT_START
     days: float = 14.0
     accounts: int = 0  # 0: derived from the number of requests

@@ -15,8 +15,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from forensics.simulate import ledger as L
-from forensics.simulate.allocator import CacheEntry, PagePool, RadixCache
+from forensics.simulate.allocator import CacheEntry, RadixCache
 from forensics.simulate.config import Scenario
+from forensics.simulate.engine_pool import make_pools
 from forensics.simulate.traffic import Traffic, prefix_hash, template_tokens
 
 PREALLOC, P_START, P_FREE, D_ABORT, D_START, D_FREE, LATE_TX = range(7)
@@ -72,7 +73,7 @@ class Engine:
         self.names = sc.node_names()
         self.n_prefill = sc.prefill_nodes
         sizes = [sc.buffer_slots(role) for _, role in self.names]
-        self.pools = [PagePool(s, sc.page_size) for s in sizes]
+        self.pools, self.driver = make_pools(sc.allocator, sizes, sc.page_size)
         self.caches = [RadixCache(self.pools[i]) for i in range(self.n_prefill)]
         self.held: list[dict[int, np.ndarray]] = [{} for _ in self.names]
         self.pending: dict[int, Pending] = {}
@@ -141,6 +142,8 @@ class Engine:
                 next_flush = self.buf.n + self.flush_rows  # future events stay buffered
             handlers[kind](t, i, extra)
         self.sink(self.buf.flush())
+        if self.driver is not None:
+            self.driver.close()
         return self.out
 
     def admit(self, i: int) -> None:

@@ -37,11 +37,14 @@ class SimOptions:
     model: str = "synthetic"
     days: float = 14.0
     flush_rows: int = 1 << 20
+    allocator: str = "lifo"  # lifo | sglang | vllm
     overrides: tuple[tuple[str, Any], ...] = ()  # other Scenario fields, e.g. bug rates
 
 
 def scenario(opts: SimOptions) -> Scenario:
-    base = Scenario(bugs=opts.bugs, fixed_at=opts.fixed_at, days=opts.days)
+    base = Scenario(
+        bugs=opts.bugs, fixed_at=opts.fixed_at, days=opts.days, allocator=opts.allocator
+    )
     if opts.model == "test":  # the request log names the model that made the outputs
         from forensics.replay.testmodel import TEST_MODEL_NAME
 
@@ -109,6 +112,7 @@ def simulate(out_dir: Path, opts: SimOptions,
         "http_400": int((out.status == 400).sum()),
         "aborted": int((out.status == 499).sum()),
         "bugs": sorted(sc.bugs),
+        "allocator": sc.allocator,
         "prefill_pool": sc.prefill_pool,
         "context_len": sc.context_len,
     }

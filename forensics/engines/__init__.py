@@ -1,0 +1,1 @@
+"""The serving engines' real KV allocators, driven in their own virtual environment."""

