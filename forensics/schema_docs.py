@@ -18,7 +18,9 @@ from forensics.ingest.readers import ident, literal
 from forensics.resources import sql
 
 # The schema files, in the order their tables are created.
-SCHEMA_FILES = ("schema", "schema_logs", "schema_analysis", "schema_replay", "schema_work")
+SCHEMA_FILES = (
+    "schema", "schema_logs", "schema_analysis", "schema_replay", "schema_work", "schema_reconstruct"
+)
 _CREATE = re.compile(r"^CREATE TABLE IF NOT EXISTS\s+(?:(\w+)\.)?(\w+)\s*\(", re.IGNORECASE)
 _COLUMN = re.compile(r'^\s+"?(\w+)"?\s+[A-Z][^-]*?(?:--\s*(.*))?$')
 _CONTINUED = re.compile(r"^\s+--\s*(.*)$")

@@ -1,2 +1,2 @@
 -- The models the request log names.
-SELECT DISTINCT model FROM analysis_requests ORDER BY model;
+SELECT DISTINCT model FROM work.analysis_requests ORDER BY model;

@@ -2,12 +2,12 @@
 -- nodes file's row first, else the engine log's start-up row (the latest start). Role from the
 -- nodes table, else from how the request log uses the node.
 WITH served AS (
-    SELECT serving_prefill_node AS node, 'prefill' AS used FROM analysis_requests
+    SELECT serving_prefill_node AS node, 'prefill' AS used FROM work.analysis_requests
     WHERE prefill_node IS NOT NULL
     UNION
-    SELECT serving_decode_node, 'decode' FROM analysis_requests WHERE decode_node IS NOT NULL
+    SELECT serving_decode_node, 'decode' FROM work.analysis_requests WHERE decode_node IS NOT NULL
     UNION
-    SELECT node, 'unified' FROM analysis_requests WHERE node IS NOT NULL
+    SELECT node, 'unified' FROM work.analysis_requests WHERE node IS NOT NULL
 ), ledger AS (
     SELECT DISTINCT node FROM kv_events
 ), facts AS (

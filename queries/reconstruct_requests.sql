@@ -8,7 +8,7 @@ SELECT q.request_id, q.account_id, q.http_status,
        q.prompt_tokens, coalesce(q.completion_tokens, 0) AS completion_tokens,
        list_filter(coalesce(s.reasons, []),
                    lambda r: list_contains($stub_reasons, r)) AS stub_reasons
-FROM analysis_requests q
+FROM work.analysis_requests q
 LEFT JOIN screening s USING (request_id)
 WHERE (q.serving_prefill_node = $node AND $role <> 'decode')
    OR (q.serving_decode_node = $node AND $role <> 'prefill')

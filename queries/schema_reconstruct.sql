@@ -4,15 +4,15 @@
 
 -- One row per reconstructed node.
 CREATE TABLE IF NOT EXISTS reconstructed_nodes (
-    node           VARCHAR NOT NULL,
+    node           VARCHAR NOT NULL,     -- the engine node rebuilt
     role           VARCHAR NOT NULL,     -- prefill | decode | unified
     engine         VARCHAR,              -- as the nodes table or the logs give it
-    engine_version VARCHAR,
+    engine_version VARCHAR,              -- as the nodes table or the logs give it
     allocator      VARCHAR NOT NULL,     -- sglang | vllm | lifo: the allocator driven
     allocator_version VARCHAR,           -- the engine package version driven (NULL for lifo)
-    page_size      BIGINT NOT NULL,
-    pool_slots     BIGINT NOT NULL,
-    requests       BIGINT NOT NULL,
+    page_size      BIGINT NOT NULL,      -- slots per page
+    pool_slots     BIGINT NOT NULL,      -- the node's KV pool in token slots
+    requests       BIGINT NOT NULL,      -- requests the node served
     stubs          BIGINT NOT NULL,      -- requests modelled as 1-token stubs
     ambiguous_groups BIGINT NOT NULL,    -- groups of operations the timestamps do not order
     orders         BIGINT NOT NULL,      -- orders explored (1: the timestamps decide)
@@ -21,8 +21,8 @@ CREATE TABLE IF NOT EXISTS reconstructed_nodes (
 
 -- Per reconstructed request and node: what the request was modelled as.
 CREATE TABLE IF NOT EXISTS reconstructed_requests (
-    request_id VARCHAR NOT NULL,
-    node       VARCHAR NOT NULL,
+    request_id VARCHAR NOT NULL,         -- the request
+    node       VARCHAR NOT NULL,         -- the node it was rebuilt on
     stub       BOOLEAN NOT NULL,         -- prefill processed one token; decode read the rest
     reasons    VARCHAR[] NOT NULL        -- the screening reasons that made it a stub
 );
@@ -30,28 +30,28 @@ CREATE TABLE IF NOT EXISTS reconstructed_requests (
 -- The reconstructed events of the first explored order (timestamps order, ties broken by
 -- request id), in the kv_events vocabulary; ts is the gateway time the operation is tied to.
 CREATE TABLE IF NOT EXISTS reconstructed_events (
-    ts          TIMESTAMP NOT NULL,
-    seq         BIGINT NOT NULL,
-    node        VARCHAR NOT NULL,
-    request_id  VARCHAR NOT NULL,
+    ts          TIMESTAMPTZ NOT NULL,    -- the gateway time the operation is tied to (UTC)
+    seq         BIGINT NOT NULL,         -- per-node order of the rebuilt events
+    node        VARCHAR NOT NULL,        -- engine node
+    request_id  VARCHAR NOT NULL,        -- the request
     op          VARCHAR NOT NULL,        -- alloc | write | read | free
-    slot_start  BIGINT NOT NULL,
-    slot_count  BIGINT NOT NULL,
-    pos_start   BIGINT,
+    slot_start  BIGINT NOT NULL,         -- first slot of the range
+    slot_count  BIGINT NOT NULL,         -- slots in the range
+    pos_start   BIGINT,                  -- sequence position held by slot_start
     source      VARCHAR                  -- write: transfer | decode (prefill: prefill)
 );
 
 -- One row per (receiver, leaker, node) found in at least one explored order.
 CREATE TABLE IF NOT EXISTS reconstructed_exposures (
-    receiver_request_id VARCHAR NOT NULL,
-    receiver_account_id VARCHAR NOT NULL,
-    leaker_request_id   VARCHAR NOT NULL,
-    leaker_account_id   VARCHAR NOT NULL,
-    node                VARCHAR NOT NULL,
+    receiver_request_id VARCHAR NOT NULL,  -- the request that read the data
+    receiver_account_id VARCHAR NOT NULL,  -- its account
+    leaker_request_id   VARCHAR NOT NULL,  -- the request whose data was read
+    leaker_account_id   VARCHAR NOT NULL,  -- its account
+    node                VARCHAR NOT NULL,  -- the decode node
     tokens              BIGINT NOT NULL,  -- slots read, most over the orders that have the pair
     support             DOUBLE NOT NULL,  -- share of explored orders in which the pair appears
-    read_at             TIMESTAMP NOT NULL,
-    cross_account       BOOLEAN NOT NULL,
+    read_at             TIMESTAMPTZ NOT NULL,  -- the receiver's first token (UTC)
+    cross_account       BOOLEAN NOT NULL,  -- the accounts differ
     verdict             VARCHAR           -- replay: confirmed | cleared; NULL: not decided
 );
 
