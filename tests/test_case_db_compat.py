@@ -66,8 +66,11 @@ def _old_python(cache_dir: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def old_python(request: pytest.FixtureRequest) -> Path:
-    return _old_python(Path(request.config.cache.mkdir("duckdb-1.1-venv")))
+def old_python(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    cache = getattr(request.config, "cache", None)  # absent under -p no:cacheprovider
+    if cache is None:
+        return _old_python(tmp_path_factory.mktemp("duckdb-1.1-venv"))
+    return _old_python(Path(cache.mkdir("duckdb-1.1-venv")))
 
 
 @pytest.fixture(scope="module")

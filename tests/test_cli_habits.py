@@ -46,7 +46,9 @@ def test_investigate_prints_a_line_per_stage_when_piped(tmp_path: Path) -> None:
                         str(tmp_path / "out"))
     assert done.returncode == 1, done.stderr  # the example holds findings
     stages = re.findall(r"^investigate: (\w+) \(\d+\.\d s\)$", done.stderr, re.M)
-    assert stages[:2] == ["ingest", "analyze"] and stages[-1] == "export", done.stderr
+    assert stages[0] == "ingest" and "analyze" in stages and stages[-1] == "export", (
+        done.stderr
+    )
     assert "replay" in stages
 
 
