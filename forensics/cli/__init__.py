@@ -20,6 +20,7 @@ from forensics.cli import (  # noqa: F401  (each module registers its commands)
     replay_cmd,
     report_cmd,
     simulate_cmd,
+    verify_cmd,
 )
 from forensics.cli.app import app, console
 from forensics.errors import KvfError

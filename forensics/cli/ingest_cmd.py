@@ -21,11 +21,16 @@ def ingest(
         "--assume-utc",
         help="Read timestamps without an offset as UTC instead of quarantining them.",
     ),
+    follow_links: bool = typer.Option(
+        False, "--follow-links", help="Read symbolic links in the case folder that lead outside "
+        "it (by default they are skipped and listed)."
+    ),
     json_out: bool = typer.Option(False, "--json", help="Print a JSON summary on stdout."),
 ) -> None:
     """Load and validate a case folder into DuckDB; bad rows go to quarantine with a reason."""
     with progress_reporter(console, "ingest") as progress:
-        result = ingest_case(case_dir, db, assume_utc=assume_utc, progress=progress)
+        result = ingest_case(case_dir, db, assume_utc=assume_utc,
+                             follow_links=follow_links, progress=progress)
     if json_out:
         emit_json(result.to_json())
     else:

@@ -35,11 +35,18 @@ def investigate(
         None, "--rules", help="CSV of notification deadline rules that replace or add to the "
         "shipped ones (see forensics/notify/README.md)."
     ),
+    follow_links: bool = typer.Option(
+        False, "--follow-links", help="Read symbolic links in the case folder that lead outside "
+        "it (by default they are skipped and listed)."
+    ),
     json_out: bool = typer.Option(False, "--json", help="Print a JSON summary on stdout."),
 ) -> None:
-    """Run every stage on a case folder: ingest, analysis, exports, report, manifest."""
+    """Run every stage on a case folder: ingest, analysis, exports, report, manifest. The
+    outputs are built beside OUT and swapped in complete."""
     options = InvestigateOptions(
-        assume_utc=assume_utc, aware_at=aware_at, command=["kvforensics", *sys.argv[1:]]
+        assume_utc=assume_utc, aware_at=aware_at, replay_model=replay_model,
+        replay_device=replay_device, rules=rules, follow_links=follow_links,
+        command=["kvforensics", *sys.argv[1:]],
     )
     with progress_reporter(console, "investigate") as progress:
         result = run_investigation(case_dir, out, options, progress=progress)

@@ -31,7 +31,7 @@ from forensics.ingest.sqlrun import run_script
 from forensics.logs.discover import is_log_file
 from forensics.logs.load import load_logs
 from forensics.progress import ProgressFn, no_progress
-from forensics.resources import sql
+from forensics.resources import queries_used, record_queries_used, sql
 
 
 def ingest_case(
@@ -221,6 +221,7 @@ def _record(con: duckdb.DuckDBPyConnection, result: IngestResult, params: dict[s
     for f in result.files:
         con.execute(sql("ingest_record_file"), f.as_row())
     meta = {
+        "ingest_queries": json.dumps(queries_used(), sort_keys=True),
         "case_dir": result.case_dir,
         "ingest_params": json.dumps(params, sort_keys=True),
         "tool_version": __version__,
@@ -249,6 +250,7 @@ def _stored_result(
     if not same:
         return None
     stored.sort(key=lambda f: f.path)
+    record_queries_used(json.loads(meta.get("ingest_queries") or "{}"))
     return IngestResult(
         str(case_dir), stored, discovery.skipped, _warning_count(con), unchanged=True
     )
