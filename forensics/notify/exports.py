@@ -7,7 +7,6 @@ output content is read, so none can reach a file."""
 
 from __future__ import annotations
 
-import csv
 import json
 from dataclasses import dataclass
 from datetime import datetime
@@ -22,6 +21,7 @@ from forensics import __version__
 from forensics.notify.deadlines import Rule, deadline, iso_utc
 from forensics.report.casedb import rows
 from forensics.resources import sql
+from forensics.textsafe import write_csv_rows
 
 SIDES = ("receiving", "leaking")
 
@@ -97,26 +97,11 @@ def build_exports(
     return Exports(accounts["receiving"], accounts["leaking"], requests)
 
 
-# A text cell starting with one of these is run as a formula by spreadsheet programs; such
-# values get a leading apostrophe in the CSV files (OWASP's advice on CSV injection). The JSON
-# and Parquet files keep the value as it is.
-_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
-
-
-def _csv_value(value: Any) -> Any:
-    if value is None:
-        return ""
-    if isinstance(value, str) and value.startswith(_FORMULA_START):
-        return "'" + value
-    return value
-
-
 def write_csv(path: Path, records: list[dict[str, Any]], columns: dict[str, Any]) -> None:
+    """Text cells go through forensics.textsafe (formula-looking values get a leading
+    apostrophe; CR and LF are quoted). The JSON and Parquet files keep the values as they are."""
     with path.open("w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle, lineterminator="\n")
-        writer.writerow(list(columns))
-        for record in records:
-            writer.writerow([_csv_value(record[c]) for c in columns])
+        write_csv_rows(handle, [list(columns), *([r[c] for c in columns] for r in records)])
 
 
 def write_json(path: Path, records: list[dict[str, Any]]) -> None:

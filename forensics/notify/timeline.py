@@ -7,7 +7,6 @@ start, sorted by time."""
 
 from __future__ import annotations
 
-import csv
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -15,6 +14,7 @@ from typing import Any
 import duckdb
 
 from forensics.report.casedb import rows
+from forensics.textsafe import write_csv_rows
 
 COLUMNS = (
     "message", "datetime", "timestamp_desc", "timestamp", "event_type", "node", "request_id",
@@ -67,7 +67,6 @@ def timeline_rows(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
 def write_timeline(path: Path, lines: list[dict[str, Any]]) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", newline="", encoding="utf-8") as handle:
-        writer = csv.DictWriter(handle, fieldnames=list(COLUMNS), lineterminator="\n")
-        writer.writeheader()
-        writer.writerows(lines)
+        # text cells are made spreadsheet-safe and CR/LF fields quoted (forensics.textsafe)
+        write_csv_rows(handle, [COLUMNS, *([line.get(c, "") for c in COLUMNS] for line in lines)])
     return path

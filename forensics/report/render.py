@@ -39,6 +39,7 @@ from forensics.report.context import (
     TtftSummary,
     ViolationRow,
 )
+from forensics.textsafe import html_value
 from forensics.resources import queries_used, resource_dir, sql
 
 T = TypeVar("T")
@@ -229,6 +230,7 @@ def environment() -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(resource_dir("templates"))),
         autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+        finalize=html_value,
     )
     env.filters.update(num=_num, ts=_ts, ms=_ms, bucket=_bucket)
     return env
