@@ -1,8 +1,8 @@
 """Before a file is parsed: is it whole, and how many physical records does it hold?
 
 A compressed file must end where its compression says it ends: a gzip member or zstd frame cut
-short stops ingest. A file of several members or frames whose text stops in the middle of a line
-was cut at a frame boundary and stops ingest too. For CSV, the quote structure is followed line by
+short stops ingest. A compressed text file whose text stops in the middle of a line was cut at a
+frame (or member) boundary and stops ingest too. For CSV, the quote structure is followed line by
 line (RFC 4180: a quote inside a quoted field is doubled), so a quote that is never closed, or one
 that would join whole rows into one value, stops ingest naming the line instead of swallowing
 the lines after it. The record count found here is checked against what the reader returned."""
@@ -90,8 +90,10 @@ def _raw_blocks(path: Path) -> Iterator[bytes]:
             yield block
 
 
-def text_blocks(f: InputFile) -> Iterator[bytes]:
-    """The file's decompressed bytes, in blocks; InputError when the compression is cut."""
+def text_blocks(f: InputFile, lines: bool = True) -> Iterator[bytes]:
+    """The file's decompressed bytes, in blocks; InputError when the compression is cut, or
+    (lines: a text file) when its text does not end with a line end, as a file cut at a frame
+    or member boundary does."""
     if f.compression is None:
         yield from _raw_blocks(f.path)
         return
@@ -107,9 +109,10 @@ def text_blocks(f: InputFile) -> Iterator[bytes]:
         raise _cut_error(f, "the compressed data ends before its end marker") from None
     except (zlib.error, zstandard.ZstdError) as exc:
         raise _cut_error(f, f"the compressed data is damaged ({exc})") from None
-    if frames > 1 and last and not last.endswith(b"\n"):
+    if lines and last and not last.endswith(b"\n"):
         raise _cut_error(f, f"its text stops in the middle of a line after {frames} compressed "
-                            "frames, so the file was cut at a frame boundary")
+                            "frame(s), as a file cut at a frame boundary does (if the file is "
+                            "complete, end its last line with a line end)")
 
 
 def _cut_error(f: InputFile, why: str) -> InputError:
@@ -136,12 +139,6 @@ def scan_file(f: InputFile) -> Scan:
         scan.lines += 1
     scan.records = scan.lines
     return scan
-
-
-def check_whole(f: InputFile) -> None:
-    """For Parquet inside gzip/zstd: the wrapper must be complete (the unpacking checks it)."""
-    for _ in text_blocks(f):
-        pass
 
 
 class _CsvScan:

@@ -121,7 +121,8 @@ def _load(
         counts = _load_tables(con, discovery, hashes, params, progress, Path(tmp))
     run_script(con, sql("ingest_unknown_requests"))
     result = IngestResult(str(case_dir), [counts[rel] for rel in sorted(counts)],
-                          discovery.skipped, _warning_count(con), unchanged=False)
+                          discovery.skipped, _warning_count(con), unchanged=False,
+                          notes=order_notes(con))
     _record(con, result, params)
     progress("done", len(discovery.files), len(discovery.files))
     return result
@@ -252,5 +253,11 @@ def _stored_result(
     stored.sort(key=lambda f: f.path)
     record_queries_used(json.loads(meta.get("ingest_queries") or "{}"))
     return IngestResult(
-        str(case_dir), stored, discovery.skipped, _warning_count(con), unchanged=True
+        str(case_dir), stored, discovery.skipped, _warning_count(con), unchanged=True,
+        notes=order_notes(con),
     )
+
+
+def order_notes(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """Warnings that change how events are ordered (a node with seq on some rows only)."""
+    return [r[0] for r in con.execute(sql("ingest_order_notes")).fetchall()]

@@ -131,7 +131,7 @@ def _check_scalar_types(f: InputFile, table: TableContract, types: dict[str, str
 def decompress_to(f: InputFile, target: Path) -> None:
     """Unpack a whole-file .gz/.zst wrapper; InputError naming the file when it is cut short."""
     with target.open("wb") as out:
-        for block in text_blocks(f):
+        for block in text_blocks(f, lines=False):
             out.write(block)
 
 
