@@ -26,7 +26,8 @@ def _write_case(root: Path, receiver_account: str) -> Path:
         REQ + "A,acct-1,m,2026-08-27T10:00:00Z,200,4\n"
         f"B,{receiver_account},m,2026-08-27T10:00:05Z,200,4\n")
     (root / "kv_events.csv").write_text(
-        EV + "2026-08-27T10:00:00Z,n1,A,alloc,0,4,,\n2026-08-27T10:00:01Z,n1,A,write,0,4,0,prefill\n"
+        EV + "2026-08-27T10:00:00Z,n1,A,alloc,0,4,,\n"
+        "2026-08-27T10:00:01Z,n1,A,write,0,4,0,prefill\n"
         "2026-08-27T10:00:02Z,n1,A,free,0,4,,\n2026-08-27T10:00:05Z,n1,B,alloc,0,4,,\n"
         "2026-08-27T10:00:06Z,n1,B,read,0,4,0,\n")
     (root / "accounts.csv").write_text(

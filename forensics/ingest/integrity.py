@@ -101,7 +101,8 @@ def text_blocks(f: InputFile, lines: bool = True) -> Iterator[bytes]:
     frames = 0
     last = b""
     try:
-        for data, frames in reader(_raw_blocks(f.path)):
+        for data, count in reader(_raw_blocks(f.path)):
+            frames = count
             if data:
                 last = data
                 yield data

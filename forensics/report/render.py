@@ -39,8 +39,8 @@ from forensics.report.context import (
     TtftSummary,
     ViolationRow,
 )
-from forensics.textsafe import html_value
 from forensics.resources import queries_used, resource_dir, sql
+from forensics.textsafe import html_value
 
 T = TypeVar("T")
 ROW_LIMIT = 20
