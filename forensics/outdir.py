@@ -178,3 +178,43 @@ def swap_in(staging: Path, out: Path) -> None:
     os.rename(staging, out)
     _fsync_dir(out.parent)
     shutil.rmtree(previous, ignore_errors=True)
+
+
+@contextmanager
+def staged_parts(out: Path) -> Iterator[Path]:
+    """For `kvforensics report`, whose OUT may hold other files (the case database, an
+    investigate manifest): build the report's files in a staging folder, then put each of its
+    top-level entries in place of OUT's entry of that name in one step (a folder such as
+    notifications/ is exchanged whole, so no notice of an earlier run survives)."""
+    out = Path(os.path.abspath(out))
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {out} is a file; give a folder (it is created if missing)")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"--out {out}: cannot create it ({exc.strerror})") from exc
+    if not os.access(out, os.W_OK | os.X_OK) or not os.access(out.parent, os.W_OK | os.X_OK):
+        raise UsageError(f"--out {out} is not writable")
+    recover(out)
+    staging = _sibling(out, STAGING, os.getpid())
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir()
+    try:
+        yield staging
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    _sync_tree(staging)
+    for entry in sorted(staging.iterdir()):
+        target = out / entry.name
+        if entry.is_dir() and target.is_dir() and _exchange(entry, target):
+            shutil.rmtree(entry, ignore_errors=True)
+        elif entry.is_dir() and target.exists():
+            aside = _sibling(target, PREVIOUS, os.getpid())
+            os.rename(target, aside)
+            os.rename(entry, target)
+            shutil.rmtree(aside, ignore_errors=True)
+        else:
+            os.replace(entry, target)
+    _fsync_dir(out)
+    shutil.rmtree(staging, ignore_errors=True)

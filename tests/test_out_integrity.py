@@ -228,3 +228,18 @@ def test_case_variant_ids_get_separate_notices(cli, tmp_path):
     receiving = [n for n in _notices(out) if n.startswith("receiving/")]
     assert len({n.lower() for n in receiving}) == len(receiving) == 6
     assert not [n for n in receiving if n.split("/")[1].split(".")[0].upper() == "CON"]
+
+
+def test_report_command_keeps_no_stale_notices(cli, tmp_path):
+    for name, account in (("one", "acct-2"), ("two", "acct-9")):
+        case = _write_case(tmp_path / f"case-{name}", account)
+        assert cli("investigate", case, "--out", tmp_path / name)[0] == 1
+    report = tmp_path / "report"
+    report.mkdir()
+    (report / "keep.txt").write_text("not ours, kept")
+    assert cli("report", "--db", tmp_path / "one" / "case.duckdb", "--out", report)[0] == 1
+    assert "receiving/acct-2.md" in _notices(report)
+    assert cli("report", "--db", tmp_path / "two" / "case.duckdb", "--out", report)[0] == 1
+    notices = _notices(report)
+    assert "receiving/acct-9.md" in notices and not any("acct-2" in n for n in notices)
+    assert (report / "keep.txt").read_text() == "not ours, kept"
