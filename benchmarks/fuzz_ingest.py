@@ -8,10 +8,12 @@ insert a hostile value (formula text, CR/LF, quotes, NUL, bidi overrides, huge i
 JSON, timestamps outside 0001-9999, offsets beyond 14:00), drop or duplicate a column, change the
 compression, convert a part to another format, empty a file, add a hidden file, switch to CRLF.
 Then ingest runs on it (in process, on one reused in-memory case database, as `kvforensics
-ingest` runs it), and every `--investigate-every`-th case also runs `kvforensics investigate`. Checked for every case: exit code 0, 1 or 2; no traceback; on 0 or 1, per file
-rows_read = rows_loaded + rows_quarantined, and the case database holds exactly rows_loaded
-rows and rows_quarantined quarantine rows of the file; every output of investigate parses (CSV,
-JSON, Parquet, manifest checksums). Prints the cases run, failures, and cases per second; exit
+ingest` runs it), and every `--investigate-every`-th case also runs `kvforensics investigate`.
+Checked for every case: exit code 0, 1 or 2 (a message, never a traceback); on 0 or 1, per
+file rows_read = rows_loaded + rows_quarantined, and the case database holds exactly
+rows_loaded rows and rows_quarantined quarantine rows of the file; every output of investigate
+parses (CSV with one width and no formula-looking text cell, JSON, Parquet) and `verify`
+confirms the manifest's checksums. Prints the cases run, failures, and cases per second; exit
 code 1 when any case failed."""
 
 from __future__ import annotations
