@@ -227,7 +227,14 @@ class _CsvScan:
 
     def _header(self, line: bytes) -> None:
         text = codecs.decode(line.rstrip(b"\r"), "utf-8", "replace").lstrip("\ufeff")
-        names = next(csv.reader([text]))
+        try:
+            names = next(csv.reader([text], strict=True))
+        except csv.Error as exc:
+            kind = "a carriage return" if "\r" in text else "a character it cannot hold"
+            raise InputError(
+                f"the header row cannot be read ({exc}); it holds {kind}", path=self.f.rel,
+                fix="write the header as comma-separated names on the first line, lines ending "
+                "in LF or CRLF") from None
         self.scan.header = names
         self.record_lines = []
         check_header(self.f, names, text)
