@@ -293,3 +293,28 @@ def test_partial_seq_is_warned(case, cli, tmp_path):
     assert "n1" in reason and "1 event(s) carry seq and 1 do not" in reason
     code, _, err = cli("ingest", root, "--db", tmp_path / "d.duckdb")
     assert "1 event(s) carry seq and 1 do not" in err.replace("\n", " ")
+
+
+@pytest.mark.parametrize("compression", ["", ".gz"])
+def test_large_jsonl_loads_in_parts_with_the_same_rows(case, cli, tmp_path, monkeypatch,
+                                                       compression):
+    import forensics.ingest.chunks as chunks
+
+    lines = []
+    for i in range(60):
+        if i % 13 == 5:
+            lines.append("{not json")  # quarantined with its physical line number
+        else:
+            lines.append(json.dumps({"request_id": f"R{i}", "prompt_token_ids": list(range(i))}))
+    root = case({f"contents.jsonl{compression}": "\n".join(lines) + "\n"})
+    monkeypatch.setattr(chunks, "CHUNK_BYTES", 300)  # many parts
+    code, out, err = _ingest(cli, root, tmp_path)
+    assert code == 1, err
+    result = json.loads(out)
+    assert (result["rows_read"], result["rows_quarantined"]) == (60, 5)
+    db = tmp_path / "c.duckdb"
+    assert query(db, 'SELECT "row" FROM quarantine ORDER BY 1') == [
+        (i + 1,) for i in range(60) if i % 13 == 5]
+    rows = query(db, "SELECT request_id, len(prompt_token_ids) FROM contents ORDER BY src_row")
+    assert rows == [(f"R{i}", i) for i in range(60) if i % 13 != 5]
+    assert not list(tmp_path.glob("**/part-*.jsonl"))

@@ -15,6 +15,7 @@ import duckdb
 from forensics import __version__
 from forensics.db import BOOKKEEPING_TABLES, INPUT_TABLES, connect, derived_tables
 from forensics.errors import InputError
+from forensics.ingest.chunks import jsonl_parts
 from forensics.ingest.contract import TABLES, TableContract
 from forensics.ingest.discover import (
     HIDDEN,
@@ -187,9 +188,26 @@ def _load_file(
     params: dict[str, bool],
     workdir: Path,
 ) -> FileCounts:
-    """Stage, validate and load one file; identity is (sha256, rank in input order)."""
+    """Stage, validate and load one file (a large JSON Lines file part by part); identity is
+    (sha256, rank in input order)."""
     digest, rank = identity
+    totals = [0, 0, 0]
+    parts = jsonl_parts(f, workdir) if f.fmt == "jsonl" else iter([(f, 0)])
+    for part, lines_before in parts:
+        counts = _load_part(con, part, table, rank, params, workdir, lines_before)
+        totals = [a + b for a, b in zip(totals, counts, strict=True)]
+        if part.path != f.path:
+            part.path.unlink()
+    return FileCounts(f.rel, table.name, digest, f.path.stat().st_size, *totals)
+
+
+def _load_part(
+    con: duckdb.DuckDBPyConnection, f: InputFile, table: TableContract, rank: int,
+    params: dict[str, bool], workdir: Path, lines_before: int,
+) -> tuple[int, int, int]:
     scan = stage_file(con, f, table, workdir)
+    if lines_before:
+        run_script(con, sql("stage_shift_rows"), {"lines_before": lines_before})
     run_script(con, sql(f"validate_{table.name}"), {**params, "file_rank": rank})
     read, loaded, quarantined = con.execute(sql("ingest_counts")).fetchone() or (0, 0, 0)
     if scan is not None and f.fmt == "csv" and read != scan.records:
@@ -199,7 +217,7 @@ def _load_file(
             fix="check the file's quotes and line endings (one kind of line ending per file)")
     insert = sql("ingest_insert").format(table=ident(table.name))
     run_script(con, insert, {"file": f.rel, "table_name": table.name})
-    return FileCounts(f.rel, table.name, digest, f.path.stat().st_size, read, loaded, quarantined)
+    return read, loaded, quarantined
 
 
 def _dedupe(
