@@ -40,6 +40,16 @@ class Recorded(Exception):
     pass
 
 
+def _flat(cli):
+    """The cli fixture with stderr unwrapped (messages are wrapped to the terminal width)."""
+
+    def run(*args):
+        code, out, err = cli(*args)
+        return code, out, " ".join(err.split())
+
+    return run
+
+
 def _commands() -> dict[str, Any]:
     group = typer.main.get_command(app)
     return dict(group.commands)  # type: ignore[attr-defined]
@@ -187,6 +197,7 @@ def test_investigate_records_and_honours_every_option(cli, tmp_path):
     ("--aware-at", "2026-09-01T00:00:00", "offset"),
 ])
 def test_bad_values_fail_before_any_work(cli, tmp_path, option, value, says):
+    cli = _flat(cli)
     f = _fixtures(tmp_path)
     out = tmp_path / "never"
     code, _, err = cli("investigate", f["case"], "--out", out, option, value)

@@ -19,6 +19,16 @@ EV = "ts,node,request_id,op,slot_start,slot_count,pos_start,source\n"
 ACC = "account_id,name,contact_email,jurisdiction\n"
 
 
+def _flat(cli):
+    """The cli fixture with stderr unwrapped (messages are wrapped to the terminal width)."""
+
+    def run(*args):
+        code, out, err = cli(*args)
+        return code, out, " ".join(err.split())
+
+    return run
+
+
 def _write_case(root: Path, receiver_account: str) -> Path:
     """A writes slots 0-3 and frees them; B (receiver_account) reads them: B received A's data."""
     root.mkdir(parents=True, exist_ok=True)
@@ -58,6 +68,7 @@ def test_reused_out_keeps_no_stale_notices(cli, tmp_path):
 
 
 def test_out_with_foreign_files_is_refused(cli, tmp_path):
+    cli = _flat(cli)
     case, out = _write_case(tmp_path / "case", "acct-2"), tmp_path / "out"
     out.mkdir()
     (out / "my-notes.txt").write_text("keep me")
@@ -69,6 +80,7 @@ def test_out_with_foreign_files_is_refused(cli, tmp_path):
 def test_out_not_writable(cli, tmp_path):
     import os
 
+    cli = _flat(cli)
     case = _write_case(tmp_path / "case", "acct-2")
     (tmp_path / "afile").write_text("x")
     code, _, err = cli("investigate", case, "--out", tmp_path / "afile" / "out")
@@ -126,6 +138,7 @@ def _killed_run(point: tuple[str, str, str, int], mode: str, case: Path, out: Pa
 
 @pytest.mark.parametrize("where", [*KILL_POINTS, "between-renames"])
 def test_sigkill_leaves_the_previous_complete_set(cli, tmp_path, where):
+    cli = _flat(cli)
     case, out = tmp_path / "case", tmp_path / "out"
     _write_case(case, "acct-2")
     assert cli("investigate", case, "--out", out)[0] == 1
@@ -178,6 +191,7 @@ def test_verify_lists_every_difference(cli, tmp_path):
 
 
 def test_verify_without_manifest_is_a_usage_error(cli, tmp_path):
+    cli = _flat(cli)
     code, _, err = cli("verify", tmp_path)
     assert code == 2 and "manifest" in err
 

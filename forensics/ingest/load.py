@@ -194,7 +194,14 @@ def _load_file(
     totals = [0, 0, 0]
     parts = jsonl_parts(f, workdir) if f.fmt == "jsonl" else iter([(f, 0)])
     for part, lines_before in parts:
-        counts = _load_part(con, part, table, rank, params, workdir, lines_before)
+        try:
+            counts = _load_part(con, part, table, rank, params, workdir, lines_before)
+        except duckdb.Error as exc:
+            if f.fmt != "parquet":
+                raise
+            # Parquet pages are read as the rows are checked: damage shows only then
+            raise InputError(f"cannot read this Parquet file: {exc}", path=f.rel,
+                             fix="check that the file is complete Parquet") from exc
         totals = [a + b for a, b in zip(totals, counts, strict=True)]
         if part.path != f.path:
             part.path.unlink()

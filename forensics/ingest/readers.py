@@ -87,8 +87,9 @@ def stage_jsonl(
     projection = ", ".join(f"vals[{i + 1}] AS {ident(c)}" for i, c in enumerate(table.names))
     paths = ['$."' + c + '"' for c in table.names]
     text = sql("stage_lines_rows").format(projection=projection, nulls=_nulls(table))
-    scalar = [c.kind != "ids" for c in table.columns]
-    run_script(con, text, {"paths": paths, "names": table.names, "scalar": scalar})
+    scalar = [c.name for c in table.columns if c.kind != "ids"]
+    run_script(con, text, {"paths": paths, "scalar_names": scalar,
+                           "scalar_paths": ['$."' + c + '"' for c in scalar]})
     return scan
 
 
