@@ -319,3 +319,13 @@ def test_large_jsonl_loads_in_parts_with_the_same_rows(case, cli, tmp_path, monk
     rows = query(db, "SELECT request_id, len(prompt_token_ids) FROM contents ORDER BY src_row")
     assert rows == [(f"R{i}", i) for i in range(60) if i % 13 != 5]
     assert not list(tmp_path.glob("**/part-*.jsonl"))
+
+
+def test_quote_inside_an_unquoted_value_is_a_plain_character(case, cli, tmp_path):
+    text = (REQ + 'R1,O"Brien,m,2026-08-27T10:00:00Z,200,1\nR2,b,m,2026-08-27T10:00:00Z,200,2\n'
+            + 'R3,c"d,m,2026-08-27T10:00:00Z,200,3\nR4,"e ""q"", f",m,2026-08-27T10:00:00Z,200,4\n')
+    root = case({"requests.csv": text})
+    code, out, err = _ingest(cli, root, tmp_path)
+    assert code == 0, err
+    assert query(tmp_path / "c.duckdb", "SELECT account_id FROM requests ORDER BY 1") == [
+        ("O\"Brien",), ("b",), ("c\"d",), ('e "q", f',)]

@@ -142,9 +142,33 @@ def scan_file(f: InputFile) -> Scan:
     return scan
 
 
+def ends_quoted(line: bytes, quoted: bool) -> bool:
+    """Whether a line ends inside a quoted field, given whether it starts inside one. As the
+    reader does: a quote opens a field only at the field's start; inside, a doubled quote is a
+    quote and a single one closes the field; elsewhere a quote is a plain character."""
+    i, n, at_start = 0, len(line), not quoted
+    while i < n:
+        if quoted:
+            j = line.find(b'"', i)
+            if j < 0:
+                return True
+            if line[j + 1:j + 2] == b'"':
+                i = j + 2
+                continue
+            quoted, at_start, i = False, False, j + 1
+        elif at_start and line[i:i + 1] == b'"':
+            quoted, i = True, i + 1
+        else:
+            j = line.find(b",", i)
+            if j < 0:
+                return False
+            at_start, i = True, j + 1
+    return quoted
+
+
 class _CsvScan:
-    """Follows quotes line by line: a line with an odd number of quote characters opens or
-    closes a quoted field (doubled quotes count twice, so they change nothing)."""
+    """Follows quoted fields line by line (see ends_quoted), so a record that runs over several
+    lines is seen, and where it opened."""
 
     def __init__(self, f: InputFile):
         self.f = f
@@ -191,14 +215,14 @@ class _CsvScan:
                 self.scan.records += 1
                 self.scan.lines += 1
                 self.record_lines = [line]
-            if line.count(b'"') % 2:
+            if ends_quoted(line, False):
                 self.open_line = self.line_no
             elif not self.scan.header:
                 self._header(line)
             return
         self.scan.lines += 0 if blank else 1
         self.record_lines.append(line)
-        if line.count(b'"') % 2:
+        if not ends_quoted(line, True):
             self._closed()
 
     def _closed(self) -> None:
