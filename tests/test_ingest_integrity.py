@@ -214,8 +214,8 @@ def test_overflowing_slots_are_quarantined(case, cli, tmp_path):
     big = 2**63 - 1
     root = case({"requests.csv": _requests(2),
                  "kv_events.csv": EV + f"2026-08-27T10:00:00Z,n1,R1,alloc,{big},1,\n"
-                 f"2026-08-27T10:00:00Z,n1,R1,alloc,{2**62},{2**62},\n"
-                 f"2026-08-27T10:00:00Z,n1,R1,read,0,4,{2**62}\n"
+                 f"2026-08-27T10:00:00Z,n1,R1,alloc,{2**40},{2**62},\n"
+                 f"2026-08-27T10:00:00Z,n1,R1,read,0,4,{2**40}\n"
                  f"2026-08-27T10:00:00Z,n1,R1,alloc,0,{big + 1},\n",
                  "nodes.csv": "node,pool_slots\nn1,100\n"})
     code, out, err = _ingest(cli, root, tmp_path)
