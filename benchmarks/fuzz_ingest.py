@@ -352,7 +352,7 @@ def run_fuzz(cases: int, seed: int, investigate_every: int, keep: Path | None) -
                 print(f"case {n} (seed {seed}): {'; '.join(steps)}\n  " + "\n  ".join(problems))
                 if keep:
                     shutil.copytree(root, keep / f"case-{seed}-{n}", dirs_exist_ok=True)
-            if (n + 1) % 500 == 0:
+            if (n + 1) % 250 == 0:
                 rate = (n + 1) / (time.perf_counter() - started)
                 print(f"... {n + 1} cases, {failures} failed, {rate:.1f} cases/s", flush=True)
             shutil.rmtree(root, ignore_errors=True)
