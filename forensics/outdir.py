@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ctypes
 import errno
+import json
 import os
 import shutil
 from collections.abc import Iterator
@@ -64,8 +65,9 @@ def check_out(out: Path) -> Path:
     if out.exists() and not out.is_dir():
         raise UsageError(f"--out {out} is a file; give a folder (it is created if missing)")
     if out.is_dir():
+        ours = KNOWN_NAMES | _listed_names(out)
         try:
-            foreign = sorted(p.name for p in out.iterdir() if p.name not in KNOWN_NAMES)
+            foreign = sorted(p.name for p in out.iterdir() if p.name not in ours)
         except PermissionError as exc:
             raise UsageError(f"--out {out} cannot be read ({exc.strerror})") from exc
         if foreign:
@@ -82,6 +84,16 @@ def check_out(out: Path) -> Path:
         raise UsageError(f"--out {out} is not writable (the run is built beside it in "
                          f"{out.parent} and then swapped in)")
     return out
+
+
+def _listed_names(out: Path) -> set[str]:
+    """Top-level names of the outputs an earlier run's manifest lists (they are ours too)."""
+    try:
+        outputs = json.loads((out / "manifest.json").read_text(encoding="utf-8"))["outputs"]
+        paths = [o["path"] if isinstance(o, dict) else o for o in outputs]
+        return {str(p).split("/")[0] for p in paths if isinstance(p, str)}
+    except (OSError, ValueError, KeyError, TypeError):
+        return set()
 
 
 def recover(out: Path) -> None:

@@ -257,3 +257,15 @@ def test_report_command_keeps_no_stale_notices(cli, tmp_path):
     notices = _notices(report)
     assert "receiving/acct-9.md" in notices and not any("acct-2" in n for n in notices)
     assert (report / "keep.txt").read_text() == "not ours, kept"
+
+
+def test_names_an_earlier_manifest_lists_are_ours(cli, tmp_path):
+    case, out = _write_case(tmp_path / "case", "acct-2"), tmp_path / "out"
+    assert cli("investigate", case, "--out", out)[0] == 1
+    manifest = json.loads((out / "manifest.json").read_text())
+    manifest["outputs"].append({"path": "extra-output/x.csv", "sha256": "0" * 64, "bytes": 0})
+    (out / "manifest.json").write_text(json.dumps(manifest))
+    (out / "extra-output").mkdir()
+    (out / "extra-output" / "x.csv").write_text("")
+    assert cli("investigate", case, "--out", out)[0] == 1
+    assert not (out / "extra-output").exists()
