@@ -331,3 +331,15 @@ def test_quote_inside_an_unquoted_value_is_a_plain_character(case, cli, tmp_path
     assert code == 0, err
     assert query(tmp_path / "c.duckdb", "SELECT account_id FROM requests ORDER BY 1") == [
         ("O\"Brien",), ("b",), ("c\"d",), ('e "q", f',)]
+
+
+def test_quote_across_a_read_block_is_seen(case, cli, tmp_path, monkeypatch):
+    """The scan reads in blocks; a quote in the line that straddles two blocks still counts."""
+    import forensics.ingest.integrity as integrity
+
+    monkeypatch.setattr(integrity, "CHUNK", 64)
+    lines = _requests(40).splitlines(keepends=True)
+    lines[20] = 'R19,"acct-1,m,2026-08-27T10:00:00Z,200,5\n'
+    root = case({"requests.csv": "".join(lines)})
+    code, _, err = _ingest(cli, root, tmp_path)
+    assert code == 2 and "line 21" in err

@@ -181,9 +181,10 @@ class _CsvScan:
         carry = b""
         for block in text_blocks(self.f):
             self.scan.empty = False
-            lines = (carry + block).split(b"\n")
+            joined = carry + block
+            lines = joined.split(b"\n")
             carry = lines.pop()
-            self._lines(lines, fast=b'"' not in block and not self.open_line)
+            self._lines(lines, fast=b'"' not in joined and not self.open_line)
         if carry:
             self._lines([carry], fast=False)
         if self.open_line:
