@@ -95,6 +95,7 @@ def discover(case_dir: Path, follow_links: bool = False) -> Discovery:
 
 
 HIDDEN = "hidden file (its name starts with '.'); not read"
+SPECIAL = "not a regular file (a pipe, socket, device or broken link); not read"
 INSIDE = "symbolic link to a folder; not followed (give --follow-links to read it)"
 OUTSIDE = ("symbolic link to a place outside the case folder; not followed (give --follow-links "
            "to read it)")
@@ -117,7 +118,10 @@ def _candidates(entry: Path, root: Path, follow_links: bool,
         skipped.append((entry.relative_to(case_dir).as_posix(), OUTSIDE))
         return []
     if not entry.is_dir():
-        return [(entry, None)] if entry.is_file() else []
+        if not entry.is_file():
+            skipped.append((entry.relative_to(case_dir).as_posix(), SPECIAL))
+            return []
+        return [(entry, None)]
     out: list[tuple[Path, str | None]] = []
     for folder, dirs, files in os.walk(entry, followlinks=follow_links):
         base = Path(folder)
@@ -133,4 +137,6 @@ def _candidates(entry: Path, root: Path, follow_links: bool,
                 skipped.append((path.relative_to(case_dir).as_posix(), OUTSIDE))
             elif path.is_file():
                 out.append((path, entry.name))
+            else:
+                skipped.append((path.relative_to(case_dir).as_posix(), SPECIAL))
     return sorted(out)
