@@ -343,3 +343,15 @@ def test_quote_across_a_read_block_is_seen(case, cli, tmp_path, monkeypatch):
     root = case({"requests.csv": "".join(lines)})
     code, _, err = _ingest(cli, root, tmp_path)
     assert code == 2 and "line 21" in err
+
+
+def test_partial_seq_warning_reaches_the_run_summary_and_the_report(case, cli, tmp_path):
+    events = ("ts,seq,node,request_id,op,slot_start,slot_count,pos_start\n"
+              "2026-08-27T10:00:00Z,1,n1,R1,alloc,0,4,\n2026-08-27T10:00:01Z,,n1,R1,free,0,4,\n"
+              "2026-08-27T10:00:02Z,,n1,R1,alloc,0,4,\n")
+    root = case({"requests.csv": _requests(2), "kv_events.csv": events})
+    code, _, err = cli("investigate", root, "--out", tmp_path / "out")
+    assert code in (0, 1), err
+    said = "1 event(s) carry seq and 2 do not"
+    assert said in " ".join(err.split())
+    assert said in (tmp_path / "out" / "report.html").read_text()
