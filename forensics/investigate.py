@@ -104,13 +104,14 @@ def check_options(options: InvestigateOptions) -> None:
     check_replay_options(options.replay_model, options.replay_device)
 
 
-def check_replay_options(model: str | None, device: str) -> None:
-    """--replay-device is auto, cpu or cuda (cuda only where CUDA is present); --replay-model is
-    'test' or a local model folder."""
+def check_replay_options(model: str | None, device: str,
+                         names: tuple[str, str] = ("--replay-model", "--replay-device")) -> None:
+    """The device is auto, cpu or cuda (cuda only where CUDA is present); the model is 'test'
+    or a local model folder. names: the two options as the command spells them."""
     if device not in ("auto", "cpu", "cuda"):
-        raise UsageError(f"--replay-device '{device}' is not a device; use auto, cpu or cuda")
+        raise UsageError(f"{names[1]} '{device}' is not a device; use auto, cpu or cuda")
     if model is not None and model != "test" and not Path(model).is_dir():
-        raise UsageError(f"--replay-model '{model}' is neither 'test' nor a model folder; give "
+        raise UsageError(f"{names[0]} '{model}' is neither 'test' nor a model folder; give "
                          "a local Hugging Face model directory")
     if device == "cuda":
         from forensics.replay import replay_available
@@ -119,7 +120,7 @@ def check_replay_options(model: str | None, device: str) -> None:
             import torch
 
             if not torch.cuda.is_available():
-                raise UsageError("--replay-device cuda: no CUDA device is available here; use "
+                raise UsageError(f"{names[1]} cuda: no CUDA device is available here; use "
                                  "auto or cpu")
 
 

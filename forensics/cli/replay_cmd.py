@@ -31,6 +31,9 @@ def replay(
     (confirmed, not-reproduced, cannot-replay) and raise confirmed exposures to `confirmed`."""
     from forensics.replay.stage import require_replay, run_case_replay, summarise
 
+    from forensics.investigate import check_replay_options
+
+    check_replay_options(model, device, ("--model", "--device"))
     require_replay()
     if not db.is_file():
         raise CaseError(f"{db}: no case database here; create it with kvforensics ingest")
