@@ -33,12 +33,18 @@ def connect(
     """Connect, set UTC and the project's macros, and create the input schema if missing."""
     memory_limit = memory_limit or os.environ.get("KVFORENSICS_MEMORY_LIMIT") or (
         DEFAULT_MEMORY_LIMIT)
-    if isinstance(path, Path):
-        path.parent.mkdir(parents=True, exist_ok=True)
+    from forensics.errors import CaseError
+
     config: dict[str, str | bool | int | float | list[str]] = (
         {} if read_only else {"storage_compatibility_version": STORAGE_COMPATIBILITY}
     )
-    con = duckdb.connect(str(path), read_only=read_only, config=config)
+    try:
+        if isinstance(path, Path):
+            path.parent.mkdir(parents=True, exist_ok=True)
+        con = duckdb.connect(str(path), read_only=read_only, config=config)
+    except (OSError, duckdb.IOException, duckdb.InvalidInputException) as exc:
+        raise CaseError(f"{path}: cannot open the case database ({exc}); give a file path "
+                        "where it can be written, and no other process holding it") from exc
     con.execute("SET TimeZone = 'UTC'")
     con.execute("SET enable_progress_bar = false")
     if memory_limit:

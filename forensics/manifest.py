@@ -13,22 +13,35 @@ from pathlib import Path
 from typing import Any
 
 from forensics import __version__
+from forensics.ingest.hashing import sha256_file
 from forensics.resources import queries_used
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+MANIFEST = "manifest.json"
 
 
 def utc_now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
+def output_files(out_dir: Path) -> list[dict[str, Any]]:
+    """Every file under out_dir but manifest.json: path (relative, POSIX), SHA-256 and size."""
+    found = []
+    for path in sorted(out_dir.rglob("*")):
+        rel = path.relative_to(out_dir).as_posix()
+        if path.is_file() and rel != MANIFEST:
+            found.append({"path": rel, "sha256": sha256_file(path), "bytes": path.stat().st_size})
+    return found
+
+
 def build_manifest(
     *,
+    case_dir: str,
     inputs: list[dict[str, Any]],
     skipped: list[dict[str, str]],
     params: dict[str, Any],
     stages: dict[str, dict[str, Any]],
-    outputs: list[str],
+    outputs: list[dict[str, Any]],
     started_at: str,
     finished_at: str,
     command: list[str],
@@ -41,12 +54,13 @@ def build_manifest(
         "finished_at": finished_at,
         "generated_at": finished_at,
         "command": command,
+        "case_dir": case_dir,
         "parameters": params,
         "inputs": inputs,
         "skipped_inputs": skipped,
         "queries": queries_used(),
         "stages": stages,
-        "outputs": sorted(outputs),
+        "outputs": sorted(outputs, key=lambda o: str(o["path"])),
         "environment": {"python": platform.python_version()},
     }
 

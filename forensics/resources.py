@@ -62,5 +62,12 @@ def queries_used() -> dict[str, str]:
     return dict(sorted(_USED.items()))
 
 
+def record_queries_used(used: dict[str, str]) -> None:
+    """Count queries a stored earlier result rests on as used by this run (an unchanged ingest
+    is not repeated, but its validation queries still vouch for the loaded rows)."""
+    for name, digest in used.items():
+        _USED.setdefault(name, digest)
+
+
 def reset_queries_used() -> None:
     _USED.clear()

@@ -1,5 +1,9 @@
--- quarantine.csv: every row that was not loaded, with where it was and why.
+-- quarantine.csv: every row that was not loaded, with where it was and why. Text cells go
+-- through kvf_csv_cell (formula-looking values get a leading apostrophe); DuckDB quotes fields
+-- holding CR, LF, commas or quotes.
 COPY (
-    SELECT file, "row", "column", "value", reason, table_name AS "table"
-    FROM quarantine ORDER BY file, "row", "column"
+    SELECT kvf_csv_cell(file) AS file, "row", kvf_csv_cell("column") AS "column",
+           kvf_csv_cell("value") AS "value", kvf_csv_cell(reason) AS reason,
+           kvf_csv_cell(table_name) AS "table"
+    FROM quarantine ORDER BY quarantine.file, quarantine."row", quarantine."column"
 ) TO $target (HEADER, DELIMITER ',');

@@ -7,27 +7,52 @@ CREATE OR REPLACE TEMP MACRO kvf_is_int_type(x) AS
     typeof(x) IN ('TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT',
                   'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT');
 
+-- The size of a text timestamp's UTC offset in minutes (NULL when it has none). Offsets beyond
+-- 14:00 exist nowhere and are refused.
+CREATE OR REPLACE TEMP MACRO kvf_offset_minutes(x) AS
+    CASE WHEN typeof(x) = 'VARCHAR' AND regexp_matches(
+            trim(x::VARCHAR), '[0-9]:[0-9]{2}(:[0-9]{2}([.,][0-9]*)?)? ?[+-][0-9]{2}(:?[0-9]{2})?$')
+        THEN TRY_CAST(regexp_extract(trim(x::VARCHAR), '([0-9]{2}):?([0-9]{2})?$', 1) AS INTEGER)
+             * 60 + coalesce(TRY_CAST(nullif(regexp_extract(
+                 trim(x::VARCHAR), '([0-9]{2}):?([0-9]{2})?$', 2), '') AS INTEGER), 0)
+    END;
+
 -- A timestamp: integer epoch microseconds, or ISO-8601 with an offset ('Z', '+09:00').
 -- Text without an offset is rejected unless assume_utc is true. Result: TIMESTAMP in UTC.
-CREATE OR REPLACE TEMP MACRO kvf_ts(x, assume_utc) AS
+CREATE OR REPLACE TEMP MACRO kvf_ts_any(x, assume_utc) AS
     CASE
         WHEN typeof(x) LIKE 'TIMESTAMP%' THEN TRY_CAST(x AS TIMESTAMP)
         WHEN kvf_is_int_type(x) THEN TRY(make_timestamp(TRY_CAST(x AS BIGINT)))
         WHEN typeof(x) <> 'VARCHAR' THEN NULL
         WHEN regexp_full_match(trim(x::VARCHAR), '-?[0-9]+')
             THEN TRY(make_timestamp(TRY_CAST(trim(x::VARCHAR) AS BIGINT)))
+        WHEN kvf_offset_minutes(x) > 840 THEN NULL
         WHEN assume_utc OR regexp_matches(trim(x::VARCHAR), '([Zz]|[+-][0-9]{2}(:?[0-9]{2})?)$')
             THEN TRY_CAST(TRY_CAST(trim(x::VARCHAR) AS TIMESTAMPTZ) AS TIMESTAMP)
+    END;
+
+-- kvf_ts limited to the years 0001-9999 (what every later stage and file format can hold).
+CREATE OR REPLACE TEMP MACRO kvf_ts(x, assume_utc) AS
+    CASE
+        WHEN kvf_ts_any(x, assume_utc)
+             BETWEEN TIMESTAMP '0001-01-01 00:00:00' AND TIMESTAMP '9999-12-31 23:59:59.999999'
+            THEN kvf_ts_any(x, assume_utc)
     END;
 
 -- Why kvf_ts returned NULL for a non-empty value.
 CREATE OR REPLACE TEMP MACRO kvf_ts_reason(x, assume_utc) AS
     CASE
+        WHEN kvf_offset_minutes(x) > 840
+            THEN 'UTC offset beyond 14:00; offsets run from -14:00 to +14:00'
+        WHEN kvf_ts_any(x, assume_utc) IS NOT NULL
+            THEN 'timestamp outside the years 0001-9999'
         WHEN NOT assume_utc
              AND NOT regexp_full_match(trim(x::VARCHAR), '-?[0-9]+')
              AND NOT regexp_matches(trim(x::VARCHAR), '([Zz]|[+-][0-9]{2}(:?[0-9]{2})?)$')
              AND TRY_CAST(trim(x::VARCHAR) AS TIMESTAMP) IS NOT NULL
             THEN 'timestamp has no UTC offset; add Z or +hh:mm, or ingest with --assume-utc'
+        WHEN regexp_full_match(trim(x::VARCHAR), '-?[0-9]+')
+            THEN 'integer timestamp outside the years 0001-9999 (microseconds since 1970)'
         ELSE 'not a timestamp; use ISO-8601 with an offset or integer epoch microseconds'
     END;
 

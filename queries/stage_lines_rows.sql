@@ -1,22 +1,42 @@
--- One staged row per non-blank JSON Lines line: the contract's fields as text ($paths lists their
--- JSON paths in the contract's column order), or why the line is unusable.
+-- One staged row per non-blank JSON Lines line: the contract's fields as text (paths lists their
+-- JSON paths in the contract's column order), or why the line is unusable. A nested object or
+-- array where one value belongs (scalar_paths and scalar_names: the columns that want one
+-- value) is quarantined, never loaded as its JSON text. Each line is parsed once into
+-- lines_parsed (a table, so that no later reference parses it again).
+CREATE OR REPLACE TEMP TABLE lines_parsed AS
+SELECT src_row, line,
+       CASE WHEN json_valid(line) THEN
+           CASE WHEN json_type(line) = 'OBJECT' THEN json_extract_string(line, $paths) END
+       END AS vals,
+       CASE WHEN json_valid(line) THEN
+           CASE WHEN json_type(line) = 'OBJECT' THEN json_type(line, $scalar_paths) END
+       END AS types,
+       CASE WHEN json_valid(line) THEN json_type(line) END AS line_type
+FROM numbered_rows
+WHERE line IS NOT NULL AND trim(line) <> '';
 CREATE OR REPLACE TEMP TABLE staged_rows AS
 SELECT src_row,
        CASE
-           WHEN NOT json_valid(line) THEN 'line is not valid JSON'
-           WHEN json_type(line) <> 'OBJECT' THEN 'line is not a JSON object'
+           WHEN line_type IS NULL THEN 'line is not valid JSON'
+           WHEN line_type <> 'OBJECT' THEN 'line is not a JSON object'
+           WHEN nested IS NOT NULL THEN 'field "' || $scalar_names[nested] || '" holds a JSON '
+               || lower(types[nested]) || ' where one value (text or number) belongs'
        END AS parse_error,
        line AS raw,
        {projection}
 FROM (
-    SELECT src_row, line,
-           CASE WHEN json_valid(line) THEN
-               CASE WHEN json_type(line) = 'OBJECT' THEN json_extract_string(line, $paths) END
-           END AS vals
-    FROM numbered_rows
-    WHERE line IS NOT NULL AND trim(line) <> ''
+    SELECT *,
+           CASE
+               WHEN coalesce(list_position(types, 'OBJECT'), 0) = 0
+                   THEN nullif(coalesce(list_position(types, 'ARRAY'), 0), 0)
+               WHEN coalesce(list_position(types, 'ARRAY'), 0) = 0
+                   THEN list_position(types, 'OBJECT')
+               ELSE least(list_position(types, 'OBJECT'), list_position(types, 'ARRAY'))
+           END AS nested
+    FROM lines_parsed
 )
 UNION ALL
 SELECT rec, 'line does not parse: ' || reason, raw, {nulls}
 FROM bad_rows;
+DROP TABLE lines_parsed;
 CREATE OR REPLACE TEMP VIEW staged AS SELECT * FROM staged_rows;

@@ -1,5 +1,6 @@
 -- Type and check staged KV-ledger rows; q is NULL for a good row, else why it is quarantined.
--- The slot range must lie inside the node's pool when the nodes table gives pool_slots.
+-- The slot range must lie inside the node's pool when the nodes table gives pool_slots; slot and
+-- position values stay below 2^40 (far above any pool), so no later sum of them can overflow.
 CREATE OR REPLACE TEMP TABLE checked AS
 WITH pools AS (
     SELECT node, min(pool_slots) AS pool_slots FROM nodes WHERE pool_slots IS NOT NULL GROUP BY node
@@ -27,6 +28,9 @@ SELECT src_row,
         WHEN slot_count IS NULL THEN kvf_bad('slot_count', NULL, 'missing required value')
         WHEN v_slot_count IS NULL OR v_slot_count <= 0
             THEN kvf_bad('slot_count', slot_count, 'slot_count must be an integer > 0')
+        WHEN v_slot_start >= 1099511627776 OR v_slot_count >= 1099511627776
+            THEN kvf_bad('slot_count', slot_start::VARCHAR || '+' || slot_count::VARCHAR,
+                         'slot range too large: slot_start and slot_count must be below 2^40')
         WHEN pool_slots IS NOT NULL AND v_slot_start + v_slot_count > pool_slots
             THEN kvf_bad('slot_count', slot_start::VARCHAR || '+' || slot_count::VARCHAR,
                          'slot range ends past the node''s pool of ' || pool_slots || ' slots')
@@ -34,6 +38,8 @@ SELECT src_row,
             THEN kvf_bad('pos_start', NULL, 'pos_start is required for ' || op)
         WHEN pos_start IS NOT NULL AND (v_pos_start IS NULL OR v_pos_start < 0)
             THEN kvf_bad('pos_start', pos_start, 'pos_start must be an integer >= 0')
+        WHEN v_pos_start >= 1099511627776
+            THEN kvf_bad('pos_start', pos_start, 'pos_start too large: it must be below 2^40')
         WHEN op = 'write' AND source IS NOT NULL AND source NOT IN ('prefill', 'decode', 'transfer')
             THEN kvf_bad('source', source, 'source must be prefill, decode or transfer')
     END AS q,

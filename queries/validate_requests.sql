@@ -37,7 +37,7 @@ SELECT src_row,
     END AS q,
     kvf_str(request_id) AS request_id, kvf_str(account_id) AS account_id, model,
     v_received_at AS received_at, v_first_token_at AS first_token_at,
-    v_completed_at AS completed_at, v_http_status::INTEGER AS http_status,
+    v_completed_at AS completed_at, TRY_CAST(v_http_status AS INTEGER) AS http_status,
     v_prompt_tokens AS prompt_tokens, v_completion_tokens AS completion_tokens,
     kvf_str(prefill_node) AS prefill_node, kvf_str(decode_node) AS decode_node,
     kvf_str(node) AS node, lower(response_sha256) AS response_sha256

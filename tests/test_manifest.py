@@ -15,6 +15,9 @@ def _stable(path):
     data = json.loads(path.read_text())
     for key in VOLATILE:
         data.pop(key)
+    # DuckDB's file layout is not byte-reproducible: the case database is listed with its own
+    # checksum, and every other output must be identical.
+    data["outputs"] = [o for o in data["outputs"] if o["path"] != "case.duckdb"]
     return data
 
 

@@ -28,8 +28,21 @@ def analyze(
     params: dict[str, Any] | None = None,
     progress: ProgressFn = no_progress,
 ) -> dict[str, Any]:
-    """Compute every analysis table in the case database; returns the summary figures."""
-    params = params or {}
+    """Compute every analysis table in the case database in one transaction (a failure or kill
+    leaves the previous tables); returns the summary figures."""
+    con.execute("BEGIN TRANSACTION")
+    try:
+        out = _analyze(con, params or {}, progress)
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    return out
+
+
+def _analyze(
+    con: duckdb.DuckDBPyConnection, params: dict[str, Any], progress: ProgressFn
+) -> dict[str, Any]:
     aggregate.prepare(con)
     piece_events = sweep(con, params, progress)
     progress("aggregate", 0, None)

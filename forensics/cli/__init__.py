@@ -22,6 +22,7 @@ from forensics.cli import (  # noqa: F401  (each module registers its commands)
     report_cmd,
     simulate_cmd,
     tap_cmd,
+    verify_cmd,
 )
 from forensics.cli.app import app, command, console
 from forensics.cli.ray_option import optional_values

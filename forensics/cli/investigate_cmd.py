@@ -42,13 +42,19 @@ def investigate(
     ),
     ray: str = ray_option(),
     ledger_external: str = ledger_option(),
+    follow_links: bool = typer.Option(
+        False, "--follow-links", help="Read symbolic links in the case folder that lead outside "
+        "it (by default they are skipped and listed)."
+    ),
     json_out: bool = typer.Option(False, "--json", help="Print a JSON summary on stdout."),
 ) -> None:
-    """Run every stage on a case folder: ingest, analysis, exports, report, manifest."""
+    """Run every stage on a case folder: ingest, analysis, exports, report, manifest. The
+    outputs are built beside OUT and swapped in complete."""
     options = InvestigateOptions(
-        assume_utc=assume_utc, aware_at=aware_at, command=["kvforensics", *sys.argv[1:]],
-        replay_model=replay_model, replay_device=replay_device, served_model=served_model,
-        ray=ray, ledger_external=ledger_external,
+        assume_utc=assume_utc, aware_at=aware_at, replay_model=replay_model,
+        replay_device=replay_device, served_model=served_model, rules=rules,
+        follow_links=follow_links, ray=ray, ledger_external=ledger_external,
+        command=["kvforensics", *sys.argv[1:]],
     )
     with progress_reporter(console, "investigate") as progress:
         result = run_investigation(case_dir, out, options, progress=progress)

@@ -36,8 +36,10 @@ def replay(
 ) -> None:
     """Replay suspect receivers from the KV their decode read, and clean; store the verdicts
     (confirmed, not-reproduced, cannot-replay) and raise confirmed exposures to `confirmed`."""
+    from forensics.investigate import check_replay_options
     from forensics.replay.stage import require_replay, run_case_replay, summarise
 
+    check_replay_options(model, device, ("--model", "--device"))
     require_replay()
     if not db.is_file():
         raise CaseError(f"{db}: no case database here; create it with kvforensics ingest")

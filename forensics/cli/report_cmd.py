@@ -11,9 +11,10 @@ from typing import Annotated
 import typer
 
 from forensics.cli.app import app, console, emit_json, finish
-from forensics.notify.deadlines import parse_aware_at
+from forensics.notify.deadlines import check_aware_at, load_rules
+from forensics.outdir import staged_parts
 from forensics.report.casedb import open_case
-from forensics.report.stage import ExportResult, write_all
+from forensics.report.stage import ExportResult, read_manifest, write_all
 
 
 def _print_summary(result: ExportResult) -> None:
@@ -47,14 +48,20 @@ def report(
                                            "stdout.")] = False,
 ) -> None:
     """Write notification lists (CSV, JSON, Parquet), per-account notices, timeline.csv and a
-    self-contained report.html from an existing case database."""
-    aware = parse_aware_at(aware_at) if aware_at else None
+    self-contained report.html from an existing case database. They are built beside OUT and
+    put in place when complete; notices of an earlier run do not survive."""
+    rule_set = load_rules(rules)
+    aware = check_aware_at(aware_at, rule_set) if aware_at else None
     con = open_case(db)
     try:
-        result = write_all(con, out, aware_at=aware, rules_file=rules, case_label=db.name,
-                           command=shlex.join(["kvforensics", *sys.argv[1:]]))
+        with staged_parts(out) as staging:
+            result = write_all(con, staging, aware_at=aware, rules_file=rules,
+                               case_label=db.name, manifest=read_manifest(out),
+                               command=shlex.join(["kvforensics", *sys.argv[1:]]))
     finally:
         con.close()
+    result.written = [out / p.relative_to(staging) for p in result.written]
+    result.out_dir = out
     if json_out:
         emit_json(result.to_json())
     else:

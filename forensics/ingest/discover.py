@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -65,22 +66,77 @@ def _classify(path: Path, case_dir: Path, table: str | None) -> InputFile | tupl
     return InputFile(path, rel, table, fmt, compression)
 
 
-def discover(case_dir: Path) -> Discovery:
-    """Top-level files are named after their table; a folder named after a table holds parts."""
+def discover(case_dir: Path, follow_links: bool = False) -> Discovery:
+    """Top-level files are named after their table; a folder named after a table holds parts.
+
+    Hidden files (a name starting with '.', such as '._part.csv' copies) are skipped and listed.
+    A symbolic link that leads outside the case folder is skipped and listed unless
+    follow_links is true; its target is never named or read."""
+    if case_dir.is_file():
+        raise UsageError(f"{case_dir} is a file; give the case folder that holds it")
     if not case_dir.is_dir():
         raise UsageError(f"case folder not found: {case_dir}")
+    root = case_dir.resolve()
     found: list[InputFile] = []
     skipped: list[tuple[str, str]] = []
     for entry in sorted(case_dir.iterdir()):
-        if entry.name.startswith(".") or entry.name in NOT_TABLES:
+        if entry.name in NOT_TABLES:
             continue
-        candidates = (
-            [(entry, None)]
-            if entry.is_file()
-            else [(p, entry.name) for p in sorted(entry.rglob("*")) if p.is_file()]
-        )
-        for path, table in candidates:
+        for path, table in _candidates(entry, root, follow_links, skipped):
+            rel = path.relative_to(case_dir).as_posix()
+            if any(part.startswith(".") for part in Path(rel).parts):
+                skipped.append((rel, HIDDEN))
+                continue
             item = _classify(path, case_dir, table)
             (found if isinstance(item, InputFile) else skipped).append(item)  # type: ignore[arg-type]
     found.sort(key=lambda f: f.rel)
+    skipped.sort()
     return Discovery(case_dir, found, skipped)
+
+
+HIDDEN = "hidden file (its name starts with '.'); not read"
+SPECIAL = "not a regular file (a pipe, socket, device or broken link); not read"
+INSIDE = "symbolic link to a folder; not followed (give --follow-links to read it)"
+OUTSIDE = ("symbolic link to a place outside the case folder; not followed (give --follow-links "
+           "to read it)")
+
+
+def outside_case(path: Path, root: Path) -> bool:
+    """True when path (or a link on the way to it) resolves outside the case folder root."""
+    try:
+        path.resolve().relative_to(root)
+    except ValueError:
+        return True
+    return False
+
+
+def _candidates(entry: Path, root: Path, follow_links: bool,
+                skipped: list[tuple[str, str]]) -> list[tuple[Path, str | None]]:
+    """The files under a top-level entry, with the table a folder names (None for a file)."""
+    case_dir = entry.parent
+    if entry.is_symlink() and not follow_links and outside_case(entry, root):
+        skipped.append((entry.relative_to(case_dir).as_posix(), OUTSIDE))
+        return []
+    if not entry.is_dir():
+        if not entry.is_file():
+            skipped.append((entry.relative_to(case_dir).as_posix(), SPECIAL))
+            return []
+        return [(entry, None)]
+    out: list[tuple[Path, str | None]] = []
+    for folder, dirs, files in os.walk(entry, followlinks=follow_links):
+        base = Path(folder)
+        for name in sorted(dirs):
+            link = base / name
+            if link.is_symlink() and not follow_links:
+                inside = not outside_case(link, root)
+                skipped.append((link.relative_to(case_dir).as_posix(), INSIDE if inside
+                                else OUTSIDE))
+        for name in files:
+            path = base / name
+            if path.is_symlink() and not follow_links and outside_case(path, root):
+                skipped.append((path.relative_to(case_dir).as_posix(), OUTSIDE))
+            elif path.is_file():
+                out.append((path, entry.name))
+            else:
+                skipped.append((path.relative_to(case_dir).as_posix(), SPECIAL))
+    return sorted(out)

@@ -14,8 +14,17 @@ import duckdb
 
 from forensics import __version__
 from forensics.db import BOOKKEEPING_TABLES, INPUT_TABLES, connect, derived_tables
+from forensics.errors import InputError
+from forensics.ingest.chunks import jsonl_parts
 from forensics.ingest.contract import TABLES, TableContract
-from forensics.ingest.discover import Discovery, InputFile, discover
+from forensics.ingest.discover import (
+    HIDDEN,
+    OUTSIDE,
+    Discovery,
+    InputFile,
+    discover,
+    outside_case,
+)
 from forensics.ingest.hashing import sha256_file
 from forensics.ingest.readers import ident, stage_file
 from forensics.ingest.result import FileCounts, IngestResult
@@ -24,19 +33,19 @@ from forensics.ledger.store import ExternalLedger, detach, validate_ledger, with
 from forensics.logs.discover import is_log_file
 from forensics.logs.load import load_logs
 from forensics.progress import ProgressFn, no_progress
-from forensics.resources import sql
+from forensics.resources import queries_used, record_queries_used, sql
 
 
 def ingest_case(
-    case_dir: Path, db_path: Path, *, assume_utc: bool = False, progress: ProgressFn = no_progress,
-    ledger: ExternalLedger | None = None,
+    case_dir: Path, db_path: Path, *, assume_utc: bool = False, follow_links: bool = False,
+    progress: ProgressFn = no_progress, ledger: ExternalLedger | None = None,
 ) -> IngestResult:
     """Open (or create) the case database at db_path and ingest case_dir into it."""
-    discovery = discover(case_dir)
+    discovery = discover(case_dir, follow_links)
     con = connect(db_path)
     try:
-        return ingest_into(con, case_dir, discovery, assume_utc=assume_utc, progress=progress,
-                           ledger=ledger)
+        return ingest_into(con, case_dir, discovery, assume_utc=assume_utc,
+                           follow_links=follow_links, progress=progress, ledger=ledger)
     finally:
         con.close()
 
@@ -47,14 +56,17 @@ def ingest_into(
     discovery: Discovery,
     *,
     assume_utc: bool = False,
+    follow_links: bool = False,
     progress: ProgressFn = no_progress,
     ledger: ExternalLedger | None = None,
 ) -> IngestResult:
     if ledger is not None:  # the ledger is checked in place, never loaded or skipped as unchanged
         discovery = without_ledger(discovery)
+    logs = log_files(case_dir, follow_links)
+    discovery.skipped[:] = sorted(set(discovery.skipped) | set(logs_skipped(case_dir, logs)))
     hashes = {f.rel: sha256_file(f.path) for f in discovery.files}
-    hashes.update({rel: sha256_file(case_dir / rel) for rel in log_files(case_dir)})
-    params = {"assume_utc": assume_utc}
+    hashes.update({rel: sha256_file(case_dir / rel) for rel in logs})
+    params = {"assume_utc": assume_utc, "follow_links": follow_links}
     stored = None if ledger else _stored_result(con, case_dir, discovery, hashes, params)
     if stored is not None:
         return stored
@@ -69,12 +81,37 @@ def ingest_into(
     return result
 
 
-def log_files(case_dir: Path) -> list[str]:
-    """The engine logs of a case (relative paths), read by the log adapters."""
+def log_files(case_dir: Path, follow_links: bool = False) -> list[str]:
+    """The engine logs of a case (relative paths), read by the log adapters. A link that leads
+    outside the case folder is not read unless follow_links is true."""
+    folder = case_dir / "logs"
+    if not folder.is_dir() or (folder.is_symlink() and not follow_links
+                               and outside_case(folder, case_dir.resolve())):
+        return []
+    root = case_dir.resolve()
+    return sorted(
+        p.relative_to(case_dir).as_posix() for p in folder.rglob("*")
+        if is_log_file(p) and (follow_links or not outside_case(p, root))
+    )
+
+
+def logs_skipped(case_dir: Path, read: list[str]) -> list[tuple[str, str]]:
+    """Files in logs/ that are not read: hidden files and links outside the case."""
     folder = case_dir / "logs"
     if not folder.is_dir():
         return []
-    return sorted(p.relative_to(case_dir).as_posix() for p in folder.rglob("*") if is_log_file(p))
+    if folder.is_symlink() and not read and outside_case(folder, case_dir.resolve()):
+        return [("logs", OUTSIDE)]
+    out = []
+    for p in folder.rglob("*"):
+        rel = p.relative_to(case_dir).as_posix()
+        if rel in read or not (p.is_file() or p.is_symlink()):
+            continue
+        if p.is_symlink() and outside_case(p, case_dir.resolve()):
+            out.append((rel, OUTSIDE))
+        elif p.name.startswith("."):
+            out.append((rel, HIDDEN))
+    return out
 
 
 def _load(
@@ -95,7 +132,8 @@ def _load(
         counts.update({c.path: c for c in checked})
     run_script(con, sql("ingest_unknown_requests"))
     result = IngestResult(str(case_dir), [counts[rel] for rel in sorted(counts)],
-                          discovery.skipped, _warning_count(con), unchanged=False)
+                          discovery.skipped, _warning_count(con), unchanged=False,
+                          notes=order_notes(con))
     _record(con, result, params)
     progress("done", len(discovery.files), len(discovery.files))
     return result
@@ -123,6 +161,8 @@ def _load_tables(
             _dedupe(con, table, counts)
         if table.name == "nodes":
             counts.update(_load_logs(con, discovery.case_dir, hashes))
+        if table.name == "kv_events" and files:
+            run_script(con, sql("ingest_partial_seq"))
     return counts
 
 
@@ -130,14 +170,17 @@ def _load_logs(con: duckdb.DuckDBPyConnection, case_dir: Path,
                hashes: dict[str, str]) -> dict[str, FileCounts]:
     """Engine logs in the case's logs/ folder: node facts and per-request evidence. A line is
     loaded when it was read whole (parsed or ignored as unrelated), quarantined when cut."""
-    if not log_files(case_dir):
+    files = [rel for rel in hashes if rel.startswith("logs/")]
+    if not files:
         return {}
-    summary = load_logs(con, case_dir, [case_dir.resolve() / "logs"])
-    return {
-        f.file: FileCounts(f.file, "logs", hashes[f.file], (case_dir / f.file).stat().st_size,
-                           f.lines, f.parsed + f.ignored, f.truncated)
-        for f in summary.files
-    }
+    summary = load_logs(con, case_dir, [case_dir.resolve() / rel for rel in files])
+    out = {}
+    for f in summary.files:
+        path = Path(f.file) if Path(f.file).is_absolute() else case_dir / f.file
+        digest = hashes.get(f.file) or sha256_file(path)
+        out[f.file] = FileCounts(f.file, "logs", digest, path.stat().st_size, f.lines,
+                                 f.parsed + f.ignored, f.truncated)
+    return out
 
 
 def _clear(con: duckdb.DuckDBPyConnection) -> None:
@@ -155,14 +198,43 @@ def _load_file(
     params: dict[str, bool],
     workdir: Path,
 ) -> FileCounts:
-    """Stage, validate and load one file; identity is (sha256, rank in input order)."""
+    """Stage, validate and load one file (a large JSON Lines file part by part); identity is
+    (sha256, rank in input order)."""
     digest, rank = identity
-    stage_file(con, f, table, workdir)
+    totals = [0, 0, 0]
+    parts = jsonl_parts(f, workdir) if f.fmt == "jsonl" else iter([(f, 0)])
+    for part, lines_before in parts:
+        try:
+            counts = _load_part(con, part, table, rank, params, workdir, lines_before)
+        except duckdb.Error as exc:
+            if f.fmt != "parquet":
+                raise
+            # Parquet pages are read as the rows are checked: damage shows only then
+            raise InputError(f"cannot read this Parquet file: {exc}", path=f.rel,
+                             fix="check that the file is complete Parquet") from exc
+        totals = [a + b for a, b in zip(totals, counts, strict=True)]
+        if part.path != f.path:
+            part.path.unlink()
+    return FileCounts(f.rel, table.name, digest, f.path.stat().st_size, *totals)
+
+
+def _load_part(
+    con: duckdb.DuckDBPyConnection, f: InputFile, table: TableContract, rank: int,
+    params: dict[str, bool], workdir: Path, lines_before: int,
+) -> tuple[int, int, int]:
+    scan = stage_file(con, f, table, workdir)
+    if lines_before:
+        run_script(con, sql("stage_shift_rows"), {"lines_before": lines_before})
     run_script(con, sql(f"validate_{table.name}"), {**params, "file_rank": rank})
     read, loaded, quarantined = con.execute(sql("ingest_counts")).fetchone() or (0, 0, 0)
+    if scan is not None and f.fmt == "csv" and read != scan.records:
+        raise InputError(
+            f"the file holds {scan.records:,} records on {scan.lines:,} non-blank data lines, but "
+            f"{read:,} were read; nothing was loaded from the case", path=f.rel,
+            fix="check the file's quotes and line endings (one kind of line ending per file)")
     insert = sql("ingest_insert").format(table=ident(table.name))
     run_script(con, insert, {"file": f.rel, "table_name": table.name})
-    return FileCounts(f.rel, table.name, digest, f.path.stat().st_size, read, loaded, quarantined)
+    return read, loaded, quarantined
 
 
 def _dedupe(
@@ -185,6 +257,7 @@ def _record(con: duckdb.DuckDBPyConnection, result: IngestResult, params: dict[s
     for f in result.files:
         con.execute(sql("ingest_record_file"), f.as_row())
     meta = {
+        "ingest_queries": json.dumps(queries_used(), sort_keys=True),
         "case_dir": result.case_dir,
         "ingest_params": json.dumps(params, sort_keys=True),
         "tool_version": __version__,
@@ -213,6 +286,13 @@ def _stored_result(
     if not same:
         return None
     stored.sort(key=lambda f: f.path)
+    record_queries_used(json.loads(meta.get("ingest_queries") or "{}"))
     return IngestResult(
-        str(case_dir), stored, discovery.skipped, _warning_count(con), unchanged=True
+        str(case_dir), stored, discovery.skipped, _warning_count(con), unchanged=True,
+        notes=order_notes(con),
     )
+
+
+def order_notes(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """Warnings that change how events are ordered (a node with seq on some rows only)."""
+    return [r[0] for r in con.execute(sql("ingest_order_notes")).fetchall()]

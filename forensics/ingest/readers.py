@@ -6,16 +6,14 @@ from the contract's own column names (never from file content) and quoted as ide
 
 from __future__ import annotations
 
-import gzip
-import shutil
 from pathlib import Path
 
 import duckdb
-import zstandard
 
 from forensics.errors import InputError, MissingColumnError
 from forensics.ingest.contract import TableContract
 from forensics.ingest.discover import InputFile
+from forensics.ingest.integrity import Scan, scan_file, text_blocks
 from forensics.ingest.sqlrun import run_script
 from forensics.resources import sql
 
@@ -42,9 +40,13 @@ def _check_columns(f: InputFile, table: TableContract, found: list[str]) -> None
             raise MissingColumnError(f.rel, table.name, column, found, near[0] if near else None)
 
 
-def _read_raw(con: duckdb.DuckDBPyConnection, f: InputFile, script: str) -> None:
+def _read_raw(con: duckdb.DuckDBPyConnection, f: InputFile, script: str,
+              columns: dict[str, str] | None = None) -> None:
+    params: dict[str, object] = {"path": str(f.path), "compression": f.compression or "none"}
+    if columns is not None:
+        params["columns"] = columns
     try:
-        run_script(con, sql(script), {"path": str(f.path), "compression": f.compression or "none"})
+        run_script(con, sql(script), params)
     except duckdb.Error as exc:
         raise InputError(
             f"cannot read this {f.fmt} file: {exc}",
@@ -59,21 +61,25 @@ def _stage_text(con: duckdb.DuckDBPyConnection, f: InputFile, header_lines: int)
 
 def stage_csv(
     con: duckdb.DuckDBPyConnection, f: InputFile, table: TableContract, workdir: Path
-) -> None:
-    _read_raw(con, f, "stage_csv")
-    found = [r[0] for r in con.execute(sql("describe_raw")).fetchall()]
+) -> Scan | None:
+    scan = scan_file(f)
+    header = scan.header
+    found = [name or f"column{i + 1}" for i, name in enumerate(header)]
     _check_columns(f, table, found)
+    _read_raw(con, f, "stage_csv", dict.fromkeys(found, "VARCHAR"))
     _stage_text(con, f, header_lines=1)
     projection = ", ".join(
         f"{ident(c)}::VARCHAR AS {ident(c)}" if c in found else f"NULL::VARCHAR AS {ident(c)}"
         for c in table.names
     )
     run_script(con, sql("stage_csv_rows").format(projection=projection, nulls=_nulls(table)), {})
+    return scan
 
 
 def stage_jsonl(
     con: duckdb.DuckDBPyConnection, f: InputFile, table: TableContract, workdir: Path
-) -> None:
+) -> Scan | None:
+    scan = scan_file(f)
     _read_raw(con, f, "stage_lines")
     _stage_text(con, f, header_lines=0)
     found = [r[0] for r in con.execute(sql("json_keys")).fetchall()]
@@ -81,18 +87,21 @@ def stage_jsonl(
     projection = ", ".join(f"vals[{i + 1}] AS {ident(c)}" for i, c in enumerate(table.names))
     paths = ['$."' + c + '"' for c in table.names]
     text = sql("stage_lines_rows").format(projection=projection, nulls=_nulls(table))
-    run_script(con, text, {"paths": paths})
+    scalar = [c.name for c in table.columns if c.kind != "ids"]
+    run_script(con, text, {"paths": paths, "scalar_names": scalar,
+                           "scalar_paths": ['$."' + c + '"' for c in scalar]})
+    return scan
 
 
 def stage_parquet(
     con: duckdb.DuckDBPyConnection, f: InputFile, table: TableContract, workdir: Path
-) -> None:
+) -> Scan | None:
     """Parquet is read in place with its own types. Parquet compresses inside the file; a
     whole-file .gz/.zst wrapper is unpacked into workdir first."""
     path = f.path
     if f.compression is not None:
         path = workdir / f"{abs(hash(f.rel))}.parquet"
-        decompress_to(f.path, f.compression, path)
+        decompress_to(f, path)
     try:
         described = con.execute(sql("describe_parquet"), {"path": str(path)})
         types = {r[0]: r[1] for r in described.fetchall()}
@@ -100,21 +109,31 @@ def stage_parquet(
         raise InputError(f"cannot read this Parquet file: {exc}", path=f.rel,
                          fix="check that the file is complete Parquet") from exc
     _check_columns(f, table, list(types))
+    _check_scalar_types(f, table, types)
     projection = ", ".join(
         f"{ident(c) if c in types else 'NULL::VARCHAR'} AS {ident(c)}" for c in table.names
     )
     text = sql("stage_parquet_rows").format(projection=projection, path=literal(str(path)))
     run_script(con, text)
+    return None
 
 
-def decompress_to(source: Path, compression: str, target: Path) -> None:
-    with source.open("rb") as raw, target.open("wb") as out:
-        if compression == "gzip":
-            with gzip.open(raw) as stream:
-                shutil.copyfileobj(stream, out, 1 << 20)
-        else:
-            with zstandard.ZstdDecompressor().stream_reader(raw) as stream:
-                shutil.copyfileobj(stream, out, 1 << 20)
+def _check_scalar_types(f: InputFile, table: TableContract, types: dict[str, str]) -> None:
+    """A nested Parquet column (struct, list, map) where the contract wants one value stops."""
+    for column in table.columns:
+        kind = types.get(column.name, "")
+        nested = kind.endswith("]") or kind.startswith(("STRUCT", "MAP", "UNION"))
+        if nested and column.kind != "ids":
+            raise InputError(
+                f"column '{column.name}' is of the nested type {kind}; the contract wants one "
+                "value per row", path=f.rel, fix="write the column as a plain value")
+
+
+def decompress_to(f: InputFile, target: Path) -> None:
+    """Unpack a whole-file .gz/.zst wrapper; InputError naming the file when it is cut short."""
+    with target.open("wb") as out:
+        for block in text_blocks(f, lines=False):
+            out.write(block)
 
 
 STAGERS = {"csv": stage_csv, "jsonl": stage_jsonl, "parquet": stage_parquet}
@@ -122,6 +141,7 @@ STAGERS = {"csv": stage_csv, "jsonl": stage_jsonl, "parquet": stage_parquet}
 
 def stage_file(
     con: duckdb.DuckDBPyConnection, f: InputFile, table: TableContract, workdir: Path
-) -> None:
-    """Make the temp relation `staged` for one file; workdir holds any unpacked copies."""
-    STAGERS[f.fmt](con, f, table, workdir)
+) -> Scan | None:
+    """Make the temp relation `staged` for one file; workdir holds any unpacked copies. Returns
+    the scan of a text file (its physical records), None for Parquet."""
+    return STAGERS[f.fmt](con, f, table, workdir)

@@ -33,6 +33,8 @@ def print_ingest_summary(console: Console, result: IngestResult) -> None:
             f"{result.rows_quarantined:,} rows quarantined: see the quarantine table "
             "(investigate also writes quarantine.csv)"
         )
+    for note in result.notes:
+        console.print(f"warning: {note}", markup=False)
     if result.warnings:
         console.print(
             f"{result.warnings:,} warnings (loaded rows worth a look): see the "

@@ -27,6 +27,7 @@ class IngestResult:
     skipped: list[tuple[str, str]] = field(default_factory=list)
     warnings: int = 0
     unchanged: bool = False
+    notes: list[str] = field(default_factory=list)  # warnings that change the analysis
 
     @property
     def rows_read(self) -> int:
@@ -60,6 +61,7 @@ class IngestResult:
             "rows_loaded": self.rows_loaded,
             "rows_quarantined": self.rows_quarantined,
             "warnings": self.warnings,
+        "notes": self.notes,
             "tables": self.by_table(),
             "files": [f.as_row() for f in self.files],
             "skipped": [{"path": p, "why": why} for p, why in self.skipped],

@@ -21,8 +21,9 @@ def ingest_stage(ctx: RunContext) -> dict[str, Any]:
     result = ingest_into(
         ctx.con,
         ctx.case_dir,
-        discover(ctx.case_dir),
+        discover(ctx.case_dir, bool(ctx.params.get("follow_links", False))),
         assume_utc=bool(ctx.params.get("assume_utc", False)),
+        follow_links=bool(ctx.params.get("follow_links", False)),
         progress=ctx.progress,
         ledger=_ledger(ctx.params),
     )

@@ -18,6 +18,7 @@ then by its part before the first `-` (`EU-DE` uses `EU`), then by `*`.
 from __future__ import annotations
 
 import csv
+import math
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -25,6 +26,7 @@ from pathlib import Path
 from forensics.errors import InputError, UsageError
 
 RULES_FILE = Path(__file__).resolve().parent / "rules.csv"
+MAX_HOURS = 1_000_000.0  # about 114 years
 _COLUMNS = ("jurisdiction", "notify_within_hours", "authority_within_hours", "basis")
 
 
@@ -55,8 +57,9 @@ def _hours(text: str, path: Path, line: int, column: str) -> float | None:
             f"line {line}: {column} '{text}' is not a number of hours", path=str(path),
             fix="write hours as a number, e.g. 72",
         ) from exc
-    if value < 0:
-        raise InputError(f"line {line}: {column} is negative", path=str(path))
+    if not math.isfinite(value) or value < 0 or value > MAX_HOURS:
+        raise InputError(f"line {line}: {column} '{text}' is not between 0 and {MAX_HOURS:.0f} "
+                         "hours", path=str(path), fix="write hours as a number, e.g. 72")
     return value
 
 
@@ -108,7 +111,8 @@ def parse_aware_at(text: str) -> datetime:
     """An ISO-8601 time with an offset (or a trailing Z), as an aware UTC datetime."""
     try:
         value = datetime.fromisoformat(text.strip().replace("Z", "+00:00").replace("z", "+00:00"))
-    except ValueError as exc:
+        value.astimezone(UTC)
+    except (ValueError, OverflowError) as exc:
         raise UsageError(
             f"--aware-at '{text}' is not an ISO-8601 time; write e.g. 2026-09-10T09:00:00+02:00"
         ) from exc
@@ -117,6 +121,19 @@ def parse_aware_at(text: str) -> datetime:
             f"--aware-at '{text}' has no UTC offset; add one, e.g. {text}Z or {text}+02:00"
         )
     return value.astimezone(UTC)
+
+
+def check_aware_at(text: str, rules: dict[str, Rule]) -> datetime:
+    """parse_aware_at, and every deadline it gives must be a date (years 0001-9999)."""
+    aware = parse_aware_at(text)
+    hours = [h for r in rules.values()
+             for h in (r.notify_within_hours, r.authority_within_hours) if h is not None]
+    try:
+        aware + timedelta(hours=max(hours, default=0))
+    except OverflowError as exc:
+        raise UsageError(f"--aware-at '{text}': the deadlines it gives would fall after the year "
+                         "9999; check the time") from exc
+    return aware
 
 
 def deadline(

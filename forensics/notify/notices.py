@@ -2,7 +2,8 @@
 OUT/notifications/notices/{receiving,leaking}/<account>.{md,html}.
 
 Templates: templates/notice_{side}.{md,html} (jinja2). HTML is autoescaped; in Markdown every
-value is HTML-escaped as well, because Markdown renderers pass raw HTML through. A notice names
+value is escaped as Markdown text (forensics.textsafe.markdown_text: one line, no links,
+emphasis or raw HTML); in both, control characters are shown as escapes. A notice names
 only the account's own requests, never a counterpart."""
 
 from __future__ import annotations
@@ -16,10 +17,10 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
-from markupsafe import escape
 
 from forensics.notify.exports import SIDES, Exports
 from forensics.resources import resource_dir
+from forensics.textsafe import html_value, markdown_text
 
 CONFIDENCE_WORDS = {
     "confirmed": "confirmed: we re-ran the affected response and reproduced it from the mixed-up "
@@ -50,13 +51,19 @@ NOTICE_FIELDS = {"side", "account", "requests", "confidence_text", "sender"}
 def human_time(value: str | None) -> str:
     """'2026-08-27T10:00:01.000200Z' as '27 August 2026, 10:00 UTC' (minutes, for people)."""
     if not value:
-        return "an unknown time"
+        return _Text("an unknown time")
     moment = datetime.fromisoformat(value.replace("Z", "+00:00")).astimezone(UTC)
-    return f"{moment.day} {moment:%B %Y, %H:%M} UTC"
+    return _Text(f"{moment.day} {moment:%B %Y, %H:%M} UTC")
+
+
+class _Text(str):
+    """Text the notice code wrote itself (a formatted time): not escaped again."""
 
 
 def _md_finalize(value: Any) -> Any:
-    return "" if value is None else str(escape(value)).replace("|", "\\|")
+    if value is None:
+        return ""
+    return value if isinstance(value, _Text) else markdown_text(value)
 
 
 @cache
@@ -65,7 +72,7 @@ def environment(kind: str) -> jinja2.Environment:
     loader = jinja2.FileSystemLoader(str(resource_dir("templates")))
     if kind == "html":
         env = jinja2.Environment(loader=loader, autoescape=True, undefined=jinja2.StrictUndefined,
-                                 keep_trailing_newline=True)
+                                 keep_trailing_newline=True, finalize=html_value)
     else:
         env = jinja2.Environment(loader=loader, autoescape=False, finalize=_md_finalize,
                                  undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
@@ -73,12 +80,32 @@ def environment(kind: str) -> jinja2.Environment:
     return env
 
 
-def file_stem(account_id: str) -> str:
-    """A safe, stable file name for an account id (a hash suffix when characters were replaced)."""
-    safe = re.sub(r"[^A-Za-z0-9._-]", "_", account_id)[:60].lstrip(".") or "account"
-    if safe == account_id:
-        return safe
-    return f"{safe}-{hashlib.sha256(account_id.encode('utf-8')).hexdigest()[:10]}"
+_PLAIN = re.compile(r"[A-Za-z0-9_-]{1,60}")
+_LOOKS_HASHED = re.compile(r".*-[0-9a-f]{10,}", re.IGNORECASE)
+RESERVED_NAMES = frozenset({"CON", "PRN", "AUX", "NUL", *(f"COM{i}" for i in range(10)),
+                            *(f"LPT{i}" for i in range(10))})
+
+
+def _hashed_stem(account_id: str) -> str:
+    safe = re.sub(r"[^A-Za-z0-9_-]", "_", account_id)[:60] or "account"
+    return f"{safe}-{hashlib.sha256(account_id.encode('utf-8')).hexdigest()[:16]}"
+
+
+def file_stems(account_ids: list[str]) -> dict[str, str]:
+    """A file name stem per account id, unique even on case-insensitive file systems.
+
+    An id is its own stem only when it is plain (letters, digits, '_', '-'; at most 60), is no
+    reserved device name (CON, NUL, COM1, ...), does not end like a hashed stem ('-' and 10 or
+    more hex digits) and no other id of the list equals it apart from case. Every other id gets
+    its characters replaced and the first 16 hex digits of its SHA-256 appended, so no hashed
+    stem can equal a plain one and two hashed stems differ unless the ids do."""
+    plain = [a for a in account_ids if _PLAIN.fullmatch(a) and not _LOOKS_HASHED.fullmatch(a)
+             and a.upper() not in RESERVED_NAMES]
+    folded: dict[str, int] = {}
+    for a in set(plain):
+        folded[a.lower()] = folded.get(a.lower(), 0) + 1
+    own = {a for a in plain if folded[a.lower()] == 1}
+    return {a: a if a in own else _hashed_stem(a) for a in account_ids}
 
 
 def notices_for(exports: Exports, sender: str) -> list[Notice]:
@@ -102,10 +129,13 @@ def render_notice(notice: Notice, kind: str) -> str:
 def write_notices(exports: Exports, out_dir: Path, sender: str) -> list[Path]:
     """Render every notice as Markdown and HTML under out_dir/<side>/; return the paths."""
     written = []
-    for notice in notices_for(exports, sender):
+    notices = notices_for(exports, sender)
+    stems = {side: file_stems([str(n.account["account_id"]) for n in notices if n.side == side])
+             for side in SIDES}
+    for notice in notices:
         folder = out_dir / notice.side
         folder.mkdir(parents=True, exist_ok=True)
-        stem = file_stem(str(notice.account["account_id"]))
+        stem = stems[notice.side][str(notice.account["account_id"])]
         for kind in ("md", "html"):
             path = folder / f"{stem}.{kind}"
             path.write_text(render_notice(notice, kind), encoding="utf-8")

@@ -22,6 +22,7 @@ from markupsafe import Markup  # noqa: E402
 from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator  # noqa: E402
 
 from forensics.report.context import Bucket, NodeRow  # noqa: E402
+from forensics.textsafe import visible
 
 PALETTE = ("#1f3a5f", "#d1495b", "#2e86ab", "#edae49", "#66a182", "#8d6a9f", "#5b5f97", "#c17c74")
 INK, GRID, MUTED, ALERT = "#1c2430", "#dfe4ea", "#8a94a3", "#c0392b"
@@ -114,7 +115,8 @@ def timeline_chart(buckets: Sequence[Bucket], unit: str) -> Markup:
             heights = [counts.get(t, 0) for t in stamps]
             ax.bar([t + 0.1 * step for t in times], heights, width=width,
                    bottom=[bottom[t] for t in times],
-                   color=PALETTE[i % len(PALETTE)], label=node, align="edge")
+                   color=PALETTE[i % len(PALETTE)], label=visible(node, keep_newlines=False),
+                   align="edge")
             for t, h in zip(times, heights, strict=True):
                 bottom[t] += h
         ax.set_xlim(times[0] - 2 * step, times[-1] + 3 * step)
@@ -147,7 +149,7 @@ def nodes_chart(nodes: Sequence[NodeRow]) -> Markup:
         for y, n in zip(ys, known, strict=True):
             share = 100.0 * (n.pool_slots or 0) / max(n.context_len or 1, 1)
             ax.text(n.pool_slots or 0, y - 0.2, f"  {share:.0f} %", va="center", fontsize=8)
-        ax.set_yticks(list(ys), [n.node for n in known])
+        ax.set_yticks(list(ys), [visible(n.node, keep_newlines=False) for n in known])
         ax.xaxis.set_major_formatter(FuncFormatter(_plain_number))
         ax.invert_yaxis()
         ax.set_xlabel("tokens")

@@ -43,6 +43,7 @@ from forensics.report.context import (
     ViolationRow,
 )
 from forensics.resources import queries_used, resource_dir, sql
+from forensics.textsafe import html_value
 
 T = TypeVar("T")
 ROW_LIMIT = 20
@@ -263,6 +264,7 @@ def environment() -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(resource_dir("templates"))),
         autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+        finalize=html_value,
     )
     env.filters.update(num=_num, ts=_ts, ms=_ms, bucket=_bucket)
     return env

@@ -12,7 +12,9 @@ from typing import Any
 
 import duckdb
 
+from forensics.db import table_exists
 from forensics.errors import CaseError
+from forensics.ingest.load import order_notes
 from forensics.notify.deadlines import iso_utc, load_rules, parse_aware_at
 from forensics.notify.exports import (
     Exports,
@@ -114,6 +116,8 @@ def write_all(
                                 command=command,
                                 notify_plan=plan, accounts=account_rows(exports),
                                 generated_at=generation_time())
+    if table_exists(con, "ingest_warnings"):
+        context.notes.extend(f"Input warning: {note}" for note in order_notes(con))
     if aware_at is None:
         context.notes.append("No awareness time was given (--aware-at), so the notify_by "
                              "deadlines in the notification lists are empty.")

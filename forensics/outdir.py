@@ -1,0 +1,232 @@
+"""OUT is never a mix of two runs: a run writes into a staging folder beside OUT and swaps it in
+when complete.
+
+The staging folder is `.<OUT name>.kvf-staging-<pid>` in OUT's parent. It starts with a copy of
+the previous case database (so an unchanged case is not ingested again) and nothing else, so
+files of an earlier run that this run does not write (notices of accounts no longer affected)
+do not survive. The swap exchanges the two folders in one step (Linux renameat2
+RENAME_EXCHANGE); where that is not available OUT is renamed aside first, and a later run puts
+it back if a kill came between the two renames. A killed run leaves OUT as it was."""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import json
+import os
+import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from forensics.errors import UsageError
+
+# Every name investigate writes at the top of OUT; anything else there is not ours.
+KNOWN_NAMES = frozenset({
+    "case.duckdb", "case.duckdb.wal", "quarantine.csv", "exposures.parquet", "notifications",
+    "timeline.csv", "timeline.jsonl", "report.html", "manifest.json",
+})
+STAGING = ".kvf-staging-"
+PREVIOUS = ".kvf-previous-"
+
+
+def _sibling(out: Path, kind: str, pid: int) -> Path:
+    return out.parent / f".{out.name}{kind}{pid}"
+
+
+def _siblings(out: Path, kind: str) -> list[tuple[Path, int]]:
+    prefix = f".{out.name}{kind}"
+    found = []
+    for entry in out.parent.iterdir():
+        tail = entry.name[len(prefix):]
+        if entry.name.startswith(prefix) and tail.isdigit():
+            found.append((entry, int(tail)))
+    return sorted(found)
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def check_out(out: Path) -> Path:
+    """The absolute OUT folder, checked before any work: not a file, holding nothing that
+    kvforensics did not write, its parent writable (the staging folder goes there)."""
+    out = Path(os.path.abspath(out))
+    if out.is_symlink() and out.is_dir():
+        out = out.resolve()
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {out} is a file; give a folder (it is created if missing)")
+    if out.is_dir():
+        ours = KNOWN_NAMES | _listed_names(out)
+        try:
+            foreign = sorted(p.name for p in out.iterdir() if p.name not in ours)
+        except PermissionError as exc:
+            raise UsageError(f"--out {out} cannot be read ({exc.strerror})") from exc
+        if foreign:
+            shown = ", ".join(foreign[:5]) + (" …" if len(foreign) > 5 else "")
+            raise UsageError(
+                f"--out {out} holds files that kvforensics did not write ({shown}); a run "
+                "replaces the whole folder, so give an empty or new folder")
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"--out {out}: cannot create its parent folder ({exc.strerror})") from exc
+    if not os.access(out.parent, os.W_OK | os.X_OK) or (
+            out.is_dir() and not os.access(out, os.W_OK | os.X_OK)):
+        raise UsageError(f"--out {out} is not writable (the run is built beside it in "
+                         f"{out.parent} and then swapped in)")
+    return out
+
+
+def _listed_names(out: Path) -> set[str]:
+    """Top-level names of the outputs an earlier run's manifest lists (they are ours too)."""
+    try:
+        outputs = json.loads((out / "manifest.json").read_text(encoding="utf-8"))["outputs"]
+        paths = [o["path"] if isinstance(o, dict) else o for o in outputs]
+        return {str(p).split("/")[0] for p in paths if isinstance(p, str)}
+    except (OSError, ValueError, KeyError, TypeError):
+        return set()
+
+
+def recover(out: Path) -> None:
+    """Put back a previous OUT left aside by a run killed between its two renames, and remove
+    staging folders of runs that are no longer running."""
+    if not out.parent.is_dir():
+        return
+    previous = _siblings(out, PREVIOUS)
+    if not out.exists() and previous:
+        os.rename(previous[-1][0], out)
+        previous = previous[:-1]
+    for path, pid in [*previous, *_siblings(out, STAGING)]:
+        if not _alive(pid):
+            shutil.rmtree(path, ignore_errors=True)
+
+
+@contextmanager
+def staged(out: Path) -> Iterator[Path]:
+    """Yield a fresh staging folder beside OUT; swap it in when the block ends normally, remove
+    it when the block raises. OUT must have passed check_out."""
+    recover(out)
+    staging = _sibling(out, STAGING, os.getpid())
+    shutil.rmtree(staging, ignore_errors=True)
+    try:
+        staging.mkdir()
+    except OSError as exc:
+        raise UsageError(f"cannot create {staging} beside --out ({exc.strerror})") from exc
+    try:
+        for name in ("case.duckdb", "case.duckdb.wal"):
+            if (out / name).is_file():
+                shutil.copyfile(out / name, staging / name)
+        yield staging
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    swap_in(staging, out)
+
+
+def _fsync_dir(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _sync_tree(folder: Path) -> None:
+    """Flush the staged files to disk before they become OUT."""
+    for base, _, files in os.walk(folder):
+        for name in files:
+            fd = os.open(os.path.join(base, name), os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        _fsync_dir(Path(base))
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap two paths atomically (renameat2 RENAME_EXCHANGE); False where not supported."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        renameat2 = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    at_fdcwd, rename_exchange = -100, 2
+    result = renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange)
+    if result == 0:
+        return True
+    code = ctypes.get_errno()
+    if code in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
+        return False
+    raise OSError(code, os.strerror(code), str(b))
+
+
+def swap_in(staging: Path, out: Path) -> None:
+    """Make the complete staging folder OUT; the previous OUT is removed."""
+    _sync_tree(staging)
+    if not out.exists():
+        os.rename(staging, out)
+        _fsync_dir(out.parent)
+        return
+    if _exchange(staging, out):
+        _fsync_dir(out.parent)
+        shutil.rmtree(staging, ignore_errors=True)  # now the previous run's files
+        return
+    previous = _sibling(out, PREVIOUS, os.getpid())
+    os.rename(out, previous)
+    os.rename(staging, out)
+    _fsync_dir(out.parent)
+    shutil.rmtree(previous, ignore_errors=True)
+
+
+@contextmanager
+def staged_parts(out: Path) -> Iterator[Path]:
+    """For `kvforensics report`, whose OUT may hold other files (the case database, an
+    investigate manifest): build the report's files in a staging folder, then put each of its
+    top-level entries in place of OUT's entry of that name in one step (a folder such as
+    notifications/ is exchanged whole, so no notice of an earlier run survives)."""
+    out = Path(os.path.abspath(out))
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {out} is a file; give a folder (it is created if missing)")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"--out {out}: cannot create it ({exc.strerror})") from exc
+    if not os.access(out, os.W_OK | os.X_OK) or not os.access(out.parent, os.W_OK | os.X_OK):
+        raise UsageError(f"--out {out} is not writable")
+    recover(out)
+    staging = _sibling(out, STAGING, os.getpid())
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir()
+    try:
+        yield staging
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    _sync_tree(staging)
+    for entry in sorted(staging.iterdir()):
+        target = out / entry.name
+        if entry.is_dir() and target.is_dir() and _exchange(entry, target):
+            shutil.rmtree(entry, ignore_errors=True)
+        elif entry.is_dir() and target.exists():
+            aside = _sibling(target, PREVIOUS, os.getpid())
+            os.rename(target, aside)
+            os.rename(entry, target)
+            shutil.rmtree(aside, ignore_errors=True)
+        else:
+            os.replace(entry, target)
+    _fsync_dir(out)
+    shutil.rmtree(staging, ignore_errors=True)

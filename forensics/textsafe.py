@@ -1,0 +1,73 @@
+"""Making values safe where they are shown: CSV cells, HTML and Markdown.
+
+- CSV: a text cell that a spreadsheet would run as a formula (its first character after any
+  leading spaces is =, +, -, @, TAB or CR) gets a leading apostrophe, as the SQL macro
+  `kvf_csv_cell` does for CSV files written by DuckDB; a field holding a comma, a quote, CR or
+  LF is quoted (a lone CR too, which Python's csv module leaves bare).
+- HTML and Markdown: control characters (C0/C1 controls such as NUL, and the bidirectional
+  overrides and isolates U+202A-U+202E, U+2066-U+2069, U+200E, U+200F, U+061C) are shown as
+  escapes (\\n, \\u202e), so a value cannot reorder or hide the text around it.
+- Markdown: the characters that make links, emphasis, code, tables or HTML are escaped."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import IO, Any
+
+_FORMULA = re.compile(r"^[ ]*[=+\-@\t\r]")
+_BIDI = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+_CONTROL_HTML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f" + _BIDI + "]")
+_CONTROL_ALL = re.compile("[\x00-\x1f\x7f-\x9f" + _BIDI + "]")
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]!|~{}])")
+_MD_HTML = {"<": "&lt;", ">": "&gt;", "&": "&amp;"}
+
+
+def csv_cell(value: Any) -> Any:
+    """A CSV text cell with formula-looking text neutralised (None becomes empty)."""
+    if value is None:
+        return ""
+    if isinstance(value, str) and _FORMULA.match(value):
+        return "'" + value
+    return value
+
+
+def _field(value: Any) -> str:
+    text = "" if value is None else str(value)
+    if any(c in text for c in ',"\r\n'):
+        return '"' + text.replace('"', '""') + '"'
+    return text
+
+
+def write_csv_rows(handle: IO[str], rows: Iterable[Iterable[Any]]) -> None:
+    """Write RFC 4180 records ending in LF; every text cell goes through csv_cell."""
+    for row in rows:
+        handle.write(",".join(_field(csv_cell(v)) for v in row) + "\n")
+
+
+def _escape_control(match: re.Match[str]) -> str:
+    char = match.group(0)
+    return _NAMED.get(char) or f"\\u{ord(char):04x}"
+
+
+def visible(text: str, *, keep_newlines: bool = True) -> str:
+    """Control and bidirectional-format characters shown as escapes; with keep_newlines, LF,
+    CR and TAB stay (HTML shows them as spaces)."""
+    pattern = _CONTROL_HTML if keep_newlines else _CONTROL_ALL
+    return pattern.sub(_escape_control, text)
+
+
+def markdown_text(value: Any) -> str:
+    """A value as inert Markdown text on one line: controls (newlines included) shown as
+    escapes, Markdown punctuation backslash-escaped, < > & as entities."""
+    text = visible(str(value), keep_newlines=False)
+    text = _MD_SPECIAL.sub(r"\\\1", text)
+    return "".join(_MD_HTML.get(c, c) for c in text)
+
+
+def html_value(value: Any) -> Any:
+    """jinja finalize for HTML: plain text gets its controls shown; markup is left alone."""
+    if isinstance(value, str) and not hasattr(value, "__html__"):
+        return visible(value)
+    return value
