@@ -75,9 +75,10 @@ def documented() -> dict[tuple[str, str], TableDoc]:
     return out
 
 
-def apply_comments(con: duckdb.DuckDBPyConnection) -> int:
+def apply_comments(con: duckdb.DuckDBPyConnection, *, in_transaction: bool = False) -> int:
     """COMMENT ON every documented table and column that exists and does not carry its comment
-    yet; returns the number of comments set."""
+    yet; returns the number of comments set. All in one transaction of its own, unless the
+    caller holds one (in_transaction: DuckDB aborts an open transaction on a nested BEGIN)."""
     tables = {(schema, table): comment
               for schema, table, comment in con.execute(sql("schema_docs_tables")).fetchall()}
     columns: dict[tuple[str, str], dict[str, str | None]] = {}
@@ -97,11 +98,9 @@ def apply_comments(con: duckdb.DuckDBPyConnection) -> int:
                     table=target, column=ident(column), text=literal(text)))
     if not statements:
         return 0
-    try:  # one transaction for all of them (each alone would be a commit), unless in one
+    own = not in_transaction  # one transaction for all of them (each alone would be a commit)
+    if own:
         con.begin()
-        own = True
-    except duckdb.TransactionException:
-        own = False
     try:
         for statement in statements:
             con.execute(statement)
