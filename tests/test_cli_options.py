@@ -28,7 +28,9 @@ STAGE_ENTRY = {
     "investigate": ("forensics.investigate", "_run"),
     "replay": ("forensics.replay.stage", "run_case_replay"),
     "report": ("forensics.cli.report_cmd", "write_all"),
+    "reconstruct": ("forensics.reconstruct.stage", "reconstruct"),
     "simulate": ("forensics.simulate.run", "simulate"),
+    "tap": ("forensics.tap.launch", "launch"),
     "verify": ("forensics.cli.verify_cmd", "run_verify"),
 }
 # Options that change only how the result is printed, not what the stage does.
@@ -80,7 +82,8 @@ def _base(name: str, f: dict[str, Any]) -> list[str]:
         "ingest": [f["case"], "--db", f["tmp"] / "d.duckdb"],
         "investigate": [f["case"], "--out", f["tmp"] / "out"],
         "replay": ["--db", f["db"]], "report": ["--db", f["db"], "--out", f["tmp"] / "r"],
-        "simulate": [f["tmp"] / "sim"], "verify": [f["tmp"]],
+        "reconstruct": ["--db", f["db"]], "simulate": [f["tmp"] / "sim"],
+        "tap": ["vllm", "--", "true"], "verify": [f["tmp"]],
     }[name]
 
 
@@ -100,14 +103,26 @@ def _value(command: str, option: Any, f: dict[str, Any]) -> list[Any]:
         ("analyze", "--db"): f["tmp"] / "copy.duckdb",
         ("investigate", "--out"): f["tmp"] / "out2", ("report", "--out"): f["tmp"] / "r2",
         ("replay", "--db"): f["tmp"] / "copy.duckdb", ("report", "--db"): f["tmp"] / "copy.duckdb",
+        ("investigate", "--served-model"): "served", ("replay", "--served-model"): "served",
+        ("replay", "--device-map"): "auto", ("simulate", "--allocator"): "sglang",
+        ("analyze", "--ray"): "127.0.0.1:6379", ("investigate", "--ray"): "127.0.0.1:6379",
+        ("ingest", "--ray"): "127.0.0.1:6379",
+        ("ingest", "--ledger-external"): f["tmp"] / "ledger",
+        ("investigate", "--ledger-external"): f["tmp"] / "ledger",
+        ("reconstruct", "--db"): f["tmp"] / "copy.duckdb",
+        ("reconstruct", "--allocator"): "lifo", ("reconstruct", "--replay-model"): "test",
+        ("reconstruct", "--replay-device"): "cpu", ("tap", "--dir"): f["tmp"] / "tapdir",
+        ("tap", "--node"): "node-x",
     }
     name = option.opts[0]
     if option.is_flag:
         if option.secondary_opts and option.default:
             return [option.secondary_opts[0]]
         return [name]
+    # options that act only together with another one (given alongside, at its own value)
+    companion = {("ingest", "--ray"): ["--ledger-external", f["tmp"] / "ledger"]}
     if (command, name) in special:
-        return [name, special[(command, name)]]
+        return [name, special[(command, name)], *companion.get((command, name), [])]
     kind = option.type_descriptor.annotation
     if kind is int:
         return [name, int(option.default or 0) + 3]
@@ -180,9 +195,10 @@ def test_investigate_records_and_honours_every_option(cli, tmp_path):
     assert params == {
         "assume_utc": True, "aware_at": "2026-09-01T02:00:00+02:00", "rules": str(f["rules"]),
         "rules_sha256": __import__("hashlib").sha256(f["rules"].read_bytes()).hexdigest(),
-        "replay_model": "test", "replay_device": "cpu", "follow_links": True}
+        "replay_model": "test", "replay_device": "cpu", "follow_links": True,
+        "served_model": None}
     summary = json.loads((out / "notifications" / "summary.json").read_text())
-    assert summary["aware_at"] == "2026-09-01T00:00:00Z"
+    assert summary["aware_at"] == "2026-09-01T00:00:00.000000Z"  # UTC, fixed-width ISO-8601
     stages = json.loads((out / "manifest.json").read_text())["stages"]
     assert stages["ingest"]["rows_loaded"] >= 1  # the timestamp without offset was taken as UTC
     if stages["replay"].get("status") != "unavailable":

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 
 from conftest import EXAMPLES
 
@@ -16,9 +17,21 @@ def _stable(path):
     for key in VOLATILE:
         data.pop(key)
     # DuckDB's file layout is not byte-reproducible: the case database is listed with its own
-    # checksum, and every other output must be identical.
-    data["outputs"] = [o for o in data["outputs"] if o["path"] != "case.duckdb"]
+    # checksum. The report names its run (generation time, run id): it is compared apart, with
+    # those values taken out. Every other output must be identical.
+    apart = ("case.duckdb", "report.html")
+    data["outputs"] = [o for o in data["outputs"] if o["path"] not in apart]
     return data
+
+
+def _without_run(path):
+    """The report with the run's own instants (generation time, run id) replaced."""
+    text = path.read_text(encoding="utf-8")
+    for figure in ("generated_at", "run_id"):
+        value = re.search(rf'data-figure="{figure}" data-value="([^"]+)"', text)
+        assert value, f"the report names no {figure}"
+        text = text.replace(value.group(1), f"<{figure}>")
+    return text
 
 
 def test_manifest_lists_inputs_with_checksums(cli, tmp_path):
@@ -47,3 +60,6 @@ def test_manifest_is_deterministic(cli, tmp_path):
     a, b = _stable(tmp_path / "a" / "manifest.json"), _stable(tmp_path / "b" / "manifest.json")
     a.pop("command"), b.pop("command")
     assert json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+    report_a, report_b = tmp_path / "a" / "report.html", tmp_path / "b" / "report.html"
+    assert report_a.read_bytes() != report_b.read_bytes()  # each names its own run
+    assert _without_run(report_a) == _without_run(report_b)
