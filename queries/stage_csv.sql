@@ -8,5 +8,6 @@ SELECT * FROM read_csv(
     $path, columns = $columns, auto_detect = false, header = true, delim = ',', quote = '"',
     escape = '"', comment = '', compression = $compression, store_rejects = true,
     rejects_table = 'kvf_rejects', rejects_scan = 'kvf_reject_scans', max_line_size = 67108864,
-    buffer_size = 134217728, null_padding = false, strict_mode = true
+    buffer_size = 134217728, null_padding = false, strict_mode = true,
+    hive_partitioning = false  -- a node=X/ folder name never replaces a row's own value
 );

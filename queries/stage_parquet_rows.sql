@@ -3,4 +3,4 @@
 CREATE OR REPLACE TEMP VIEW staged AS
 SELECT file_row_number + 1 AS src_row, NULL::VARCHAR AS parse_error, NULL::VARCHAR AS raw,
        {projection}
-FROM read_parquet({path}, file_row_number = true);
+FROM read_parquet({path}, file_row_number = true, hive_partitioning = false);
