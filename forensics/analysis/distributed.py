@@ -21,11 +21,11 @@ import pyarrow as pa
 
 from forensics.analysis import order
 from forensics.analysis.order import NodeFindings, NodeInfo
-from forensics.cli.ray_option import EMBEDDED
 from forensics.errors import UsageError
 from forensics.progress import ProgressFn, no_progress
 
 # Object store of an embedded Ray: enough for a few nodes' events in flight.
+EMBEDDED = "local"  # the address that means: start Ray on this machine for the run
 EMBEDDED_STORE_BYTES = int(os.environ.get("KVFORENSICS_RAY_STORE_BYTES", str(1 << 30)))
 
 

@@ -12,7 +12,8 @@ from typing import Any
 
 import typer
 
-EMBEDDED = "local"  # --ray alone: start Ray on this machine for the run
+from forensics.analysis.distributed import EMBEDDED  # --ray alone: Ray started for the run
+
 CASE_LEDGER = "kv_events"  # --ledger-external alone: the case folder's kv_events/ folder
 
 RAY_HELP = (
