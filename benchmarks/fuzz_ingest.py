@@ -39,6 +39,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import zstandard
 
+from forensics.ingest.readers import ident
+from forensics.resources import sql
+
 HOSTILE = [
     "=cmd|' /C calc'!A0", " +1", "-2", "@SUM(1)", "\t=1", "a\rb", "a\nb", 'a"b', '"', "'",
     "a\x00b", "\u202eevil", "\u2066x\u2069", "9223372036854775807", "9223372036854775808",
@@ -258,7 +261,7 @@ def check_ingest(case: Path, con: duckdb.DuckDBPyConnection) -> list[str]:
     from forensics.ingest.discover import discover
     from forensics.ingest.load import ingest_into
 
-    con.execute("DELETE FROM input_files")  # never the unchanged shortcut: always load
+    con.execute(sql("fuzz_forget_inputs"))  # never the unchanged shortcut: always load
     try:
         result = ingest_into(con, case, discover(case))
     except KvfError as exc:
@@ -275,10 +278,9 @@ def _check_counts(result: dict[str, Any], con: duckdb.DuckDBPyConnection) -> lis
             problems.append(f"{f['path']}: read != loaded + quarantined")
         if f["table"] == "logs":
             continue
-        loaded = con.execute(f'SELECT count(*) FROM "{f["table"]}" WHERE src_file = $p',
+        loaded = con.execute(sql("fuzz_loaded_rows").format(table=ident(f["table"])),
                              {"p": f["path"]}).fetchone()
-        quarantined = con.execute("SELECT count(*) FROM quarantine WHERE file = $p",
-                                  {"p": f["path"]}).fetchone()
+        quarantined = con.execute(sql("fuzz_quarantined_rows"), {"p": f["path"]}).fetchone()
         if (loaded and loaded[0]) != f["rows_loaded"]:
             problems.append(f"{f['path']}: {loaded} rows in the table, "
                             f"{f['rows_loaded']} reported loaded")
