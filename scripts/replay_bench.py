@@ -121,7 +121,8 @@ def speed(args: argparse.Namespace) -> int:
     import torch
 
     from forensics.replay import attention, speed
-    from forensics.replay.testmodel import load_model, resolve_device
+    from forensics.replay.loader import load_model
+    from forensics.replay.testmodel import resolve_device
 
     device = resolve_device(args.device)
     contexts = [int(c) for c in args.contexts.split(",")]

@@ -19,10 +19,10 @@ from forensics.replay.decode import (  # noqa: E402
     greedy_decode,
     prefill_first_token,
 )
+from forensics.replay.loader import load_model  # noqa: E402
 from forensics.replay.testmodel import (  # noqa: E402
     build_test_model,
     generated_weights,
-    load_model,
     save_test_model,
 )
 

@@ -64,6 +64,7 @@ def test_output_model_sees_what_each_first_decode_read_held(tmp_path, monkeypatc
 
 def test_replay_model_needs_the_replay_package(monkeypatch):
     monkeypatch.setitem(sys.modules, "forensics.replay.testmodel", None)
+    monkeypatch.setitem(sys.modules, "forensics.replay.loader", None)
     with pytest.raises(StageUnavailable, match="--model test"):
         O.load_model("test", 100)
 
@@ -140,14 +141,16 @@ def test_model_test_calls_the_replay_functions_with_the_seam_contract(tmp_path, 
     decode.prefill_first_token = prefill_first_token  # type: ignore[attr-defined]
     decode.greedy_decode = greedy_decode  # type: ignore[attr-defined]
     testmodel = types.ModuleType("forensics.replay.testmodel")
+    loader = types.ModuleType("forensics.replay.loader")
     tiny = types.SimpleNamespace(config=types.SimpleNamespace(vocab_size=64))
-    testmodel.load_test_model = lambda: tiny  # type: ignore[attr-defined]
+    loader.load_test_model = lambda: tiny  # type: ignore[attr-defined]
     testmodel.TEST_MODEL_NAME = "stand-in/test-model"  # type: ignore[attr-defined]
     package = types.ModuleType("forensics.replay")
     package.decode = decode  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "forensics.replay", package)
     monkeypatch.setitem(sys.modules, "forensics.replay.decode", decode)
     monkeypatch.setitem(sys.modules, "forensics.replay.testmodel", testmodel)
+    monkeypatch.setitem(sys.modules, "forensics.replay.loader", loader)
     out = tmp_path / "case"
     simulate(
         out,

@@ -92,7 +92,8 @@ def load_decider(
 
     if budget <= 0 or not replay_available():
         return None
-    from forensics.replay.testmodel import TEST_MODEL_NAME, load_model
+    from forensics.replay.loader import load_model
+    from forensics.replay.testmodel import TEST_MODEL_NAME
     from forensics.resources import sql
 
     if spec is None:

@@ -72,6 +72,17 @@ def load(spec: str, device: str = "auto", device_map: str | None = None,
     return LoadedModel(model, identity, ",".join(devices) if device_map else resolved)
 
 
+def load_model(spec: str, device: str = "auto", device_map: str | None = None) -> Any:
+    """'test' -> the test model; otherwise a local model folder or an org/name in the local
+    Hugging Face cache. Never downloads."""
+    return load(spec, device, device_map).model
+
+
+def load_test_model(device: str = "cpu") -> Any:
+    """The test model on `device` ('auto', 'cpu' or 'cuda'), as `load_model('test', device)`."""
+    return load_model(TEST_MODEL, device)
+
+
 def resolve_folder(spec: str) -> tuple[Path, str | None]:
     """(model folder, org/name when known) for a folder or an org/name in the local cache."""
     path = Path(spec).expanduser()

@@ -110,14 +110,6 @@ def resolve_device(device: str) -> str:
     return device
 
 
-def load_model(spec: str, device: str = "auto", device_map: str | None = None) -> Any:
-    """'test' -> the test model; otherwise a local model folder or an org/name in the local
-    Hugging Face cache (see forensics.replay.loader). Never downloads."""
-    from forensics.replay.loader import load
-
-    return load(spec, device, device_map).model
-
-
 def exact_float32(device: str) -> None:
     """The test model's matrices are tiny: on a CPU extra threads only add waiting; on CUDA,
     TF32 would round float32 matmuls and could flip a near tie between CPU and GPU."""
@@ -128,8 +120,3 @@ def exact_float32(device: str) -> None:
     else:
         torch.backends.cuda.matmul.allow_tf32 = False
         torch.backends.cudnn.allow_tf32 = False
-
-
-def load_test_model(device: str = "cpu") -> Any:
-    """The test model on `device` ('auto', 'cpu' or 'cuda'), as `load_model('test', device)`."""
-    return load_model(TEST_MODEL, device)

@@ -128,11 +128,11 @@ def load_model(name: str, vocab_size: int) -> OutputModel:
         return SyntheticModel(vocab_size)
     if name == "test":
         try:
-            from forensics.replay.testmodel import load_test_model  # type: ignore[import-not-found]
+            from forensics.replay.loader import load_test_model
         except ImportError as exc:
             raise StageUnavailable(
                 "--model test needs the replay package's test model "
-                "(forensics.replay.testmodel.load_test_model); install the replay extra or run "
+                "(forensics.replay.loader.load_test_model); install the replay extra or run "
                 "with the default --model synthetic"
             ) from exc
         model = load_test_model()
