@@ -35,8 +35,10 @@ def task_overhead(ray: Any, tasks: int) -> dict[str, float]:
     started = time.perf_counter()
     ray.get([remote.remote(i) for i in range(tasks)])
     batched = (time.perf_counter() - started) / tasks
-    return {"noop_task_serial_ms": round(serial * 1e3, 3),
-            "noop_task_in_flight_ms": round(batched * 1e3, 3)}
+    return {
+        "noop_task_serial_ms": round(serial * 1e3, 3),
+        "noop_task_in_flight_ms": round(batched * 1e3, 3),
+    }
 
 
 def per_node(db: Path, ray: Any) -> list[dict[str, Any]]:
@@ -64,11 +66,17 @@ def per_node(db: Path, ray: Any) -> list[dict[str, Any]]:
             local = time.perf_counter()
             ray.get(remote.remote(info, ray.put(table)))
             on_ray = time.perf_counter()
-            out.append({"node": info.node, "events": info.events,
-                        "fetch_s": round(fetched - started, 4),
-                        "task_local_s": round(local - fetched, 4),
-                        "task_on_ray_s": round(on_ray - local, 4),
-                        "arrow_bytes": table.nbytes, "task_peak_bytes": peak})
+            out.append(
+                {
+                    "node": info.node,
+                    "events": info.events,
+                    "fetch_s": round(fetched - started, 4),
+                    "task_local_s": round(local - fetched, 4),
+                    "task_on_ray_s": round(on_ray - local, 4),
+                    "arrow_bytes": table.nbytes,
+                    "task_peak_bytes": peak,
+                }
+            )
     finally:
         con.close()
     return out
@@ -102,17 +110,30 @@ def main() -> None:
     try:
         half = max(1, args.nodes // 2)
         nodes = (("prefill_nodes", half), ("decode_nodes", max(1, args.nodes - half)))
-        sim = simulate(root / "case", SimOptions(
-            requests=args.requests, seed=7, truth=False, contents=False,
-            days=args.requests / REQUESTS_PER_DAY, overrides=(*MIXES["short"], *nodes)))
+        sim = simulate(
+            root / "case",
+            SimOptions(
+                requests=args.requests,
+                seed=7,
+                truth=False,
+                contents=False,
+                days=args.requests / REQUESTS_PER_DAY,
+                overrides=(*MIXES["short"], *nodes),
+            ),
+        )
         db = root / "case.duckdb"
         ingest_case(root / "case", db)
         local_s = analysis_seconds(db, None)
         import ray
 
         started = time.perf_counter()
-        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
-                 object_store_memory=512 * 1024 * 1024, configure_logging=False)
+        ray.init(
+            num_cpus=2,
+            include_dashboard=False,
+            log_to_driver=False,
+            object_store_memory=512 * 1024 * 1024,
+            configure_logging=False,
+        )
         ray_start_s = round(time.perf_counter() - started, 3)
         try:
             overhead = task_overhead(ray, args.tasks)
@@ -124,16 +145,28 @@ def main() -> None:
         task_local = sum(n["task_local_s"] for n in nodes_out)
         busiest = max(nodes_out, key=lambda n: n["events"])
         parquet = sum(p.stat().st_size for p in (root / "case" / "kv_events").rglob("*.parquet"))
-        print(json.dumps({
-            "events": events, "requests": sim["requests"], "nodes": len(nodes_out),
-            "load_average": os.getloadavg(), "analysis_local_s": local_s,
-            "analysis_on_embedded_ray_s": on_ray_s, "ray_start_s": ray_start_s,
-            "task_us_per_event": round(task_local * 1e6 / events, 3),
-            "parquet_bytes_per_event": round(parquet / events, 2),
-            "busiest_node_events": busiest["events"],
-            "task_peak_bytes_per_event": round(busiest["task_peak_bytes"] / busiest["events"], 1),
-            **overhead, "per_node": nodes_out,
-        }, indent=1))
+        print(
+            json.dumps(
+                {
+                    "events": events,
+                    "requests": sim["requests"],
+                    "nodes": len(nodes_out),
+                    "load_average": os.getloadavg(),
+                    "analysis_local_s": local_s,
+                    "analysis_on_embedded_ray_s": on_ray_s,
+                    "ray_start_s": ray_start_s,
+                    "task_us_per_event": round(task_local * 1e6 / events, 3),
+                    "parquet_bytes_per_event": round(parquet / events, 2),
+                    "busiest_node_events": busiest["events"],
+                    "task_peak_bytes_per_event": round(
+                        busiest["task_peak_bytes"] / busiest["events"], 1
+                    ),
+                    **overhead,
+                    "per_node": nodes_out,
+                },
+                indent=1,
+            )
+        )
     finally:
         shutil.rmtree(root, ignore_errors=True)
 

@@ -43,11 +43,38 @@ from forensics.ingest.readers import ident
 from forensics.resources import sql
 
 HOSTILE = [
-    "=cmd|' /C calc'!A0", " +1", "-2", "@SUM(1)", "\t=1", "a\rb", "a\nb", 'a"b', '"', "'",
-    "a\x00b", "\u202eevil", "\u2066x\u2069", "9223372036854775807", "9223372036854775808",
-    "-9223372036854775809", "1e309", "NaN", "", " ", "\ufeffx", "x" * 5000, "\U0001f4a5",
-    '{"a": 1}', "[1, 2]", "10000-01-01T00:00:00Z", "0000-01-01T00:00:00Z",
-    "2026-08-27T10:00:00+15:00", "2026-08-27T10:00:00", "999999999999999999", "CON", "../x",
+    "=cmd|' /C calc'!A0",
+    " +1",
+    "-2",
+    "@SUM(1)",
+    "\t=1",
+    "a\rb",
+    "a\nb",
+    'a"b',
+    '"',
+    "'",
+    "a\x00b",
+    "\u202eevil",
+    "\u2066x\u2069",
+    "9223372036854775807",
+    "9223372036854775808",
+    "-9223372036854775809",
+    "1e309",
+    "NaN",
+    "",
+    " ",
+    "\ufeffx",
+    "x" * 5000,
+    "\U0001f4a5",
+    '{"a": 1}',
+    "[1, 2]",
+    "10000-01-01T00:00:00Z",
+    "0000-01-01T00:00:00Z",
+    "2026-08-27T10:00:00+15:00",
+    "2026-08-27T10:00:00",
+    "999999999999999999",
+    "CON",
+    "../x",
 ]
 NESTED = [{"a": 1}, [1, 2], {"a": [1]}, [], {}]
 
@@ -58,32 +85,55 @@ def base_case(rng: random.Random, root: Path) -> None:
     accounts = [f"acct-{i}" for i in range(3)]
     lines = ["request_id,account_id,model,received_at,http_status,prompt_tokens,completed_at"]
     for i in range(12):
-        lines.append(f"R{i},{rng.choice(accounts)},m,2026-08-27T10:00:{i:02d}Z,200,{4 + i},"
-                     f"2026-08-27T10:01:{i:02d}Z")
+        lines.append(
+            f"R{i},{rng.choice(accounts)},m,2026-08-27T10:00:{i:02d}Z,200,{4 + i},"
+            f"2026-08-27T10:01:{i:02d}Z"
+        )
     (root / "requests.csv").write_text("\n".join(lines) + "\n")
-    (root / "accounts.csv").write_text("account_id,name,contact_email,jurisdiction\n" + "".join(
-        f"{a},Name {a},{a}@example.com,{rng.choice(['EU', 'UK', 'US-CA', 'JP'])}\n"
-        for a in accounts))
+    (root / "accounts.csv").write_text(
+        "account_id,name,contact_email,jurisdiction\n"
+        + "".join(
+            f"{a},Name {a},{a}@example.com,{rng.choice(['EU', 'UK', 'US-CA', 'JP'])}\n"
+            for a in accounts
+        )
+    )
     (root / "nodes.csv").write_text("node,role,pool_slots,context_len\nn1,unified,64,128\n")
     events = []
     for i in range(12):
         start = (i * 8) % 64
         t = f"2026-08-27T10:00:{i:02d}Z"
-        events += [(t, "n1", f"R{i}", "alloc", start, 8, None),
-                   (t, "n1", f"R{i}", rng.choice(["write", "read"]), start, 8, 0),
-                   (t, "n1", f"R{i}", "free", start, 8, None)]
+        events += [
+            (t, "n1", f"R{i}", "alloc", start, 8, None),
+            (t, "n1", f"R{i}", rng.choice(["write", "read"]), start, 8, 0),
+            (t, "n1", f"R{i}", "free", start, 8, None),
+        ]
     half = len(events) // 2
     (root / "kv_events").mkdir()
     header = "ts,node,request_id,op,slot_start,slot_count,pos_start\n"
-    (root / "kv_events" / "part-1.csv").write_text(header + "".join(
-        ",".join("" if v is None else str(v) for v in e) + "\n" for e in events[:half]))
+    (root / "kv_events" / "part-1.csv").write_text(
+        header
+        + "".join(",".join("" if v is None else str(v) for v in e) + "\n" for e in events[:half])
+    )
     keys = ("ts", "node", "request_id", "op", "slot_start", "slot_count", "pos_start")
-    (root / "kv_events" / "part-2.jsonl").write_text("".join(
-        json.dumps({k: v for k, v in zip(keys, e, strict=True) if v is not None}) + "\n"
-        for e in events[half:]))
-    (root / "contents.jsonl").write_text("".join(
-        json.dumps({"request_id": f"R{i}", "prompt_token_ids": list(range(4 + i)),
-                    "output_token_ids": [1, 2]}) + "\n" for i in range(12)))
+    (root / "kv_events" / "part-2.jsonl").write_text(
+        "".join(
+            json.dumps({k: v for k, v in zip(keys, e, strict=True) if v is not None}) + "\n"
+            for e in events[half:]
+        )
+    )
+    (root / "contents.jsonl").write_text(
+        "".join(
+            json.dumps(
+                {
+                    "request_id": f"R{i}",
+                    "prompt_token_ids": list(range(4 + i)),
+                    "output_token_ids": [1, 2],
+                }
+            )
+            + "\n"
+            for i in range(12)
+        )
+    )
 
 
 def _files(root: Path) -> list[Path]:
@@ -171,8 +221,11 @@ def recompress(rng: random.Random, root: Path) -> str:
     for ext in (".gz", ".zst"):
         if name.endswith(ext):
             try:
-                data = (gzip.decompress(data) if ext == ".gz"
-                        else zstandard.ZstdDecompressor().decompress(data))
+                data = (
+                    gzip.decompress(data)
+                    if ext == ".gz"
+                    else zstandard.ZstdDecompressor().decompress(data)
+                )
             except Exception:  # noqa: BLE001 (damaged already: keep the bytes)
                 pass
             name = name[: -len(ext)]
@@ -242,7 +295,15 @@ def misc(rng: random.Random, root: Path) -> str:
 
 
 MUTATIONS: list[Callable[[random.Random, Path], str]] = [
-    truncate, flip, hostile, hostile, columns, recompress, convert, misc]
+    truncate,
+    flip,
+    hostile,
+    hostile,
+    columns,
+    recompress,
+    convert,
+    misc,
+]
 
 
 def _cli(args: list[str]) -> tuple[int, str, str]:
@@ -278,12 +339,14 @@ def _check_counts(result: dict[str, Any], con: duckdb.DuckDBPyConnection) -> lis
             problems.append(f"{f['path']}: read != loaded + quarantined")
         if f["table"] == "logs":
             continue
-        loaded = con.execute(sql("fuzz_loaded_rows").format(table=ident(f["table"])),
-                             {"p": f["path"]}).fetchone()
+        loaded = con.execute(
+            sql("fuzz_loaded_rows").format(table=ident(f["table"])), {"p": f["path"]}
+        ).fetchone()
         quarantined = con.execute(sql("fuzz_quarantined_rows"), {"p": f["path"]}).fetchone()
         if (loaded and loaded[0]) != f["rows_loaded"]:
-            problems.append(f"{f['path']}: {loaded} rows in the table, "
-                            f"{f['rows_loaded']} reported loaded")
+            problems.append(
+                f"{f['path']}: {loaded} rows in the table, {f['rows_loaded']} reported loaded"
+            )
         if (quarantined and quarantined[0]) != f["rows_quarantined"]:
             problems.append(f"{f['path']}: quarantine rows differ from the count")
     return problems
@@ -314,7 +377,8 @@ def _parse_output(path: Path) -> list[str]:
             for row in rows[1:]:
                 for cell in row:
                     if cell.lstrip(" ")[:1] in ("=", "+", "-", "@", "\t", "\r") and not (
-                            _number(cell)):
+                        _number(cell)
+                    ):
                         return [f"{path.name}: formula-looking cell {cell[:30]!r}"]
         elif path.suffix == ".json":
             json.loads(path.read_text(encoding="utf-8"))
@@ -365,8 +429,10 @@ def run_fuzz(cases: int, seed: int, investigate_every: int, keep: Path | None) -
                     leftover.unlink()
     con.close()
     seconds = time.perf_counter() - started
-    print(f"fuzz_ingest: {cases} cases, seed {seed}, {failures} failed, {seconds:.1f} s, "
-          f"{cases / seconds:.1f} cases/s")
+    print(
+        f"fuzz_ingest: {cases} cases, seed {seed}, {failures} failed, {seconds:.1f} s, "
+        f"{cases / seconds:.1f} cases/s"
+    )
     return failures
 
 
@@ -374,10 +440,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cases", type=int, default=200)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--investigate-every", type=int, default=50,
-                        help="also run investigate on every n-th case (0: never)")
-    parser.add_argument("--keep", type=Path, default=None,
-                        help="copy failing case folders here")
+    parser.add_argument(
+        "--investigate-every",
+        type=int,
+        default=50,
+        help="also run investigate on every n-th case (0: never)",
+    )
+    parser.add_argument("--keep", type=Path, default=None, help="copy failing case folders here")
     args = parser.parse_args(argv)
     if args.keep:
         args.keep.mkdir(parents=True, exist_ok=True)

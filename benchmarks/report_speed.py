@@ -42,18 +42,48 @@ def synthetic_case(db: Path, n_requests: int, seed: int = 7) -> None:
     con.execute(sql("schema"))
     con.execute(sql("schema_analysis"))
     con.execute(sql("report_optional_tables"))
-    nodes = [("prefill-0", "prefill", 681_280), ("prefill-1", "prefill", 681_280),
-             ("decode-0", "decode", 1_200_000), ("decode-1", "decode", 1_200_000)]
-    _insert(con, "nodes", [
-        {"node": n, "role": role, "model": "m", "engine": "sglang", "engine_version": "0.5.2",
-         "page_size": 64, "pool_slots": pool, "context_len": 1_048_576,
-         "started_at": START - timedelta(days=1), "src_file": "nodes.csv", "src_row": i + 1}
-        for i, (n, role, pool) in enumerate(nodes)])
+    nodes = [
+        ("prefill-0", "prefill", 681_280),
+        ("prefill-1", "prefill", 681_280),
+        ("decode-0", "decode", 1_200_000),
+        ("decode-1", "decode", 1_200_000),
+    ]
+    _insert(
+        con,
+        "nodes",
+        [
+            {
+                "node": n,
+                "role": role,
+                "model": "m",
+                "engine": "sglang",
+                "engine_version": "0.5.2",
+                "page_size": 64,
+                "pool_slots": pool,
+                "context_len": 1_048_576,
+                "started_at": START - timedelta(days=1),
+                "src_file": "nodes.csv",
+                "src_row": i + 1,
+            }
+            for i, (n, role, pool) in enumerate(nodes)
+        ],
+    )
     accounts = [f"acct-{i:03d}" for i in range(60)]
-    _insert(con, "accounts", [
-        {"account_id": a, "name": f"Customer {i}", "contact_email": f"sec@{a}.example",
-         "jurisdiction": JURISDICTIONS[i % len(JURISDICTIONS)], "src_file": "accounts.csv",
-         "src_row": i + 1} for i, a in enumerate(accounts)])
+    _insert(
+        con,
+        "accounts",
+        [
+            {
+                "account_id": a,
+                "name": f"Customer {i}",
+                "contact_email": f"sec@{a}.example",
+                "jurisdiction": JURISDICTIONS[i % len(JURISDICTIONS)],
+                "src_file": "accounts.csv",
+                "src_row": i + 1,
+            }
+            for i, a in enumerate(accounts)
+        ],
+    )
     requests: list[dict] = []
     exposures: list[dict] = []
     screening: list[dict] = []
@@ -66,32 +96,61 @@ def synthetic_case(db: Path, n_requests: int, seed: int = 7) -> None:
         ttft = 0.05 + (0.02 if over else prompt / 9000)
         pre, dec = f"prefill-{i % 2}", f"decode-{(i // 2) % 2}"
         acct = accounts[rng.randrange(len(accounts))]
-        requests.append({
-            "request_id": rid, "account_id": acct, "model": "m", "received_at": at,
-            "first_token_at": at + timedelta(seconds=ttft * rng.uniform(0.9, 1.1)),
-            "completed_at": at + timedelta(seconds=ttft + 3), "http_status": 200,
-            "prompt_tokens": prompt, "completion_tokens": 200, "prefill_node": pre,
-            "decode_node": dec, "src_file": "requests.csv", "src_row": i + 1})
+        requests.append(
+            {
+                "request_id": rid,
+                "account_id": acct,
+                "model": "m",
+                "received_at": at,
+                "first_token_at": at + timedelta(seconds=ttft * rng.uniform(0.9, 1.1)),
+                "completed_at": at + timedelta(seconds=ttft + 3),
+                "http_status": 200,
+                "prompt_tokens": prompt,
+                "completion_tokens": 200,
+                "prefill_node": pre,
+                "decode_node": dec,
+                "src_file": "requests.csv",
+                "src_row": i + 1,
+            }
+        )
         if over and i > 20:
-            screening.append({"request_id": rid, "account_id": acct, "prefill_node": pre,
-                              "decode_node": dec, "reasons": ["fast-ttft", "over-pool"],
-                              "ttft_ms": ttft * 1000, "expected_ttft_ms": prompt / 9,
-                              "ledger_covered": True})
+            screening.append(
+                {
+                    "request_id": rid,
+                    "account_id": acct,
+                    "prefill_node": pre,
+                    "decode_node": dec,
+                    "reasons": ["fast-ttft", "over-pool"],
+                    "ttft_ms": ttft * 1000,
+                    "expected_ttft_ms": prompt / 9,
+                    "ledger_covered": True,
+                }
+            )
             for k in range(1, rng.randint(2, 6)):
                 leaker = requests[i - 2 * k]
                 count = rng.randint(64, 4096)
                 cross = leaker["account_id"] != acct
-                exposures.append({
-                    "receiver_request_id": rid, "receiver_account_id": acct,
-                    "leaker_request_id": leaker["request_id"],
-                    "leaker_account_id": leaker["account_id"], "node": dec,
-                    "slot_start": 64 * k * 100, "slot_count": count, "leaker_pos_min": 0,
-                    "leaker_pos_max": count - 1, "leaker_part": "prompt",
-                    "first_read_at": at + timedelta(seconds=0.1),
-                    "last_read_at": at + timedelta(seconds=2),
-                    "first_write_at": leaker["received_at"],
-                    "last_write_at": leaker["received_at"], "kind": "stale",
-                    "cross_account": cross, "confidence": "ledger"})
+                exposures.append(
+                    {
+                        "receiver_request_id": rid,
+                        "receiver_account_id": acct,
+                        "leaker_request_id": leaker["request_id"],
+                        "leaker_account_id": leaker["account_id"],
+                        "node": dec,
+                        "slot_start": 64 * k * 100,
+                        "slot_count": count,
+                        "leaker_pos_min": 0,
+                        "leaker_pos_max": count - 1,
+                        "leaker_part": "prompt",
+                        "first_read_at": at + timedelta(seconds=0.1),
+                        "last_read_at": at + timedelta(seconds=2),
+                        "first_write_at": leaker["received_at"],
+                        "last_write_at": leaker["received_at"],
+                        "kind": "stale",
+                        "cross_account": cross,
+                        "confidence": "ledger",
+                    }
+                )
     _insert(con, "requests", requests)
     _insert(con, "exposures", exposures)
     _insert(con, "screening", screening)

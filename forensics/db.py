@@ -11,8 +11,18 @@ from forensics.ingest.sqlrun import run_script
 from forensics.resources import sql
 from forensics.schema_docs import apply_comments
 
-INPUT_TABLES = ("requests", "kv_events", "nodes", "accounts", "contents",
-                "node_starts", "node_disagreements", "node_facts", "engine_evidence", "log_files")
+INPUT_TABLES = (
+    "requests",
+    "kv_events",
+    "nodes",
+    "accounts",
+    "contents",
+    "node_starts",
+    "node_disagreements",
+    "node_facts",
+    "engine_evidence",
+    "log_files",
+)
 BOOKKEEPING_TABLES = ("quarantine", "ingest_warnings", "input_files")
 
 
@@ -31,8 +41,9 @@ def connect(
     path: Path | str, *, read_only: bool = False, memory_limit: str | None = None
 ) -> duckdb.DuckDBPyConnection:
     """Connect, set UTC and the project's macros, and create the input schema if missing."""
-    memory_limit = memory_limit or os.environ.get("KVFORENSICS_MEMORY_LIMIT") or (
-        DEFAULT_MEMORY_LIMIT)
+    memory_limit = (
+        memory_limit or os.environ.get("KVFORENSICS_MEMORY_LIMIT") or (DEFAULT_MEMORY_LIMIT)
+    )
     from forensics.errors import CaseError
 
     config: dict[str, str | bool | int | float | list[str]] = (
@@ -43,8 +54,10 @@ def connect(
             path.parent.mkdir(parents=True, exist_ok=True)
         con = duckdb.connect(str(path), read_only=read_only, config=config)
     except (OSError, duckdb.IOException, duckdb.InvalidInputException) as exc:
-        raise CaseError(f"{path}: cannot open the case database ({exc}); give a file path "
-                        "where it can be written, and no other process holding it") from exc
+        raise CaseError(
+            f"{path}: cannot open the case database ({exc}); give a file path "
+            "where it can be written, and no other process holding it"
+        ) from exc
     con.execute("SET TimeZone = 'UTC'")
     con.execute("SET enable_progress_bar = false")
     if memory_limit:

@@ -33,11 +33,16 @@ class InvestigateOptions:
     def params(self) -> dict[str, Any]:
         """The parameters every stage reads and the manifest records (the rules file with its
         SHA-256, so the deadlines can be traced to the exact rules)."""
-        out = {"assume_utc": self.assume_utc, "aware_at": self.aware_at,
-               "replay_model": self.replay_model, "replay_device": self.replay_device,
-               "served_model": self.served_model, "rules": self.rules,
-               "follow_links": self.follow_links,
-               "rules_sha256": sha256_file(Path(self.rules)) if self.rules else None}
+        out = {
+            "assume_utc": self.assume_utc,
+            "aware_at": self.aware_at,
+            "replay_model": self.replay_model,
+            "replay_device": self.replay_device,
+            "served_model": self.served_model,
+            "rules": self.rules,
+            "follow_links": self.follow_links,
+            "rules_sha256": sha256_file(Path(self.rules)) if self.rules else None,
+        }
         extra = {"ray": self.ray, "ledger_external": self.ledger_external}
         return {**out, **{k: v for k, v in extra.items() if v is not None}}
 
@@ -78,11 +83,13 @@ def investigate(
     return InvestigateResult(out_dir, summaries, [out_dir / rel for rel in written])
 
 
-def _run(case_dir: Path, staging: Path, options: InvestigateOptions, progress: ProgressFn,
-         started: str) -> tuple[dict[str, dict[str, Any]], list[Path]]:
+def _run(
+    case_dir: Path, staging: Path, options: InvestigateOptions, progress: ProgressFn, started: str
+) -> tuple[dict[str, dict[str, Any]], list[Path]]:
     con = connect(staging / "case.duckdb")
-    ctx = RunContext(case_dir, staging, con, params=options.params(), progress=progress,
-                     run_id=started)
+    ctx = RunContext(
+        case_dir, staging, con, params=options.params(), progress=progress, run_id=started
+    )
     ctx.wrote(staging / "case.duckdb")
     try:
         for spec in stages():
@@ -113,8 +120,9 @@ def check_options(options: InvestigateOptions) -> None:
     check_replay_options(options.replay_model, options.replay_device)
 
 
-def check_replay_options(model: str | None, device: str,
-                         names: tuple[str, str] = ("--replay-model", "--replay-device")) -> None:
+def check_replay_options(
+    model: str | None, device: str, names: tuple[str, str] = ("--replay-model", "--replay-device")
+) -> None:
     """The device is auto, cpu or cuda (cuda only where CUDA is present); the model is 'test'
     or a local model folder. names: the two options as the command spells them."""
     if device not in ("auto", "cpu", "cuda"):
@@ -123,8 +131,10 @@ def check_replay_options(model: str | None, device: str,
         from forensics.replay.loader import HUB_ID, resolve_folder
 
         if not HUB_ID.fullmatch(model):
-            raise UsageError(f"{names[0]} '{model}' is neither 'test', a model folder nor an "
-                             "org/name; give a local Hugging Face model directory")
+            raise UsageError(
+                f"{names[0]} '{model}' is neither 'test', a model folder nor an "
+                "org/name; give a local Hugging Face model directory"
+            )
         resolve_folder(model)  # an org/name must be in the local cache (exit 2 otherwise)
     if device == "cuda":
         from forensics.replay import replay_available
@@ -133,8 +143,9 @@ def check_replay_options(model: str | None, device: str,
             import torch
 
             if not torch.cuda.is_available():
-                raise UsageError(f"{names[1]} cuda: no CUDA device is available here; use "
-                                 "auto or cpu")
+                raise UsageError(
+                    f"{names[1]} cuda: no CUDA device is available here; use auto or cpu"
+                )
 
 
 def _manifest(ctx: RunContext, options: InvestigateOptions, started: str) -> dict[str, Any]:

@@ -22,10 +22,19 @@ from pathlib import Path
 from forensics.errors import UsageError
 
 # Every name investigate writes at the top of OUT; anything else there is not ours.
-KNOWN_NAMES = frozenset({
-    "case.duckdb", "case.duckdb.wal", "quarantine.csv", "exposures.parquet", "notifications",
-    "timeline.csv", "timeline.jsonl", "report.html", "manifest.json",
-})
+KNOWN_NAMES = frozenset(
+    {
+        "case.duckdb",
+        "case.duckdb.wal",
+        "quarantine.csv",
+        "exposures.parquet",
+        "notifications",
+        "timeline.csv",
+        "timeline.jsonl",
+        "report.html",
+        "manifest.json",
+    }
+)
 STAGING = ".kvf-staging-"
 PREVIOUS = ".kvf-previous-"
 
@@ -38,7 +47,7 @@ def _siblings(out: Path, kind: str) -> list[tuple[Path, int]]:
     prefix = f".{out.name}{kind}"
     found = []
     for entry in out.parent.iterdir():
-        tail = entry.name[len(prefix):]
+        tail = entry.name[len(prefix) :]
         if entry.name.startswith(prefix) and tail.isdigit():
             found.append((entry, int(tail)))
     return sorted(found)
@@ -74,15 +83,19 @@ def check_out(out: Path) -> Path:
             shown = ", ".join(foreign[:5]) + (" …" if len(foreign) > 5 else "")
             raise UsageError(
                 f"--out {out} holds files that kvforensics did not write ({shown}); a run "
-                "replaces the whole folder, so give an empty or new folder")
+                "replaces the whole folder, so give an empty or new folder"
+            )
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise UsageError(f"--out {out}: cannot create its parent folder ({exc.strerror})") from exc
     if not os.access(out.parent, os.W_OK | os.X_OK) or (
-            out.is_dir() and not os.access(out, os.W_OK | os.X_OK)):
-        raise UsageError(f"--out {out} is not writable (the run is built beside it in "
-                         f"{out.parent} and then swapped in)")
+        out.is_dir() and not os.access(out, os.W_OK | os.X_OK)
+    ):
+        raise UsageError(
+            f"--out {out} is not writable (the run is built beside it in "
+            f"{out.parent} and then swapped in)"
+        )
     return out
 
 

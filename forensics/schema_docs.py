@@ -19,7 +19,12 @@ from forensics.resources import sql
 
 # The schema files, in the order their tables are created.
 SCHEMA_FILES = (
-    "schema", "schema_logs", "schema_analysis", "schema_replay", "schema_work", "schema_reconstruct"
+    "schema",
+    "schema_logs",
+    "schema_analysis",
+    "schema_replay",
+    "schema_work",
+    "schema_reconstruct",
 )
 _CREATE = re.compile(r"^CREATE TABLE IF NOT EXISTS\s+(?:(\w+)\.)?(\w+)\s*\(", re.IGNORECASE)
 _COLUMN = re.compile(r'^\s+"?(\w+)"?\s+[A-Z][^-]*?(?:--\s*(.*))?$')
@@ -79,8 +84,10 @@ def apply_comments(con: duckdb.DuckDBPyConnection, *, in_transaction: bool = Fal
     """COMMENT ON every documented table and column that exists and does not carry its comment
     yet; returns the number of comments set. All in one transaction of its own, unless the
     caller holds one (in_transaction: DuckDB aborts an open transaction on a nested BEGIN)."""
-    tables = {(schema, table): comment
-              for schema, table, comment in con.execute(sql("schema_docs_tables")).fetchall()}
+    tables = {
+        (schema, table): comment
+        for schema, table, comment in con.execute(sql("schema_docs_tables")).fetchall()
+    }
     columns: dict[tuple[str, str], dict[str, str | None]] = {}
     for schema, table, column, comment in con.execute(sql("schema_docs_columns")).fetchall():
         columns.setdefault((schema, table), {})[column] = comment
@@ -90,12 +97,16 @@ def apply_comments(con: duckdb.DuckDBPyConnection, *, in_transaction: bool = Fal
             continue
         target = f"{ident(doc.schema)}.{ident(doc.name)}"
         if doc.comment and tables[key] != doc.comment:
-            statements.append(sql("schema_docs_table").format(
-                table=target, text=literal(doc.comment)))
+            statements.append(
+                sql("schema_docs_table").format(table=target, text=literal(doc.comment))
+            )
         for column, text in doc.columns.items():
             if text and column in columns.get(key, {}) and columns[key][column] != text:
-                statements.append(sql("schema_docs_column").format(
-                    table=target, column=ident(column), text=literal(text)))
+                statements.append(
+                    sql("schema_docs_column").format(
+                        table=target, column=ident(column), text=literal(text)
+                    )
+                )
     if not statements:
         return 0
     own = not in_transaction  # one transaction for all of them (each alone would be a commit)

@@ -31,9 +31,13 @@ class Verification:
     differences: list[Difference] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
-        return {"out": str(self.out_dir), "case_dir": str(self.case_dir or ""),
-                "checked": self.checked, "ok": not self.differences,
-                "differences": [d.__dict__ for d in self.differences]}
+        return {
+            "out": str(self.out_dir),
+            "case_dir": str(self.case_dir or ""),
+            "checked": self.checked,
+            "ok": not self.differences,
+            "differences": [d.__dict__ for d in self.differences],
+        }
 
 
 def read_manifest(out_dir: Path) -> dict[str, Any]:
@@ -44,11 +48,17 @@ def read_manifest(out_dir: Path) -> dict[str, Any]:
         value = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise CaseError(f"{path} is not readable JSON ({exc})") from exc
-    if not isinstance(value, dict) or not isinstance(value.get("outputs"), list) or not all(
-            isinstance(o, dict) and {"path", "sha256", "bytes"} <= set(o)
-            for o in value["outputs"]):
-        raise CaseError(f"{path} does not list output checksums; re-run investigate with this "
-                        "version to get one that does")
+    if (
+        not isinstance(value, dict)
+        or not isinstance(value.get("outputs"), list)
+        or not all(
+            isinstance(o, dict) and {"path", "sha256", "bytes"} <= set(o) for o in value["outputs"]
+        )
+    ):
+        raise CaseError(
+            f"{path} does not list output checksums; re-run investigate with this "
+            "version to get one that does"
+        )
     return value
 
 
@@ -71,8 +81,11 @@ def _check(base: Path, side: str, item: dict[str, Any], result: Verification) ->
     elif not path.is_file():
         result.differences.append(Difference(side, rel, "missing"))
     elif path.stat().st_size != item.get("bytes"):
-        result.differences.append(Difference(
-            side, rel, f"size {path.stat().st_size} bytes, manifest says {item.get('bytes')}"))
+        result.differences.append(
+            Difference(
+                side, rel, f"size {path.stat().st_size} bytes, manifest says {item.get('bytes')}"
+            )
+        )
     elif sha256_file(path) != item.get("sha256"):
         result.differences.append(Difference(side, rel, "SHA-256 differs from the manifest"))
 
@@ -93,8 +106,9 @@ def verify(out_dir: Path, case_dir: Path | None = None) -> Verification:
             result.differences.append(Difference("output", rel, "not in the manifest"))
     inputs = manifest.get("inputs") or []
     if inputs and (case is None or not case.is_dir()):
-        result.differences.append(Difference(
-            "input", str(case or ""), "case folder not found; give it with --case"))
+        result.differences.append(
+            Difference("input", str(case or ""), "case folder not found; give it with --case")
+        )
         return result
     for item in inputs:
         _check(case, "input", item, result)  # type: ignore[arg-type]

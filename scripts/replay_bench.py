@@ -47,39 +47,62 @@ def synthetic_case(folder: Path, pairs: int, context: int, n_out: int) -> list[s
     for i in range(pairs):
         leak, recv, base = f"L{i:03d}", f"R{i:03d}", i * (context + 8)
         prompt = rng.integers(0, 384, context).tolist()
-        out = greedy_decode(model, {leak: prompt}, [(leak, p) for p in range(context)],
-                            prefill_first_token(model, prompt), n_out)
+        out = greedy_decode(
+            model,
+            {leak: prompt},
+            [(leak, p) for p in range(context)],
+            prefill_first_token(model, prompt),
+            n_out,
+        )
         stub = [int(rng.integers(0, 384))]
         slots = [(recv, 0)] + [(leak, p) for p in range(1, context)]
-        leaked = greedy_decode(model, {recv: stub, leak: prompt + out}, slots,
-                               prefill_first_token(model, stub), n_out)
+        leaked = greedy_decode(
+            model, {recv: stub, leak: prompt + out}, slots, prefill_first_token(model, stub), n_out
+        )
         requests += [(leak, "acct-a", context), (recv, "acct-b", context)]
-        contents += [{"request_id": leak, "prompt_token_ids": prompt, "output_token_ids": out},
-                     {"request_id": recv, "prompt_token_ids": rng.integers(0, 384, context)
-                      .tolist(), "output_token_ids": leaked, "processed_token_ids": stub}]
+        contents += [
+            {"request_id": leak, "prompt_token_ids": prompt, "output_token_ids": out},
+            {
+                "request_id": recv,
+                "prompt_token_ids": rng.integers(0, 384, context).tolist(),
+                "output_token_ids": leaked,
+                "processed_token_ids": stub,
+            },
+        ]
         t = 4 * i
-        events += [(t, leak, "write", base, context, 0), (t + 1, leak, "free", base, context, ""),
-                   (t + 2, recv, "write", base, 1, 0), (t + 3, recv, "read", base, context, 0)]
+        events += [
+            (t, leak, "write", base, context, 0),
+            (t + 1, leak, "free", base, context, ""),
+            (t + 2, recv, "write", base, 1, 0),
+            (t + 3, recv, "read", base, context, 0),
+        ]
     _write(folder, requests, events, contents, n_out)
     return [f"R{i:03d}" for i in range(pairs)]
 
 
 def _write(folder: Path, requests: list, events: list, contents: list, n_out: int) -> None:
     folder.mkdir(parents=True, exist_ok=True)
-    head = ("request_id,account_id,model,received_at,http_status,prompt_tokens,"
-            "completion_tokens,decode_node\n")
-    rows = [f"{r},{a},{TEST_MODEL_NAME},2026-08-27T10:00:00Z,200,{n},{n_out},d1\n"
-            for r, a, n in requests]
+    head = (
+        "request_id,account_id,model,received_at,http_status,prompt_tokens,"
+        "completion_tokens,decode_node\n"
+    )
+    rows = [
+        f"{r},{a},{TEST_MODEL_NAME},2026-08-27T10:00:00Z,200,{n},{n_out},d1\n"
+        for r, a, n in requests
+    ]
     (folder / "requests.csv").write_text(head + "".join(rows))
     head = "seq,ts,node,request_id,op,slot_start,slot_count,pos_start\n"
-    rows = [f"{s},2026-08-27T10:00:{s % 60:02d}Z,d1,{r},{op},{lo},{n},{p}\n"
-            for s, r, op, lo, n, p in events]
+    rows = [
+        f"{s},2026-08-27T10:00:{s % 60:02d}Z,d1,{r},{op},{lo},{n},{p}\n"
+        for s, r, op, lo, n, p in events
+    ]
     (folder / "kv_events.csv").write_text(head + "".join(rows))
     (folder / "contents.jsonl").write_text("".join(json.dumps(c) + "\n" for c in contents))
 
 
-def replay_on(db: Path, model: str | None, device: str, requests: list[str] | None,
-              work: Path) -> list:
+def replay_on(
+    db: Path, model: str | None, device: str, requests: list[str] | None, work: Path
+) -> list:
     copy = work / f"{device.replace(':', '_')}.duckdb"
     shutil.copy(db, copy)
     con = connect(copy)
@@ -89,12 +112,16 @@ def replay_on(db: Path, model: str | None, device: str, requests: list[str] | No
         total = time.perf_counter() - started
     finally:
         con.close()
-    print(f"\n{device}: {len(run.results)} suspect(s) in {total:.2f} s "
-          f"(model load included; first suspect includes warm-up)")
+    print(
+        f"\n{device}: {len(run.results)} suspect(s) in {total:.2f} s "
+        f"(model load included; first suspect includes warm-up)"
+    )
     print(f"{'request':<34}{'verdict':<16}{'seconds':>9}{'tokens':>9}{'tokens/s':>11}")
     for r in run.results:
-        print(f"{r.request_id:<34}{r.verdict:<16}{r.seconds:>9.3f}{r.tokens:>9}"
-              f"{(r.tokens_per_s or 0):>11.1f}")
+        print(
+            f"{r.request_id:<34}{r.verdict:<16}{r.seconds:>9.3f}{r.tokens:>9}"
+            f"{(r.tokens_per_s or 0):>11.1f}"
+        )
     done = [r for r in run.results if r.seconds > 0]
     if done:
         secs, toks = sum(r.seconds for r in done), sum(r.tokens for r in done)
@@ -140,9 +167,11 @@ def speed(args: argparse.Namespace) -> int:
     param = next(model.parameters())
     kernel = attention.kernel_name(str(param.device), param.dtype)
     params = sum(p.numel() for p in model.parameters())
-    title = (f"replay speed: {model_name} ({params / 1e9:.2f} B parameters, "
-             f"{str(param.dtype).removeprefix('torch.')}) on {_device_label(device)}, "
-             f"replay attention {kernel}, {args.output_tokens} output tokens")
+    title = (
+        f"replay speed: {model_name} ({params / 1e9:.2f} B parameters, "
+        f"{str(param.dtype).removeprefix('torch.')}) on {_device_label(device)}, "
+        f"replay attention {kernel}, {args.output_tokens} output tokens"
+    )
     speed.warm_up(model)
     rows = []
     for context, n in zip(contexts, leakers, strict=True):
@@ -176,8 +205,12 @@ def main() -> int:
     parser.add_argument("--model", help="model directory or 'test' (default: as the case says)")
     parser.add_argument("--device", default="auto")
     parser.add_argument("--compare")
-    parser.add_argument("--truth", type=Path, help="CSV whose first column lists suspects, used "
-                        "when the case has no exposures or screening table")
+    parser.add_argument(
+        "--truth",
+        type=Path,
+        help="CSV whose first column lists suspects, used "
+        "when the case has no exposures or screening table",
+    )
     args = parser.parse_args()
     if args.speed:
         return speed(args)
@@ -197,10 +230,11 @@ def main() -> int:
         return 0
     second = replay_on(db, args.model, args.compare, requests, work)
     key = [(r.request_id, r.verdict, r.contaminated_sha256, r.clean_sha256) for r in first]
-    same = key == [(r.request_id, r.verdict, r.contaminated_sha256, r.clean_sha256)
-                   for r in second]
-    print(f"\n{args.device} and {args.compare} verdicts and output hashes "
-          f"{'identical' if same else 'DIFFER'}")
+    same = key == [(r.request_id, r.verdict, r.contaminated_sha256, r.clean_sha256) for r in second]
+    print(
+        f"\n{args.device} and {args.compare} verdicts and output hashes "
+        f"{'identical' if same else 'DIFFER'}"
+    )
     return 0 if same else 1
 
 

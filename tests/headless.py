@@ -17,9 +17,16 @@ from typing import Any
 
 CANDIDATES = ("chromium", "chromium-browser", "google-chrome", "headless_shell")
 FLAGS = (
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync", "--no-first-run",
-    "--disable-default-apps", "--disable-extensions", "--hide-scrollbars",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-default-apps",
+    "--disable-extensions",
+    "--hide-scrollbars",
 )
 
 
@@ -97,8 +104,9 @@ def _errors(events: list[dict[str, Any]]) -> list[str]:
     return out
 
 
-def visit(browser: str, page: Path, shots: dict[str, Path], expression: str,
-          pdf: Path | None = None) -> PageVisit:
+def visit(
+    browser: str, page: Path, shots: dict[str, Path], expression: str, pdf: Path | None = None
+) -> PageVisit:
     """Load `page`, evaluate `expression` (JSON-returning JS) once per CSS media type in `shots`
     ({'screen': png, 'print': png}), save a full-page PNG for each. Values: {media: result}.
     With `pdf`, also print the page to that PDF file as the browser's print dialog would (the
@@ -106,9 +114,16 @@ def visit(browser: str, page: Path, shots: dict[str, Path], expression: str,
     port = _free_port()
     with tempfile.TemporaryDirectory() as profile:
         proc = subprocess.Popen(
-            [browser, *FLAGS, f"--user-data-dir={profile}", f"--remote-debugging-port={port}",
-             "--window-size=1280,900", "about:blank"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            [
+                browser,
+                *FLAGS,
+                f"--user-data-dir={profile}",
+                f"--remote-debugging-port={port}",
+                "--window-size=1280,900",
+                "about:blank",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
         )
         try:
             session = _Session(_page_socket_url(port, time.monotonic() + 30))
@@ -121,14 +136,16 @@ def visit(browser: str, page: Path, shots: dict[str, Path], expression: str,
 def _screenshot(session: _Session, path: Path) -> None:
     size = session.call("Page.getLayoutMetrics")["cssContentSize"]
     clip = {"x": 0, "y": 0, "width": size["width"], "height": size["height"], "scale": 1}
-    shot = session.call("Page.captureScreenshot", format="png", captureBeyondViewport=True,
-                        clip=clip)
+    shot = session.call(
+        "Page.captureScreenshot", format="png", captureBeyondViewport=True, clip=clip
+    )
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(base64.b64decode(shot["data"]))
 
 
-def _drive(session: _Session, page: Path, shots: dict[str, Path], expression: str,
-           pdf: Path | None = None) -> PageVisit:
+def _drive(
+    session: _Session, page: Path, shots: dict[str, Path], expression: str, pdf: Path | None = None
+) -> PageVisit:
     for domain in ("Page", "Runtime", "Log", "Network"):
         session.call(f"{domain}.enable")
     session.events.clear()
@@ -147,6 +164,9 @@ def _drive(session: _Session, page: Path, shots: dict[str, Path], expression: st
         pdf.parent.mkdir(parents=True, exist_ok=True)
         pdf.write_bytes(base64.b64decode(printed["data"]))
     session.ws.close()
-    requests = [str(e["params"]["request"]["url"]) for e in session.events
-                if e.get("method") == "Network.requestWillBeSent"]
+    requests = [
+        str(e["params"]["request"]["url"])
+        for e in session.events
+        if e.get("method") == "Network.requestWillBeSent"
+    ]
     return PageVisit(_errors(session.events), [u for u in requests if u != target], values)

@@ -25,29 +25,102 @@ class CaseBuilder:
     affected: list[tuple] = field(default_factory=list)
     affected_accounts: list[tuple] = field(default_factory=list)
 
-    def request(self, rid: str, account: str, prompt_tokens: int, completion: int | None,
-                decode_node: str | None, sha: str | None = None,
-                model: str = "kvforensics/test-llama-tiny",
-                prefill_node: str | None = None) -> None:
-        self.requests.append((rid, account, model, T0, None, None, 200, prompt_tokens,
-                              completion, prefill_node, decode_node, None, sha, "requests.csv",
-                              len(self.requests) + 1))
+    def request(
+        self,
+        rid: str,
+        account: str,
+        prompt_tokens: int,
+        completion: int | None,
+        decode_node: str | None,
+        sha: str | None = None,
+        model: str = "kvforensics/test-llama-tiny",
+        prefill_node: str | None = None,
+    ) -> None:
+        self.requests.append(
+            (
+                rid,
+                account,
+                model,
+                T0,
+                None,
+                None,
+                200,
+                prompt_tokens,
+                completion,
+                prefill_node,
+                decode_node,
+                None,
+                sha,
+                "requests.csv",
+                len(self.requests) + 1,
+            )
+        )
 
-    def event(self, tick: int, node: str, rid: str, op: str, slot: int, count: int,
-              pos: int | None = None, source: str | None = None, seq: bool = True) -> None:
+    def event(
+        self,
+        tick: int,
+        node: str,
+        rid: str,
+        op: str,
+        slot: int,
+        count: int,
+        pos: int | None = None,
+        source: str | None = None,
+        seq: bool = True,
+    ) -> None:
         order = len(self.events)
-        self.events.append((T0 + timedelta(milliseconds=tick), order if seq else None, node,
-                            rid, op, slot, count, pos, source, None, order, True,
-                            "kv_events.csv", order + 1))
+        self.events.append(
+            (
+                T0 + timedelta(milliseconds=tick),
+                order if seq else None,
+                node,
+                rid,
+                op,
+                slot,
+                count,
+                pos,
+                source,
+                None,
+                order,
+                True,
+                "kv_events.csv",
+                order + 1,
+            )
+        )
 
-    def content(self, rid: str, prompt: list[int] | None, output: list[int] | None,
-                processed: list[int] | None = None) -> None:
-        self.contents.append((rid, prompt, output, processed, "contents.jsonl",
-                              len(self.contents) + 1))
+    def content(
+        self,
+        rid: str,
+        prompt: list[int] | None,
+        output: list[int] | None,
+        processed: list[int] | None = None,
+    ) -> None:
+        self.contents.append(
+            (rid, prompt, output, processed, "contents.jsonl", len(self.contents) + 1)
+        )
 
     def exposure(self, receiver: str, leaker: str, node: str, slot: int, count: int) -> None:
-        self.exposures.append((receiver, "acct-r", leaker, "acct-l", node, slot, count, 0,
-                               count - 1, "prompt", T0, T0, T0, T0, "stale", True, "ledger"))
+        self.exposures.append(
+            (
+                receiver,
+                "acct-r",
+                leaker,
+                "acct-l",
+                node,
+                slot,
+                count,
+                0,
+                count - 1,
+                "prompt",
+                T0,
+                T0,
+                T0,
+                T0,
+                "stale",
+                True,
+                "ledger",
+            )
+        )
 
     def screened(self, rid: str, reasons: list[str]) -> None:
         self.screening.append((rid, "acct", None, None, reasons, None, None, True))
@@ -56,17 +129,23 @@ class CaseBuilder:
         self.affected.append((side, rid, account, "ledger", 5, 1, T0, T0, None))  # no support
 
     def affected_account(self, side: str, account: str) -> None:
-        self.affected_accounts.append((side, account, None, None, None, "ledger", 1, 5, T0, T0,
-                                       1, None))
+        self.affected_accounts.append(
+            (side, account, None, None, None, "ledger", 1, 5, T0, T0, 1, None)
+        )
 
     def write(self, path: Path) -> Path:
         con = duckdb.connect(str(path))
         con.execute(sql("schema"))
         con.execute(sql("schema_analysis"))
-        for table, rows in (("requests", self.requests), ("kv_events", self.events),
-                            ("contents", self.contents), ("exposures", self.exposures),
-                            ("screening", self.screening), ("affected_requests", self.affected),
-                            ("affected_accounts", self.affected_accounts)):
+        for table, rows in (
+            ("requests", self.requests),
+            ("kv_events", self.events),
+            ("contents", self.contents),
+            ("exposures", self.exposures),
+            ("screening", self.screening),
+            ("affected_requests", self.affected),
+            ("affected_accounts", self.affected_accounts),
+        ):
             relation = con.table(table)
             for row in rows:
                 relation.insert(list(row))

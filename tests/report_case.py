@@ -32,27 +32,60 @@ def _csv(name: str) -> list[dict[str, Any]]:
     with (EXAMPLE / name).open(newline="", encoding="utf-8") as handle:
         out = []
         for i, row in enumerate(csv.DictReader(handle), start=1):
-            out.append({**{k: (v if v != "" else None) for k, v in row.items()},
-                        "src_file": name, "src_row": i})
+            out.append(
+                {
+                    **{k: (v if v != "" else None) for k, v in row.items()},
+                    "src_file": name,
+                    "src_row": i,
+                }
+            )
         return out
 
 
-def _exposure(r: str, ra: str, w: str, wa: str, start: int, count: int, pos: tuple[int, int],
-              read: str, write: str, kind: str) -> dict[str, Any]:
+def _exposure(
+    r: str,
+    ra: str,
+    w: str,
+    wa: str,
+    start: int,
+    count: int,
+    pos: tuple[int, int],
+    read: str,
+    write: str,
+    kind: str,
+) -> dict[str, Any]:
     return {
-        "receiver_request_id": r, "receiver_account_id": ra, "leaker_request_id": w,
-        "leaker_account_id": wa, "node": "n1", "slot_start": start, "slot_count": count,
-        "leaker_pos_min": pos[0], "leaker_pos_max": pos[1], "leaker_part": "prompt",
-        "first_read_at": t(read), "last_read_at": t(read), "first_write_at": t(write),
-        "last_write_at": t(write), "kind": kind, "cross_account": ra != wa,
+        "receiver_request_id": r,
+        "receiver_account_id": ra,
+        "leaker_request_id": w,
+        "leaker_account_id": wa,
+        "node": "n1",
+        "slot_start": start,
+        "slot_count": count,
+        "leaker_pos_min": pos[0],
+        "leaker_pos_max": pos[1],
+        "leaker_part": "prompt",
+        "first_read_at": t(read),
+        "last_read_at": t(read),
+        "first_write_at": t(write),
+        "last_write_at": t(write),
+        "kind": kind,
+        "cross_account": ra != wa,
         "confidence": "ledger",
     }
 
 
 def _affected(side: str, req: str, acct: str, tokens: int, at: str) -> dict[str, Any]:
-    return {"side": side, "request_id": req, "account_id": acct, "confidence": "ledger",
-            "tokens": tokens, "counterpart_requests": 1, "first_affected_at": t(at),
-            "last_affected_at": t(at)}
+    return {
+        "side": side,
+        "request_id": req,
+        "account_id": acct,
+        "confidence": "ledger",
+        "tokens": tokens,
+        "counterpart_requests": 1,
+        "first_affected_at": t(at),
+        "last_affected_at": t(at),
+    }
 
 
 # Read times of the four exposures (seq 7, 19, 21, 26 in the ledger).
@@ -62,22 +95,67 @@ READ_D, READ_H = "2026-08-27T10:00:06.0001Z", "2026-08-27T10:00:07.0004Z"
 
 def seq_tables() -> Rows:
     exposures = [
-        _exposure("B", "acct-2", "A", "acct-1", 2, 6, (2, 7), READ_B,
-                  "2026-08-27T10:00:00.0001Z", "stale"),
-        _exposure("F", "acct-6", "D", "acct-4", 16, 4, (0, 3), READ_F,
-                  "2026-08-27T10:00:03.0001Z", "prefix-mismatch"),
-        _exposure("D", "acct-4", "G", "acct-7", 20, 2, (0, 1), READ_D,
-                  "2026-08-27T10:00:06Z", "overwritten"),
-        _exposure("H", "acct-1", "B", "acct-2", 4, 2, (4, 5), READ_H,
-                  "2026-08-27T10:00:07.0003Z", "overwritten"),
+        _exposure(
+            "B", "acct-2", "A", "acct-1", 2, 6, (2, 7), READ_B, "2026-08-27T10:00:00.0001Z", "stale"
+        ),
+        _exposure(
+            "F",
+            "acct-6",
+            "D",
+            "acct-4",
+            16,
+            4,
+            (0, 3),
+            READ_F,
+            "2026-08-27T10:00:03.0001Z",
+            "prefix-mismatch",
+        ),
+        _exposure(
+            "D",
+            "acct-4",
+            "G",
+            "acct-7",
+            20,
+            2,
+            (0, 1),
+            READ_D,
+            "2026-08-27T10:00:06Z",
+            "overwritten",
+        ),
+        _exposure(
+            "H",
+            "acct-1",
+            "B",
+            "acct-2",
+            4,
+            2,
+            (4, 5),
+            READ_H,
+            "2026-08-27T10:00:07.0003Z",
+            "overwritten",
+        ),
     ]
     violations = [
-        {"request_id": "G", "node": "n1", "slot_start": 20, "slot_count": 2,
-         "violation": "write-unheld", "other_request_id": "D",
-         "first_at": t("2026-08-27T10:00:06Z"), "last_at": t("2026-08-27T10:00:06Z")},
-        {"request_id": "B", "node": "n1", "slot_start": 4, "slot_count": 2,
-         "violation": "write-after-free", "other_request_id": "H",
-         "first_at": t("2026-08-27T10:00:07.0003Z"), "last_at": t("2026-08-27T10:00:07.0003Z")},
+        {
+            "request_id": "G",
+            "node": "n1",
+            "slot_start": 20,
+            "slot_count": 2,
+            "violation": "write-unheld",
+            "other_request_id": "D",
+            "first_at": t("2026-08-27T10:00:06Z"),
+            "last_at": t("2026-08-27T10:00:06Z"),
+        },
+        {
+            "request_id": "B",
+            "node": "n1",
+            "slot_start": 4,
+            "slot_count": 2,
+            "violation": "write-after-free",
+            "other_request_id": "H",
+            "first_at": t("2026-08-27T10:00:07.0003Z"),
+            "last_at": t("2026-08-27T10:00:07.0003Z"),
+        },
     ]
     affected_requests = [
         _affected("receiving", "B", "acct-2", 6, READ_B),
@@ -91,12 +169,19 @@ def seq_tables() -> Rows:
     ]
     directory = {a["account_id"]: a for a in _csv("accounts.csv")}
     affected_accounts = [
-        {"side": r["side"], "account_id": r["account_id"],
-         "name": directory[r["account_id"]]["name"],
-         "contact_email": directory[r["account_id"]]["contact_email"],
-         "jurisdiction": directory[r["account_id"]]["jurisdiction"], "confidence": "ledger",
-         "requests": 1, "tokens": r["tokens"], "first_affected_at": r["first_affected_at"],
-         "last_affected_at": r["last_affected_at"], "counterpart_accounts": 1}
+        {
+            "side": r["side"],
+            "account_id": r["account_id"],
+            "name": directory[r["account_id"]]["name"],
+            "contact_email": directory[r["account_id"]]["contact_email"],
+            "jurisdiction": directory[r["account_id"]]["jurisdiction"],
+            "confidence": "ledger",
+            "requests": 1,
+            "tokens": r["tokens"],
+            "first_affected_at": r["first_affected_at"],
+            "last_affected_at": r["last_affected_at"],
+            "counterpart_accounts": 1,
+        }
         for r in affected_requests
     ]
     return {
@@ -133,9 +218,11 @@ def every_schema() -> tuple[str, ...]:
     return tuple(name for name in SCHEMAS if (folder / f"{name}.sql").is_file())
 
 
-def build_case(db: Path, tables: Rows,
-               schemas: tuple[str, ...] = ("schema", "schema_logs", "schema_analysis",
-                                           "schema_reconstruct")) -> Path:
+def build_case(
+    db: Path,
+    tables: Rows,
+    schemas: tuple[str, ...] = ("schema", "schema_logs", "schema_analysis", "schema_reconstruct"),
+) -> Path:
     """A case database at `db`: the DDL of `schemas` executed, then `tables` inserted."""
     db.parent.mkdir(parents=True, exist_ok=True)
     con = duckdb.connect(str(db))
@@ -159,8 +246,16 @@ HOSTILE = {
     "acct-6": "<svg onload=alert(3)>",
 }
 _ID_COLUMNS = {
-    "request_id", "receiver_request_id", "leaker_request_id", "other_request_id", "node",
-    "decode_node", "prefill_node", "account_id", "receiver_account_id", "leaker_account_id",
+    "request_id",
+    "receiver_request_id",
+    "leaker_request_id",
+    "other_request_id",
+    "node",
+    "decode_node",
+    "prefill_node",
+    "account_id",
+    "receiver_account_id",
+    "leaker_account_id",
 }
 
 

@@ -12,9 +12,13 @@ def headline_from_exposures(exposures: list[dict[str, Any]]) -> dict[str, int]:
     same = [e for e in exposures if e["cross_account"] is False]
 
     def tokens(runs: list[dict[str, Any]]) -> int:
-        return len({(e["receiver_request_id"], e["node"], s, e["leaker_request_id"])
-                    for e in runs
-                    for s in range(e["slot_start"], e["slot_start"] + e["slot_count"])})
+        return len(
+            {
+                (e["receiver_request_id"], e["node"], s, e["leaker_request_id"])
+                for e in runs
+                for s in range(e["slot_start"], e["slot_start"] + e["slot_count"])
+            }
+        )
 
     return {
         "cross_runs": len(cross),
@@ -25,8 +29,9 @@ def headline_from_exposures(exposures: list[dict[str, Any]]) -> dict[str, int]:
         "leaking_accounts": len({e["leaker_account_id"] for e in cross}),
         "same_account_runs": len(same),
         "same_account_tokens": tokens(same),
-        "confirmed_requests": len({e["receiver_request_id"] for e in cross
-                                   if e["confidence"] == "confirmed"}),
+        "confirmed_requests": len(
+            {e["receiver_request_id"] for e in cross if e["confidence"] == "confirmed"}
+        ),
     }
 
 

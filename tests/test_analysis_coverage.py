@@ -56,8 +56,13 @@ def test_read_counts_are_distinct_slots_per_request_and_category(rows, readers):
     reads = np.flatnonzero(op == READ)
     if not len(reads):
         return
-    cat = np.array([[reads[i % len(reads)], c % len(CATEGORIES), s, s + n]
-                    for i, (_, c, s, n) in enumerate(rows)], np.int64).reshape(-1, 4)
+    cat = np.array(
+        [
+            [reads[i % len(reads)], c % len(CATEGORIES), s, s + n]
+            for i, (_, c, s, n) in enumerate(rows)
+        ],
+        np.int64,
+    ).reshape(-1, 4)
     got = {int(r[0]): list(r[1:]) for r in read_counts(req, op, cat)}
     want: dict[int, list] = {}
     for r in set(req[reads].tolist()):

@@ -18,9 +18,15 @@ from forensics.simulate.run import SimOptions, simulate
 
 def _analysed(root: Path, requests: int) -> Path:
     """A small ledger with every bug on and prefix sharing, ingested and analysed."""
-    opts = SimOptions(requests=requests, seed=5, scale=0.005, truth=False, contents=False,
-                      bugs=frozenset({"oversize-stub", "late-transfer", "double-alloc"}),
-                      overrides=(("long_share", 0.3),))
+    opts = SimOptions(
+        requests=requests,
+        seed=5,
+        scale=0.005,
+        truth=False,
+        contents=False,
+        bugs=frozenset({"oversize-stub", "late-transfer", "double-alloc"}),
+        overrides=(("long_share", 0.3),),
+    )
     simulate(root / "case", opts)
     con = connect(root / "case.duckdb")
     try:
@@ -55,8 +61,10 @@ def test_naive_per_slot_notices_a_wrong_answer(tmp_path):
     broken = _analysed(tmp_path, 300)
     con = connect(broken)
     try:
-        con.execute("UPDATE exposures SET kind = CASE kind WHEN 'stale' THEN 'overwritten' "
-                    "ELSE 'stale' END WHERE rowid = 0")
+        con.execute(
+            "UPDATE exposures SET kind = CASE kind WHEN 'stale' THEN 'overwritten' "
+            "ELSE 'stale' END WHERE rowid = 0"
+        )
         con.execute("UPDATE read_stats SET own_slots = own_slots + 1 WHERE rowid = 0")
     finally:
         con.close()

@@ -26,26 +26,38 @@ def _all(con: duckdb.DuckDBPyConnection, text: str) -> list[tuple]:
 
 
 def test_every_table_and_column_has_a_comment(con: duckdb.DuckDBPyConnection) -> None:
-    tables = _all(con, "SELECT schema_name, table_name, comment FROM duckdb_tables() "
-                       "WHERE NOT temporary ORDER BY ALL")
+    tables = _all(
+        con,
+        "SELECT schema_name, table_name, comment FROM duckdb_tables() "
+        "WHERE NOT temporary ORDER BY ALL",
+    )
     assert len(tables) >= 25
     assert [(s, t) for s, t, c in tables if not c] == []
-    columns = _all(con, "SELECT schema_name, table_name, column_name, comment "
-                        "FROM duckdb_columns() WHERE NOT internal AND schema_name <> 'temp' "
-                        "AND table_name IN (SELECT table_name FROM duckdb_tables()) ORDER BY ALL")
+    columns = _all(
+        con,
+        "SELECT schema_name, table_name, column_name, comment "
+        "FROM duckdb_columns() WHERE NOT internal AND schema_name <> 'temp' "
+        "AND table_name IN (SELECT table_name FROM duckdb_tables()) ORDER BY ALL",
+    )
     assert len(columns) >= 200
     assert [(s, t, c) for s, t, c, text in columns if not text] == []
     comment = dict(((t, c), text) for _, t, c, text in columns)
     assert comment[("nodes", "pool_slots")] == "KV pool size in token slots"
-    views = _all(con, "SELECT view_name, comment FROM duckdb_views() WHERE NOT internal "
-                      "AND schema_name = 'main' ORDER BY 1")
+    views = _all(
+        con,
+        "SELECT view_name, comment FROM duckdb_views() WHERE NOT internal "
+        "AND schema_name = 'main' ORDER BY 1",
+    )
     assert [v for v, _ in views] == ["account_pair_exposure", "node_capacity", "request_evidence"]
     assert all(text for _, text in views)
 
 
 def test_working_tables_apart_from_results(con: duckdb.DuckDBPyConnection) -> None:
-    by_schema = _all(con, "SELECT schema_name, list(table_name ORDER BY table_name) "
-                          "FROM duckdb_tables() GROUP BY 1 ORDER BY 1")
+    by_schema = _all(
+        con,
+        "SELECT schema_name, list(table_name ORDER BY table_name) "
+        "FROM duckdb_tables() GROUP BY 1 ORDER BY 1",
+    )
     schemas = dict(by_schema)
     assert set(schemas) == {"main", "work"}
     assert all(name.startswith("analysis_") for name in schemas["work"])
@@ -64,25 +76,45 @@ def test_joins_with_nodes_never_multiply(con: duckdb.DuckDBPyConnection) -> None
     served = [p for (p,) in _all(con, "SELECT prefill_node FROM requests")]
     assert joined[0][0] == sum(1 for p in served if p in listed) > 0
     assert _all(con, "SELECT count(*) FROM request_evidence") == _all(
-        con, "SELECT count(*) FROM exposures")
+        con, "SELECT count(*) FROM exposures"
+    )
     assert _all(con, "SELECT count(*) FROM node_capacity")[0][0] == nodes
 
 
 def test_views_agree_with_the_tables(con: duckdb.DuckDBPyConnection) -> None:
-    pairs = _all(con, "SELECT sum(tokens), sum(tokens) FILTER (WHERE cross_account) "
-                      "FROM account_pair_exposure")[0]
-    assert pairs == _all(con, "SELECT sum(tokens), sum(tokens) FILTER (WHERE cross_account) "
-                              "FROM exposure_tokens")[0]
+    pairs = _all(
+        con,
+        "SELECT sum(tokens), sum(tokens) FILTER (WHERE cross_account) FROM account_pair_exposure",
+    )[0]
+    assert (
+        pairs
+        == _all(
+            con, "SELECT sum(tokens), sum(tokens) FILTER (WHERE cross_account) FROM exposure_tokens"
+        )[0]
+    )
     # cross-account tokens per receiving account equal the analysis' affected_accounts
-    per_account = dict(_all(con, "SELECT receiver_account_id, sum(tokens) FROM "
-                                 "account_pair_exposure WHERE cross_account GROUP BY 1"))
-    assert per_account == dict(_all(con, "SELECT account_id, tokens FROM affected_accounts "
-                                         "WHERE side = 'receiving' AND tokens IS NOT NULL"))
+    per_account = dict(
+        _all(
+            con,
+            "SELECT receiver_account_id, sum(tokens) FROM "
+            "account_pair_exposure WHERE cross_account GROUP BY 1",
+        )
+    )
+    assert per_account == dict(
+        _all(
+            con,
+            "SELECT account_id, tokens FROM affected_accounts "
+            "WHERE side = 'receiving' AND tokens IS NOT NULL",
+        )
+    )
 
 
 def test_instants_and_integer_types(con: duckdb.DuckDBPyConnection) -> None:
-    types = _all(con, "SELECT table_name, column_name, data_type FROM duckdb_columns() "
-                      "WHERE schema_name IN ('main', 'work') ORDER BY ALL")
+    types = _all(
+        con,
+        "SELECT table_name, column_name, data_type FROM duckdb_columns() "
+        "WHERE schema_name IN ('main', 'work') ORDER BY ALL",
+    )
     naive = [(t, c) for t, c, kind in types if kind == "TIMESTAMP"]
     assert naive == []
     assert [(t, c) for t, c, kind in types if kind == "HUGEINT"] == []

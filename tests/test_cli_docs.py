@@ -25,8 +25,9 @@ def test_every_command_has_help_and_is_in_the_readme():
         assert f"### `kvforensics {name}" in readme, f"{name} is not in the README CLI reference"
         for param in command.params:
             if param.name != "help":
-                assert (getattr(param, "help", None) or param.param_type_name == "argument"), (
-                    f"{name} option {param.name} has no help text")
+                assert getattr(param, "help", None) or param.param_type_name == "argument", (
+                    f"{name} option {param.name} has no help text"
+                )
 
 
 def test_version(cli):

@@ -20,8 +20,14 @@ from forensics.cli import app
 def _kvforensics(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     """Run the CLI in its own process, stdout and stderr piped (not a terminal)."""
     env = {**os.environ, "COLUMNS": "80"}
-    return subprocess.run([sys.executable, "-m", "forensics", *args], capture_output=True,
-                          text=True, timeout=300, env=env, cwd=cwd)
+    return subprocess.run(
+        [sys.executable, "-m", "forensics", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+        cwd=cwd,
+    )
 
 
 COMMANDS = sorted(typer.main.get_group(app).commands)
@@ -42,13 +48,12 @@ def test_shell_completion_is_offered(cli) -> None:
 
 
 def test_investigate_prints_a_line_per_stage_when_piped(tmp_path: Path) -> None:
-    done = _kvforensics("investigate", str(EXAMPLES / "semantics-seq"), "--out",
-                        str(tmp_path / "out"))
+    done = _kvforensics(
+        "investigate", str(EXAMPLES / "semantics-seq"), "--out", str(tmp_path / "out")
+    )
     assert done.returncode == 1, done.stderr  # the example holds findings
     stages = re.findall(r"^investigate: (\w+) \(\d+\.\d s\)$", done.stderr, re.M)
-    assert stages[0] == "ingest" and "analyze" in stages and stages[-1] == "export", (
-        done.stderr
-    )
+    assert stages[0] == "ingest" and "analyze" in stages and stages[-1] == "export", done.stderr
     assert "replay" in stages
 
 

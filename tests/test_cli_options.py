@@ -62,14 +62,16 @@ def _fixtures(tmp_path: Path) -> dict[str, Any]:
     case.mkdir()
     (case / "requests.csv").write_text(
         "request_id,account_id,model,received_at,http_status,prompt_tokens\n"
-        "R1,a,m,2026-08-27T10:00:00,200,1\n")
+        "R1,a,m,2026-08-27T10:00:00,200,1\n"
+    )
     db = tmp_path / "c.duckdb"
     from forensics.cli import run
 
     run(["ingest", str(case), "--db", str(db), "--assume-utc"])
     rules = tmp_path / "rules.csv"
-    rules.write_text("jurisdiction,notify_within_hours,authority_within_hours,basis\n"
-                     "EU,1,2,probe basis\n")
+    rules.write_text(
+        "jurisdiction,notify_within_hours,authority_within_hours,basis\nEU,1,2,probe basis\n"
+    )
     node_map = tmp_path / "map.csv"
     node_map.write_text("node,file_glob\nprobe-node,*\n")
     return {"case": case, "db": db, "rules": rules, "node_map": node_map, "tmp": tmp_path}
@@ -78,12 +80,17 @@ def _fixtures(tmp_path: Path) -> dict[str, Any]:
 def _base(name: str, f: dict[str, Any]) -> list[str]:
     """The arguments a command needs to start (required options and arguments)."""
     return {
-        "analyze": ["--db", f["db"]], "audit-logs": [LOG], "bench": [],
+        "analyze": ["--db", f["db"]],
+        "audit-logs": [LOG],
+        "bench": [],
         "ingest": [f["case"], "--db", f["tmp"] / "d.duckdb"],
         "investigate": [f["case"], "--out", f["tmp"] / "out"],
-        "replay": ["--db", f["db"]], "report": ["--db", f["db"], "--out", f["tmp"] / "r"],
-        "reconstruct": ["--db", f["db"]], "simulate": [f["tmp"] / "sim"],
-        "tap": ["vllm", "--", "true"], "verify": [f["tmp"]],
+        "replay": ["--db", f["db"]],
+        "report": ["--db", f["db"], "--out", f["tmp"] / "r"],
+        "reconstruct": ["--db", f["db"]],
+        "simulate": [f["tmp"] / "sim"],
+        "tap": ["vllm", "--", "true"],
+        "verify": [f["tmp"]],
     }[name]
 
 
@@ -92,26 +99,41 @@ def _value(command: str, option: Any, f: dict[str, Any]) -> list[Any]:
     special: dict[tuple[str, str], Any] = {
         ("investigate", "--aware-at"): "2026-09-01T00:00:00Z",
         ("report", "--aware-at"): "2026-09-01T00:00:00Z",
-        ("investigate", "--rules"): f["rules"], ("report", "--rules"): f["rules"],
-        ("investigate", "--replay-model"): "test", ("replay", "--model"): "test",
-        ("investigate", "--replay-device"): "cpu", ("replay", "--device"): "cpu",
-        ("replay", "--request"): "R1", ("audit-logs", "--node-map"): f["node_map"],
-        ("bench", "--mix"): "long", ("bench", "--memory-limit"): "1GB",
-        ("bench", "--workdir"): f["tmp"] / "bench", ("simulate", "--bug"): "late-transfer",
-        ("simulate", "--fixed-at"): "2026-09-01T00:00:00Z", ("simulate", "--model"): "test",
-        ("verify", "--case"): f["case"], ("ingest", "--db"): f["tmp"] / "e.duckdb",
+        ("investigate", "--rules"): f["rules"],
+        ("report", "--rules"): f["rules"],
+        ("investigate", "--replay-model"): "test",
+        ("replay", "--model"): "test",
+        ("investigate", "--replay-device"): "cpu",
+        ("replay", "--device"): "cpu",
+        ("replay", "--request"): "R1",
+        ("audit-logs", "--node-map"): f["node_map"],
+        ("bench", "--mix"): "long",
+        ("bench", "--memory-limit"): "1GB",
+        ("bench", "--workdir"): f["tmp"] / "bench",
+        ("simulate", "--bug"): "late-transfer",
+        ("simulate", "--fixed-at"): "2026-09-01T00:00:00Z",
+        ("simulate", "--model"): "test",
+        ("verify", "--case"): f["case"],
+        ("ingest", "--db"): f["tmp"] / "e.duckdb",
         ("analyze", "--db"): f["tmp"] / "copy.duckdb",
-        ("investigate", "--out"): f["tmp"] / "out2", ("report", "--out"): f["tmp"] / "r2",
-        ("replay", "--db"): f["tmp"] / "copy.duckdb", ("report", "--db"): f["tmp"] / "copy.duckdb",
-        ("investigate", "--served-model"): "served", ("replay", "--served-model"): "served",
-        ("replay", "--device-map"): "auto", ("simulate", "--allocator"): "sglang",
-        ("analyze", "--ray"): "127.0.0.1:6379", ("investigate", "--ray"): "127.0.0.1:6379",
+        ("investigate", "--out"): f["tmp"] / "out2",
+        ("report", "--out"): f["tmp"] / "r2",
+        ("replay", "--db"): f["tmp"] / "copy.duckdb",
+        ("report", "--db"): f["tmp"] / "copy.duckdb",
+        ("investigate", "--served-model"): "served",
+        ("replay", "--served-model"): "served",
+        ("replay", "--device-map"): "auto",
+        ("simulate", "--allocator"): "sglang",
+        ("analyze", "--ray"): "127.0.0.1:6379",
+        ("investigate", "--ray"): "127.0.0.1:6379",
         ("ingest", "--ray"): "127.0.0.1:6379",
         ("ingest", "--ledger-external"): f["tmp"] / "ledger",
         ("investigate", "--ledger-external"): f["tmp"] / "ledger",
         ("reconstruct", "--db"): f["tmp"] / "copy.duckdb",
-        ("reconstruct", "--allocator"): "lifo", ("reconstruct", "--replay-model"): "test",
-        ("reconstruct", "--replay-device"): "cpu", ("tap", "--dir"): f["tmp"] / "tapdir",
+        ("reconstruct", "--allocator"): "lifo",
+        ("reconstruct", "--replay-model"): "test",
+        ("reconstruct", "--replay-device"): "cpu",
+        ("tap", "--dir"): f["tmp"] / "tapdir",
         ("tap", "--node"): "node-x",
     }
     name = option.opts[0]
@@ -172,7 +194,7 @@ def test_every_option_reaches_its_stage(cli, tmp_path, monkeypatch):
             args = _value(command, param, f)
             if name in base:  # a required option: replace its value
                 i = base.index(name)
-                trial = [*base[:i], *args, *base[i + 2:]]
+                trial = [*base[:i], *args, *base[i + 2 :]]
             else:
                 trial = [*base, *args]
             got = _record(monkeypatch, command, cli, trial)
@@ -185,18 +207,36 @@ def test_investigate_records_and_honours_every_option(cli, tmp_path):
     f = _fixtures(tmp_path)
     (f["case"] / "accounts.csv").write_text("account_id,jurisdiction\na,EU\n")
     out = tmp_path / "o"
-    code, stdout, err = cli("investigate", f["case"], "--out", out, "--assume-utc",
-                            "--aware-at", "2026-09-01T02:00:00+02:00", "--rules", f["rules"],
-                            "--replay-model", "test", "--replay-device", "cpu",
-                            "--follow-links", "--json")
+    code, stdout, err = cli(
+        "investigate",
+        f["case"],
+        "--out",
+        out,
+        "--assume-utc",
+        "--aware-at",
+        "2026-09-01T02:00:00+02:00",
+        "--rules",
+        f["rules"],
+        "--replay-model",
+        "test",
+        "--replay-device",
+        "cpu",
+        "--follow-links",
+        "--json",
+    )
     assert code in (0, 1), err
     assert json.loads(stdout)["out_dir"] == str(out)
     params = json.loads((out / "manifest.json").read_text())["parameters"]
     assert params == {
-        "assume_utc": True, "aware_at": "2026-09-01T02:00:00+02:00", "rules": str(f["rules"]),
+        "assume_utc": True,
+        "aware_at": "2026-09-01T02:00:00+02:00",
+        "rules": str(f["rules"]),
         "rules_sha256": __import__("hashlib").sha256(f["rules"].read_bytes()).hexdigest(),
-        "replay_model": "test", "replay_device": "cpu", "follow_links": True,
-        "served_model": None}
+        "replay_model": "test",
+        "replay_device": "cpu",
+        "follow_links": True,
+        "served_model": None,
+    }
     summary = json.loads((out / "notifications" / "summary.json").read_text())
     assert summary["aware_at"] == "2026-09-01T00:00:00.000000Z"  # UTC, fixed-width ISO-8601
     stages = json.loads((out / "manifest.json").read_text())["stages"]
@@ -205,13 +245,16 @@ def test_investigate_records_and_honours_every_option(cli, tmp_path):
         assert stages["replay"]["model"] in ("test", None) and stages["replay"]["device"] == "cpu"
 
 
-@pytest.mark.parametrize(("option", "value", "says"), [
-    ("--rules", "/no/such/rules.csv", "rules"),
-    ("--replay-device", "tpu", "tpu"),
-    ("--replay-model", "/no/such/model", "model"),
-    ("--aware-at", "yesterday", "aware-at"),
-    ("--aware-at", "2026-09-01T00:00:00", "offset"),
-])
+@pytest.mark.parametrize(
+    ("option", "value", "says"),
+    [
+        ("--rules", "/no/such/rules.csv", "rules"),
+        ("--replay-device", "tpu", "tpu"),
+        ("--replay-model", "/no/such/model", "model"),
+        ("--aware-at", "yesterday", "aware-at"),
+        ("--aware-at", "2026-09-01T00:00:00", "offset"),
+    ],
+)
 def test_bad_values_fail_before_any_work(cli, tmp_path, option, value, says):
     cli = _flat(cli)
     f = _fixtures(tmp_path)

@@ -14,7 +14,7 @@ import pytest
 FORMULA_FIRST = ("=", "+", "-", "@", "\t", "\r")
 HOSTILE_NAME = "  +SUM(A1) \u202eevil\u2066 *bold* [x](http://e.example) <b>\r\nnext"
 ACCOUNTS = [  # (account_id, name) pairs: receiver, leaker
-    ("=HYPERLINK(\"http://e.example\")", HOSTILE_NAME),
+    ('=HYPERLINK("http://e.example")', HOSTILE_NAME),
     ("@cmd", "-2+3\x00nul"),
 ]
 REQUESTS = ["\t=1+1", "-5"]
@@ -29,25 +29,65 @@ def out(tmp_path_factory: pytest.TempPathFactory) -> Path:
     case.mkdir()
     (receiver, _), (leaker, _) = ACCOUNTS
     lines = [
-        {"request_id": REQUESTS[1], "account_id": leaker, "model": "m",
-         "received_at": "2026-08-27T10:00:00Z", "http_status": 200, "prompt_tokens": 4},
-        {"request_id": REQUESTS[0], "account_id": receiver, "model": "m\r\nx",
-         "received_at": "2026-08-27T10:00:05Z", "http_status": 200, "prompt_tokens": 4},
-        {"request_id": "=bad", "account_id": "a", "model": "m", "received_at": "=NOW()",
-         "http_status": 200, "prompt_tokens": 1},  # quarantined: its value reaches the CSV
+        {
+            "request_id": REQUESTS[1],
+            "account_id": leaker,
+            "model": "m",
+            "received_at": "2026-08-27T10:00:00Z",
+            "http_status": 200,
+            "prompt_tokens": 4,
+        },
+        {
+            "request_id": REQUESTS[0],
+            "account_id": receiver,
+            "model": "m\r\nx",
+            "received_at": "2026-08-27T10:00:05Z",
+            "http_status": 200,
+            "prompt_tokens": 4,
+        },
+        {
+            "request_id": "=bad",
+            "account_id": "a",
+            "model": "m",
+            "received_at": "=NOW()",
+            "http_status": 200,
+            "prompt_tokens": 1,
+        },  # quarantined: its value reaches the CSV
     ]
     (case / "requests.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
-    (case / "accounts.jsonl").write_text("".join(
-        json.dumps({"account_id": a, "name": n, "contact_email": "+x@e.example",
-                    "jurisdiction": "-EU"}) + "\n" for a, n in ACCOUNTS))
-    events = [("2026-08-27T10:00:00Z", REQUESTS[1], "alloc", None),
-              ("2026-08-27T10:00:01Z", REQUESTS[1], "write", 0),
-              ("2026-08-27T10:00:02Z", REQUESTS[1], "free", None),
-              ("2026-08-27T10:00:05Z", REQUESTS[0], "alloc", None),
-              ("2026-08-27T10:00:06Z", REQUESTS[0], "read", 0)]
-    (case / "kv_events.jsonl").write_text("".join(json.dumps(
-        {"ts": t, "node": "-node\r1", "request_id": r, "op": op, "slot_start": 0, "slot_count": 4,
-         **({} if p is None else {"pos_start": p})}) + "\n" for t, r, op, p in events))
+    (case / "accounts.jsonl").write_text(
+        "".join(
+            json.dumps(
+                {"account_id": a, "name": n, "contact_email": "+x@e.example", "jurisdiction": "-EU"}
+            )
+            + "\n"
+            for a, n in ACCOUNTS
+        )
+    )
+    events = [
+        ("2026-08-27T10:00:00Z", REQUESTS[1], "alloc", None),
+        ("2026-08-27T10:00:01Z", REQUESTS[1], "write", 0),
+        ("2026-08-27T10:00:02Z", REQUESTS[1], "free", None),
+        ("2026-08-27T10:00:05Z", REQUESTS[0], "alloc", None),
+        ("2026-08-27T10:00:06Z", REQUESTS[0], "read", 0),
+    ]
+    (case / "kv_events.jsonl").write_text(
+        "".join(
+            json.dumps(
+                {
+                    "ts": t,
+                    "node": "-node\r1",
+                    "request_id": r,
+                    "op": op,
+                    "slot_start": 0,
+                    "slot_count": 4,
+                    **({} if p is None else {"pos_start": p}),
+                }
+            )
+            + "\n"
+            for t, r, op, p in events
+        )
+    )
     code = run(["investigate", str(case), "--out", str(root / "out")])
     assert code == 1
     return root / "out"
@@ -63,8 +103,13 @@ def _is_number(cell: str) -> bool:
 
 def test_every_csv_parses_with_one_width_and_no_formula(out: Path) -> None:
     files = sorted(out.rglob("*.csv"))
-    assert {p.name for p in files} >= {"quarantine.csv", "timeline.csv", "receiving_accounts.csv",
-                                       "leaking_accounts.csv", "affected_requests.csv"}
+    assert {p.name for p in files} >= {
+        "quarantine.csv",
+        "timeline.csv",
+        "receiving_accounts.csv",
+        "leaking_accounts.csv",
+        "affected_requests.csv",
+    }
     for path in files:
         with path.open(newline="", encoding="utf-8") as handle:
             rows = list(csv.reader(handle, strict=True))
@@ -83,8 +128,12 @@ def test_cr_and_lf_inside_values_are_quoted(out: Path) -> None:
         rows = list(csv.reader(handle))
     assert any("-node\r1" in cell for row in rows for cell in row)
     assert b'"\'-node\r1"' in raw  # a lone CR is quoted too
-    names = {r[2] for r in csv.reader((out / "notifications" / "receiving_accounts.csv").open(
-        newline="", encoding="utf-8"))}
+    names = {
+        r[2]
+        for r in csv.reader(
+            (out / "notifications" / "receiving_accounts.csv").open(newline="", encoding="utf-8")
+        )
+    }
     assert "'" + HOSTILE_NAME in names  # the whole value, neutralised, with its CR LF
 
 

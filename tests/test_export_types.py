@@ -159,7 +159,7 @@ def test_csv_cells_are_spreadsheet_safe_and_line_breaks_quoted(tmp_path: Path) -
     tables = seq_tables()
     for row in tables["affected_accounts"]:
         if row["account_id"] == "acct-1":
-            row["name"] = "=HYPERLINK(\"http://x\")\r\nsecond line"
+            row["name"] = '=HYPERLINK("http://x")\r\nsecond line'
         if row["account_id"] == "acct-2":
             row["name"] = "line one\nline two"
     con = open_case(build_case(tmp_path / "case.duckdb", tables))
@@ -169,10 +169,16 @@ def test_csv_cells_are_spreadsheet_safe_and_line_breaks_quoted(tmp_path: Path) -
     with (notes / "receiving_accounts.csv").open(newline="", encoding="utf-8") as handle:
         rows = {r["account_id"]: r for r in csv.DictReader(handle)}
     assert len(rows) == 4  # no record split by the line breaks
-    assert rows["acct-1"]["name"] == "'=HYPERLINK(\"http://x\")\r\nsecond line"
+    assert rows["acct-1"]["name"] == '\'=HYPERLINK("http://x")\r\nsecond line'
     assert rows["acct-2"]["name"] == "line one\nline two"
-    kept = {r["account_id"]: r["name"] for r in json.loads((notes / "receiving_accounts.json")
-                                                          .read_text())}
-    assert kept["acct-1"] == "=HYPERLINK(\"http://x\")\r\nsecond line"
-    assert pl.read_parquet(notes / "receiving_accounts.parquet").filter(
-        pl.col("account_id") == "acct-1")["name"][0] == kept["acct-1"]
+    kept = {
+        r["account_id"]: r["name"]
+        for r in json.loads((notes / "receiving_accounts.json").read_text())
+    }
+    assert kept["acct-1"] == '=HYPERLINK("http://x")\r\nsecond line'
+    assert (
+        pl.read_parquet(notes / "receiving_accounts.parquet").filter(
+            pl.col("account_id") == "acct-1"
+        )["name"][0]
+        == kept["acct-1"]
+    )

@@ -15,16 +15,24 @@ EV = "ts,node,request_id,op,slot_start,slot_count,pos_start\n"
 
 
 def _case(case, n_requests: int):
-    rows = "".join(f"R{i},a{i % 3},m,2026-08-27T10:00:0{i % 10}Z,200,{i}\n"
-                   for i in range(n_requests))
+    rows = "".join(
+        f"R{i},a{i % 3},m,2026-08-27T10:00:0{i % 10}Z,200,{i}\n" for i in range(n_requests)
+    )
     events = "".join(f"2026-08-27T10:00:00Z,n1,R{i},alloc,{i},1,0\n" for i in range(n_requests))
-    return case({"requests.csv": REQ + rows, "kv_events/p1.csv": EV + events,
-                 "kv_events/p2.csv": EV + events})
+    return case(
+        {
+            "requests.csv": REQ + rows,
+            "kv_events/p1.csv": EV + events,
+            "kv_events/p2.csv": EV + events,
+        }
+    )
 
 
 def _snapshot(db):
-    return {t: query(db, f"SELECT * FROM {t} ORDER BY ALL")
-            for t in ("requests", "kv_events", "quarantine", "input_files")}
+    return {
+        t: query(db, f"SELECT * FROM {t} ORDER BY ALL")
+        for t in ("requests", "kv_events", "quarantine", "input_files")
+    }
 
 
 def test_reingest_is_idempotent(case, cli, tmp_path):
@@ -86,7 +94,12 @@ def test_hard_kill_mid_ingest_leaves_previous_state(case, cli, tmp_path, kill_at
         load._load_file = dying
         load.ingest_case(Path(sys.argv[1]), Path(sys.argv[2]))
     """)
-    proc = subprocess.run([sys.executable, "-c", script, str(root), str(db)], cwd=REPO,
-                          capture_output=True, env={"PYTHONPATH": str(REPO)}, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-c", script, str(root), str(db)],
+        cwd=REPO,
+        capture_output=True,
+        env={"PYTHONPATH": str(REPO)},
+        check=False,
+    )
     assert proc.returncode == -9
     assert _snapshot(db) == before

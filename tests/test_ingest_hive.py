@@ -16,10 +16,24 @@ REQUESTS = (
     "R1,a,m,2026-08-27T10:00:00Z,200,4\n"
 )
 ROWS = [
-    {"ts": "2026-08-27T10:00:00Z", "node": "real-node", "request_id": "R1", "op": "alloc",
-     "slot_start": 1, "slot_count": 4, "pos_start": None},
-    {"ts": "2026-08-27T10:00:01Z", "node": "real-node", "request_id": "R1", "op": "write",
-     "slot_start": 1, "slot_count": 4, "pos_start": 0},
+    {
+        "ts": "2026-08-27T10:00:00Z",
+        "node": "real-node",
+        "request_id": "R1",
+        "op": "alloc",
+        "slot_start": 1,
+        "slot_count": 4,
+        "pos_start": None,
+    },
+    {
+        "ts": "2026-08-27T10:00:01Z",
+        "node": "real-node",
+        "request_id": "R1",
+        "op": "write",
+        "slot_start": 1,
+        "slot_count": 4,
+        "pos_start": 0,
+    },
 ]
 
 

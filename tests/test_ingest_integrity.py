@@ -34,8 +34,11 @@ def _frames(data: bytes, kind: str, cuts: list[int]) -> tuple[bytes, list[int]]:
     out, ends = b"", []
     for a, b in zip([0, *cuts], [*cuts, len(data)], strict=True):
         piece = data[a:b]
-        out += (gzip.compress(piece, mtime=0) if kind == "gzip"
-                else zstandard.ZstdCompressor().compress(piece))
+        out += (
+            gzip.compress(piece, mtime=0)
+            if kind == "gzip"
+            else zstandard.ZstdCompressor().compress(piece)
+        )
         ends.append(len(out))
     return out, ends
 
@@ -43,12 +46,23 @@ def _frames(data: bytes, kind: str, cuts: list[int]) -> tuple[bytes, list[int]]:
 @pytest.mark.parametrize("kind", ["gzip", "zstd"])
 def test_cut_compressed_file_stops_naming_it(case, cli, tmp_path, kind):
     text = _requests(4000).encode()
-    whole = gzip.compress(text, mtime=0) if kind == "gzip" else zstandard.ZstdCompressor(
-        level=1).compress(text)
+    whole = (
+        gzip.compress(text, mtime=0)
+        if kind == "gzip"
+        else zstandard.ZstdCompressor(level=1).compress(text)
+    )
     ext = "gz" if kind == "gzip" else "zst"
     rng = random.Random(7)
-    positions = sorted({1, 10, len(whole) // 2, len(whole) - 1, len(whole) - 4,
-                        *(rng.randrange(1, len(whole)) for _ in range(4))})
+    positions = sorted(
+        {
+            1,
+            10,
+            len(whole) // 2,
+            len(whole) - 1,
+            len(whole) - 4,
+            *(rng.randrange(1, len(whole)) for _ in range(4)),
+        }
+    )
     for cut in positions:
         root = case({})
         write_file(root / f"requests.csv.{ext}", whole[:cut])
@@ -82,9 +96,17 @@ def test_file_cut_at_a_frame_boundary_stops(case, cli, tmp_path, kind):
 def test_truncated_parquet_gz_names_the_file(case, cli, tmp_path):
     from conftest import parquet_bytes
 
-    rows = [{"request_id": f"R{i}", "account_id": "a", "model": "m",
-             "received_at": "2026-08-27T10:00:00Z", "http_status": 200, "prompt_tokens": i}
-            for i in range(50)]
+    rows = [
+        {
+            "request_id": f"R{i}",
+            "account_id": "a",
+            "model": "m",
+            "received_at": "2026-08-27T10:00:00Z",
+            "http_status": 200,
+            "prompt_tokens": i,
+        }
+        for i in range(50)
+    ]
     data = gzip.compress(parquet_bytes(rows), mtime=0)
     root = case({})
     write_file(root / "requests.parquet.gz", data[: len(data) // 2])
@@ -112,22 +134,29 @@ def test_stray_quotes_never_swallow_rows(case, cli, tmp_path):
 
 
 def test_quoted_newline_inside_a_value_is_one_record(case, cli, tmp_path):
-    text = (REQ + 'R1,acct-1,"model\nname",2026-08-27T10:00:00Z,200,5\n'
-            + "R2,acct-2,m,2026-08-27T10:00:00Z,200,6\n")
+    text = (
+        REQ
+        + 'R1,acct-1,"model\nname",2026-08-27T10:00:00Z,200,5\n'
+        + "R2,acct-2,m,2026-08-27T10:00:00Z,200,6\n"
+    )
     root = case({"requests.csv": text})
     code, out, err = _ingest(cli, root, tmp_path)
     assert code == 0, err
     result = json.loads(out)
     assert result["rows_read"] == 2 and result["rows_loaded"] == 2
     assert query(tmp_path / "c.duckdb", "SELECT model FROM requests ORDER BY request_id")[0] == (
-        "model\nname",)
+        "model\nname",
+    )
 
 
 def test_every_physical_line_is_counted(case, cli, tmp_path):
     """Blank lines are not records; every other line is loaded or quarantined, comment-looking
     lines included."""
-    text = (REQ + "R1,a,m,2026-08-27T10:00:00Z,200,1\n\n#R2,a,m,2026-08-27T10:00:00Z,200,2\n"
-            + "   \nR3,a,m\nR4,a,m,2026-08-27T10:00:00Z,200,4,extra\nR5,a,m,1,200,5")
+    text = (
+        REQ
+        + "R1,a,m,2026-08-27T10:00:00Z,200,1\n\n#R2,a,m,2026-08-27T10:00:00Z,200,2\n"
+        + "   \nR3,a,m\nR4,a,m,2026-08-27T10:00:00Z,200,4,extra\nR5,a,m,1,200,5"
+    )
     root = case({"requests.csv": text})
     code, out, _ = _ingest(cli, root, tmp_path)
     result = json.loads(out)
@@ -181,26 +210,36 @@ BAD_VALUES = [
 
 @pytest.mark.parametrize(("column", "value", "why"), BAD_VALUES)
 def test_out_of_range_values_are_quarantined(case, cli, tmp_path, column, value, why):
-    row = {"request_id": "R1", "account_id": "a", "model": "m",
-           "received_at": "2026-08-27T10:00:00Z", "http_status": "200", "prompt_tokens": "1",
-           column: value}
-    root = case({"requests.csv": REQ + ",".join(row.values()) + "\n" + _requests(1)[len(REQ):]})
+    row = {
+        "request_id": "R1",
+        "account_id": "a",
+        "model": "m",
+        "received_at": "2026-08-27T10:00:00Z",
+        "http_status": "200",
+        "prompt_tokens": "1",
+        column: value,
+    }
+    root = case({"requests.csv": REQ + ",".join(row.values()) + "\n" + _requests(1)[len(REQ) :]})
     code, out, _ = _ingest(cli, root, tmp_path)
     assert code == 1 and json.loads(out)["rows_quarantined"] == 1
-    [(col, val, reason)] = query(tmp_path / "c.duckdb",
-                                 'SELECT "column", "value", reason FROM quarantine')
+    [(col, val, reason)] = query(
+        tmp_path / "c.duckdb", 'SELECT "column", "value", reason FROM quarantine'
+    )
     assert (col, val) == (column, value) and why in reason
 
 
 def test_edge_times_load_and_every_stage_copes(case, cli, tmp_path):
     req = REQ.strip() + ",first_token_at,completed_at\n"
     lo, hi = "0001-01-01T00:00:00Z", "9999-12-31T23:59:59.999999Z"
-    root = case({
-        "requests.csv": req + f"A,acct-1,m,{lo},200,4,{lo},{hi}\nB,acct-2,m,{hi},200,4,{hi},\n",
-        "kv_events.csv": EV + f"{lo},n1,A,alloc,0,4,\n{lo},n1,A,write,0,4,0\n{hi},n1,A,free,0,4,\n"
-        f"{hi},n1,B,alloc,0,4,\n{hi},n1,B,read,0,4,0\n"
-        f"{hi},n1,B,alloc,4611686018427387000,900,\n",
-    })
+    root = case(
+        {
+            "requests.csv": req + f"A,acct-1,m,{lo},200,4,{lo},{hi}\nB,acct-2,m,{hi},200,4,{hi},\n",
+            "kv_events.csv": EV
+            + f"{lo},n1,A,alloc,0,4,\n{lo},n1,A,write,0,4,0\n{hi},n1,A,free,0,4,\n"
+            f"{hi},n1,B,alloc,0,4,\n{hi},n1,B,read,0,4,0\n"
+            f"{hi},n1,B,alloc,4611686018427387000,900,\n",
+        }
+    )
     out = tmp_path / "out"
     code, _, err = cli("investigate", root, "--out", out, "--aware-at", "2026-09-01T00:00:00Z")
     assert code == 1, err
@@ -212,12 +251,16 @@ def test_edge_times_load_and_every_stage_copes(case, cli, tmp_path):
 
 def test_overflowing_slots_are_quarantined(case, cli, tmp_path):
     big = 2**63 - 1
-    root = case({"requests.csv": _requests(2),
-                 "kv_events.csv": EV + f"2026-08-27T10:00:00Z,n1,R1,alloc,{big},1,\n"
-                 f"2026-08-27T10:00:00Z,n1,R1,alloc,{2**40},{2**62},\n"
-                 f"2026-08-27T10:00:00Z,n1,R1,read,0,4,{2**40}\n"
-                 f"2026-08-27T10:00:00Z,n1,R1,alloc,0,{big + 1},\n",
-                 "nodes.csv": "node,pool_slots\nn1,100\n"})
+    root = case(
+        {
+            "requests.csv": _requests(2),
+            "kv_events.csv": EV + f"2026-08-27T10:00:00Z,n1,R1,alloc,{big},1,\n"
+            f"2026-08-27T10:00:00Z,n1,R1,alloc,{2**40},{2**62},\n"
+            f"2026-08-27T10:00:00Z,n1,R1,read,0,4,{2**40}\n"
+            f"2026-08-27T10:00:00Z,n1,R1,alloc,0,{big + 1},\n",
+            "nodes.csv": "node,pool_slots\nn1,100\n",
+        }
+    )
     code, out, err = _ingest(cli, root, tmp_path)
     assert code == 1, err
     assert json.loads(out)["tables"]["kv_events"]["rows_quarantined"] == 4
@@ -225,17 +268,41 @@ def test_overflowing_slots_are_quarantined(case, cli, tmp_path):
 
 def test_nested_json_is_quarantined_not_loaded_as_text(case, cli, tmp_path):
     lines = [
-        {"request_id": {"x": 1}, "account_id": "a", "model": "m",
-         "received_at": "2026-08-27T10:00:00Z", "http_status": 200, "prompt_tokens": 1},
-        {"request_id": "R2", "account_id": ["a"], "model": "m",
-         "received_at": "2026-08-27T10:00:00Z", "http_status": 200, "prompt_tokens": 1},
-        {"request_id": "R3", "account_id": "a", "model": "m",
-         "received_at": "2026-08-27T10:00:00Z", "http_status": 200, "prompt_tokens": 1},
+        {
+            "request_id": {"x": 1},
+            "account_id": "a",
+            "model": "m",
+            "received_at": "2026-08-27T10:00:00Z",
+            "http_status": 200,
+            "prompt_tokens": 1,
+        },
+        {
+            "request_id": "R2",
+            "account_id": ["a"],
+            "model": "m",
+            "received_at": "2026-08-27T10:00:00Z",
+            "http_status": 200,
+            "prompt_tokens": 1,
+        },
+        {
+            "request_id": "R3",
+            "account_id": "a",
+            "model": "m",
+            "received_at": "2026-08-27T10:00:00Z",
+            "http_status": 200,
+            "prompt_tokens": 1,
+        },
     ]
-    contents = [{"request_id": "R3", "prompt_token_ids": [1, 2]},
-                {"request_id": "R4", "prompt_token_ids": {"a": 1}}]
-    root = case({"requests.jsonl": "".join(json.dumps(x) + "\n" for x in lines),
-                 "contents.jsonl": "".join(json.dumps(x) + "\n" for x in contents)})
+    contents = [
+        {"request_id": "R3", "prompt_token_ids": [1, 2]},
+        {"request_id": "R4", "prompt_token_ids": {"a": 1}},
+    ]
+    root = case(
+        {
+            "requests.jsonl": "".join(json.dumps(x) + "\n" for x in lines),
+            "contents.jsonl": "".join(json.dumps(x) + "\n" for x in contents),
+        }
+    )
     code, out, _ = _ingest(cli, root, tmp_path)
     assert code == 1
     tables = json.loads(out)["tables"]
@@ -247,10 +314,15 @@ def test_nested_json_is_quarantined_not_loaded_as_text(case, cli, tmp_path):
 
 
 def test_hidden_files_are_skipped_and_listed(case, cli, tmp_path):
-    root = case({"requests.csv": _requests(3), "kv_events/part-1.csv": EV,
-                 "kv_events/._part-1.csv": "\x00\x05Mac OS X garbage",
-                 "kv_events/.part-2.csv": EV + "2026-08-27T10:00:00Z,n1,R1,alloc,0,1,\n",
-                 ".DS_Store": "x"})
+    root = case(
+        {
+            "requests.csv": _requests(3),
+            "kv_events/part-1.csv": EV,
+            "kv_events/._part-1.csv": "\x00\x05Mac OS X garbage",
+            "kv_events/.part-2.csv": EV + "2026-08-27T10:00:00Z,n1,R1,alloc,0,1,\n",
+            ".DS_Store": "x",
+        }
+    )
     code, out, err = _ingest(cli, root, tmp_path)
     assert code == 0, err
     skipped = {s["path"]: s["why"] for s in json.loads(out)["skipped"]}
@@ -260,10 +332,15 @@ def test_hidden_files_are_skipped_and_listed(case, cli, tmp_path):
 
 
 def test_links_outside_the_case_are_not_followed(case, cli, tmp_path):
-    secret = write_file(tmp_path / "elsewhere" / "secret.csv",
-                        "request_id,account_id\nTOPSECRET-VALUE,x\n")
-    root = case({"requests.csv": _requests(2),
-                 "spare/events.csv": EV + "2026-08-27T10:00:00Z,n1,R1,alloc,0,1,\n"})
+    secret = write_file(
+        tmp_path / "elsewhere" / "secret.csv", "request_id,account_id\nTOPSECRET-VALUE,x\n"
+    )
+    root = case(
+        {
+            "requests.csv": _requests(2),
+            "spare/events.csv": EV + "2026-08-27T10:00:00Z,n1,R1,alloc,0,1,\n",
+        }
+    )
     (root / "kv_events").mkdir()
     os.symlink(secret, root / "accounts.csv")
     os.symlink(secret.parent, root / "kv_events" / "more")
@@ -285,9 +362,11 @@ def test_links_outside_the_case_are_not_followed(case, cli, tmp_path):
 
 
 def test_partial_seq_is_warned(case, cli, tmp_path):
-    events = ("ts,seq,node,request_id,op,slot_start,slot_count,pos_start\n"
-              "2026-08-27T10:00:00Z,1,n1,R1,alloc,0,4,\n2026-08-27T10:00:01Z,,n1,R1,free,0,4,\n"
-              "2026-08-27T10:00:00Z,1,n2,R1,alloc,0,4,\n2026-08-27T10:00:01Z,2,n2,R1,free,0,4,\n")
+    events = (
+        "ts,seq,node,request_id,op,slot_start,slot_count,pos_start\n"
+        "2026-08-27T10:00:00Z,1,n1,R1,alloc,0,4,\n2026-08-27T10:00:01Z,,n1,R1,free,0,4,\n"
+        "2026-08-27T10:00:00Z,1,n2,R1,alloc,0,4,\n2026-08-27T10:00:01Z,2,n2,R1,free,0,4,\n"
+    )
     root = case({"requests.csv": _requests(2), "kv_events.csv": events})
     code, out, err = _ingest(cli, root, tmp_path)
     assert code == 0
@@ -299,8 +378,9 @@ def test_partial_seq_is_warned(case, cli, tmp_path):
 
 
 @pytest.mark.parametrize("compression", ["", ".gz"])
-def test_large_jsonl_loads_in_parts_with_the_same_rows(case, cli, tmp_path, monkeypatch,
-                                                       compression):
+def test_large_jsonl_loads_in_parts_with_the_same_rows(
+    case, cli, tmp_path, monkeypatch, compression
+):
     import forensics.ingest.chunks as chunks
 
     lines = []
@@ -317,20 +397,28 @@ def test_large_jsonl_loads_in_parts_with_the_same_rows(case, cli, tmp_path, monk
     assert (result["rows_read"], result["rows_quarantined"]) == (60, 5)
     db = tmp_path / "c.duckdb"
     assert query(db, 'SELECT "row" FROM quarantine ORDER BY 1') == [
-        (i + 1,) for i in range(60) if i % 13 == 5]
+        (i + 1,) for i in range(60) if i % 13 == 5
+    ]
     rows = query(db, "SELECT request_id, len(prompt_token_ids) FROM contents ORDER BY src_row")
     assert rows == [(f"R{i}", i) for i in range(60) if i % 13 != 5]
     assert not list(tmp_path.glob("**/part-*.jsonl"))
 
 
 def test_quote_inside_an_unquoted_value_is_a_plain_character(case, cli, tmp_path):
-    text = (REQ + 'R1,O"Brien,m,2026-08-27T10:00:00Z,200,1\nR2,b,m,2026-08-27T10:00:00Z,200,2\n'
-            + 'R3,c"d,m,2026-08-27T10:00:00Z,200,3\nR4,"e ""q"", f",m,2026-08-27T10:00:00Z,200,4\n')
+    text = (
+        REQ
+        + 'R1,O"Brien,m,2026-08-27T10:00:00Z,200,1\nR2,b,m,2026-08-27T10:00:00Z,200,2\n'
+        + 'R3,c"d,m,2026-08-27T10:00:00Z,200,3\nR4,"e ""q"", f",m,2026-08-27T10:00:00Z,200,4\n'
+    )
     root = case({"requests.csv": text})
     code, out, err = _ingest(cli, root, tmp_path)
     assert code == 0, err
     assert query(tmp_path / "c.duckdb", "SELECT account_id FROM requests ORDER BY 1") == [
-        ("O\"Brien",), ("b",), ("c\"d",), ('e "q", f',)]
+        ('O"Brien',),
+        ("b",),
+        ('c"d',),
+        ('e "q", f',),
+    ]
 
 
 def test_quote_across_a_read_block_is_seen(case, cli, tmp_path, monkeypatch):
@@ -346,9 +434,11 @@ def test_quote_across_a_read_block_is_seen(case, cli, tmp_path, monkeypatch):
 
 
 def test_partial_seq_warning_reaches_the_run_summary_and_the_report(case, cli, tmp_path):
-    events = ("ts,seq,node,request_id,op,slot_start,slot_count,pos_start\n"
-              "2026-08-27T10:00:00Z,1,n1,R1,alloc,0,4,\n2026-08-27T10:00:01Z,,n1,R1,free,0,4,\n"
-              "2026-08-27T10:00:02Z,,n1,R1,alloc,0,4,\n")
+    events = (
+        "ts,seq,node,request_id,op,slot_start,slot_count,pos_start\n"
+        "2026-08-27T10:00:00Z,1,n1,R1,alloc,0,4,\n2026-08-27T10:00:01Z,,n1,R1,free,0,4,\n"
+        "2026-08-27T10:00:02Z,,n1,R1,alloc,0,4,\n"
+    )
     root = case({"requests.csv": _requests(2), "kv_events.csv": events})
     code, _, err = cli("investigate", root, "--out", tmp_path / "out")
     assert code in (0, 1), err

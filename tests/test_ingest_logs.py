@@ -28,8 +28,11 @@ def test_logs_are_ingested_with_the_case(cli, tmp_path):
     assert log["table"] == "logs"
     assert log["rows_read"] == log["rows_loaded"] + log["rows_quarantined"]
     assert log["rows_read"] == len((LOGS / "prefill-0.log").read_text().splitlines())
-    pools = query(db, "SELECT node, pool_slots, context_len FROM nodes "
-                      "WHERE src_file LIKE 'logs/%' ORDER BY node")
+    pools = query(
+        db,
+        "SELECT node, pool_slots, context_len FROM nodes "
+        "WHERE src_file LIKE 'logs/%' ORDER BY node",
+    )
     assert ("prefill-0", 681_280, 1_048_576) in pools
     assert query(db, "SELECT count(*) FROM node_facts")[0][0] > 0
     # the nodes file's own row stays beside the log's

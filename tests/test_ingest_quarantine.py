@@ -11,40 +11,48 @@ from conftest import query
 NODES = "node,role,page_size,pool_slots,context_len\nn1,decode,1,100,200\n"
 REQUESTS = (
     "request_id,account_id,model,received_at,http_status,prompt_tokens\n"
-    "A,acct-1,m,2026-08-27T10:00:00Z,200,4\n"          # row 1 ok
-    "B,acct-2,m,2026-08-27T10:00:00,200,4\n"           # row 2 no offset
-    "C,acct-3,m,yesterday,200,4\n"                     # row 3 not a timestamp
-    "D,acct-4,m,2026-08-27T10:00:00Z,twohundred,4\n"   # row 4 bad status
-    "E,acct-5,m,2026-08-27T10:00:00Z,200\n"            # row 5 too few fields
-    "A,acct-9,m,2026-08-27T10:00:00Z,200,4\n"          # row 6 duplicate request_id
-    ",acct-6,m,2026-08-27T10:00:00Z,200,4\n"           # row 7 missing request_id
-    "F,acct-7,m,2026-08-27T10:00:00Z,200,-3\n"         # row 8 negative prompt_tokens
+    "A,acct-1,m,2026-08-27T10:00:00Z,200,4\n"  # row 1 ok
+    "B,acct-2,m,2026-08-27T10:00:00,200,4\n"  # row 2 no offset
+    "C,acct-3,m,yesterday,200,4\n"  # row 3 not a timestamp
+    "D,acct-4,m,2026-08-27T10:00:00Z,twohundred,4\n"  # row 4 bad status
+    "E,acct-5,m,2026-08-27T10:00:00Z,200\n"  # row 5 too few fields
+    "A,acct-9,m,2026-08-27T10:00:00Z,200,4\n"  # row 6 duplicate request_id
+    ",acct-6,m,2026-08-27T10:00:00Z,200,4\n"  # row 7 missing request_id
+    "F,acct-7,m,2026-08-27T10:00:00Z,200,-3\n"  # row 8 negative prompt_tokens
 )
-EVENT = {"ts": "2026-08-27T10:00:00Z", "node": "n1", "request_id": "A", "op": "read",
-         "slot_start": 0, "slot_count": 4, "pos_start": 0}
+EVENT = {
+    "ts": "2026-08-27T10:00:00Z",
+    "node": "n1",
+    "request_id": "A",
+    "op": "read",
+    "slot_start": 0,
+    "slot_count": 4,
+    "pos_start": 0,
+}
 
 
 def _events() -> str:
     bad = [
-        {},                                           # 1 ok
-        {"op": "evict"},                              # 2 op not allowed
-        {"slot_count": 0},                            # 3 slot_count must be > 0
-        {"slot_start": -1},                           # 5 slot_start >= 0
-        {"slot_start": 98, "slot_count": 4},          # 7 past the pool of 100
-        {"pos_start": None},                          # 8 pos_start required for read
-        {"request_id": "ghost"},                      # 9 unknown request: kept, flagged
-        {"seq": "x"},                                 # 10 seq not an integer
-        {"slot_count": "4.0"},                        # 11 not an integer
+        {},  # 1 ok
+        {"op": "evict"},  # 2 op not allowed
+        {"slot_count": 0},  # 3 slot_count must be > 0
+        {"slot_start": -1},  # 5 slot_start >= 0
+        {"slot_start": 98, "slot_count": 4},  # 7 past the pool of 100
+        {"pos_start": None},  # 8 pos_start required for read
+        {"request_id": "ghost"},  # 9 unknown request: kept, flagged
+        {"seq": "x"},  # 10 seq not an integer
+        {"slot_count": "4.0"},  # 11 not an integer
     ]  # comments give the line numbers after the two broken lines are inserted
     lines = [json.dumps({**EVENT, **b}) for b in bad]
-    lines.insert(3, '{"ts": "2026-08-27T10:00:00Z", "node": "n1", broken')   # line 4 broken
-    lines.insert(5, "[1, 2, 3]")                                               # line 6 not object
+    lines.insert(3, '{"ts": "2026-08-27T10:00:00Z", "node": "n1", broken')  # line 4 broken
+    lines.insert(5, "[1, 2, 3]")  # line 6 not object
     return "\n".join(lines) + "\n"
 
 
 def _quarantine(db):
-    return query(db, 'SELECT file, "row", "column", "value", reason FROM quarantine '
-                     'ORDER BY file, "row"')
+    return query(
+        db, 'SELECT file, "row", "column", "value", reason FROM quarantine ORDER BY file, "row"'
+    )
 
 
 def test_bad_rows_are_quarantined_with_reasons(case, cli, tmp_path):
@@ -58,8 +66,10 @@ def test_bad_rows_are_quarantined_with_reasons(case, cli, tmp_path):
     assert got[(req, 3)][:2] == ("received_at", "yesterday")
     assert got[(req, 4)][:2] == ("http_status", "twohundred")
     assert "does not parse" in got[(req, 5)][2] and got[(req, 5)][1].startswith("E,acct-5")
-    assert got[(req, 6)][:2] == ("request_id", "A") and "first seen at requests.csv row 1" in (
-        got[(req, 6)][2])
+    assert (
+        got[(req, 6)][:2] == ("request_id", "A")
+        and "first seen at requests.csv row 1" in (got[(req, 6)][2])
+    )
     assert got[(req, 7)][0] == "request_id" and "missing" in got[(req, 7)][2]
     assert got[(req, 8)][:2] == ("prompt_tokens", "-3")
     ev = "kv_events.jsonl"
@@ -76,7 +86,7 @@ def test_bad_rows_are_quarantined_with_reasons(case, cli, tmp_path):
     # the unknown request is loaded and flagged, not quarantined
     assert (ev, 9) not in got
     assert query(db, "SELECT request_known FROM kv_events WHERE request_id = 'ghost'") == [(False,)]
-    assert query(db, "SELECT file, \"row\", \"value\" FROM ingest_warnings") == [(ev, 9, "ghost")]
+    assert query(db, 'SELECT file, "row", "value" FROM ingest_warnings') == [(ev, 9, "ghost")]
     summary = json.loads(out)
     for f in summary["files"]:
         assert f["rows_read"] == f["rows_loaded"] + f["rows_quarantined"]
@@ -90,8 +100,12 @@ def test_counts_add_up_against_the_tables(case, cli, tmp_path):
     db = tmp_path / "c.duckdb"
     cli("ingest", root, "--db", db)
     for table in ("requests", "kv_events", "nodes"):
-        files = query(db, "SELECT path, rows_read, rows_loaded, rows_quarantined FROM input_files "
-                          "WHERE table_name = $t", {"t": table})
+        files = query(
+            db,
+            "SELECT path, rows_read, rows_loaded, rows_quarantined FROM input_files "
+            "WHERE table_name = $t",
+            {"t": table},
+        )
         for path, read, loaded, quarantined in files:
             in_table = query(db, f"SELECT count(*) FROM {table} WHERE src_file = $p", {"p": path})
             in_q = query(db, "SELECT count(*) FROM quarantine WHERE file = $p", {"p": path})
@@ -110,8 +124,12 @@ def test_quarantine_csv_written_by_investigate(case, cli, tmp_path):
 
 
 def test_missing_required_column_stops_with_a_hint(case, cli, tmp_path):
-    root = case({"requests.csv": "request_id,acount_id,model,received_at,http_status,"
-                                 "prompt_tokens\nA,x,m,2026-08-27T10:00:00Z,200,1\n"})
+    root = case(
+        {
+            "requests.csv": "request_id,acount_id,model,received_at,http_status,"
+            "prompt_tokens\nA,x,m,2026-08-27T10:00:00Z,200,1\n"
+        }
+    )
     code, _, err = cli("ingest", root, "--db", tmp_path / "c.duckdb")
     assert code == 2
     assert "requests.csv" in err and "'account_id'" in err

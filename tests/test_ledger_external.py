@@ -18,9 +18,19 @@ from forensics.cli.ray_option import optional_values
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE = REPO / "data_samples" / "incident"
-TABLES = ("exposures", "violations", "read_stats", "exposure_tokens", "screening",
-          "possible_exposures", "affected_requests", "affected_accounts", "input_files",
-          "quarantine", "ingest_warnings")
+TABLES = (
+    "exposures",
+    "violations",
+    "read_stats",
+    "exposure_tokens",
+    "screening",
+    "possible_exposures",
+    "affected_requests",
+    "affected_accounts",
+    "input_files",
+    "quarantine",
+    "ingest_warnings",
+)
 
 
 def hive_sample(root: Path) -> Path:
@@ -92,20 +102,24 @@ def test_external_url_gives_the_tables_of_the_loaded_ledger(spoiled, tmp_path) -
     for part in sorted((case / "kv_events").rglob("*.parquet")):
         fs.pipe(f"/kvf-ledger/{part.parent.name}/{part.name}", part.read_bytes())
     db = tmp_path / "url.duckdb"
-    assert run(["ingest", str(case), "--db", str(db), "--ledger-external",
-                "memory://kvf-ledger"]) == 1
+    assert (
+        run(["ingest", str(case), "--db", str(db), "--ledger-external", "memory://kvf-ledger"]) == 1
+    )
     assert run(["analyze", "--db", str(db)]) == 1
     diff = differences(loaded, db)
     assert set(diff) == {"input_files", "quarantine"}  # the parts are named by their URL
-    assert query(db, "SELECT file, \"row\", reason FROM quarantine") == [
-        ("memory:///kvf-ledger/node=decode-1/decode-1-part-00001.parquet", 5,
-         "slot_count must be an integer > 0")]
+    assert query(db, 'SELECT file, "row", reason FROM quarantine') == [
+        (
+            "memory:///kvf-ledger/node=decode-1/decode-1-part-00001.parquet",
+            5,
+            "slot_count must be an integer > 0",
+        )
+    ]
 
 
 def test_a_row_in_another_nodes_folder_is_quarantined(tmp_path) -> None:
     case = hive_sample(tmp_path)
-    edit_part(next((case / "kv_events" / "node=decode-0").glob("*.parquet")), 0, "node",
-              "decode-1")
+    edit_part(next((case / "kv_events" / "node=decode-0").glob("*.parquet")), 0, "node", "decode-1")
     db = tmp_path / "case.duckdb"
     assert run(["ingest", str(case), "--db", str(db), "--ledger-external"]) == 1
     [(column, value, reason)] = query(db, 'SELECT "column", "value", reason FROM quarantine')
@@ -117,20 +131,26 @@ def test_a_part_outside_a_node_folder_is_refused(tmp_path) -> None:
     case = hive_sample(tmp_path)
     part = next((case / "kv_events" / "node=decode-0").glob("*.parquet"))
     part.rename(case / "kv_events" / part.name)
-    assert run(["ingest", str(case), "--db", str(tmp_path / "c.duckdb"),
-                "--ledger-external"]) == 2
+    assert run(["ingest", str(case), "--db", str(tmp_path / "c.duckdb"), "--ledger-external"]) == 2
 
 
-@pytest.mark.parametrize(("argv", "expected"), [
-    (["analyze", "--db", "x", "--ray"], ["analyze", "--db", "x", "--ray", "local"]),
-    (["analyze", "--ray", "--db", "x"], ["analyze", "--ray", "local", "--db", "x"]),
-    (["analyze", "--ray", "10.0.0.5:6379"], ["analyze", "--ray", "10.0.0.5:6379"]),
-    (["investigate", "--ray", "case", "--out", "o"],
-     ["investigate", "--ray", "local", "case", "--out", "o"]),
-    (["ingest", "c", "--ledger-external"], ["ingest", "c", "--ledger-external", "kv_events"]),
-    (["ingest", "c", "--ledger-external", "s3://b/l"], ["ingest", "c", "--ledger-external",
-                                                          "s3://b/l"]),
-])
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["analyze", "--db", "x", "--ray"], ["analyze", "--db", "x", "--ray", "local"]),
+        (["analyze", "--ray", "--db", "x"], ["analyze", "--ray", "local", "--db", "x"]),
+        (["analyze", "--ray", "10.0.0.5:6379"], ["analyze", "--ray", "10.0.0.5:6379"]),
+        (
+            ["investigate", "--ray", "case", "--out", "o"],
+            ["investigate", "--ray", "local", "case", "--out", "o"],
+        ),
+        (["ingest", "c", "--ledger-external"], ["ingest", "c", "--ledger-external", "kv_events"]),
+        (
+            ["ingest", "c", "--ledger-external", "s3://b/l"],
+            ["ingest", "c", "--ledger-external", "s3://b/l"],
+        ),
+    ],
+)
 def test_option_values_may_be_left_out(argv, expected) -> None:
     assert optional_values(argv) == expected
 

@@ -31,31 +31,85 @@ def _where(j: dict, fact: str) -> str:
 
 # node: (engine, role, pool_slots, context_len, page_size, fits, pool at, context at)
 EXPECTED = {
-    "prefill-0": ("sglang", "prefill", 681280, 1048576, 64, False,
-                  "prefill-0.log:10", "prefill-0.log:10"),
-    "decode-0": ("sglang", "decode", 1409024, 1048576, 64, True,
-                 "decode-0.log.gz:4", "decode-0.log.gz:4"),
+    "prefill-0": (
+        "sglang",
+        "prefill",
+        681280,
+        1048576,
+        64,
+        False,
+        "prefill-0.log:10",
+        "prefill-0.log:10",
+    ),
+    "decode-0": (
+        "sglang",
+        "decode",
+        1409024,
+        1048576,
+        64,
+        True,
+        "decode-0.log.gz:4",
+        "decode-0.log.gz:4",
+    ),
     "chat-a": ("vllm", None, 2345216, 131072, 16, True, "chat-a.log:7", "chat-a.log:7"),
-    "summarise": ("vllm", None, 1234560, 32768, 16, True,
-                  "summarise-tp0.log:6", "summarise-tp0.log:7"),
+    "summarise": (
+        "vllm",
+        None,
+        1234560,
+        32768,
+        16,
+        True,
+        "summarise-tp0.log:6",
+        "summarise-tp0.log:7",
+    ),
     "old-v0": ("vllm", None, 27000 * 16, 4096, 16, True, "old-v0.log:4", "old-v0.log:5"),
     "pair": ("vllm", None, 210000, 200000, 16, True, "pair.log:4", "pair.log:5"),
     "tiny-ctx": ("vllm", None, 1900 * 32, 65536, 32, False, "tiny-ctx.log:4", "tiny-ctx.log:3"),
     "sgl-old": ("sglang", None, 402519, 32768, None, True, "sgl-old.log:3", "sgl-old.log:3"),
     "sgl-030": ("sglang", None, 120000, 131072, None, False, "sgl-030.log:2", "sgl-030.log:2"),
     "mla-dp": ("sglang", "unified", 2113280, 163840, 1, True, "mla-dp.log:7", "mla-dp.log:6"),
-    "interleaved": ("sglang", None, 681280, 1048576, None, False,
-                    "interleaved.log:3", "interleaved.log:3"),
-    "truncated": ("sglang", None, 681280, 1048576, 64, False,
-                  "truncated.log:4", "truncated.log:4"),
-    "restart": ("sglang", "prefill", 681280, 1048576, 64, False,
-                "restart.log:8", "restart.log:8"),
-    "sgl-split": ("sglang", "unified", 98304, 65536, 16, True,
-                  "sgl-split-tp0.log.1:3", "sgl-split-tp0.log.1:3"),
-    "dock-decode-2": ("sglang", "decode", 1409024, 1048576, 64, True,
-                      "dock-decode-2.log:3", "dock-decode-2.log:3"),
-    "kube-prefill-1": ("sglang", "prefill", 681280, 1048576, 64, False,
-                       "kube-prefill-1.log:2", "kube-prefill-1.log:2"),
+    "interleaved": (
+        "sglang",
+        None,
+        681280,
+        1048576,
+        None,
+        False,
+        "interleaved.log:3",
+        "interleaved.log:3",
+    ),
+    "truncated": ("sglang", None, 681280, 1048576, 64, False, "truncated.log:4", "truncated.log:4"),
+    "restart": ("sglang", "prefill", 681280, 1048576, 64, False, "restart.log:8", "restart.log:8"),
+    "sgl-split": (
+        "sglang",
+        "unified",
+        98304,
+        65536,
+        16,
+        True,
+        "sgl-split-tp0.log.1:3",
+        "sgl-split-tp0.log.1:3",
+    ),
+    "dock-decode-2": (
+        "sglang",
+        "decode",
+        1409024,
+        1048576,
+        64,
+        True,
+        "dock-decode-2.log:3",
+        "dock-decode-2.log:3",
+    ),
+    "kube-prefill-1": (
+        "sglang",
+        "prefill",
+        681280,
+        1048576,
+        64,
+        False,
+        "kube-prefill-1.log:2",
+        "kube-prefill-1.log:2",
+    ),
 }
 
 
@@ -69,8 +123,16 @@ def test_every_node_as_worked_by_hand(everything):
     assert sorted(nodes) == sorted(EXPECTED)
     for name, (engine, role, pool, ctx, page, fits, pool_at, ctx_at) in EXPECTED.items():
         j = nodes[name]
-        got = (j["engine"], j["role"], j["pool_slots"], j["context_len"], j["page_size"],
-               j["fits"], _where(j, "pool_slots"), _where(j, "context_len"))
+        got = (
+            j["engine"],
+            j["role"],
+            j["pool_slots"],
+            j["context_len"],
+            j["page_size"],
+            j["fits"],
+            _where(j, "pool_slots"),
+            _where(j, "context_len"),
+        )
         assert got == (engine, role, pool, ctx, page, fits, pool_at, ctx_at), name
         assert j["ratio"] == pytest.approx(pool / ctx, abs=5.1e-5)
 
@@ -94,15 +156,15 @@ def test_vllm_details(everything):
 
 def test_dp_ranks_take_the_smallest_pool(everything):
     j = _nodes(everything)["mla-dp"]
-    assert j["notes"] == ["pool_slots differs between DP ranks (2113280, 2113536); "
-                          "the smallest is used"]
+    assert j["notes"] == [
+        "pool_slots differs between DP ranks (2113280, 2113536); the smallest is used"
+    ]
 
 
 def test_restart_gives_two_starts(everything):
     j = _nodes(everything)["restart"]
     runs = [(r["started_at"], r["pool_slots"], r["fits"]) for r in j["runs"]]
-    assert runs == [("2026-08-20T07:00:00", 1114112, True),
-                    ("2026-08-26T23:12:00", 681280, False)]
+    assert runs == [("2026-08-20T07:00:00", 1114112, True), ("2026-08-26T23:12:00", 681280, False)]
     assert j["started_at"] == "2026-08-26T23:12:00"  # the start that does not fit decides
 
 
@@ -134,8 +196,10 @@ COUNTS = {
 
 
 def test_line_counts_per_file(everything):
-    got = {Path(f.file).name: (f.lines, f.parsed, f.truncated, f.ignored, f.spliced)
-           for f in everything.files}
+    got = {
+        Path(f.file).name: (f.lines, f.parsed, f.truncated, f.ignored, f.spliced)
+        for f in everything.files
+    }
     assert got == COUNTS
     for f in everything.files:
         assert f.lines == f.parsed + f.truncated + f.ignored
@@ -147,10 +211,16 @@ def test_line_counts_per_file(everything):
 def test_parsed_kinds_incident():
     summary = _read("incident")
     assert summary.parsed_by_kind == {
-        "evidence.deferred-release-timeout": 1, "evidence.exceeds-max-tokens": 3,
-        "evidence.input-too-long": 1, "evidence.kv-canary-violation": 1,
-        "evidence.kv-checksum-mismatch": 2, "sglang.batch": 3, "sglang.kv-allocated": 4,
-        "sglang.max-total": 2, "sglang.pool-warning": 1, "sglang.server-args": 2,
+        "evidence.deferred-release-timeout": 1,
+        "evidence.exceeds-max-tokens": 3,
+        "evidence.input-too-long": 1,
+        "evidence.kv-canary-violation": 1,
+        "evidence.kv-checksum-mismatch": 2,
+        "sglang.batch": 3,
+        "sglang.kv-allocated": 4,
+        "sglang.max-total": 2,
+        "sglang.pool-warning": 1,
+        "sglang.server-args": 2,
     }
 
 
@@ -158,31 +228,72 @@ def test_truncated_kinds():
     summary = _read("variants")
     (trunc,) = [f for f in summary.files if f.file.endswith("truncated.log")]
     assert trunc.truncated_kinds == {
-        "evidence.deferred-release-timeout": 1, "evidence.exceeds-max-tokens": 1,
-        "evidence.kv-checksum-mismatch": 1, "sglang.batch": 1, "sglang.kv-allocated": 1,
-        "sglang.max-total": 1, "sglang.server-args": 1,
+        "evidence.deferred-release-timeout": 1,
+        "evidence.exceeds-max-tokens": 1,
+        "evidence.kv-checksum-mismatch": 1,
+        "sglang.batch": 1,
+        "sglang.kv-allocated": 1,
+        "sglang.max-total": 1,
+        "sglang.server-args": 1,
     }
 
 
 def _ev(summary: LogsSummary) -> list[tuple]:
-    return [(e.node, e.kind, e.request_id, e.value, e.max_value, Path(e.src_file).name,
-             e.src_line) for e in summary.evidence]
+    return [
+        (e.node, e.kind, e.request_id, e.value, e.max_value, Path(e.src_file).name, e.src_line)
+        for e in summary.evidence
+    ]
 
 
 def test_incident_evidence_rows():
     summary = _read("incident")
     assert _ev(summary) == [
-        ("decode-0", "kv-checksum-mismatch", "4a5b6c7d8e9f40a1b2c3d4e5f6a7b8c9",
-         0x1d02a9f4, 0x5bc31a7e, "decode-0.log.gz", 8),
+        (
+            "decode-0",
+            "kv-checksum-mismatch",
+            "4a5b6c7d8e9f40a1b2c3d4e5f6a7b8c9",
+            0x1D02A9F4,
+            0x5BC31A7E,
+            "decode-0.log.gz",
+            8,
+        ),
         ("decode-0", "kv-canary-violation", None, 11873, 2004, "decode-0.log.gz", 11),
-        ("decode-0", "deferred-release-timeout", "c3d4e5f6a7b8493a9b0c1d2e3f4a5b6c", 30, None,
-         "decode-0.log.gz", 16),
-        ("prefill-0", "exceeds-max-tokens", "9f1c2e7a4b6d4e0f8a1b2c3d4e5f6a7b", 712455, 681216,
-         "prefill-0.log", 16),
-        ("prefill-0", "input-too-long", "b7e0d1c25a3f4c6e9d8f7a6b5c4d3e2f", 1002311, 681215,
-         "prefill-0.log", 19),
-        ("prefill-0", "exceeds-max-tokens", "0d9e8f7a6b5c4d3e2f1a0b9c8d7e6f5a", 990001, 681216,
-         "prefill-0.log", 21),
+        (
+            "decode-0",
+            "deferred-release-timeout",
+            "c3d4e5f6a7b8493a9b0c1d2e3f4a5b6c",
+            30,
+            None,
+            "decode-0.log.gz",
+            16,
+        ),
+        (
+            "prefill-0",
+            "exceeds-max-tokens",
+            "9f1c2e7a4b6d4e0f8a1b2c3d4e5f6a7b",
+            712455,
+            681216,
+            "prefill-0.log",
+            16,
+        ),
+        (
+            "prefill-0",
+            "input-too-long",
+            "b7e0d1c25a3f4c6e9d8f7a6b5c4d3e2f",
+            1002311,
+            681215,
+            "prefill-0.log",
+            19,
+        ),
+        (
+            "prefill-0",
+            "exceeds-max-tokens",
+            "0d9e8f7a6b5c4d3e2f1a0b9c8d7e6f5a",
+            990001,
+            681216,
+            "prefill-0.log",
+            21,
+        ),
     ]
     # TP1 repeated one rejection and the checksum line (as the peer-rank form)
     assert summary.duplicate_evidence == 2
@@ -195,11 +306,17 @@ def test_incident_evidence_rows():
 def test_variant_evidence_rows():
     summary = _read("variants")
     assert _ev(summary) == [
-        ("dock-decode-2", "kv-checksum-mismatch", "77c0ffee", 0xabd, 0xabc,
-         "dock-decode-2.log", 5),
+        ("dock-decode-2", "kv-checksum-mismatch", "77c0ffee", 0xABD, 0xABC, "dock-decode-2.log", 5),
         ("interleaved", "exceeds-max-tokens", "5e6f7a8b", 712455, 681216, "interleaved.log", 4),
-        ("kube-prefill-1", "exceeds-max-tokens", "aa11bb22", 712455, 681216,
-         "kube-prefill-1.log", 4),
+        (
+            "kube-prefill-1",
+            "exceeds-max-tokens",
+            "aa11bb22",
+            712455,
+            681216,
+            "kube-prefill-1.log",
+            4,
+        ),
         ("sgl-split", "exceeds-max-tokens", "1234abcd", 70000, 65535, "sgl-split-tp0.log", 2),
         ("truncated", "exceeds-max-tokens", "77aa", None, None, "truncated.log", 6),
         ("truncated", "kv-checksum-mismatch", "88bb", None, None, "truncated.log", 7),

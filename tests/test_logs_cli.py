@@ -18,15 +18,32 @@ def test_incident_does_not_fit_exit_1(cli):
     assert isinstance(nodes, list) and [n["node"] for n in nodes] == ["decode-0", "prefill-0"]
     prefill = nodes[1]
     assert (prefill["pool_slots"], prefill["context_len"], prefill["fits"]) == (
-        681280, 1048576, False)
+        681280,
+        1048576,
+        False,
+    )
     assert prefill["provenance"]["pool_slots"].endswith("incident/prefill-0.log:10")
 
 
 def test_json_shape(cli):
     _, out, _ = cli("audit-logs", DATA / "incident" / "decode-0.log.gz", "--json")
     (node,) = json.loads(out)
-    required = {"node", "engine", "pool_slots", "context_len", "fits", "ratio", "page_size",
-                "provenance", "runs", "started_at", "role", "model", "reason", "files"}
+    required = {
+        "node",
+        "engine",
+        "pool_slots",
+        "context_len",
+        "fits",
+        "ratio",
+        "page_size",
+        "provenance",
+        "runs",
+        "started_at",
+        "role",
+        "model",
+        "reason",
+        "files",
+    }
     assert required <= set(node)
     assert isinstance(node["fits"], bool) and isinstance(node["pool_slots"], int)
     assert all(":" in where for where in node["provenance"].values())
@@ -37,7 +54,11 @@ def test_fitting_vllm_node_exit_0(cli):
     assert code == 0
     (node,) = json.loads(out)
     assert (node["engine"], node["pool_slots"], node["context_len"], node["fits"]) == (
-        "vllm", 2345216, 131072, True)
+        "vllm",
+        2345216,
+        131072,
+        True,
+    )
 
 
 def test_table_output(cli):
@@ -79,14 +100,21 @@ def test_errors_exit_2(cli, tmp_path):
 def test_readme_documents_engine_logs():
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     section = readme.split("## Engine logs", 1)[1]
-    for must in ("node_map.csv", "audit-logs", "engine_evidence", "node_facts", "truncated",
-                 "Exit 0"):
+    for must in (
+        "node_map.csv",
+        "audit-logs",
+        "engine_evidence",
+        "node_facts",
+        "truncated",
+        "Exit 0",
+    ):
         assert must in section
 
 
 def test_a_file_named_twice_is_read_once(cli):
-    code, out, _ = cli("audit-logs", DATA / "incident", DATA / "incident" / "prefill-0.log",
-                       "--json")
+    code, out, _ = cli(
+        "audit-logs", DATA / "incident", DATA / "incident" / "prefill-0.log", "--json"
+    )
     nodes = json.loads(out)
     assert [n["node"] for n in nodes] == ["decode-0", "prefill-0"]
     assert nodes[1]["files"] == [(DATA / "incident" / "prefill-0.log").as_posix()]

@@ -53,12 +53,13 @@ def sglang_logs(draw: st.DrawFn) -> tuple[Written, dict]:
     dtype = draw(st.booleans())
     old_max = draw(st.booleans())
     noise = draw(st.lists(st.sampled_from(NOISE), max_size=12))
-    rejects = draw(st.lists(st.tuples(st.integers(1, 10**7), st.integers(1, 10**7)),
-                            max_size=4))
+    rejects = draw(st.lists(st.tuples(st.integers(1, 10**7), st.integers(1, 10**7)), max_size=4))
     out = Written()
     sec = 0
-    args = (f"server_args={{'model_path': 'm/x', 'context_length': {ctx}, 'page_size': {page}, "
-            f"'tp_size': {tp * dp}, 'disaggregation_mode': 'prefill'}}")
+    args = (
+        f"server_args={{'model_path': 'm/x', 'context_length': {ctx}, 'page_size': {page}, "
+        f"'tp_size': {tp * dp}, 'disaggregation_mode': 'prefill'}}"
+    )
     out.add(_prefix(27, sec, "") + args, True)
     pools = {}
     for d in range(dp):
@@ -67,24 +68,36 @@ def sglang_logs(draw: st.DrawFn) -> tuple[Written, dict]:
             ranks = (f" DP{d}" if dp > 1 else "") + (f" TP{d * tp + t}" if tp * dp > 1 else "")
             size = "KV size: 7.00 GB" if mla else "K size: 3.50 GB, V size: 3.50 GB"
             kind = "dtype: torch.bfloat16, " if dtype else ""
-            out.add(_prefix(27, sec := sec + 1, ranks)
-                    + f"KV Cache is allocated. {kind}#tokens: {pools[d]}, {size}", True)
+            out.add(
+                _prefix(27, sec := sec + 1, ranks)
+                + f"KV Cache is allocated. {kind}#tokens: {pools[d]}, {size}",
+                True,
+            )
             if noise:
                 out.add(_prefix(27, sec, ranks) + noise.pop(), False)
         first = (f" DP{d}" if dp > 1 else "") + (f" TP{d * tp}" if tp * dp > 1 else "")
         tail = "" if old_max else ", available_gpu_mem=12.10 GB"
         chunk = "" if old_max else "chunked_prefill_size=8192, "
-        out.add(_prefix(27, sec := sec + 1, first)
-                + f"max_total_num_tokens={pools[d]}, {chunk}max_prefill_tokens=16384, "
-                f"max_running_requests=64, context_len={ctx}{tail}", True)
+        out.add(
+            _prefix(27, sec := sec + 1, first)
+            + f"max_total_num_tokens={pools[d]}, {chunk}max_prefill_tokens=16384, "
+            f"max_running_requests=64, context_len={ctx}{tail}",
+            True,
+        )
     for line in noise:
         out.add(_prefix(27, sec := sec + 1, "") + line, False)
     for i, (n, limit) in enumerate(rejects):
-        out.add(_prefix(28, sec := sec + 1, " TP0" if tp * dp > 1 else "")
-                + f"Request rid{i:04d} exceeds the maximum number of tokens: {n} > {limit}",
-                True)
-    expected = {"pool": min(pools.values()), "ctx": ctx, "page": page,
-                "evidence": [(f"rid{i:04d}", n, limit) for i, (n, limit) in enumerate(rejects)]}
+        out.add(
+            _prefix(28, sec := sec + 1, " TP0" if tp * dp > 1 else "")
+            + f"Request rid{i:04d} exceeds the maximum number of tokens: {n} > {limit}",
+            True,
+        )
+    expected = {
+        "pool": min(pools.values()),
+        "ctx": ctx,
+        "page": page,
+        "evidence": [(f"rid{i:04d}", n, limit) for i, (n, limit) in enumerate(rejects)],
+    }
     return out, expected
 
 
@@ -105,8 +118,11 @@ def vllm_logs(draw: st.DrawFn) -> tuple[Written, dict]:
     out = Written()
     head = f"{proc}INFO 08-27 09:40:01 [core.py:140] "
     config = f", block_size={block}" if block else ""
-    out.add(head + f"Initializing a V1 LLM engine (v0.33.0) with config: model='m/y', "
-            f"dtype=torch.bfloat16, max_seq_len={ctx}{config}, seed=0", True)
+    out.add(
+        head + f"Initializing a V1 LLM engine (v0.33.0) with config: model='m/y', "
+        f"dtype=torch.bfloat16, max_seq_len={ctx}{config}, seed=0",
+        True,
+    )
     for line in noise:
         out.add(head + line, False)
     conc = f"Maximum concurrency for {_thousands(ctx, sep)} tokens per request: {pool / ctx:.2f}x"
@@ -128,8 +144,9 @@ def _write(tmp: Path, name: str, written: Written, packed: bool, crlf: bool) -> 
     return path
 
 
-@settings(max_examples=40, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(case=st.one_of(sglang_logs(), vllm_logs()), packed=st.booleans(), crlf=st.booleans())
 def test_generated_logs_read_back(tmp_path_factory, case, packed, crlf):
     written, expected = case
@@ -139,17 +156,25 @@ def test_generated_logs_read_back(tmp_path_factory, case, packed, crlf):
     (node,) = [node_json(n) for n in summary.nodes]
     assert node["node"] == "node-x"
     assert (node["pool_slots"], node["context_len"], node["page_size"]) == (
-        expected["pool"], expected["ctx"], expected["page"])
+        expected["pool"],
+        expected["ctx"],
+        expected["page"],
+    )
     assert node["fits"] is (expected["pool"] >= expected["ctx"])
     (f,) = summary.files
     assert (f.lines, f.parsed, f.ignored, f.truncated) == (
-        len(written.lines), written.parsed, written.ignored, 0)
+        len(written.lines),
+        written.parsed,
+        written.ignored,
+        0,
+    )
     got = [(e.request_id, e.value, e.max_value) for e in summary.evidence]
     assert got == expected["evidence"]
 
 
-@settings(max_examples=40, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(case=sglang_logs(), data=st.data())
 def test_a_cut_line_never_gives_a_wrong_value(tmp_path_factory, case, data):
     """Cut one line anywhere except inside a number (a number cut at the very end of a line
@@ -157,8 +182,7 @@ def test_a_cut_line_never_gives_a_wrong_value(tmp_path_factory, case, data):
     written, expected = case
     index = data.draw(st.integers(0, len(written.lines) - 1))
     line = written.lines[index]
-    cuts = [i for i in range(1, len(line))
-            if not (line[i - 1].isdigit() and line[i].isdigit())]
+    cuts = [i for i in range(1, len(line)) if not (line[i - 1].isdigit() and line[i].isdigit())]
     cut = data.draw(st.sampled_from(cuts))
     written.lines[index] = line[:cut]
     path = _write(tmp_path_factory.mktemp("cut"), "node-y", written, False, False)

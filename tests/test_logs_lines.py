@@ -29,8 +29,10 @@ def test_sglang_prefix_variants():
 
 
 def test_glued_records_are_split():
-    line = ("[2026-08-27 10:00:00 TP0] first part cut[2026-08-27 10:00:01 TP1] second "
-            "record[2026-08-27 10:00:02 TP2] third")
+    line = (
+        "[2026-08-27 10:00:00 TP0] first part cut[2026-08-27 10:00:01 TP1] second "
+        "record[2026-08-27 10:00:02 TP2] third"
+    )
     recs = split_records(line)
     assert [r.body for r in recs] == ["first part cut", "second record", "third"]
     assert [r.ranks for r in recs] == [(("TP", 0),), (("TP", 1),), (("TP", 2),)]
@@ -40,9 +42,11 @@ def test_glued_records_are_split():
 
 
 def test_glued_vllm_records_are_split():
-    line = ("(EngineCore_DP0 pid=2) INFO 08-27 09:41:12 [kv_cache_utils.py:1148] GPU KV cache "
-            "size: 250,0(EngineCore_DP1 pid=3) INFO 08-27 09:41:12 [kv_cache_utils.py:1148] GPU "
-            "KV cache size: 190,000 tokens")
+    line = (
+        "(EngineCore_DP0 pid=2) INFO 08-27 09:41:12 [kv_cache_utils.py:1148] GPU KV cache "
+        "size: 250,0(EngineCore_DP1 pid=3) INFO 08-27 09:41:12 [kv_cache_utils.py:1148] GPU "
+        "KV cache size: 190,000 tokens"
+    )
     recs = split_records(line)
     assert [(r.ranks, r.body) for r in recs] == [
         ((("DP", 0),), "GPU KV cache size: 250,0"),
@@ -54,28 +58,35 @@ def test_glued_vllm_records_are_split():
 
 
 def test_vllm_prefixes():
-    (rec,) = split_records("(EngineCore_DP1 pid=2390) INFO 08-27 09:41:12 "
-                           "[kv_cache_utils.py:1148] GPU KV cache size: 5 tokens")
+    (rec,) = split_records(
+        "(EngineCore_DP1 pid=2390) INFO 08-27 09:41:12 "
+        "[kv_cache_utils.py:1148] GPU KV cache size: 5 tokens"
+    )
     assert rec.body == "GPU KV cache size: 5 tokens"
     assert rec.ranks == (("DP", 1),) and rec.ts is None  # vLLM writes no year
-    (worker,) = split_records("(VllmWorker rank=1 pid=513) INFO 03-02 11:20:10 "
-                              "[gpu_model_runner.py:1276] x")
+    (worker,) = split_records(
+        "(VllmWorker rank=1 pid=513) INFO 03-02 11:20:10 [gpu_model_runner.py:1276] x"
+    )
     assert worker.ranks == (("RANK", 1),) and worker.body == "x"
-    (v0,) = split_records("INFO 11-05 08:12:52 gpu_executor.py:122] # GPU blocks: 1, # CPU "
-                          "blocks: 2")
+    (v0,) = split_records(
+        "INFO 11-05 08:12:52 gpu_executor.py:122] # GPU blocks: 1, # CPU blocks: 2"
+    )
     assert v0.body == "# GPU blocks: 1, # CPU blocks: 2"
     (dated,) = split_records("INFO 2026-08-27 09:41:12 [x.py:1] y")
     assert dated.ts == datetime(2026, 8, 27, 9, 41, 12)
 
 
 def test_docker_json_and_json_logging_lines():
-    line = ('{"log":"[2026-08-27 09:58:44 TP1] KV Cache is allocated. x\\n","stream":"stderr",'
-            '"time":"2026-08-27T00:58:44.123456789Z"}')
+    line = (
+        '{"log":"[2026-08-27 09:58:44 TP1] KV Cache is allocated. x\\n","stream":"stderr",'
+        '"time":"2026-08-27T00:58:44.123456789Z"}'
+    )
     (rec,) = split_records(line)
     assert rec.body == "KV Cache is allocated. x" and rec.ranks == (("TP", 1),)
     assert rec.ts == datetime(2026, 8, 27, 9, 58, 44)  # the engine's own time wins
-    (msg,) = split_records('{"message": "max_total_num_tokens=5", "timestamp": '
-                           '"2026-08-27T10:00:00+09:00"}')
+    (msg,) = split_records(
+        '{"message": "max_total_num_tokens=5", "timestamp": "2026-08-27T10:00:00+09:00"}'
+    )
     assert msg.body == "max_total_num_tokens=5"
     assert msg.ts == datetime(2026, 8, 27, 1, 0, 0)  # a collector's offset time, in UTC
     (other,) = split_records('{"event": "request.received", "rid": "abc"}')
@@ -110,8 +121,9 @@ def test_plain_gzip_and_cut_gzip(tmp_path):
     for path in (plain, packed, disguised, zst):
         assert list(open_lines(path)) == expected
     cut = tmp_path / "d.log.gz"
-    big = "".join(f"line {i:05d} with some text to compress poorly {i * 7919 % 10007}\n"
-                  for i in range(3000))
+    big = "".join(
+        f"line {i:05d} with some text to compress poorly {i * 7919 % 10007}\n" for i in range(3000)
+    )
     data = gzip.compress(big.encode(), mtime=0)
     cut.write_bytes(data[: len(data) // 2])
     lines = list(open_lines(cut))

@@ -35,8 +35,10 @@ def _files(case: Path) -> list[Path]:
 
 def test_nodes_rows_with_provenance(case, con):
     load_logs(con, case, _files(case))
-    rows = con.execute("SELECT node, role, model, engine, page_size, pool_slots, context_len, "
-                       "started_at, src_file, src_row FROM nodes ORDER BY node").fetchall()
+    rows = con.execute(
+        "SELECT node, role, model, engine, page_size, pool_slots, context_len, "
+        "started_at, src_file, src_row FROM nodes ORDER BY node"
+    ).fetchall()
     assert [r[:7] for r in rows] == [
         ("decode-0", "decode", "acme/longctx-70b", "sglang", 64, 1409024, 1048576),
         ("prefill-0", "prefill", "acme/longctx-70b", "sglang", 64, 681280, 1048576),
@@ -49,8 +51,10 @@ def test_nodes_rows_with_provenance(case, con):
 
 def test_node_facts_point_at_their_lines(case, con):
     load_logs(con, case, _files(case))
-    facts = con.execute("SELECT fact, value, src_file, src_line, source FROM node_facts "
-                        "WHERE node = 'prefill-0' ORDER BY fact").fetchall()
+    facts = con.execute(
+        "SELECT fact, value, src_file, src_line, source FROM node_facts "
+        "WHERE node = 'prefill-0' ORDER BY fact"
+    ).fetchall()
     assert facts == [
         ("context_len", "1048576", "logs/prefill-0.log", 10, "sglang.pool-warning"),
         ("fits", "false", None, None, "derived: pool_slots >= context_len"),
@@ -68,20 +72,57 @@ def test_node_facts_point_at_their_lines(case, con):
 
 def test_evidence_table(case, con):
     summary = load_logs(con, case, _files(case))
-    rows = con.execute("SELECT node, kind, request_id, value, max_value, src_file, src_line "
-                       "FROM engine_evidence ORDER BY src_file, src_line").fetchall()
+    rows = con.execute(
+        "SELECT node, kind, request_id, value, max_value, src_file, src_line "
+        "FROM engine_evidence ORDER BY src_file, src_line"
+    ).fetchall()
     assert rows == [
-        ("decode-0", "kv-checksum-mismatch", "4a5b6c7d8e9f40a1b2c3d4e5f6a7b8c9", 0x1d02a9f4,
-         0x5bc31a7e, "logs/decode-0.log.gz", 8),
+        (
+            "decode-0",
+            "kv-checksum-mismatch",
+            "4a5b6c7d8e9f40a1b2c3d4e5f6a7b8c9",
+            0x1D02A9F4,
+            0x5BC31A7E,
+            "logs/decode-0.log.gz",
+            8,
+        ),
         ("decode-0", "kv-canary-violation", None, 11873, 2004, "logs/decode-0.log.gz", 11),
-        ("decode-0", "deferred-release-timeout", "c3d4e5f6a7b8493a9b0c1d2e3f4a5b6c", 30, None,
-         "logs/decode-0.log.gz", 16),
-        ("prefill-0", "exceeds-max-tokens", "9f1c2e7a4b6d4e0f8a1b2c3d4e5f6a7b", 712455, 681216,
-         "logs/prefill-0.log", 16),
-        ("prefill-0", "input-too-long", "b7e0d1c25a3f4c6e9d8f7a6b5c4d3e2f", 1002311, 681215,
-         "logs/prefill-0.log", 19),
-        ("prefill-0", "exceeds-max-tokens", "0d9e8f7a6b5c4d3e2f1a0b9c8d7e6f5a", 990001, 681216,
-         "logs/prefill-0.log", 21),
+        (
+            "decode-0",
+            "deferred-release-timeout",
+            "c3d4e5f6a7b8493a9b0c1d2e3f4a5b6c",
+            30,
+            None,
+            "logs/decode-0.log.gz",
+            16,
+        ),
+        (
+            "prefill-0",
+            "exceeds-max-tokens",
+            "9f1c2e7a4b6d4e0f8a1b2c3d4e5f6a7b",
+            712455,
+            681216,
+            "logs/prefill-0.log",
+            16,
+        ),
+        (
+            "prefill-0",
+            "input-too-long",
+            "b7e0d1c25a3f4c6e9d8f7a6b5c4d3e2f",
+            1002311,
+            681215,
+            "logs/prefill-0.log",
+            19,
+        ),
+        (
+            "prefill-0",
+            "exceeds-max-tokens",
+            "0d9e8f7a6b5c4d3e2f1a0b9c8d7e6f5a",
+            990001,
+            681216,
+            "logs/prefill-0.log",
+            21,
+        ),
     ]
     assert len(rows) == len(summary.evidence)
     ts = con.execute("SELECT ts FROM engine_evidence WHERE kind = 'input-too-long'").fetchone()
@@ -90,13 +131,31 @@ def test_evidence_table(case, con):
 
 def test_log_files_counts_add_up(case, con):
     summary = load_logs(con, case, _files(case))
-    rows = con.execute("SELECT path, node, engine, bytes, lines, parsed, truncated, ignored "
-                       "FROM log_files ORDER BY path").fetchall()
+    rows = con.execute(
+        "SELECT path, node, engine, bytes, lines, parsed, truncated, ignored "
+        "FROM log_files ORDER BY path"
+    ).fetchall()
     assert rows == [
-        ("logs/decode-0.log.gz", "decode-0", "sglang",
-         (case / "logs/decode-0.log.gz").stat().st_size, 16, 9, 0, 7),
-        ("logs/prefill-0.log", "prefill-0", "sglang",
-         (case / "logs/prefill-0.log").stat().st_size, 21, 11, 0, 10),
+        (
+            "logs/decode-0.log.gz",
+            "decode-0",
+            "sglang",
+            (case / "logs/decode-0.log.gz").stat().st_size,
+            16,
+            9,
+            0,
+            7,
+        ),
+        (
+            "logs/prefill-0.log",
+            "prefill-0",
+            "sglang",
+            (case / "logs/prefill-0.log").stat().st_size,
+            21,
+            11,
+            0,
+            10,
+        ),
     ]
     assert summary.lines_read == 37 and summary.lines_ignored == 17
 
@@ -104,30 +163,44 @@ def test_log_files_counts_add_up(case, con):
 def test_loading_twice_replaces(case, con):
     load_logs(con, case, _files(case))
     load_logs(con, case, _files(case))
-    counts = [con.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
-              for t in ("nodes", "engine_evidence", "log_files")]
+    counts = [
+        con.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
+        for t in ("nodes", "engine_evidence", "log_files")
+    ]
     assert counts == [2, 6, 2]
 
 
 def test_disagreement_with_the_nodes_file(case, con):
-    con.execute("INSERT INTO nodes (node, role, engine, page_size, pool_slots, context_len, "
-                "src_file, src_row) VALUES ('prefill-0', 'prefill', 'SGLang', 64, 1048576, "
-                "1048576, 'nodes.csv', 1), ('decode-0', 'decode', 'sglang', 64, 1409024, "
-                "1048576, 'nodes.csv', 2)")
+    con.execute(
+        "INSERT INTO nodes (node, role, engine, page_size, pool_slots, context_len, "
+        "src_file, src_row) VALUES ('prefill-0', 'prefill', 'SGLang', 64, 1048576, "
+        "1048576, 'nodes.csv', 1), ('decode-0', 'decode', 'sglang', 64, 1409024, "
+        "1048576, 'nodes.csv', 2)"
+    )
     summary = load_logs(con, case, _files(case))
-    assert summary.disagreements == [{
-        "node": "prefill-0", "field": "pool_slots", "in_nodes": "1048576", "in_log": "681280",
-        "nodes_file": "nodes.csv", "nodes_row": 1, "log_file": "logs/prefill-0.log",
-        "log_line": 10,
-    }]
+    assert summary.disagreements == [
+        {
+            "node": "prefill-0",
+            "field": "pool_slots",
+            "in_nodes": "1048576",
+            "in_log": "681280",
+            "nodes_file": "nodes.csv",
+            "nodes_row": 1,
+            "log_file": "logs/prefill-0.log",
+            "log_line": 10,
+        }
+    ]
     # the file's row stays the node's one row; the log's start and the disagreement have
     # tables of their own
     assert con.execute("SELECT pool_slots FROM nodes WHERE node = 'prefill-0'").fetchall() == [
-        (1048576,)]
-    assert con.execute("SELECT pool_slots, src_file FROM node_starts WHERE node = 'prefill-0'"
-                       ).fetchall() == [(681280, "logs/prefill-0.log")]
-    assert con.execute("SELECT node, field, in_nodes, in_log FROM node_disagreements"
-                       ).fetchall() == [("prefill-0", "pool_slots", "1048576", "681280")]
+        (1048576,)
+    ]
+    assert con.execute(
+        "SELECT pool_slots, src_file FROM node_starts WHERE node = 'prefill-0'"
+    ).fetchall() == [(681280, "logs/prefill-0.log")]
+    assert con.execute(
+        "SELECT node, field, in_nodes, in_log FROM node_disagreements"
+    ).fetchall() == [("prefill-0", "pool_slots", "1048576", "681280")]
 
 
 def test_node_map_in_the_case_and_non_logs_skipped(case, con):
@@ -162,18 +235,25 @@ def test_after_ingest_of_a_nodes_file(case, tmp_path):
         con.execute("BEGIN TRANSACTION")
         summary = load_logs(con, case, _files(case))
         con.execute("COMMIT")
-        rows = con.execute("SELECT node, pool_slots, src_file FROM nodes "
-                           "ORDER BY node, src_file").fetchall()
-        starts = con.execute("SELECT node, pool_slots, src_file FROM node_starts "
-                             "ORDER BY node, src_file").fetchall()
+        rows = con.execute(
+            "SELECT node, pool_slots, src_file FROM nodes ORDER BY node, src_file"
+        ).fetchall()
+        starts = con.execute(
+            "SELECT node, pool_slots, src_file FROM node_starts ORDER BY node, src_file"
+        ).fetchall()
     finally:
         con.close()
-    assert rows == [("decode-0", 1409024, "logs/decode-0.log.gz"),
-                    ("prefill-0", 1048576, "nodes.csv")]
-    assert starts == [("decode-0", 1409024, "logs/decode-0.log.gz"),
-                      ("prefill-0", 681280, "logs/prefill-0.log")]
-    assert [(d["node"], d["field"], d["in_nodes"], d["in_log"]) for d in summary.disagreements] \
-        == [("prefill-0", "pool_slots", "1048576", "681280")]
+    assert rows == [
+        ("decode-0", 1409024, "logs/decode-0.log.gz"),
+        ("prefill-0", 1048576, "nodes.csv"),
+    ]
+    assert starts == [
+        ("decode-0", 1409024, "logs/decode-0.log.gz"),
+        ("prefill-0", 681280, "logs/prefill-0.log"),
+    ]
+    assert [(d["node"], d["field"], d["in_nodes"], d["in_log"]) for d in summary.disagreements] == [
+        ("prefill-0", "pool_slots", "1048576", "681280")
+    ]
 
 
 def test_a_folder_and_a_missing_file(case, con):

@@ -60,5 +60,10 @@ def test_bad_node_map(tmp_path):
 def test_reading_order_oldest_rotation_first():
     names = ["n-tp1.log", "n-tp0.log", "n-tp0.log.2.gz", "n-tp0.log.1", "a.log"]
     files = classify([(Path(n), n, n) for n in names], [])
-    assert [f.rel for f in files] == ["a.log", "n-tp0.log.2.gz", "n-tp0.log.1", "n-tp0.log",
-                                      "n-tp1.log"]
+    assert [f.rel for f in files] == [
+        "a.log",
+        "n-tp0.log.2.gz",
+        "n-tp0.log.1",
+        "n-tp0.log",
+        "n-tp1.log",
+    ]

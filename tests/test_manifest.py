@@ -40,8 +40,7 @@ def test_manifest_lists_inputs_with_checksums(cli, tmp_path):
     assert code in (0, 1), err
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
     paths = [i["path"] for i in manifest["inputs"]]
-    assert paths == ["kv_events/part-1.jsonl", "kv_events/part-2.csv", "nodes.csv",
-                     "requests.csv"]
+    assert paths == ["kv_events/part-1.jsonl", "kv_events/part-2.csv", "nodes.csv", "requests.csv"]
     for item in manifest["inputs"]:
         digest = hashlib.sha256((case / item["path"]).read_bytes()).hexdigest()
         assert item["sha256"] == digest

@@ -13,10 +13,20 @@ from forensics.notify.deadlines import deadline, load_rules, match_rule, parse_a
 AWARE = datetime(2026, 9, 10, 6, 30, tzinfo=UTC)
 
 
-@pytest.mark.parametrize(("jurisdiction", "rule"), [
-    ("EU", "EU"), ("eu", "EU"), (" EU-DE ", "EU"), ("UK", "UK"), ("US-CA", "US-CA"),
-    ("US-NY", "*"), ("JP", "*"), ("", "*"), (None, "*"),
-])
+@pytest.mark.parametrize(
+    ("jurisdiction", "rule"),
+    [
+        ("EU", "EU"),
+        ("eu", "EU"),
+        (" EU-DE ", "EU"),
+        ("UK", "UK"),
+        ("US-CA", "US-CA"),
+        ("US-NY", "*"),
+        ("JP", "*"),
+        ("", "*"),
+        (None, "*"),
+    ],
+)
 def test_matching(jurisdiction: str | None, rule: str) -> None:
     assert match_rule(jurisdiction, load_rules()).jurisdiction == rule
 
@@ -26,7 +36,9 @@ def test_shipped_hours() -> None:
     # hand-worked: EU/UK customer +24 h and authority +72 h; California +30 days; default +72 h
     eu = deadline("EU", AWARE, rules)
     assert (eu.notify_by, eu.authority_notify_by) == (
-        datetime(2026, 9, 11, 6, 30, tzinfo=UTC), datetime(2026, 9, 13, 6, 30, tzinfo=UTC))
+        datetime(2026, 9, 11, 6, 30, tzinfo=UTC),
+        datetime(2026, 9, 13, 6, 30, tzinfo=UTC),
+    )
     assert deadline("US-CA", AWARE, rules).notify_by == datetime(2026, 10, 10, 6, 30, tzinfo=UTC)
     assert deadline("US-CA", AWARE, rules).authority_notify_by is None
     assert deadline("BR", AWARE, rules).notify_by == datetime(2026, 9, 13, 6, 30, tzinfo=UTC)

@@ -39,8 +39,10 @@ def seq_out(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_accounts_match_the_hand_worked_answers(seq_out: Path) -> None:
-    expected = {(r["side"], r["account_id"]): (int(r["requests"]), int(r["tokens"]))
-                for r in _read_csv(EXAMPLE / "expected_accounts.csv")}
+    expected = {
+        (r["side"], r["account_id"]): (int(r["requests"]), int(r["tokens"]))
+        for r in _read_csv(EXAMPLE / "expected_accounts.csv")
+    }
     got = {}
     for side in ("receiving", "leaking"):
         for row in _read_csv(seq_out / f"{side}_accounts.csv"):
@@ -52,12 +54,18 @@ def test_accounts_match_the_hand_worked_answers(seq_out: Path) -> None:
 def test_requests_one_row_per_side_and_request(seq_out: Path) -> None:
     rows = _read_csv(seq_out / "affected_requests.csv")
     pairs = sorted((r["side"], r["request_id"], r["account_id"], int(r["tokens"])) for r in rows)
-    assert pairs == sorted([
-        ("receiving", "B", "acct-2", 6), ("receiving", "F", "acct-6", 4),
-        ("receiving", "D", "acct-4", 2), ("receiving", "H", "acct-1", 2),
-        ("leaking", "A", "acct-1", 6), ("leaking", "D", "acct-4", 4),
-        ("leaking", "G", "acct-7", 2), ("leaking", "B", "acct-2", 2),
-    ])
+    assert pairs == sorted(
+        [
+            ("receiving", "B", "acct-2", 6),
+            ("receiving", "F", "acct-6", 4),
+            ("receiving", "D", "acct-4", 2),
+            ("receiving", "H", "acct-1", 2),
+            ("leaking", "A", "acct-1", 6),
+            ("leaking", "D", "acct-4", 4),
+            ("leaking", "G", "acct-7", 2),
+            ("leaking", "B", "acct-2", 2),
+        ]
+    )
     assert {r["counterpart_accounts"] for r in rows} == {"1"}
     assert {r["confidence"] for r in rows} == {"ledger"}
 
@@ -88,8 +96,11 @@ def test_summary_names_rules_and_missing_stages(seq_out: Path) -> None:
     assert [r["jurisdiction"] for r in summary["rules_applied"]] == ["*", "EU", "UK", "US-CA"]
     missing = summary["missing_tables"]  # the replay stage did not run: only its tables are missing
     assert "replay_results" in missing and {STAGE_OF_TABLE[t] for t in missing} == {"replay"}
-    assert summary["rows"] == {"receiving_accounts": 4, "leaking_accounts": 4,
-                               "affected_requests": 8}
+    assert summary["rows"] == {
+        "receiving_accounts": 4,
+        "leaking_accounts": 4,
+        "affected_requests": 8,
+    }
 
 
 def test_notify_by_per_jurisdiction(seq_out: Path) -> None:
@@ -97,7 +108,10 @@ def test_notify_by_per_jurisdiction(seq_out: Path) -> None:
         for row in _read_csv(seq_out / f"{name}.csv"):
             rule, notify_by, authority = NOTIFY[row["account_id"]]
             assert (row["notify_rule"], row["notify_by"], row["authority_notify_by"]) == (
-                rule, notify_by, authority), (name, row["account_id"])
+                rule,
+                notify_by,
+                authority,
+            ), (name, row["account_id"])
 
 
 def test_without_aware_at_notify_by_is_empty(tmp_path: Path) -> None:
@@ -111,8 +125,10 @@ def test_without_aware_at_notify_by_is_empty(tmp_path: Path) -> None:
 
 def test_rules_file_overrides_and_adds(tmp_path: Path) -> None:
     rules = tmp_path / "rules.csv"
-    rules.write_text("jurisdiction,notify_within_hours,authority_within_hours,basis\n"
-                     "US-NY,48,,NY rule\nEU,12,72,stricter contract\n")
+    rules.write_text(
+        "jurisdiction,notify_within_hours,authority_within_hours,basis\n"
+        "US-NY,48,,NY rule\nEU,12,72,stricter contract\n"
+    )
     out = _run(tmp_path, seq_tables(), rules_file=rules)
     got = {r["account_id"]: r for r in _read_csv(out / "receiving_accounts.csv")}
     assert got["acct-6"]["notify_by"] == "2026-08-30T07:00:00.000000Z"  # +48 h
@@ -130,8 +146,9 @@ def test_formats_agree(seq_out: Path) -> None:
         as_text = [{k: "" if v is None else str(v) for k, v in r.items()} for r in from_json]
         assert as_text == from_csv  # (no value here starts like a spreadsheet formula)
         # Parquet holds the instants, JSON the same instants as ISO-8601 text with a Z.
-        assert from_parquet == [{k: _instant(v) if k in TIMES else v for k, v in r.items()}
-                                for r in from_json]
+        assert from_parquet == [
+            {k: _instant(v) if k in TIMES else v for k, v in r.items()} for r in from_json
+        ]
 
 
 TIMES = ("first_affected_at", "last_affected_at", "notify_by", "authority_notify_by")
@@ -144,8 +161,17 @@ def _instant(text: str | None) -> datetime | None:
     return datetime.fromisoformat(text[:-1] + "+00:00")
 
 
-FORBIDDEN = ("leaker", "receiver", "counterpart_account_id", "other_", "prompt", "output",
-             "token_ids", "content", "response")
+FORBIDDEN = (
+    "leaker",
+    "receiver",
+    "counterpart_account_id",
+    "other_",
+    "prompt",
+    "output",
+    "token_ids",
+    "content",
+    "response",
+)
 
 
 def test_no_counterpart_identity_or_content_columns(seq_out: Path) -> None:
@@ -160,34 +186,73 @@ def test_no_counterpart_identity_or_content_columns(seq_out: Path) -> None:
 def _extra_exposures(tables: dict) -> dict:
     """B (acct-2) also reads C's data (acct-3); H reads A's (both acct-1: same account); replay
     confirms B. Hand-worked: B has 2 counterpart accounts; the same-account pair adds none."""
-    add_rows(tables, "exposures", [
-        _exposure("B", "acct-2", "C", "acct-3", 8, 1, (0, 0), "2026-08-27T10:00:02.0003Z",
-                  "2026-08-27T10:00:02.0001Z", "stale"),
-        _exposure("H", "acct-1", "A", "acct-1", 0, 2, (0, 1), "2026-08-27T10:00:07.0004Z",
-                  "2026-08-27T10:00:00.0001Z", "stale"),
-    ])
+    add_rows(
+        tables,
+        "exposures",
+        [
+            _exposure(
+                "B",
+                "acct-2",
+                "C",
+                "acct-3",
+                8,
+                1,
+                (0, 0),
+                "2026-08-27T10:00:02.0003Z",
+                "2026-08-27T10:00:02.0001Z",
+                "stale",
+            ),
+            _exposure(
+                "H",
+                "acct-1",
+                "A",
+                "acct-1",
+                0,
+                2,
+                (0, 1),
+                "2026-08-27T10:00:07.0004Z",
+                "2026-08-27T10:00:00.0001Z",
+                "stale",
+            ),
+        ],
+    )
     for row in tables["affected_requests"]:
         if row["request_id"] == "B" and row["side"] == "receiving":
             row["tokens"], row["counterpart_requests"] = 7, 2
-    add_rows(tables, "affected_requests", [
-        {"side": "leaking", "request_id": "C", "account_id": "acct-3", "confidence": "ledger",
-         "tokens": 1, "counterpart_requests": 1,
-         "first_affected_at": t("2026-08-27T10:00:02.0003Z"),
-         "last_affected_at": t("2026-08-27T10:00:02.0003Z")}])
-    add_rows(tables, "replay_results", [
-        {"request_id": "B", "verdict": "confirmed", "reason": "contaminated replay matches"}])
+    add_rows(
+        tables,
+        "affected_requests",
+        [
+            {
+                "side": "leaking",
+                "request_id": "C",
+                "account_id": "acct-3",
+                "confidence": "ledger",
+                "tokens": 1,
+                "counterpart_requests": 1,
+                "first_affected_at": t("2026-08-27T10:00:02.0003Z"),
+                "last_affected_at": t("2026-08-27T10:00:02.0003Z"),
+            }
+        ],
+    )
+    add_rows(
+        tables,
+        "replay_results",
+        [{"request_id": "B", "verdict": "confirmed", "reason": "contaminated replay matches"}],
+    )
     return tables
 
 
 def test_counterparts_counted_cross_account_only_and_replay_confirms(tmp_path: Path) -> None:
     tables = _extra_exposures(seq_tables())
-    db = build_case(tmp_path / "case.duckdb", tables,
-                    schemas=every_schema())
+    db = build_case(tmp_path / "case.duckdb", tables, schemas=every_schema())
     con = open_case(db)
     write_all(con, tmp_path / "out", aware_at=None)
     con.close()
-    rows = {(r["side"], r["request_id"]): r
-            for r in _read_csv(tmp_path / "out" / "notifications" / "affected_requests.csv")}
+    rows = {
+        (r["side"], r["request_id"]): r
+        for r in _read_csv(tmp_path / "out" / "notifications" / "affected_requests.csv")
+    }
     assert rows[("receiving", "B")]["counterpart_accounts"] == "2"
     assert rows[("receiving", "B")]["counterpart_requests"] == "2"
     assert rows[("receiving", "H")]["counterpart_accounts"] == "1"  # A is the same account
@@ -196,10 +261,16 @@ def test_counterparts_counted_cross_account_only_and_replay_confirms(tmp_path: P
     assert rows[("leaking", "A")]["confidence"] == "confirmed"  # its data was in B's KV
     assert rows[("leaking", "C")]["confidence"] == "confirmed"
     assert rows[("receiving", "H")]["confidence"] == "ledger"
-    accounts = {r["account_id"]: r["confidence"] for r in
-                _read_csv(tmp_path / "out" / "notifications" / "receiving_accounts.csv")}
-    assert accounts == {"acct-1": "ledger", "acct-2": "confirmed", "acct-4": "ledger",
-                        "acct-6": "ledger"}
+    accounts = {
+        r["account_id"]: r["confidence"]
+        for r in _read_csv(tmp_path / "out" / "notifications" / "receiving_accounts.csv")
+    }
+    assert accounts == {
+        "acct-1": "ledger",
+        "acct-2": "confirmed",
+        "acct-4": "ledger",
+        "acct-6": "ledger",
+    }
 
 
 def test_outputs_are_byte_identical(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -230,6 +301,7 @@ def test_missing_analysis_tables_give_empty_lists(tmp_path: Path) -> None:
     assert "The analysis stage has not run on this case" in report
     con = open_case(db)  # nothing was added to the case database
     from forensics.report.casedb import present_tables
+
     assert "exposures" not in present_tables(con)
     con.close()
 
@@ -249,9 +321,12 @@ def test_csv_cells_cannot_run_as_spreadsheet_formulas(tmp_path: Path) -> None:
 
 def test_report_shows_the_notification_plan(seq_out: Path) -> None:
     html = (seq_out.parent / "report.html").read_text()
-    section = html[html.index('id="notifications"'):html.index('id="timeline"')]
-    rows = re.findall(r"<tr><td>([^<]+)</td><td>([^<]+)</td><td class=\"n\">(\d+)</td>"
-                      r"<td class=\"n\">(\d+)</td><td>([^<]+)</td>", section)
+    section = html[html.index('id="notifications"') : html.index('id="timeline"')]
+    rows = re.findall(
+        r"<tr><td>([^<]+)</td><td>([^<]+)</td><td class=\"n\">(\d+)</td>"
+        r"<td class=\"n\">(\d+)</td><td>([^<]+)</td>",
+        section,
+    )
     # hand-worked from accounts.csv and expected_accounts.csv, earliest deadline first per side
     assert rows == [
         ("received others' data", "EU", "1", "1", "2026-08-29T07:00:00.000000Z"),

@@ -11,8 +11,13 @@ from report_oracle import parse
 from forensics.report.casedb import open_case
 from forensics.report.stage import write_all
 
-HEADINGS = ("What Happened", "What Information Was Involved", "What We Are Doing",
-            "What You Can Do", "For More Information")
+HEADINGS = (
+    "What Happened",
+    "What Information Was Involved",
+    "What We Are Doing",
+    "What You Can Do",
+    "For More Information",
+)
 
 
 @pytest.fixture(scope="module")
@@ -27,9 +32,11 @@ def notices(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_one_notice_per_account_and_side(notices: Path) -> None:
     # hand-worked from expected_accounts.csv
     assert sorted(p.name for p in (notices / "receiving").iterdir()) == sorted(
-        f"acct-{n}.{ext}" for n in (1, 2, 4, 6) for ext in ("md", "html"))
+        f"acct-{n}.{ext}" for n in (1, 2, 4, 6) for ext in ("md", "html")
+    )
     assert sorted(p.name for p in (notices / "leaking").iterdir()) == sorted(
-        f"acct-{n}.{ext}" for n in (1, 2, 4, 7) for ext in ("md", "html"))
+        f"acct-{n}.{ext}" for n in (1, 2, 4, 7) for ext in ("md", "html")
+    )
 
 
 def test_headings_in_order(notices: Path) -> None:
@@ -66,13 +73,29 @@ def test_possible_only_account_without_times(tmp_path: Path) -> None:
     """A screened (possible) receiver has no token count and no times."""
     tables = seq_tables()
     tables["affected_requests"].append(
-        {"side": "receiving", "request_id": "C", "account_id": "acct-3", "confidence": "possible",
-         "tokens": None, "counterpart_requests": 2, "first_affected_at": None,
-         "last_affected_at": None})
+        {
+            "side": "receiving",
+            "request_id": "C",
+            "account_id": "acct-3",
+            "confidence": "possible",
+            "tokens": None,
+            "counterpart_requests": 2,
+            "first_affected_at": None,
+            "last_affected_at": None,
+        }
+    )
     tables["affected_accounts"].append(
-        {"side": "receiving", "account_id": "acct-3", "confidence": "possible", "requests": 1,
-         "tokens": None, "first_affected_at": None, "last_affected_at": None,
-         "counterpart_accounts": 2})
+        {
+            "side": "receiving",
+            "account_id": "acct-3",
+            "confidence": "possible",
+            "requests": 1,
+            "tokens": None,
+            "first_affected_at": None,
+            "last_affected_at": None,
+            "counterpart_accounts": 2,
+        }
+    )
     con = open_case(build_case(tmp_path / "case.duckdb", tables))
     write_all(con, tmp_path / "out")
     con.close()

@@ -54,8 +54,9 @@ def test_engine_start_once_and_jsonl_agrees(tmp_path: Path) -> None:
     tables = seq_tables()
     start = dict(tables["nodes"][0])
     # the log says another pool size than the nodes file: still one start, the engine's values
-    add_rows(tables, "node_starts", [{**start, "pool_slots": 7, "src_file": "logs/n1.log",
-                                      "src_row": 3}])
+    add_rows(
+        tables, "node_starts", [{**start, "pool_slots": 7, "src_file": "logs/n1.log", "src_row": 3}]
+    )
     con = open_case(build_case(tmp_path / "case.duckdb", tables, schemas=every_schema()))
     write_all(con, tmp_path / "out")
     con.close()

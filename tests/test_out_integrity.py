@@ -34,14 +34,17 @@ def _write_case(root: Path, receiver_account: str) -> Path:
     root.mkdir(parents=True, exist_ok=True)
     (root / "requests.csv").write_text(
         REQ + "A,acct-1,m,2026-08-27T10:00:00Z,200,4\n"
-        f"B,{receiver_account},m,2026-08-27T10:00:05Z,200,4\n")
+        f"B,{receiver_account},m,2026-08-27T10:00:05Z,200,4\n"
+    )
     (root / "kv_events.csv").write_text(
         EV + "2026-08-27T10:00:00Z,n1,A,alloc,0,4,,\n"
         "2026-08-27T10:00:01Z,n1,A,write,0,4,0,prefill\n"
         "2026-08-27T10:00:02Z,n1,A,free,0,4,,\n2026-08-27T10:00:05Z,n1,B,alloc,0,4,,\n"
-        "2026-08-27T10:00:06Z,n1,B,read,0,4,0,\n")
+        "2026-08-27T10:00:06Z,n1,B,read,0,4,0,\n"
+    )
     (root / "accounts.csv").write_text(
-        ACC + f"acct-1,One,one@x,EU\n{receiver_account},Two,two@x,EU\n")
+        ACC + f"acct-1,One,one@x,EU\n{receiver_account},Two,two@x,EU\n"
+    )
     return root
 
 
@@ -130,9 +133,25 @@ KILLER = textwrap.dedent("""
 def _killed_run(point: tuple[str, str, str, int], mode: str, case: Path, out: Path) -> int:
     module, name, when, nth = point
     proc = subprocess.run(
-        [sys.executable, "-c", KILLER, module, name, when, str(nth), mode, "investigate",
-         str(case), "--out", str(out)],
-        cwd=REPO, capture_output=True, text=True, timeout=300)
+        [
+            sys.executable,
+            "-c",
+            KILLER,
+            module,
+            name,
+            when,
+            str(nth),
+            mode,
+            "investigate",
+            str(case),
+            "--out",
+            str(out),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     return proc.returncode
 
 
@@ -185,9 +204,12 @@ def test_verify_lists_every_difference(cli, tmp_path):
     code, out_json, _ = cli("verify", out, "--json")
     found = {(d["side"], d["path"]) for d in json.loads(out_json)["differences"]}
     assert code == 1
-    assert found == {("output", "timeline.csv"),
-                     ("output", "notifications/notices/receiving/acct-2.md"),
-                     ("output", "notifications/extra.csv"), ("input", "requests.csv")}
+    assert found == {
+        ("output", "timeline.csv"),
+        ("output", "notifications/notices/receiving/acct-2.md"),
+        ("output", "notifications/extra.csv"),
+        ("input", "requests.csv"),
+    }
 
 
 def test_verify_without_manifest_is_a_usage_error(cli, tmp_path):
@@ -207,9 +229,31 @@ def test_unchanged_ingest_still_records_its_queries(cli, tmp_path):
     assert second["queries"]["validate_kv_events"] == first["queries"]["validate_kv_events"]
 
 
-IDS = ["acct", "ACCT", "Acct", "CON", "con", "nul", "COM1", "LPT9", "aux",
-       "x-0123456789abcdef", "x", "x/../y", "x\\y", ".hidden", "a b", "a_b", "é", "",
-       "a" * 200, "a" * 201, "acct-1", "acct_1", "x-0123456789ABCDEF"]
+IDS = [
+    "acct",
+    "ACCT",
+    "Acct",
+    "CON",
+    "con",
+    "nul",
+    "COM1",
+    "LPT9",
+    "aux",
+    "x-0123456789abcdef",
+    "x",
+    "x/../y",
+    "x\\y",
+    ".hidden",
+    "a b",
+    "a_b",
+    "é",
+    "",
+    "a" * 200,
+    "a" * 201,
+    "acct-1",
+    "acct_1",
+    "x-0123456789ABCDEF",
+]
 
 
 def test_notice_stems_are_unique_whatever_the_ids():
@@ -231,12 +275,17 @@ def test_case_variant_ids_get_separate_notices(cli, tmp_path):
     case.mkdir()
     (case / "requests.csv").write_text(
         REQ + "A,acct-0,m,2026-08-27T10:00:00Z,200,12\nB,acct,m,2026-08-27T10:00:05Z,200,4\n"
-        "C,ACCT,m,2026-08-27T10:00:05Z,200,4\nD,CON,m,2026-08-27T10:00:05Z,200,4\n")
+        "C,ACCT,m,2026-08-27T10:00:05Z,200,4\nD,CON,m,2026-08-27T10:00:05Z,200,4\n"
+    )
     (case / "kv_events.csv").write_text(
         EV + "2026-08-27T10:00:00Z,n1,A,alloc,0,12,,\n"
         "2026-08-27T10:00:01Z,n1,A,write,0,12,0,prefill\n2026-08-27T10:00:02Z,n1,A,free,0,12,,\n"
-        + "".join(f"2026-08-27T10:00:05Z,n1,{r},alloc,{s},4,,\n2026-08-27T10:00:06Z,n1,{r},read,"
-                  f"{s},4,0,\n" for r, s in (("B", 0), ("C", 4), ("D", 8))))
+        + "".join(
+            f"2026-08-27T10:00:05Z,n1,{r},alloc,{s},4,,\n2026-08-27T10:00:06Z,n1,{r},read,"
+            f"{s},4,0,\n"
+            for r, s in (("B", 0), ("C", 4), ("D", 8))
+        )
+    )
     code, _, err = cli("investigate", case, "--out", out)
     assert code == 1, err
     receiving = [n for n in _notices(out) if n.startswith("receiving/")]

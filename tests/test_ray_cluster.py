@@ -92,8 +92,13 @@ def on_cluster(cluster: tuple[str, dict[str, str]], *commands: list[object]) -> 
     process of their own (Ray reads its token when it starts; one driver keeps its workers)."""
     address, env = cluster
     listed = json.dumps([[str(a) for a in c] for c in commands])
-    done = subprocess.run([sys.executable, "-c", DRIVER, address, listed], env=env,
-                          capture_output=True, text=True, timeout=180)
+    done = subprocess.run(
+        [sys.executable, "-c", DRIVER, address, listed],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return list(json.loads(done.stdout.strip().splitlines()[-1]))
 
@@ -134,8 +139,10 @@ def runs(cluster, nine_nodes, tmp_path_factory) -> dict[str, Path]:
     external = root / "external"
     shutil.copytree(nine_nodes, external)
     spoil(next((external / "kv_events" / "node=decode-2").glob("*.parquet")))
-    dbs = {name: root / f"{name}.duckdb" for name in
-           ("sample", "sample_ray", "spoiled", "external_ray")}
+    dbs = {
+        name: root / f"{name}.duckdb"
+        for name in ("sample", "sample_ray", "spoiled", "external_ray")
+    }
     cli("ingest", SAMPLE, "--db", dbs["sample_ray"])
     shutil.copy(dbs["sample_ray"], dbs["sample"])
     assert cli("analyze", "--db", dbs["sample"]) == 1
@@ -149,9 +156,14 @@ def runs(cluster, nine_nodes, tmp_path_factory) -> dict[str, Path]:
         ["investigate", nine_nodes, "--out", root / "investigate_ray"],
     )
     assert codes == [1, 1, 1, 1]  # findings (and, for the ingest, one quarantined row)
-    return {**dbs, "case": nine_nodes, "out": root / "investigate",
-            "out_ray": root / "investigate_ray", "nine": root / "investigate" / "case.duckdb",
-            "nine_ray": root / "investigate_ray" / "case.duckdb"}
+    return {
+        **dbs,
+        "case": nine_nodes,
+        "out": root / "investigate",
+        "out_ray": root / "investigate_ray",
+        "nine": root / "investigate" / "case.duckdb",
+        "nine_ray": root / "investigate_ray" / "case.duckdb",
+    }
 
 
 def test_sample_on_the_cluster_equals_the_local_run(runs) -> None:
@@ -190,8 +202,11 @@ def spoil(part: Path) -> None:
 
 def test_investigate_on_the_cluster_writes_the_same_lists(runs) -> None:
     """Notification lists, exposures and timeline: byte-identical to the local run."""
-    names = sorted(p.relative_to(runs["out"]).as_posix() for p in runs["out"].rglob("*")
-                   if p.suffix in (".csv", ".parquet") and "notices" not in p.parts)
+    names = sorted(
+        p.relative_to(runs["out"]).as_posix()
+        for p in runs["out"].rglob("*")
+        if p.suffix in (".csv", ".parquet") and "notices" not in p.parts
+    )
     assert "notifications/receiving_accounts.csv" in names and "exposures.parquet" in names
     for name in names:
         assert (runs["out"] / name).read_bytes() == (runs["out_ray"] / name).read_bytes(), name

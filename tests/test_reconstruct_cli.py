@@ -16,8 +16,17 @@ from forensics.simulate.run import SimOptions, simulate
 
 def test_reconstruct_analyze_report(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
     full = tmp_path / "full"
-    simulate(full, SimOptions(requests=300, seed=4, scale=0.001, days=1.0, contents=False,
-                              overrides=(("accounts", 200),)))
+    simulate(
+        full,
+        SimOptions(
+            requests=300,
+            seed=4,
+            scale=0.001,
+            days=1.0,
+            contents=False,
+            overrides=(("accounts", 200),),
+        ),
+    )
     case = tmp_path / "case"
     shutil.copytree(full, case, ignore=shutil.ignore_patterns("kv_events", "ground_truth"))
     db = tmp_path / "case.duckdb"

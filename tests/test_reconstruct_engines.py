@@ -24,8 +24,7 @@ from forensics.simulate.engine_pool import EnginePagePool
 from forensics.simulate.run import SimOptions, simulate
 
 # (op, argument): alloc k pages, or free the pages of the n-th allocation
-SCRIPT = [("A", 3), ("A", 2), ("F", 0), ("A", 2), ("A", 2), ("F", 1), ("F", 3), ("A", 3),
-          ("A", 1)]
+SCRIPT = [("A", 3), ("A", 2), ("F", 0), ("A", 2), ("A", 2), ("F", 1), ("F", 3), ("A", 3), ("A", 1)]
 N_PAGES, PS = 9, 16
 
 # Direct use of the real classes, written apart from forensics/engines/allocator_driver.py.
@@ -76,13 +75,17 @@ def _through(pool: PagePool) -> list[list[int]]:
 
 
 @pytest.mark.parametrize(
-    "kind", ["sglang", pytest.param("vllm", marks=pytest.mark.slow)]  # vLLM imports slowly
+    "kind",
+    ["sglang", pytest.param("vllm", marks=pytest.mark.slow)],  # vLLM imports slowly
 )
 def test_simulator_pools_follow_the_real_classes(kind: str) -> None:
     python = engines_python()
     done = subprocess.run(
         [str(python), "-c", DIRECT[kind], json.dumps(SCRIPT), str(N_PAGES), str(PS)],
-        capture_output=True, text=True, timeout=600, check=True,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=True,
     )
     direct = json.loads(done.stdout.strip().splitlines()[-1])
     with EngineAllocators(python) as drv:
@@ -100,8 +103,9 @@ def _truth(folder: Path, side: str) -> tuple[set[str], set[str]]:
 
 
 def _found(con: duckdb.DuckDBPyConnection, side: str) -> tuple[set[str], set[str], set[str]]:
-    rows = con.execute("SELECT request_id, account_id, confidence FROM affected_requests "
-                       "WHERE side = ?", [side]).fetchall()
+    rows = con.execute(
+        "SELECT request_id, account_id, confidence FROM affected_requests WHERE side = ?", [side]
+    ).fetchall()
     return {r for r, _, _ in rows}, {a for _, a, _ in rows}, {c for _, _, c in rows}
 
 
@@ -126,8 +130,17 @@ def _check_against_truth(con: duckdb.DuckDBPyConnection, truth: Path) -> None:
 
 def test_lifo_reconstruction_without_ledger_finds_the_ground_truth(tmp_path: Path) -> None:
     full = tmp_path / "full"
-    simulate(full, SimOptions(requests=400, seed=3, scale=0.001, days=1.0, contents=False,
-                              overrides=(("accounts", 250),)))
+    simulate(
+        full,
+        SimOptions(
+            requests=400,
+            seed=3,
+            scale=0.001,
+            days=1.0,
+            contents=False,
+            overrides=(("accounts", 250),),
+        ),
+    )
     con = _withheld(full, tmp_path)
     try:
         analyze(con)  # screening alone lists possible parties only
@@ -149,21 +162,42 @@ def test_lifo_reconstruction_without_ledger_finds_the_ground_truth(tmp_path: Pat
 def sglang_case(tmp_path_factory: pytest.TempPathFactory) -> Path:
     engines_python()
     case = tmp_path_factory.mktemp("rc") / "case"
-    simulate(case, SimOptions(requests=500, seed=5, scale=0.001, days=1.0, allocator="sglang",
-                              contents=False, overrides=(("accounts", 300),)))
+    simulate(
+        case,
+        SimOptions(
+            requests=500,
+            seed=5,
+            scale=0.001,
+            days=1.0,
+            allocator="sglang",
+            contents=False,
+            overrides=(("accounts", 300),),
+        ),
+    )
     return case
 
 
 @pytest.mark.slow
 def test_sglang_reuse_changes_the_ground_truth(sglang_case: Path, tmp_path: Path) -> None:
     lifo = tmp_path / "lifo"
-    simulate(lifo, SimOptions(requests=500, seed=5, scale=0.001, days=1.0, contents=False,
-                              overrides=(("accounts", 300),)))
-    assert _truth(sglang_case / "ground_truth", "leaking") != _truth(lifo / "ground_truth",
-                                                                       "leaking")
+    simulate(
+        lifo,
+        SimOptions(
+            requests=500,
+            seed=5,
+            scale=0.001,
+            days=1.0,
+            contents=False,
+            overrides=(("accounts", 300),),
+        ),
+    )
+    assert _truth(sglang_case / "ground_truth", "leaking") != _truth(
+        lifo / "ground_truth", "leaking"
+    )
     # same traffic, same receivers: only who leaked to them differs
     assert _truth(sglang_case / "ground_truth", "receiving") == _truth(
-        lifo / "ground_truth", "receiving")
+        lifo / "ground_truth", "receiving"
+    )
 
 
 @pytest.mark.slow
@@ -176,8 +210,9 @@ def test_sglang_reconstruction_without_ledger_finds_the_ground_truth(
         assert {n["allocator"] for n in summary["nodes"]} == {"sglang"}
         analyze(con)
         _check_against_truth(con, sglang_case / "ground_truth")
-        flagged = con.execute("SELECT count(*), count(DISTINCT node) FROM reconstructed_events"
-                              ).fetchone()
+        flagged = con.execute(
+            "SELECT count(*), count(DISTINCT node) FROM reconstructed_events"
+        ).fetchone()
         assert flagged is not None and flagged[0] > 0 and flagged[1] == 4
         assert con.execute("SELECT count(*) FROM kv_events").fetchone() == (0,)
     finally:

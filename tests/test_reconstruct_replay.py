@@ -32,23 +32,30 @@ def test_replay_confirms_true_pairs_and_clears_the_others(tmp_path: Path) -> Non
     con = connect(tmp_path / "case.duckdb")
     try:
         summary = reconstruct(con, {"allocator": "lifo", "skew_ms": 600_000.0, "orders": 3})
-        rows = con.execute("SELECT receiver_request_id, leaker_request_id, verdict, support "
-                           "FROM reconstructed_exposures").fetchall()
+        rows = con.execute(
+            "SELECT receiver_request_id, leaker_request_id, verdict, support "
+            "FROM reconstructed_exposures"
+        ).fetchall()
         truth = pl.read_csv(full / "ground_truth" / "exposures.csv")
-        true_pairs = set(zip(truth["receiver_request_id"], truth["leaker_request_id"],
-                             strict=True))
+        true_pairs = set(zip(truth["receiver_request_id"], truth["leaker_request_id"], strict=True))
         assert true_pairs and summary["layouts_replayed"] > 0
         false_pairs = [(r, v) for r, lk, v, _ in rows if (r, lk) not in true_pairs]
         assert false_pairs, "the coarse clock should let wrong orders add false pairs"
         assert {v for _, v in false_pairs} == {"cleared"}
         assert {(r, lk) for r, lk, v, _ in rows if v == "confirmed"} == true_pairs
         analyze(con)
-        listed = {r for (r,) in con.execute(
-            "SELECT request_id FROM affected_requests WHERE side = 'leaking'").fetchall()}
+        listed = {
+            r
+            for (r,) in con.execute(
+                "SELECT request_id FROM affected_requests WHERE side = 'leaking'"
+            ).fetchall()
+        }
         leakers = {lk for r, lk, v, _ in rows if v == "cleared"} - {lk for _, lk in true_pairs}
         assert not (listed & leakers)  # cleared leakers are not notified
-        confidence = {c for (c,) in con.execute(
-            "SELECT DISTINCT confidence FROM affected_requests").fetchall()}
+        confidence = {
+            c
+            for (c,) in con.execute("SELECT DISTINCT confidence FROM affected_requests").fetchall()
+        }
         assert confidence == {"confirmed"}
     finally:
         con.close()

@@ -9,8 +9,16 @@ from forensics.simulate.allocator import PagePool
 MS = 1_000
 
 
-def req(rid: str, acc: str, recv: int, first: int, done: int, prompt: int, n_out: int,
-        stub: bool = False) -> Req:
+def req(
+    rid: str,
+    acc: str,
+    recv: int,
+    first: int,
+    done: int,
+    prompt: int,
+    n_out: int,
+    stub: bool = False,
+) -> Req:
     return Req(rid, acc, recv * MS, first * MS, done * MS, prompt, n_out, stub)
 
 

@@ -10,10 +10,12 @@ import duckdb
 import numpy as np
 import pytest
 
-torch = pytest.importorskip("torch", reason="replay needs the extra: pip install "
-                            "'kvforensics[replay]'")
-pytest.importorskip("transformers", reason="replay needs the extra: pip install "
-                    "'kvforensics[replay]'")
+torch = pytest.importorskip(
+    "torch", reason="replay needs the extra: pip install 'kvforensics[replay]'"
+)
+pytest.importorskip(
+    "transformers", reason="replay needs the extra: pip install 'kvforensics[replay]'"
+)
 
 from replay_helpers import CaseBuilder, query  # noqa: E402
 
@@ -32,9 +34,13 @@ def ids(seed: int, n: int) -> list[int]:
 
 
 def generate(model, prompt: list[int], n: int) -> list[int]:
-    out = model.generate(torch.tensor([prompt]), max_new_tokens=n, do_sample=False,
-                         attention_mask=torch.ones(1, len(prompt), dtype=torch.long))
-    return out[0, len(prompt):].tolist()
+    out = model.generate(
+        torch.tensor([prompt]),
+        max_new_tokens=n,
+        do_sample=False,
+        attention_mask=torch.ones(1, len(prompt), dtype=torch.long),
+    )
+    return out[0, len(prompt) :].tolist()
 
 
 @pytest.fixture(scope="module")
@@ -62,14 +68,15 @@ def case(model, tmp_path_factory):
     # V: prompt of 28 replaced by a 1-token stub; its first decode read L's KV in 1..27.
     v_prompt = ids(2, 28)
     v_slots = [("V", 0)] + [("L", i) for i in range(1, 28)]
-    v_out = greedy_decode(model, {"V": STUB, "L": l_prompt + l_out}, v_slots,
-                          prefill_first_token(model, STUB), 5)
+    v_out = greedy_decode(
+        model, {"V": STUB, "L": l_prompt + l_out}, v_slots, prefill_first_token(model, STUB), 5
+    )
     b.request("V", "acct-v", 28, 5, "d1")
     b.content("V", v_prompt, v_out, STUB)
     b.event(10, "d1", "V", "alloc", 0, 32)
     b.event(11, "d1", "V", "write", 0, 1, 0, "transfer")
     b.event(12, "d1", "V", "read", 0, 28, 0)
-    b.event(13, "d1", "X", "write", 5, 2, 0, "transfer")   # after V's first read: not replayed
+    b.event(13, "d1", "X", "write", 5, 2, 0, "transfer")  # after V's first read: not replayed
     b.event(14, "d1", "V", "write", 28, 1, 28, "decode")
     b.event(15, "d1", "V", "read", 0, 29, 0)
     b.exposure("V", "L", "d1", 1, 27)
@@ -87,10 +94,11 @@ def case(model, tmp_path_factory):
     b.exposure("Q", "X", "d1", 5, 2)
 
     # Z: stub over slots never written by anyone: only zeros besides its own token.
-    z_out = greedy_decode(model, {"Z": STUB}, [("Z", 0)] + [None] * 9,
-                          prefill_first_token(model, STUB), 5)
+    z_out = greedy_decode(
+        model, {"Z": STUB}, [("Z", 0)] + [None] * 9, prefill_first_token(model, STUB), 5
+    )
     b.request("Z", "acct-z", 10, 5, "d1", sha=response_sha256(z_out))
-    b.content("Z", ids(4, 10), None, STUB)           # output kept only as response_sha256
+    b.content("Z", ids(4, 10), None, STUB)  # output kept only as response_sha256
     b.event(20, "d1", "Z", "alloc", 40, 10)
     b.event(21, "d1", "Z", "write", 40, 1, 0, "transfer")
     b.event(22, "d1", "Z", "read", 40, 10, 0)
@@ -133,7 +141,7 @@ def verdicts(db) -> dict[str, tuple[str, str]]:
 
 def test_every_suspect_gets_a_verdict(replayed):
     db, run = replayed
-    assert sorted(verdicts(db)) == ["F", "M", "Q", "V", "Z"]   # not L: no receiver reason
+    assert sorted(verdicts(db)) == ["F", "M", "Q", "V", "Z"]  # not L: no receiver reason
     assert run.counts() == {"confirmed": 1, "not-reproduced": 2, "cannot-replay": 2}
 
 
@@ -141,43 +149,62 @@ def test_contaminated_suspect_is_confirmed(replayed):
     db, _ = replayed
     verdict, reason = verdicts(db)["V"]
     assert verdict == "confirmed", reason
-    row = query(db, "SELECT delivered_sha256, contaminated_sha256, clean_sha256, foreign_slots,"
-                    " unwritten_slots, output_tokens FROM replay_results WHERE request_id='V'")
+    row = query(
+        db,
+        "SELECT delivered_sha256, contaminated_sha256, clean_sha256, foreign_slots,"
+        " unwritten_slots, output_tokens FROM replay_results WHERE request_id='V'",
+    )
     delivered, dirty, clean, foreign, unwritten, n_out = row[0]
     assert delivered == dirty != clean
     assert (foreign, unwritten, n_out) == (27, 0, 5)
-    attention = query(db, "SELECT leaker_request_id, share, slots FROM replay_attention "
-                          "WHERE request_id='V'")
+    attention = query(
+        db, "SELECT leaker_request_id, share, slots FROM replay_attention WHERE request_id='V'"
+    )
     assert [(a[0], a[2]) for a in attention] == [("L", 27)] and 0 < attention[0][1] < 1
 
 
 def test_confirmation_raises_confidence(replayed):
     db, _ = replayed
     assert query(db, "SELECT receiver_request_id, confidence FROM exposures ORDER BY 1") == [
-        ("M", "ledger"), ("Q", "ledger"), ("V", "confirmed")]
-    assert query(db, "SELECT side, request_id, confidence FROM affected_requests ORDER BY 1, 2"
-                 ) == [("leaking", "L", "confirmed"), ("receiving", "M", "ledger"),
-                       ("receiving", "V", "confirmed")]
-    assert query(db, "SELECT side, account_id, confidence FROM affected_accounts ORDER BY 1, 2"
-                 ) == [("leaking", "acct-l", "confirmed"), ("receiving", "acct-m", "ledger"),
-                       ("receiving", "acct-v", "confirmed")]
+        ("M", "ledger"),
+        ("Q", "ledger"),
+        ("V", "confirmed"),
+    ]
+    assert query(
+        db, "SELECT side, request_id, confidence FROM affected_requests ORDER BY 1, 2"
+    ) == [
+        ("leaking", "L", "confirmed"),
+        ("receiving", "M", "ledger"),
+        ("receiving", "V", "confirmed"),
+    ]
+    assert query(
+        db, "SELECT side, account_id, confidence FROM affected_accounts ORDER BY 1, 2"
+    ) == [
+        ("leaking", "acct-l", "confirmed"),
+        ("receiving", "acct-m", "ledger"),
+        ("receiving", "acct-v", "confirmed"),
+    ]
 
 
 def test_never_written_slots_are_not_a_confirmed_leak(replayed):
     db, _ = replayed
     verdict, reason = verdicts(db)["Z"]
     assert verdict == "not-reproduced"
-    assert "read no other request's data" in reason          # the replay did reproduce it
-    assert query(db, "SELECT foreign_slots, unwritten_slots FROM replay_results "
-                     "WHERE request_id='Z'") == [(0, 9)]
+    assert "read no other request's data" in reason  # the replay did reproduce it
+    assert query(
+        db, "SELECT foreign_slots, unwritten_slots FROM replay_results WHERE request_id='Z'"
+    ) == [(0, 9)]
 
 
 def test_screening_false_positive_is_not_reproduced(replayed):
     db, _ = replayed
     verdict, reason = verdicts(db)["F"]
     assert verdict == "not-reproduced" and "clean replay" in reason
-    assert query(db, "SELECT contaminated_sha256 = clean_sha256, unwritten_slots "
-                     "FROM replay_results WHERE request_id='F'") == [(True, 0)]
+    assert query(
+        db,
+        "SELECT contaminated_sha256 = clean_sha256, unwritten_slots "
+        "FROM replay_results WHERE request_id='F'",
+    ) == [(True, 0)]
 
 
 def test_missing_contents_cannot_be_replayed(replayed):
@@ -202,8 +229,10 @@ def test_replay_is_deterministic(case, replayed, tmp_path):
     con = duckdb.connect(str(again))
     run_case_replay(con, "test", "cpu")
     con.close()
-    columns = ("SELECT request_id, verdict, reason, delivered_sha256, contaminated_sha256, "
-               "clean_sha256, tokens FROM replay_results ORDER BY request_id")
+    columns = (
+        "SELECT request_id, verdict, reason, delivered_sha256, contaminated_sha256, "
+        "clean_sha256, tokens FROM replay_results ORDER BY request_id"
+    )
     assert query(db, columns) == query(again, columns)
     shares = "SELECT * FROM replay_attention ORDER BY ALL"
     assert query(db, shares) == query(again, shares)
@@ -237,19 +266,33 @@ def test_a_run_with_another_model_leaves_the_confirmation(replayed, tmp_path):
     assert second.results[0].verdict == "not-reproduced"
     third = _replay_again(db, str(other), served="kvforensics/test-llama-tiny")
     assert third.model_matches == {"V": True} and third.kept_confirmed == ["V"]
-    assert query(db, "SELECT run_id, request_id, verdict, model_matches FROM replay_results "
-                     "WHERE request_id = 'V' ORDER BY run_id") == [
-        ("run-0001", "V", "confirmed", True), ("run-0002", "V", "not-reproduced", False),
-        ("run-0003", "V", "not-reproduced", True)]
+    assert query(
+        db,
+        "SELECT run_id, request_id, verdict, model_matches FROM replay_results "
+        "WHERE request_id = 'V' ORDER BY run_id",
+    ) == [
+        ("run-0001", "V", "confirmed", True),
+        ("run-0002", "V", "not-reproduced", False),
+        ("run-0003", "V", "not-reproduced", True),
+    ]
     assert query(db, "SELECT receiver_request_id, confidence FROM exposures ORDER BY 1") == [
-        ("M", "ledger"), ("Q", "ledger"), ("V", "confirmed")]
+        ("M", "ledger"),
+        ("Q", "ledger"),
+        ("V", "confirmed"),
+    ]
     assert ("receiving", "acct-v", "confirmed") in query(
-        db, "SELECT side, account_id, confidence FROM affected_accounts")
-    runs = query(db, "SELECT run_id, model, served_model, config_sha256, weight_files, "
-                     "weight_sha256, device, dtype FROM replay_runs ORDER BY run_id")
-    assert [r[:3] for r in runs] == [("run-0001", "test", "kvforensics/test-llama-tiny"),
-                                     ("run-0002", str(other), "other-weights"),
-                                     ("run-0003", str(other), "kvforensics/test-llama-tiny")]
+        db, "SELECT side, account_id, confidence FROM affected_accounts"
+    )
+    runs = query(
+        db,
+        "SELECT run_id, model, served_model, config_sha256, weight_files, "
+        "weight_sha256, device, dtype FROM replay_runs ORDER BY run_id",
+    )
+    assert [r[:3] for r in runs] == [
+        ("run-0001", "test", "kvforensics/test-llama-tiny"),
+        ("run-0002", str(other), "other-weights"),
+        ("run-0003", str(other), "kvforensics/test-llama-tiny"),
+    ]
     folder_hash = hashlib.sha256((other / "model.safetensors").read_bytes()).hexdigest()
     config_hash = hashlib.sha256((other / "config.json").read_bytes()).hexdigest()
     assert runs[1][3:6] == (config_hash, ["model.safetensors"], [folder_hash])

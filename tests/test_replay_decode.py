@@ -7,10 +7,12 @@ import hashlib
 import numpy as np
 import pytest
 
-torch = pytest.importorskip("torch", reason="replay needs the extra: pip install "
-                            "'kvforensics[replay]'")
-pytest.importorskip("transformers", reason="replay needs the extra: pip install "
-                    "'kvforensics[replay]'")
+torch = pytest.importorskip(
+    "torch", reason="replay needs the extra: pip install 'kvforensics[replay]'"
+)
+pytest.importorskip(
+    "transformers", reason="replay needs the extra: pip install 'kvforensics[replay]'"
+)
 
 from forensics.errors import ReplayError  # noqa: E402
 from forensics.replay import decode  # noqa: E402
@@ -52,9 +54,13 @@ def oracle():
 
 def generate(model, prompt: list[int], n: int) -> list[int]:
     """The oracle: transformers' own greedy generation from the prompt."""
-    out = model.generate(torch.tensor([prompt]), max_new_tokens=n, do_sample=False,
-                         attention_mask=torch.ones(1, len(prompt), dtype=torch.long))
-    return out[0, len(prompt):].tolist()
+    out = model.generate(
+        torch.tensor([prompt]),
+        max_new_tokens=n,
+        do_sample=False,
+        attention_mask=torch.ones(1, len(prompt), dtype=torch.long),
+    )
+    return out[0, len(prompt) :].tolist()
 
 
 def test_own_slots_decode_equals_generate(model, oracle):
@@ -69,8 +75,10 @@ def test_chunked_prefill_gives_the_same_tokens(model, oracle, monkeypatch):
     expected = generate(oracle, prompt, 8)
     monkeypatch.setattr(decode, "CHUNK_TOKENS", 5)
     slots = [("A", i) for i in range(len(prompt))]
-    assert greedy_decode(model, {"A": prompt}, slots, prefill_first_token(model, prompt),
-                         8) == expected
+    assert (
+        greedy_decode(model, {"A": prompt}, slots, prefill_first_token(model, prompt), 8)
+        == expected
+    )
 
 
 def test_reader_of_another_requests_full_kv_continues_that_request(model, oracle):
@@ -85,8 +93,9 @@ def test_reader_of_another_requests_full_kv_continues_that_request(model, oracle
 def test_foreign_kv_changes_the_output_and_takes_attention(model):
     stub, other = [11], tokens(4, 30)
     first = prefill_first_token(model, stub)
-    dirty = decode_with_evidence(model, {"R": stub, "B": other},
-                                 [("R", 0)] + [("B", i) for i in range(1, 30)], first, 10)
+    dirty = decode_with_evidence(
+        model, {"R": stub, "B": other}, [("R", 0)] + [("B", i) for i in range(1, 30)], first, 10
+    )
     zeros = decode_with_evidence(model, {"R": stub}, [("R", 0)] + [None] * 29, first, 10)
     assert dirty.tokens != zeros.tokens
     assert dirty.tokens[0] == zeros.tokens[0] == first

@@ -11,10 +11,12 @@ import duckdb
 import numpy as np
 import pytest
 
-torch = pytest.importorskip("torch", reason="replay needs the extra: pip install "
-                            "'kvforensics[replay]'")
-pytest.importorskip("transformers", reason="replay needs the extra: pip install "
-                    "'kvforensics[replay]'")
+torch = pytest.importorskip(
+    "torch", reason="replay needs the extra: pip install 'kvforensics[replay]'"
+)
+pytest.importorskip(
+    "transformers", reason="replay needs the extra: pip install 'kvforensics[replay]'"
+)
 
 from replay_helpers import CaseBuilder  # noqa: E402
 
@@ -56,8 +58,9 @@ def shared_case(fast, tmp_path_factory):
     b.event(2, "d1", "L", "free", 0, 40)
     for n, (rid, stub) in enumerate((("A", [5]), ("B", [9]))):
         slots = [(rid, 0)] + [("L", i) for i in range(1, 40)]
-        out = greedy_decode(fast, {rid: stub, "L": l_prompt + [1, 2, 3]}, slots,
-                            prefill_first_token(fast, stub), 6)
+        out = greedy_decode(
+            fast, {rid: stub, "L": l_prompt + [1, 2, 3]}, slots, prefill_first_token(fast, stub), 6
+        )
         b.request(rid, f"acct-{rid}", 40, 6, "d1")
         b.content(rid, ids(10 + n, 40), out if rid == "B" else [0] * 6, stub)
         b.event(3 + 3 * n, "d1", rid, "write", 0, 1, 0, "transfer")
@@ -82,8 +85,11 @@ def test_fast_and_eager_attention_give_the_same_verdicts(fast, eager, shared_cas
         got[name] = replay_with(model, shared_case, tmp_path, ["A", "B"])
     assert [r.verdict for r in got["fast"]] == ["not-reproduced", "confirmed"]
     for f, e in zip(got["fast"], got["eager"], strict=True):
-        assert (f.verdict, f.contaminated_sha256, f.clean_sha256) == \
-            (e.verdict, e.contaminated_sha256, e.clean_sha256)
+        assert (f.verdict, f.contaminated_sha256, f.clean_sha256) == (
+            e.verdict,
+            e.contaminated_sha256,
+            e.clean_sha256,
+        )
         for writer, (share, slots) in f.attention.items():
             assert e.attention[writer][1] == slots
             assert e.attention[writer][0] == pytest.approx(share, abs=1e-5)
@@ -103,11 +109,17 @@ def test_shares_equal_transformers_eager_attention_weights(fast):
     cache = hfcompat.new_cache()
     for layer, (k, v) in enumerate(zip(keys, values, strict=True)):
         cache.update(k, v, layer)
-    name = "cache" if "cache" in inspect.signature(reference.forward).parameters \
-        else "past_key_values"
+    name = (
+        "cache" if "cache" in inspect.signature(reference.forward).parameters else "past_key_values"
+    )
     with torch.inference_mode():
-        out = reference(input_ids=torch.tensor([[first]]), position_ids=torch.tensor([[30]]),
-                        use_cache=True, output_attentions=True, **{name: cache})
+        out = reference(
+            input_ids=torch.tensor([[first]]),
+            position_ids=torch.tensor([[30]]),
+            use_cache=True,
+            output_attentions=True,
+            **{name: cache},
+        )
     per_slot = torch.stack([a[0, :, -1, :30] for a in out.attentions]).mean(dim=(0, 1))
     expected_b = float(per_slot[1:25].sum())
     assert ours.writer_share["B"] == pytest.approx(expected_b, abs=1e-6)
@@ -130,12 +142,15 @@ def test_a_shared_writer_is_rebuilt_once(fast, shared_case, tmp_path, monkeypatc
     runs.clear()
     alone = [replay_with(fast, shared_case, tmp_path, [r])[0] for r in ("A", "B")]
     assert sorted(runs) == [1, 1, 1, 1, 40, 40, 40, 40]
-    assert [(r.verdict, r.contaminated_sha256, r.tokens + (40 if r.request_id == "B" else 0))
-            for r in together] == [(r.verdict, r.contaminated_sha256, r.tokens) for r in alone]
+    assert [
+        (r.verdict, r.contaminated_sha256, r.tokens + (40 if r.request_id == "B" else 0))
+        for r in together
+    ] == [(r.verdict, r.contaminated_sha256, r.tokens) for r in alone]
 
 
-def test_a_suspect_that_cannot_fit_is_cannot_replay_with_the_numbers(fast, shared_case,
-                                                                     tmp_path, monkeypatch):
+def test_a_suspect_that_cannot_fit_is_cannot_replay_with_the_numbers(
+    fast, shared_case, tmp_path, monkeypatch
+):
     shape = memory.model_shape(fast)
     # 3 layers x (K and V) x 2 KV heads x 16 dims x 4 bytes, by hand from the test config.
     assert shape.kv_per_token == 3 * 2 * 2 * 16 * 4
@@ -165,8 +180,10 @@ def test_chunk_size_does_not_change_the_tokens(fast):
     whole = decode_with_evidence(fast, {"A": prompt}, slots, first, 6, chunk=45)
     for chunk in (1, 7, 16):
         assert prefill_first_token(fast, prompt, chunk=chunk) == first
-        assert decode_with_evidence(fast, {"A": prompt}, slots, first, 6,
-                                    chunk=chunk).tokens == whole.tokens
+        assert (
+            decode_with_evidence(fast, {"A": prompt}, slots, first, 6, chunk=chunk).tokens
+            == whole.tokens
+        )
 
 
 def test_speed_measurement_reaches_a_verdict(fast):
@@ -201,7 +218,7 @@ def test_checking_against_the_delivered_output_gives_the_greedy_tokens(fast, wro
     own_greedy = decode_own(fast, other, 8)[1].tokens
     wrong = list(own_greedy)
     wrong[wrong_at] = (wrong[wrong_at] + 1) % 384
-    assert decode_own(fast, other, 8, expected=wrong)[1].tokens == own_greedy[:wrong_at + 1]
+    assert decode_own(fast, other, 8, expected=wrong)[1].tokens == own_greedy[: wrong_at + 1]
 
 
 def test_plain_prefill_falls_back_when_sdpa_runs_out_of_memory(fast, monkeypatch):

@@ -8,10 +8,12 @@ import duckdb
 import numpy as np
 import pytest
 
-torch = pytest.importorskip("torch", reason="replay needs the extra: pip install "
-                            "'kvforensics[replay]'")
-pytest.importorskip("transformers", reason="replay needs the extra: pip install "
-                    "'kvforensics[replay]'")
+torch = pytest.importorskip(
+    "torch", reason="replay needs the extra: pip install 'kvforensics[replay]'"
+)
+pytest.importorskip(
+    "transformers", reason="replay needs the extra: pip install 'kvforensics[replay]'"
+)
 
 from replay_helpers import CaseBuilder, query  # noqa: E402
 
@@ -66,8 +68,9 @@ def test_transfer_of_a_mismatched_prefix_is_traced_to_its_author(model, tmp_path
     b.event(10, "d2", "C", "write", 100, 12, 0, "transfer")
     b.event(11, "d2", "C", "read", 100, 12, 0)
     slots = [("W", i) for i in range(8)] + [("C", i) for i in range(8, 12)]
-    out = greedy_decode(model, {"W": w_prompt, "C": c_prompt}, slots,
-                        prefill_first_token(model, c_prompt), 6)
+    out = greedy_decode(
+        model, {"W": w_prompt, "C": c_prompt}, slots, prefill_first_token(model, c_prompt), 6
+    )
     b.request("C", "acct-c", 12, 6, "d2", prefill_node="p1")
     b.content("C", c_prompt, out)
     db = b.write(tmp_path / "case.duckdb")
@@ -91,8 +94,9 @@ def test_leak_of_a_stubs_generated_tokens(model, tmp_path):
     s_tokens = {10: s_out[0], 11: s_out[1], 12: s_out[2]}  # position -> token whose KV it is
     writer_s = [s_tokens.get(p, 0) for p in range(13)]
     slots = [("T", 0)] + [None] * 9 + [("S", p) for p in (10, 11, 12)] + [None] * 3
-    out = greedy_decode(model, {"T": t_stub, "S": writer_s}, slots,
-                        prefill_first_token(model, t_stub), 5)
+    out = greedy_decode(
+        model, {"T": t_stub, "S": writer_s}, slots, prefill_first_token(model, t_stub), 5
+    )
     b.request("T", "acct-t", 16, 5, "d3")
     b.content("T", ids(13, 16), out, t_stub)
     b.event(6, "d3", "T", "alloc", 0, 16)
@@ -122,8 +126,13 @@ def test_verified_prefix_hit_is_not_traced(model, tmp_path):
     b.event(7, "p1", "H", "read", 0, 12, 0)
     b.event(8, "d2", "H", "write", 100, 12, 0, "transfer")
     b.event(9, "d2", "H", "read", 100, 12, 0)
-    out = greedy_decode(model, {"H": h_prompt}, [("H", i) for i in range(12)],
-                        prefill_first_token(model, h_prompt), 6)
+    out = greedy_decode(
+        model,
+        {"H": h_prompt},
+        [("H", i) for i in range(12)],
+        prefill_first_token(model, h_prompt),
+        6,
+    )
     b.request("H", "acct-h", 12, 6, "d2", prefill_node="p1")
     b.content("H", h_prompt, out)
     db = b.write(tmp_path / "case.duckdb")
@@ -141,8 +150,13 @@ def test_gap_in_the_prefill_ledger_is_not_traced(model, tmp_path):
     b.event(2, "p1", "N", "read", 0, 10, 0)
     b.event(3, "d2", "N", "write", 50, 10, 0, "transfer")
     b.event(4, "d2", "N", "read", 50, 10, 0)
-    out = greedy_decode(model, {"N": n_prompt}, [("N", i) for i in range(10)],
-                        prefill_first_token(model, n_prompt), 6)
+    out = greedy_decode(
+        model,
+        {"N": n_prompt},
+        [("N", i) for i in range(10)],
+        prefill_first_token(model, n_prompt),
+        6,
+    )
     b.request("N", "acct-n", 10, 6, "d2", prefill_node="p1")
     b.content("N", n_prompt, out)
     verdict, reason, shares = replay(b.write(tmp_path / "case.duckdb"), "N")

@@ -41,21 +41,44 @@ pytest.importorskip("websocket", reason="websocket-client (test extra) is not in
 
 def test_report_in_a_real_browser(tmp_path: Path) -> None:
     tables = seq_tables()
-    add_rows(tables, "exposures", [  # a same-account exposure too: H <- A, both acct-1
-        _exposure("H", "acct-1", "A", "acct-1", 0, 3, (0, 2), "2026-08-27T10:00:07.0004Z",
-                  "2026-08-27T10:00:00.0001Z", "stale")])
+    add_rows(
+        tables,
+        "exposures",
+        [  # a same-account exposure too: H <- A, both acct-1
+            _exposure(
+                "H",
+                "acct-1",
+                "A",
+                "acct-1",
+                0,
+                3,
+                (0, 2),
+                "2026-08-27T10:00:07.0004Z",
+                "2026-08-27T10:00:00.0001Z",
+                "stale",
+            )
+        ],
+    )
     db = build_case(tmp_path / "case.duckdb", tables)
     con = open_case(db)
-    write_all(con, tmp_path / "out", case_label="semantics-seq",
-              manifest={"run_id": "2026-08-28T07:00:00.000000Z"})
+    write_all(
+        con,
+        tmp_path / "out",
+        case_label="semantics-seq",
+        manifest={"run_id": "2026-08-28T07:00:00.000000Z"},
+    )
     con.close()
 
     assert BROWSER is not None
     for old in ARTIFACTS.glob("report-page-*.png"):
         old.unlink()
-    page = visit(BROWSER, tmp_path / "out" / "report.html",
-                 {"screen": ARTIFACTS / "report.png", "print": ARTIFACTS / "report-print.png"},
-                 FIGURES_JS, pdf=ARTIFACTS / "report.pdf")
+    page = visit(
+        BROWSER,
+        tmp_path / "out" / "report.html",
+        {"screen": ARTIFACTS / "report.png", "print": ARTIFACTS / "report-print.png"},
+        FIGURES_JS,
+        pdf=ARTIFACTS / "report.pdf",
+    )
 
     assert page.console_errors == []
     assert page.requests == []
@@ -78,8 +101,11 @@ def test_report_in_a_real_browser(tmp_path: Path) -> None:
     assert figures["tool_version"][1] == __version__
     # per-account tables for both sides: the accounts of affected_accounts, with their counts
     for side in ("receiving", "leaking"):
-        want = sorted((a["account_id"], str(a["requests"]), str(a["tokens"]))
-                      for a in tables["affected_accounts"] if a["side"] == side)
+        want = sorted(
+            (a["account_id"], str(a["requests"]), str(a["tokens"]))
+            for a in tables["affected_accounts"]
+            if a["side"] == side
+        )
         got = sorted((row[0], row[3], row[4]) for row in screen["accounts"][side])
         assert got == want, side
 
@@ -93,10 +119,16 @@ def test_report_printed_to_pdf_has_page_numbers(tmp_path: Path) -> None:
     con.close()
     assert BROWSER is not None
     pdf = ARTIFACTS / "report.pdf"
-    visit(BROWSER, tmp_path / "out" / "report.html", {"print": ARTIFACTS / "report-print.png"},
-          FIGURES_JS, pdf=pdf)
-    text = subprocess.run(["pdftotext", "-layout", str(pdf), "-"], capture_output=True,
-                          text=True, check=True).stdout
+    visit(
+        BROWSER,
+        tmp_path / "out" / "report.html",
+        {"print": ARTIFACTS / "report-print.png"},
+        FIGURES_JS,
+        pdf=pdf,
+    )
+    text = subprocess.run(
+        ["pdftotext", "-layout", str(pdf), "-"], capture_output=True, text=True, check=True
+    ).stdout
     pages = text.split("\f")[:-1] if text.endswith("\f") else text.split("\f")
     total = len(pages)
     assert total >= 2
@@ -106,6 +138,7 @@ def test_report_printed_to_pdf_has_page_numbers(tmp_path: Path) -> None:
     assert "Appendix: query checksums" in pages[-1] or "Appendix: query checksums" in pages[-2]
     for old in ARTIFACTS.glob("report-page-*.png"):
         old.unlink()
-    subprocess.run(["pdftoppm", "-r", "60", "-png", str(pdf), str(ARTIFACTS / "report-page")],
-                   check=True)
+    subprocess.run(
+        ["pdftoppm", "-r", "60", "-png", str(pdf), str(ARTIFACTS / "report-page")], check=True
+    )
     assert len(list(ARTIFACTS.glob("report-page-*.png"))) == total

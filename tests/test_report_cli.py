@@ -17,14 +17,29 @@ except ImportError as exc:  # the CLI package needs every command module of the 
 def test_report_command_writes_everything(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     db = build_case(tmp_path / "case.duckdb", seq_tables())
     out = tmp_path / "out"
-    code = run(["report", "--db", str(db), "--out", str(out), "--aware-at",
-                "2026-08-28T09:00:00+02:00", "--json"])
+    code = run(
+        [
+            "report",
+            "--db",
+            str(db),
+            "--out",
+            str(out),
+            "--aware-at",
+            "2026-08-28T09:00:00+02:00",
+            "--json",
+        ]
+    )
     assert code == 1  # ran and found accounts to notify
     summary = json.loads(capsys.readouterr().out)
     assert summary["figures"]["receiving_accounts_notifiable"] == 4
     assert summary["aware_at"] == "2026-08-28T07:00:00.000000Z"
-    for name in ("report.html", "timeline.csv", "notifications/receiving_accounts.parquet",
-                 "notifications/leaking_accounts.json", "notifications/affected_requests.csv"):
+    for name in (
+        "report.html",
+        "timeline.csv",
+        "notifications/receiving_accounts.parquet",
+        "notifications/leaking_accounts.json",
+        "notifications/affected_requests.csv",
+    ):
         assert (out / name).is_file(), name
 
 

@@ -26,12 +26,36 @@ def _richer_tables() -> dict:
     """semantics-seq plus a same-account exposure (H <- A, both acct-1) and an overlapping run of
     another kind for B <- A (slots 4-9 while 2-7 is already exposed: 2 new slots, not 6)."""
     tables = seq_tables()
-    add_rows(tables, "exposures", [
-        _exposure("H", "acct-1", "A", "acct-1", 0, 3, (0, 2), "2026-08-27T10:00:07.0004Z",
-                  "2026-08-27T10:00:00.0001Z", "stale"),
-        _exposure("B", "acct-2", "A", "acct-1", 4, 6, (4, 9), "2026-08-27T10:00:01.0002Z",
-                  "2026-08-27T10:00:00.0001Z", "overwritten"),
-    ])
+    add_rows(
+        tables,
+        "exposures",
+        [
+            _exposure(
+                "H",
+                "acct-1",
+                "A",
+                "acct-1",
+                0,
+                3,
+                (0, 2),
+                "2026-08-27T10:00:07.0004Z",
+                "2026-08-27T10:00:00.0001Z",
+                "stale",
+            ),
+            _exposure(
+                "B",
+                "acct-2",
+                "A",
+                "acct-1",
+                4,
+                6,
+                (4, 9),
+                "2026-08-27T10:00:01.0002Z",
+                "2026-08-27T10:00:00.0001Z",
+                "overwritten",
+            ),
+        ],
+    )
     return tables
 
 
@@ -57,11 +81,17 @@ def test_headline_figures_equal_the_naive_oracle(richer: tuple[str, dict]) -> No
 def test_self_contained_with_a_strict_csp(richer: tuple[str, dict]) -> None:
     html, _ = richer
     page = parse(html)
-    csp = [a.get("content") for t, a in page.tags
-           if t == "meta" and (a.get("http-equiv") or "").lower() == "content-security-policy"]
+    csp = [
+        a.get("content")
+        for t, a in page.tags
+        if t == "meta" and (a.get("http-equiv") or "").lower() == "content-security-policy"
+    ]
     assert csp and "default-src 'none'" in csp[0]
-    assert not [t for t, _ in page.tags if t in ("script", "img", "link", "iframe", "object",
-                                                  "embed", "image")]
+    assert not [
+        t
+        for t, _ in page.tags
+        if t in ("script", "img", "link", "iframe", "object", "embed", "image")
+    ]
     for _, attrs in page.tags:
         for key, value in attrs.items():
             assert not key.startswith("on")
@@ -74,8 +104,17 @@ def test_self_contained_with_a_strict_csp(richer: tuple[str, dict]) -> None:
 
 def test_sections_present(richer: tuple[str, dict]) -> None:
     html, _ = richer
-    for section in ("summary", "notifications", "timeline", "nodes", "root-cause", "exposures",
-                    "method", "quarantine", "manifest"):
+    for section in (
+        "summary",
+        "notifications",
+        "timeline",
+        "nodes",
+        "root-cause",
+        "exposures",
+        "method",
+        "quarantine",
+        "manifest",
+    ):
         assert f'<section id="{section}">' in html
     for level in ("confirmed", "ledger", "possible"):
         assert f">{level}</span>" in html
@@ -95,7 +134,7 @@ def test_overlong_requests_answered_200_are_listed(tmp_path: Path) -> None:
         if row["request_id"] == "C":
             row["prompt_tokens"] = 40  # n1 holds 32 slots
     html = _report(tmp_path, tables)
-    section = html[html.index('id="root-cause"'):html.index('id="exposures"')]
+    section = html[html.index('id="root-cause"') : html.index('id="exposures"')]
     assert "1 request(s) were answered 200" in section
     assert '<td class="mono">C</td>' in section
 
@@ -110,43 +149,118 @@ def test_missing_stages_are_named(richer: tuple[str, dict]) -> None:
 
 def test_quarantine_and_inputs_shown(tmp_path: Path) -> None:
     tables = seq_tables()
-    add_rows(tables, "quarantine", [
-        {"table_name": "kv_events", "file": "kv_events.csv", "row": 3, "column": "ts",
-         "value": "yesterday", "reason": "bad timestamp"},
-        {"table_name": "kv_events", "file": "kv_events.csv", "row": 9, "column": "ts",
-         "value": "soon", "reason": "bad timestamp"},
-    ])
-    add_rows(tables, "input_files", [
-        {"path": "kv_events.csv", "table_name": "kv_events", "sha256": "ab" * 32, "bytes": 1234,
-         "rows_read": 32, "rows_loaded": 30, "rows_quarantined": 2}])
+    add_rows(
+        tables,
+        "quarantine",
+        [
+            {
+                "table_name": "kv_events",
+                "file": "kv_events.csv",
+                "row": 3,
+                "column": "ts",
+                "value": "yesterday",
+                "reason": "bad timestamp",
+            },
+            {
+                "table_name": "kv_events",
+                "file": "kv_events.csv",
+                "row": 9,
+                "column": "ts",
+                "value": "soon",
+                "reason": "bad timestamp",
+            },
+        ],
+    )
+    add_rows(
+        tables,
+        "input_files",
+        [
+            {
+                "path": "kv_events.csv",
+                "table_name": "kv_events",
+                "sha256": "ab" * 32,
+                "bytes": 1234,
+                "rows_read": 32,
+                "rows_loaded": 30,
+                "rows_quarantined": 2,
+            }
+        ],
+    )
     html = _report(tmp_path, tables)
-    section = html[html.index('id="quarantine"'):html.index('id="manifest"')]
+    section = html[html.index('id="quarantine"') : html.index('id="manifest"')]
     assert "bad timestamp" in section and '<td class="n">2</td>' in section
-    assert "ab" * 32 in html[html.index('id="manifest"'):]
+    assert "ab" * 32 in html[html.index('id="manifest"') :]
 
 
 def test_later_stages_shown_when_present(tmp_path: Path) -> None:
     """Replay verdicts, engine log evidence and screening appear in the report and timeline."""
     tables = seq_tables()
-    add_rows(tables, "replay_results", [
-        {"request_id": "B", "verdict": "confirmed", "reason": "contaminated replay matches",
-         "delivered_sha256": "aa", "contaminated_sha256": "aa", "clean_sha256": "bb",
-         "tokens": 12, "seconds": 0.5, "tokens_per_s": 24.0, "device": "cpu", "model": "tiny"},
-        {"request_id": "H", "verdict": "not-confirmed", "reason": "clean replay matches too",
-         "delivered_sha256": "cc", "contaminated_sha256": "cc", "clean_sha256": "cc",
-         "tokens": 8, "seconds": 0.4, "tokens_per_s": 20.0, "device": "cpu", "model": "tiny"},
-    ])
-    add_rows(tables, "engine_evidence", [
-        {"node": "n1", "ts": t("2026-08-27T09:00:01Z"), "kind": "pool-smaller-than-context",
-         "request_id": None, "value": 32.0, "max_value": 64.0,
-         "message": "max_total_num_tokens=32, context_len=64", "src_file": "n1.log",
-         "src_line": 12}])
-    add_rows(tables, "screening", [
-        {"request_id": "C", "account_id": "acct-3", "prefill_node": None, "decode_node": "n1",
-         "reasons": ["fast-ttft"], "ttft_ms": 0.2, "expected_ttft_ms": 50.0,
-         "ledger_covered": False}])
-    db = build_case(tmp_path / "case.duckdb", tables,
-                    schemas=every_schema())
+    add_rows(
+        tables,
+        "replay_results",
+        [
+            {
+                "request_id": "B",
+                "verdict": "confirmed",
+                "reason": "contaminated replay matches",
+                "delivered_sha256": "aa",
+                "contaminated_sha256": "aa",
+                "clean_sha256": "bb",
+                "tokens": 12,
+                "seconds": 0.5,
+                "tokens_per_s": 24.0,
+                "device": "cpu",
+                "model": "tiny",
+            },
+            {
+                "request_id": "H",
+                "verdict": "not-confirmed",
+                "reason": "clean replay matches too",
+                "delivered_sha256": "cc",
+                "contaminated_sha256": "cc",
+                "clean_sha256": "cc",
+                "tokens": 8,
+                "seconds": 0.4,
+                "tokens_per_s": 20.0,
+                "device": "cpu",
+                "model": "tiny",
+            },
+        ],
+    )
+    add_rows(
+        tables,
+        "engine_evidence",
+        [
+            {
+                "node": "n1",
+                "ts": t("2026-08-27T09:00:01Z"),
+                "kind": "pool-smaller-than-context",
+                "request_id": None,
+                "value": 32.0,
+                "max_value": 64.0,
+                "message": "max_total_num_tokens=32, context_len=64",
+                "src_file": "n1.log",
+                "src_line": 12,
+            }
+        ],
+    )
+    add_rows(
+        tables,
+        "screening",
+        [
+            {
+                "request_id": "C",
+                "account_id": "acct-3",
+                "prefill_node": None,
+                "decode_node": "n1",
+                "reasons": ["fast-ttft"],
+                "ttft_ms": 0.2,
+                "expected_ttft_ms": 50.0,
+                "ledger_covered": False,
+            }
+        ],
+    )
+    db = build_case(tmp_path / "case.duckdb", tables, schemas=every_schema())
     con = open_case(db)
     result = write_all(con, tmp_path / "out")
     con.close()
@@ -156,7 +270,7 @@ def test_later_stages_shown_when_present(tmp_path: Path) -> None:
     assert page.figures["confirmed_requests"] == "1"  # B, by its replay verdict
     assert page.figures["possible_receivers"] == "1"  # C: flagged, no ledger covers it
     assert "has not run" not in html
-    section = html[html.index('id="exposures"'):html.index('id="method"')]
+    section = html[html.index('id="exposures"') : html.index('id="method"')]
     assert '<span class="tag good">confirmed</span>' in section
     assert "clean replay matches too" in section
     assert "0.5" not in section and "24.0" not in section  # wall-clock figures stay out
@@ -166,10 +280,20 @@ def test_later_stages_shown_when_present(tmp_path: Path) -> None:
     assert "pool-smaller-than-context" in timeline and "screened as a possible receiver" in timeline
 
 
-@pytest.mark.parametrize(("span_s", "unit"), [
-    (0, "second"), (90, "second"), (121, "minute"), (3600, "minute"), (3 * 3600, "hour"),
-    (2 * 86400, "hour"), (4 * 86400, "day"), (14 * 86400, "day"), (90 * 86400, "week"),
-])
+@pytest.mark.parametrize(
+    ("span_s", "unit"),
+    [
+        (0, "second"),
+        (90, "second"),
+        (121, "minute"),
+        (3600, "minute"),
+        (3 * 3600, "hour"),
+        (2 * 86400, "hour"),
+        (4 * 86400, "day"),
+        (14 * 86400, "day"),
+        (90 * 86400, "week"),
+    ],
+)
 def test_timeline_bucket_follows_the_span(span_s: int, unit: str) -> None:
     """Chosen so the chart has at most about a hundred bars: seconds up to 2 minutes, minutes
     up to 2 hours, hours up to 3 days, days up to 60 days, then weeks."""

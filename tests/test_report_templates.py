@@ -19,7 +19,8 @@ from forensics.resources import resource_dir
 
 TEMPLATES = resource_dir("templates")
 REPORT_TEMPLATES = ["report.html"] + sorted(
-    p.name for p in TEMPLATES.glob("_*.html") if not p.name.startswith("_notice"))
+    p.name for p in TEMPLATES.glob("_*.html") if not p.name.startswith("_notice")
+)
 
 
 def _element(kind: Any) -> Any:

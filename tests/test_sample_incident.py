@@ -14,8 +14,17 @@ from conftest import REPO
 SAMPLE = REPO / "data_samples" / "incident"
 TRUTH = SAMPLE / "ground_truth"
 GOLDEN = REPO / "tests" / "golden" / "sample_incident"
-EXPOSURE_KEYS = ["receiver_request_id", "leaker_request_id", "node", "slot_start", "slot_count",
-                 "kind", "leaker_pos_min", "leaker_pos_max", "leaker_part"]
+EXPOSURE_KEYS = [
+    "receiver_request_id",
+    "leaker_request_id",
+    "node",
+    "slot_start",
+    "slot_count",
+    "kind",
+    "leaker_pos_min",
+    "leaker_pos_max",
+    "leaker_part",
+]
 
 
 def _replay() -> bool:
@@ -68,8 +77,9 @@ def test_every_receiver_is_confirmed_by_replay(out):
     assert {r: verdicts.get(r) for r in receivers} == {r: "confirmed" for r in receivers}
 
 
-@pytest.mark.parametrize("name", ["receiving_accounts.csv", "leaking_accounts.csv",
-                                  "affected_requests.csv"])
+@pytest.mark.parametrize(
+    "name", ["receiving_accounts.csv", "leaking_accounts.csv", "affected_requests.csv"]
+)
 def test_exports_equal_the_reviewed_golden_files(out, name):
     if not _replay():
         pytest.skip("the golden files carry replay's 'confirmed'; install the replay extra")
@@ -77,7 +87,8 @@ def test_exports_equal_the_reviewed_golden_files(out, name):
     want = (GOLDEN / name).read_bytes()
     assert hashlib.sha256(got).hexdigest() == hashlib.sha256(want).hexdigest(), (
         f"{name} differs from tests/golden/sample_incident/{name}; if the change is intended, "
-        "review the new file against data_samples/incident/ground_truth and replace the golden")
+        "review the new file against data_samples/incident/ground_truth and replace the golden"
+    )
 
 
 def test_exposures_parquet_keeps_utc_instants(out):

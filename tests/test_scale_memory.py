@@ -23,9 +23,15 @@ TABLES = {
 @pytest.fixture(scope="module")
 def ledger(tmp_path_factory) -> Path:
     case = tmp_path_factory.mktemp("pressure") / "case"
-    opts = SimOptions(requests=6000, seed=11, scale=0.02, truth=False, contents=False,
-                      bugs=frozenset({"oversize-stub", "late-transfer", "double-alloc"}),
-                      overrides=(("long_share", 0.3),))
+    opts = SimOptions(
+        requests=6000,
+        seed=11,
+        scale=0.02,
+        truth=False,
+        contents=False,
+        bugs=frozenset({"oversize-stub", "late-transfer", "double-alloc"}),
+        overrides=(("long_share", 0.3),),
+    )
     simulate(case, opts)
     return case
 

@@ -94,9 +94,14 @@ def _same_files(sample, again, rels):
 # What the engine does never depends on the output model: the ledger (but for the prefix hashes
 # of token ids drawn from the model's vocabulary), the customers and the ground truth of who read
 # whose KV come out the same with the fast synthetic output model.
-MODEL_INDEPENDENT = ("accounts.csv", "ground_truth/exposures.csv", "ground_truth/violations.csv",
-                     "ground_truth/accounts.csv", "ground_truth/receiving_requests.csv",
-                     "ground_truth/leaking_requests.csv")
+MODEL_INDEPENDENT = (
+    "accounts.csv",
+    "ground_truth/exposures.csv",
+    "ground_truth/violations.csv",
+    "ground_truth/accounts.csv",
+    "ground_truth/receiving_requests.csv",
+    "ground_truth/leaking_requests.csv",
+)
 
 
 def test_sample_incident_ledger_is_what_its_readme_command_makes(tmp_path):
@@ -114,8 +119,9 @@ def test_sample_incident_is_what_its_readme_command_makes(tmp_path):
     """The whole sample, test-model outputs included (minutes on a CPU: pytest -m slow)."""
     pytest.importorskip("torch")
     sample, again = _rerun_readme_command(tmp_path)
-    files = sorted(p.relative_to(sample) for p in sample.rglob("*")
-                   if p.is_file() and p.name != "README.md")
+    files = sorted(
+        p.relative_to(sample) for p in sample.rglob("*") if p.is_file() and p.name != "README.md"
+    )
     _same_files(sample, again, files)
 
 

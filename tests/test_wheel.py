@@ -19,8 +19,21 @@ from conftest import EXAMPLES, REPO
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory):
     dist = tmp_path_factory.mktemp("dist")
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
-                    "-q", "-w", str(dist), str(REPO)], check=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(dist),
+            str(REPO),
+        ],
+        check=True,
+    )
     return next(dist.glob("kvforensics-*.whl"))
 
 
@@ -30,7 +43,8 @@ def test_wheel_carries_queries_and_templates(wheel):
     shipped = {p.name for p in (REPO / "queries").glob("*.sql")}
     assert shipped and shipped <= queries
     assert any(n.startswith("forensics/_resources/templates/") for n in names) or not any(
-        (REPO / "templates").iterdir())
+        (REPO / "templates").iterdir()
+    )
 
 
 def test_installed_wheel_runs_ingest(wheel, tmp_path):
@@ -39,22 +53,39 @@ def test_installed_wheel_runs_ingest(wheel, tmp_path):
     python = env_dir / "bin" / "python"
     # Dependencies come from this test environment (a plain path entry: its .pth files, such as
     # an editable install of this checkout, are not processed); the package itself from the wheel.
-    site_dir = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()"
-                               "['purelib'])"], capture_output=True, text=True, check=True)
+    site_dir = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     deps = sysconfig.get_paths()["purelib"]
     (Path(site_dir.stdout.strip()) / "kvf_test_deps.pth").write_text(deps + "\n")
-    subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps", str(wheel)],
-                   check=True)
+    subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps", str(wheel)], check=True)
     clean_env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     proc = subprocess.run(
-        [str(env_dir / "bin" / "kvforensics"), "ingest", str(EXAMPLES / "semantics-seq"),
-         "--db", str(tmp_path / "c.duckdb"), "--json"],
-        cwd=tmp_path, capture_output=True, text=True, env=clean_env, check=False,
+        [
+            str(env_dir / "bin" / "kvforensics"),
+            "ingest",
+            str(EXAMPLES / "semantics-seq"),
+            "--db",
+            str(tmp_path / "c.duckdb"),
+            "--json",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env=clean_env,
+        check=False,
     )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["rows_loaded"] == 7 + 30 + 1 + 8  # accounts, events, ...
     where = subprocess.run(
         [str(python), "-c", "import forensics.resources as r; print(r.resource_dir('queries'))"],
-        cwd=tmp_path, capture_output=True, text=True, env=clean_env, check=True,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env=clean_env,
+        check=True,
     )
     assert "_resources" in where.stdout and str(REPO) not in where.stdout

@@ -142,8 +142,18 @@ def find_on_node(ev: NodeEvents) -> NodeFindings:
     ex = ex[order]
     return NodeFindings(
         ev.node,
-        exposures=np.column_stack([key[ex[:, 0]], key[ex[:, 3]], ex[:, 4], ex[:, 1], ex[:, 2],
-                                   receiver[order], leaker[order], run]),
+        exposures=np.column_stack(
+            [
+                key[ex[:, 0]],
+                key[ex[:, 3]],
+                ex[:, 4],
+                ex[:, 1],
+                ex[:, 2],
+                receiver[order],
+                leaker[order],
+                run,
+            ]
+        ),
         violations=np.column_stack([key[vio[:, 0]], vio[:, 3], vio[:, 4], vio[:, 1], vio[:, 2]]),
         read_counts=read_counts(ev.req, ev.op, cat, cells.bounds),
     )
@@ -176,8 +186,16 @@ def sweep_case(
 _TABLES = {
     "work.analysis_exposure_pieces": (
         "exposures",
-        ("read_key", "write_key", "kind_code", "slot_start", "slot_end", "receiver_code",
-         "leaker_code", "run_no"),
+        (
+            "read_key",
+            "write_key",
+            "kind_code",
+            "slot_start",
+            "slot_end",
+            "receiver_code",
+            "leaker_code",
+            "run_no",
+        ),
     ),
     "work.analysis_violation_pieces": (
         "violations",
@@ -185,8 +203,15 @@ _TABLES = {
     ),
     "work.analysis_read_counts": (
         "read_counts",
-        ("req_code", "reads", "own_slots", "shared_verified", "shared_unverified",
-         "foreign_slots", "uninitialised_slots"),
+        (
+            "req_code",
+            "reads",
+            "own_slots",
+            "shared_verified",
+            "shared_unverified",
+            "foreign_slots",
+            "uninitialised_slots",
+        ),
     ),
 }
 
@@ -204,8 +229,11 @@ def store_findings(con: duckdb.DuckDBPyConnection, found: NodeFindings) -> dict[
         )
         con.register("_analysis_pieces", frame)
         try:
-            con.execute(sql("analysis_store_pieces").format(
-                table=".".join(ident(part) for part in table.split("."))))
+            con.execute(
+                sql("analysis_store_pieces").format(
+                    table=".".join(ident(part) for part in table.split("."))
+                )
+            )
         finally:
             con.unregister("_analysis_pieces")
         counts[table] = len(rows)

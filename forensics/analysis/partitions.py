@@ -41,9 +41,12 @@ def sweep_partition(
     try:
         return _sweep_partition(files, columns, assume_utc, quarantine)
     except (duckdb.IOException, OSError) as exc:
-        raise InputError(f"the partition node={files[0].node} cannot be read: {exc}",
-                         path=files[0].url, fix="make the external ledger readable where "
-                         "it was ingested from, or ingest the case anew") from exc
+        raise InputError(
+            f"the partition node={files[0].node} cannot be read: {exc}",
+            path=files[0].url,
+            fix="make the external ledger readable where "
+            "it was ingested from, or ingest the case anew",
+        ) from exc
 
 
 def _sweep_partition(

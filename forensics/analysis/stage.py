@@ -59,8 +59,10 @@ def _analyze(
     )
     out["headline"] = headline(out)
     run_script(con, sql("schema_views"))
-    if all(con.execute(sql("analysis_table_count"), {"name": name}).fetchall()[0][0]
-           for name in ("node_starts", "node_disagreements")):
+    if all(
+        con.execute(sql("analysis_table_count"), {"name": name}).fetchall()[0][0]
+        for name in ("node_starts", "node_disagreements")
+    ):
         run_script(con, sql("schema_views_nodes"))
     apply_comments(con, in_transaction=True)  # the tables the analysis created or replaced
     out["parameters"] = {**asdict(screening), "workers": int(params.get("workers") or 2)}

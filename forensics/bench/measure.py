@@ -46,8 +46,9 @@ def _cpu_all_threads() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def measure(name: str, fn: Callable[..., dict[str, Any]], *args: Any,
-            timeout: float | None = None) -> Measured:
+def measure(
+    name: str, fn: Callable[..., dict[str, Any]], *args: Any, timeout: float | None = None
+) -> Measured:
     """Run fn(*args) in a fresh process; a timeout ends it and records why."""
     ctx = mp.get_context("spawn")
     queue = ctx.Queue()
@@ -58,10 +59,17 @@ def measure(name: str, fn: Callable[..., dict[str, Any]], *args: Any,
     if proc.is_alive():
         proc.kill()
         proc.join()
-        return Measured(name, time.perf_counter() - started, 0.0, 0.0, {},
-                        f"stopped after {timeout:.0f} s")
+        return Measured(
+            name, time.perf_counter() - started, 0.0, 0.0, {}, f"stopped after {timeout:.0f} s"
+        )
     if queue.empty():
-        return Measured(name, time.perf_counter() - started, 0.0, 0.0, {},
-                        f"the stage's process ended with code {proc.exitcode}")
+        return Measured(
+            name,
+            time.perf_counter() - started,
+            0.0,
+            0.0,
+            {},
+            f"the stage's process ended with code {proc.exitcode}",
+        )
     seconds, cpu, peak, result, error = queue.get()
     return Measured(name, seconds, cpu, peak, result, error)

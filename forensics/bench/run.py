@@ -55,20 +55,28 @@ class BenchResult:
 
         ingest, analyze, floor = (self.seconds(n) for n in ("ingest", "analyze", "scan_floor"))
         read_floor = self.seconds("read_floor")
-        peak = max((m.peak_rss_mb for n, m in self.stages.items()
-                    if n in ("ingest", "analyze")), default=0)
+        peak = max(
+            (m.peak_rss_mb for n, m in self.stages.items() if n in ("ingest", "analyze")), default=0
+        )
         return {
-            "events": self.events, "requests": self.requests, "mix": self.options.mix,
+            "events": self.events,
+            "requests": self.requests,
+            "mix": self.options.mix,
             "memory_limit": self.options.memory_limit,
-            "ingest_s": ingest, "analyze_s": analyze, "scan_floor_s": floor,
+            "ingest_s": ingest,
+            "analyze_s": analyze,
+            "scan_floor_s": floor,
             "read_floor_s": read_floor,
             "ingest_over_read_floor": round(ingest / read_floor, 2)
-            if ingest and read_floor else None,
+            if ingest and read_floor
+            else None,
             "total_s": round(ingest + analyze, 3) if ingest and analyze else None,
-            "ingest_events_per_s": per_s("ingest"), "analyze_events_per_s": per_s("analyze"),
+            "ingest_events_per_s": per_s("ingest"),
+            "analyze_events_per_s": per_s("analyze"),
             "analyze_over_floor": round(analyze / floor, 2) if analyze and floor else None,
             "analyze_us_per_event": round(analyze * 1e6 / self.events, 3)
-            if analyze and self.events else None,
+            if analyze and self.events
+            else None,
             "peak_rss_mb": round(peak, 1),
             "naive_s": self.seconds("naive"),
             "naive_agrees": self.naive_agrees(),
@@ -78,9 +86,14 @@ class BenchResult:
 
 
 def _stage_json(m: Measured) -> dict[str, Any]:
-    return {"seconds": round(m.seconds, 3), "cpu_seconds": round(m.cpu_seconds, 3),
-            "cores_busy": round(m.cores_busy, 2), "peak_rss_mb": round(m.peak_rss_mb, 1),
-            "result": m.result, "error": m.error}
+    return {
+        "seconds": round(m.seconds, 3),
+        "cpu_seconds": round(m.cpu_seconds, 3),
+        "cores_busy": round(m.cores_busy, 2),
+        "peak_rss_mb": round(m.peak_rss_mb, 1),
+        "result": m.result,
+        "error": m.error,
+    }
 
 
 def run_bench(options: BenchOptions, progress: ProgressFn = no_progress) -> BenchResult:
@@ -102,8 +115,9 @@ def _run(options: BenchOptions, root: Path, progress: ProgressFn = no_progress) 
     progress("pilot runs (sizing the ledger)", 0, None)
     requests = _requests_for(options, root / "pilot")
     progress(f"simulate ({requests:,} requests)", 0, None)
-    sim = _checked(measure("simulate", stages.simulate_case, str(case), options.mix,
-                           requests, options.seed))
+    sim = _checked(
+        measure("simulate", stages.simulate_case, str(case), options.mix, requests, options.seed)
+    )
     result.stages["simulate"] = sim
     result.events, result.requests = sim.result["events"], sim.result["requests"]
     limit = options.memory_limit
@@ -142,8 +156,10 @@ def _estimate(options: BenchOptions, pilot_dir: Path, requests: int) -> int:
 def _naive(result: BenchResult, options: BenchOptions, db: Path) -> None:
     volume = stages.slot_volume(str(db))
     if volume > NAIVE_MAX_SLOT_ROWS:
-        result.notes.append(f"naive per-slot approach not run: it would make {volume:,} "
-                            f"slot rows (limit {NAIVE_MAX_SLOT_ROWS:,})")
+        result.notes.append(
+            f"naive per-slot approach not run: it would make {volume:,} "
+            f"slot rows (limit {NAIVE_MAX_SLOT_ROWS:,})"
+        )
         return
     naive = measure("naive", stages.naive_per_slot, str(db), timeout=options.naive_timeout_s)
     result.stages["naive"] = naive

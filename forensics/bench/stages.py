@@ -26,11 +26,20 @@ REQUESTS_PER_DAY = 20_000
 def simulate_case(case_dir: str, mix: str, requests: int, seed: int) -> dict[str, Any]:
     from forensics.simulate.run import SimOptions, simulate
 
-    opts = SimOptions(requests=requests, seed=seed, truth=False, contents=False,
-                      days=requests / REQUESTS_PER_DAY, overrides=MIXES[mix])
+    opts = SimOptions(
+        requests=requests,
+        seed=seed,
+        truth=False,
+        contents=False,
+        days=requests / REQUESTS_PER_DAY,
+        overrides=MIXES[mix],
+    )
     summary = simulate(Path(case_dir), opts)
-    return {"events": summary["events"], "requests": summary["requests"],
-            "events_per_second": summary["events_per_second"]}
+    return {
+        "events": summary["events"],
+        "requests": summary["requests"],
+        "events_per_second": summary["events_per_second"],
+    }
 
 
 def ingest(case_dir: str, db_path: str, memory_limit: str | None) -> dict[str, Any]:
@@ -75,8 +84,9 @@ def read_floor(case_dir: str) -> dict[str, Any]:
     try:
         pattern = str(Path(case_dir) / "kv_events" / "*.parquet")
         events = con.execute(sql("bench_scan_floor"), {"pattern": pattern}).fetchall()
-        requests = con.execute(sql("bench_read_floor_csv"),
-                               {"path": str(Path(case_dir) / "requests.csv")}).fetchall()
+        requests = con.execute(
+            sql("bench_read_floor_csv"), {"path": str(Path(case_dir) / "requests.csv")}
+        ).fetchall()
     finally:
         con.close()
     return {"rows": int(events[0][0]) + int(requests[0][0])}

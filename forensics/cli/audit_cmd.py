@@ -25,8 +25,10 @@ def audit_logs(
         False, "--json", help="Print a JSON list, one object per node, on stdout."
     ),
     node_map: Path | None = typer.Option(
-        None, "--node-map", help="CSV with header node,file_glob naming the node of each file "
-        "(default: the node is taken from the file name)."
+        None,
+        "--node-map",
+        help="CSV with header node,file_glob naming the node of each file "
+        "(default: the node is taken from the file name).",
     ),
 ) -> None:
     """Compare each node's KV pool with its context length, from the engines' own logs.

@@ -15,22 +15,33 @@ from forensics.cli.progress import progress_reporter
 @app.command()
 def bench(
     events: int = typer.Option(1_000_000, "--events", help="About how many ledger events."),
-    mix: str = typer.Option("short", "--mix", help="short: chat prompts; long: long-context "
-                            "traffic with requests up to a million slots."),
+    mix: str = typer.Option(
+        "short",
+        "--mix",
+        help="short: chat prompts; long: long-context traffic with requests up to a million slots.",
+    ),
     seed: int = typer.Option(7, "--seed", help="Simulator seed."),
-    memory_limit: str = typer.Option(None, "--memory-limit", help="DuckDB memory limit for "
-                                     "ingest and analysis, e.g. 2GB."),
-    workdir: Path = typer.Option(None, "--workdir", help="Where to write the ledger "
-                                 "(default: the system's temporary folder)."),
+    memory_limit: str = typer.Option(
+        None, "--memory-limit", help="DuckDB memory limit for ingest and analysis, e.g. 2GB."
+    ),
+    workdir: Path = typer.Option(
+        None,
+        "--workdir",
+        help="Where to write the ledger (default: the system's temporary folder).",
+    ),
     keep: bool = typer.Option(False, "--keep", help="Keep the ledger and case database."),
-    naive: bool = typer.Option(True, "--naive/--no-naive", help="Also run the naive per-slot "
-                               "approach where it fits in a few minutes."),
+    naive: bool = typer.Option(
+        True,
+        "--naive/--no-naive",
+        help="Also run the naive per-slot approach where it fits in a few minutes.",
+    ),
     json_out: bool = typer.Option(False, "--json", help="Print a JSON summary on stdout."),
 ) -> None:
     """Time ingest and analysis on a simulated ledger of N events, beside the scan floor."""
     with progress_reporter(console, "bench") as progress:
-        result = run_bench(BenchOptions(events, mix, seed, memory_limit, workdir, keep,
-                                        naive=naive), progress)
+        result = run_bench(
+            BenchOptions(events, mix, seed, memory_limit, workdir, keep, naive=naive), progress
+        )
     if json_out:
         emit_json(result.to_json())
     else:
@@ -44,17 +55,32 @@ def _print(result: BenchResult) -> None:
         table.add_column(name, justify="left" if name in ("stage", "note") else "right")
     for name, m in result.stages.items():
         rate = f"{result.events / m.seconds:,.0f}" if m.seconds and not m.error else ""
-        table.add_row(name, f"{m.seconds:.2f}", rate, f"{m.cores_busy:.2f}",
-                      f"{m.peak_rss_mb:,.0f}", m.error or "")
+        table.add_row(
+            name,
+            f"{m.seconds:.2f}",
+            rate,
+            f"{m.cores_busy:.2f}",
+            f"{m.peak_rss_mb:,.0f}",
+            m.error or "",
+        )
     console.print(table)
-    console.print(f"ingest + analysis: {data['total_s']} s; analysis / scan floor: "
-                  f"{data['analyze_over_floor']}x; ingest / read floor: "
-                  f"{data['ingest_over_read_floor']}x; {data['analyze_us_per_event']} us per event "
-                  f"analysed; peak memory {data['peak_rss_mb']:,.0f} MB", markup=False)
+    console.print(
+        f"ingest + analysis: {data['total_s']} s; analysis / scan floor: "
+        f"{data['analyze_over_floor']}x; ingest / read floor: "
+        f"{data['ingest_over_read_floor']}x; {data['analyze_us_per_event']} us per event "
+        f"analysed; peak memory {data['peak_rss_mb']:,.0f} MB",
+        markup=False,
+    )
     agrees = result.naive_agrees()
     if agrees is not None:
-        console.print("naive per-slot check: " + ("read_stats, exposure_tokens and exposures "
-                      "agree exactly" if agrees else "DIFFERENCES found (see the notes)"),
-                      markup=False)
+        console.print(
+            "naive per-slot check: "
+            + (
+                "read_stats, exposure_tokens and exposures agree exactly"
+                if agrees
+                else "DIFFERENCES found (see the notes)"
+            ),
+            markup=False,
+        )
     for note in result.notes:
         console.print(note, markup=False)

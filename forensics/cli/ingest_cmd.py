@@ -27,8 +27,10 @@ def ingest(
     ledger_external: str = ledger_option(),
     ray: str = ray_option(),
     follow_links: bool = typer.Option(
-        False, "--follow-links", help="Read symbolic links in the case folder that lead outside "
-        "it (by default they are skipped and listed)."
+        False,
+        "--follow-links",
+        help="Read symbolic links in the case folder that lead outside "
+        "it (by default they are skipped and listed).",
     ),
     json_out: bool = typer.Option(False, "--json", help="Print a JSON summary on stdout."),
 ) -> None:
@@ -37,8 +39,14 @@ def ingest(
         if ray and not ledger_external:
             raise UsageError("--ray on ingest checks an external ledger: add --ledger-external")
         ledger = ExternalLedger(ledger_external, ray) if ledger_external else None
-        result = ingest_case(case_dir, db, assume_utc=assume_utc, follow_links=follow_links,
-                             progress=progress, ledger=ledger)
+        result = ingest_case(
+            case_dir,
+            db,
+            assume_utc=assume_utc,
+            follow_links=follow_links,
+            progress=progress,
+            ledger=ledger,
+        )
     if json_out:
         emit_json(result.to_json())
     else:

@@ -35,8 +35,11 @@ def _stage_lines(console: Console, title: str) -> ProgressFn:
 
     def line(description: str, done: int, total: int | None) -> None:
         if total is None:
-            console.print(f"{title}: {description} ({time.monotonic() - started:.1f} s)",
-                          markup=False, highlight=False)
+            console.print(
+                f"{title}: {description} ({time.monotonic() - started:.1f} s)",
+                markup=False,
+                highlight=False,
+            )
             console.file.flush()
 
     return line

@@ -19,19 +19,31 @@ from forensics.errors import CaseError
 def replay(
     db: Path = typer.Option(..., "--db", help="Case database written by ingest and analyze."),
     model: str = typer.Option(
-        None, "--model", help="A local Hugging Face causal-LM folder, an org/name already in "
+        None,
+        "--model",
+        help="A local Hugging Face causal-LM folder, an org/name already in "
         "the local Hugging Face cache (never downloaded), or 'test' for the project's test "
-        "model (default: 'test' when the case was served by it)."),
+        "model (default: 'test' when the case was served by it).",
+    ),
     served_model: str = typer.Option(
-        None, "--served-model", help="The request log's name for this model, when it differs "
-        "from the org/name or folder name; only runs with the logged model raise confidence."),
+        None,
+        "--served-model",
+        help="The request log's name for this model, when it differs "
+        "from the org/name or folder name; only runs with the logged model raise confidence.",
+    ),
     device: str = typer.Option("auto", "--device", help="auto (CUDA when present), cpu or cuda."),
     device_map: str = typer.Option(
-        None, "--device-map", help="auto: spread the model over every visible GPU "
-        "(needs accelerate, part of the replay extra)."),
+        None,
+        "--device-map",
+        help="auto: spread the model over every visible GPU "
+        "(needs accelerate, part of the replay extra).",
+    ),
     request: list[str] = typer.Option(
-        None, "--request", help="Replay only this request id (repeatable; default: every "
-        "suspect in exposures and screening)."),
+        None,
+        "--request",
+        help="Replay only this request id (repeatable; default: every "
+        "suspect in exposures and screening).",
+    ),
     json_out: bool = typer.Option(False, "--json", help="Print a JSON summary on stdout."),
 ) -> None:
     """Replay suspect receivers from the KV their decode read, and clean; store the verdicts
@@ -46,8 +58,15 @@ def replay(
     con = connect(db)
     try:
         with progress_reporter(console, "replay") as progress:
-            run = run_case_replay(con, model, device, request or None, progress,
-                                  device_map=device_map, served_model=served_model)
+            run = run_case_replay(
+                con,
+                model,
+                device,
+                request or None,
+                progress,
+                device_map=device_map,
+                served_model=served_model,
+            )
     finally:
         con.close()
     summary = summarise(run)
@@ -60,13 +79,20 @@ def replay(
 
 
 def _print(summary: dict) -> None:
-    table = Table(title=f"replay {summary['run_id']} with {summary['model'] or '(no model)'} "
-                  f"on {summary['device']}")
+    table = Table(
+        title=f"replay {summary['run_id']} with {summary['model'] or '(no model)'} "
+        f"on {summary['device']}"
+    )
     for column in ("request", "verdict", "logged model", "seconds", "tokens/s", "reason"):
         table.add_column(column)
     for r in summary["results"]:
-        table.add_row(escape(r["request_id"]), r["verdict"],
-                      "yes" if r["model_matches"] else "no (not counted)", f"{r['seconds']:.2f}",
-                      str(r["tokens_per_s"] or ""), escape(r["reason"]))
+        table.add_row(
+            escape(r["request_id"]),
+            r["verdict"],
+            "yes" if r["model_matches"] else "no (not counted)",
+            f"{r['seconds']:.2f}",
+            str(r["tokens_per_s"] or ""),
+            escape(r["reason"]),
+        )
     console.print(table)
     console.print(escape(summary["headline"]))

@@ -28,24 +28,37 @@ def _print_summary(result: ExportResult) -> None:
         console.print("notify_by is empty: give --aware-at TIME to compute the deadlines")
     if result.missing_tables:
         console.print(f"stages not run (tables missing): {', '.join(result.missing_tables)}")
-    console.print(f"wrote {len(result.written)} files under {result.out_dir}, "
-                  f"report: {result.out_dir / 'report.html'}")
+    console.print(
+        f"wrote {len(result.written)} files under {result.out_dir}, "
+        f"report: {result.out_dir / 'report.html'}"
+    )
 
 
 @app.command()
 def report(
-    db: Annotated[Path, typer.Option("--db", help="Case database written by ingest and "
-                                     "analysis.")],
-    out: Annotated[Path, typer.Option("--out", help="Folder for report.html, timeline.csv and "
-                                      "notifications/.")],
-    aware_at: Annotated[str | None, typer.Option(
-        "--aware-at", help="When the operator became aware of the incident (ISO-8601 with "
-        "offset); sets notify_by.")] = None,
-    rules: Annotated[Path | None, typer.Option(
-        "--rules", help="CSV of notification rules per jurisdiction, replacing or adding to "
-        "the shipped ones.")] = None,
-    json_out: Annotated[bool, typer.Option("--json", help="Print a JSON summary on "
-                                           "stdout.")] = False,
+    db: Annotated[Path, typer.Option("--db", help="Case database written by ingest and analysis.")],
+    out: Annotated[
+        Path, typer.Option("--out", help="Folder for report.html, timeline.csv and notifications/.")
+    ],
+    aware_at: Annotated[
+        str | None,
+        typer.Option(
+            "--aware-at",
+            help="When the operator became aware of the incident (ISO-8601 with "
+            "offset); sets notify_by.",
+        ),
+    ] = None,
+    rules: Annotated[
+        Path | None,
+        typer.Option(
+            "--rules",
+            help="CSV of notification rules per jurisdiction, replacing or adding to "
+            "the shipped ones.",
+        ),
+    ] = None,
+    json_out: Annotated[
+        bool, typer.Option("--json", help="Print a JSON summary on stdout.")
+    ] = False,
 ) -> None:
     """Write notification lists (CSV, JSON, Parquet), per-account notices, timeline.csv and a
     self-contained report.html from an existing case database. They are built beside OUT and
@@ -55,9 +68,15 @@ def report(
     con = open_case(db)
     try:
         with staged_parts(out) as staging:
-            result = write_all(con, staging, aware_at=aware, rules_file=rules,
-                               case_label=db.name, manifest=read_manifest(out),
-                               command=shlex.join(["kvforensics", *sys.argv[1:]]))
+            result = write_all(
+                con,
+                staging,
+                aware_at=aware,
+                rules_file=rules,
+                case_label=db.name,
+                manifest=read_manifest(out),
+                command=shlex.join(["kvforensics", *sys.argv[1:]]),
+            )
     finally:
         con.close()
     result.written = [out / p.relative_to(staging) for p in result.written]

@@ -19,7 +19,11 @@ def print_investigation(console: Console, result: InvestigateResult) -> None:
         print_ingest_summary(
             console,
             IngestResult(
-                ingest["case_dir"], files, skipped, ingest["warnings"], ingest["unchanged"],
+                ingest["case_dir"],
+                files,
+                skipped,
+                ingest["warnings"],
+                ingest["unchanged"],
                 ingest.get("notes", []),
             ),
         )

@@ -14,8 +14,11 @@ from forensics.verify import verify as run_verify
 def verify(
     out: Path = typer.Argument(..., help="Output folder written by investigate."),
     case: Path = typer.Option(
-        None, "--case", help="The case folder, where it has moved since the run (default: the "
-        "folder the manifest names)."),
+        None,
+        "--case",
+        help="The case folder, where it has moved since the run (default: the "
+        "folder the manifest names).",
+    ),
     json_out: bool = typer.Option(False, "--json", help="Print a JSON summary on stdout."),
 ) -> None:
     """Re-hash every input and output the manifest lists: exit 0 when all match, 1 listing
@@ -26,8 +29,10 @@ def verify(
     else:
         for d in result.differences:
             console.print(f"{d.side} {d.path}: {d.why}", markup=False)
-        state = "all match" if not result.differences else (
-            f"{len(result.differences)} difference(s)")
-        console.print(f"verify: {result.checked} file(s) checked against the manifest; {state}",
-                      markup=False)
+        state = (
+            "all match" if not result.differences else (f"{len(result.differences)} difference(s)")
+        )
+        console.print(
+            f"verify: {result.checked} file(s) checked against the manifest; {state}", markup=False
+        )
     finish(bool(result.differences))

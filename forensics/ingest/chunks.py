@@ -17,8 +17,9 @@ from forensics.ingest.integrity import text_blocks
 CHUNK_BYTES = 96 << 20
 
 
-def jsonl_parts(f: InputFile, workdir: Path, chunk_bytes: int | None = None
-                ) -> Iterator[tuple[InputFile, int]]:
+def jsonl_parts(
+    f: InputFile, workdir: Path, chunk_bytes: int | None = None
+) -> Iterator[tuple[InputFile, int]]:
     """(part, physical lines before it) for a JSON Lines file; the file itself when small."""
     chunk_bytes = chunk_bytes or CHUNK_BYTES
     if f.compression is None and f.path.stat().st_size <= chunk_bytes:

@@ -97,8 +97,10 @@ def discover(case_dir: Path, follow_links: bool = False) -> Discovery:
 HIDDEN = "hidden file (its name starts with '.'); not read"
 SPECIAL = "not a regular file (a pipe, socket, device or broken link); not read"
 INSIDE = "symbolic link to a folder; not followed (give --follow-links to read it)"
-OUTSIDE = ("symbolic link to a place outside the case folder; not followed (give --follow-links "
-           "to read it)")
+OUTSIDE = (
+    "symbolic link to a place outside the case folder; not followed (give --follow-links "
+    "to read it)"
+)
 
 
 def outside_case(path: Path, root: Path) -> bool:
@@ -110,8 +112,9 @@ def outside_case(path: Path, root: Path) -> bool:
     return False
 
 
-def _candidates(entry: Path, root: Path, follow_links: bool,
-                skipped: list[tuple[str, str]]) -> list[tuple[Path, str | None]]:
+def _candidates(
+    entry: Path, root: Path, follow_links: bool, skipped: list[tuple[str, str]]
+) -> list[tuple[Path, str | None]]:
     """The files under a top-level entry, with the table a folder names (None for a file)."""
     case_dir = entry.parent
     if entry.is_symlink() and not follow_links and outside_case(entry, root):
@@ -129,8 +132,9 @@ def _candidates(entry: Path, root: Path, follow_links: bool,
             link = base / name
             if link.is_symlink() and not follow_links:
                 inside = not outside_case(link, root)
-                skipped.append((link.relative_to(case_dir).as_posix(), INSIDE if inside
-                                else OUTSIDE))
+                skipped.append(
+                    (link.relative_to(case_dir).as_posix(), INSIDE if inside else OUTSIDE)
+                )
         for name in files:
             path = base / name
             if path.is_symlink() and not follow_links and outside_case(path, root):

@@ -111,16 +111,20 @@ def text_blocks(f: InputFile, lines: bool = True) -> Iterator[bytes]:
     except (zlib.error, zstandard.ZstdError) as exc:
         raise _cut_error(f, f"the compressed data is damaged ({exc})") from None
     if lines and last and not last.endswith(b"\n"):
-        raise _cut_error(f, f"its text stops in the middle of a line after {frames} compressed "
-                            "frame(s), as a file cut at a frame boundary does (if the file is "
-                            "complete, end its last line with a line end)")
+        raise _cut_error(
+            f,
+            f"its text stops in the middle of a line after {frames} compressed "
+            "frame(s), as a file cut at a frame boundary does (if the file is "
+            "complete, end its last line with a line end)",
+        )
 
 
 def _cut_error(f: InputFile, why: str) -> InputError:
     kind = "gzip" if f.compression == "gzip" else "zstd"
     return InputError(
         f"this {kind} file is incomplete: {why}; nothing was loaded from the case",
-        path=f.rel, fix="copy the complete file again (compare its size or checksum with the "
+        path=f.rel,
+        fix="copy the complete file again (compare its size or checksum with the "
         "source), or remove it from the case folder",
     )
 
@@ -152,11 +156,11 @@ def ends_quoted(line: bytes, quoted: bool) -> bool:
             j = line.find(b'"', i)
             if j < 0:
                 return True
-            if line[j + 1:j + 2] == b'"':
+            if line[j + 1 : j + 2] == b'"':
                 i = j + 2
                 continue
             quoted, at_start, i = False, False, j + 1
-        elif at_start and line[i:i + 1] == b'"':
+        elif at_start and line[i : i + 1] == b'"':
             quoted, i = True, i + 1
         else:
             j = line.find(b",", i)
@@ -190,8 +194,11 @@ class _CsvScan:
         if self.open_line:
             self._unclosed()
         if not self.scan.header:
-            raise InputError("the file is empty: it has no header row", path=self.f.rel,
-                             fix="write the header row (the column names), or remove the file")
+            raise InputError(
+                "the file is empty: it has no header row",
+                path=self.f.rel,
+                fix="write the header row (the column names), or remove the file",
+            )
         return self.scan
 
     def _lines(self, lines: list[bytes], fast: bool) -> None:
@@ -232,23 +239,30 @@ class _CsvScan:
         if not self.scan.header:
             raise InputError(
                 f"the header row (line {opened}) runs over {len(lines)} lines: a quote in it is "
-                "not closed on its line", path=self.f.rel, fix="close the quote in the header")
+                "not closed on its line",
+                path=self.f.rel,
+                fix="close the quote in the header",
+            )
         width = len(self.scan.header)
         if width > 1 and any(line.count(b",") >= width - 1 for line in lines):
             raise InputError(
                 f"line {opened}: a quote opens a field that is closed only on line "
                 f"{self.line_no}, so {len(lines) - 1} line(s) holding whole rows would be read "
                 "as one value; nothing was loaded from the case",
-                path=self.f.rel, fix=f"fix the quote on line {opened} (a quote inside a value "
-                "is written twice: \"\"; a value holding a quote is enclosed in quotes)")
+                path=self.f.rel,
+                fix=f"fix the quote on line {opened} (a quote inside a value "
+                'is written twice: ""; a value holding a quote is enclosed in quotes)',
+            )
 
     def _unclosed(self) -> None:
         after = self.line_no - self.open_line
         raise InputError(
             f"line {self.open_line}: a quote opens a field that is never closed, so the {after} "
             "line(s) after it would be read as one value; nothing was loaded from the case",
-            path=self.f.rel, fix=f"fix the quote on line {self.open_line} (a quote inside a "
-            "value is written twice: \"\"; a value holding a quote is enclosed in quotes)")
+            path=self.f.rel,
+            fix=f"fix the quote on line {self.open_line} (a quote inside a "
+            'value is written twice: ""; a value holding a quote is enclosed in quotes)',
+        )
 
     def _header(self, line: bytes) -> None:
         text = codecs.decode(line.rstrip(b"\r"), "utf-8", "replace").lstrip("\ufeff")
@@ -257,9 +271,11 @@ class _CsvScan:
         except csv.Error as exc:
             kind = "a carriage return" if "\r" in text else "a character it cannot hold"
             raise InputError(
-                f"the header row cannot be read ({exc}); it holds {kind}", path=self.f.rel,
+                f"the header row cannot be read ({exc}); it holds {kind}",
+                path=self.f.rel,
                 fix="write the header as comma-separated names on the first line, lines ending "
-                "in LF or CRLF") from None
+                "in LF or CRLF",
+            ) from None
         self.scan.header = names
         self.record_lines = []
         check_header(self.f, names, text)
@@ -272,12 +288,17 @@ def check_header(f: InputFile, names: list[str], text: str) -> None:
             if sep in text:
                 raise InputError(
                     f"the header '{text[:120]}' has no comma but a {word}: the file looks like "
-                    f"it uses '{sep}' as its delimiter", path=f.rel,
-                    fix="kvforensics reads comma-separated files; convert the file to commas")
+                    f"it uses '{sep}' as its delimiter",
+                    path=f.rel,
+                    fix="kvforensics reads comma-separated files; convert the file to commas",
+                )
     seen: set[str] = set()
     for name in names:
         key = name.strip()
         if key in seen:
-            raise InputError(f"the header names the column '{key}' twice", path=f.rel,
-                             fix="rename or remove one of the two columns")
+            raise InputError(
+                f"the header names the column '{key}' twice",
+                path=f.rel,
+                fix="rename or remove one of the two columns",
+            )
         seen.add(key)

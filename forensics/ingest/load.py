@@ -37,15 +37,27 @@ from forensics.resources import queries_used, record_queries_used, sql
 
 
 def ingest_case(
-    case_dir: Path, db_path: Path, *, assume_utc: bool = False, follow_links: bool = False,
-    progress: ProgressFn = no_progress, ledger: ExternalLedger | None = None,
+    case_dir: Path,
+    db_path: Path,
+    *,
+    assume_utc: bool = False,
+    follow_links: bool = False,
+    progress: ProgressFn = no_progress,
+    ledger: ExternalLedger | None = None,
 ) -> IngestResult:
     """Open (or create) the case database at db_path and ingest case_dir into it."""
     discovery = discover(case_dir, follow_links)
     con = connect(db_path)
     try:
-        return ingest_into(con, case_dir, discovery, assume_utc=assume_utc,
-                           follow_links=follow_links, progress=progress, ledger=ledger)
+        return ingest_into(
+            con,
+            case_dir,
+            discovery,
+            assume_utc=assume_utc,
+            follow_links=follow_links,
+            progress=progress,
+            ledger=ledger,
+        )
     finally:
         con.close()
 
@@ -85,12 +97,14 @@ def log_files(case_dir: Path, follow_links: bool = False) -> list[str]:
     """The engine logs of a case (relative paths), read by the log adapters. A link that leads
     outside the case folder is not read unless follow_links is true."""
     folder = case_dir / "logs"
-    if not folder.is_dir() or (folder.is_symlink() and not follow_links
-                               and outside_case(folder, case_dir.resolve())):
+    if not folder.is_dir() or (
+        folder.is_symlink() and not follow_links and outside_case(folder, case_dir.resolve())
+    ):
         return []
     root = case_dir.resolve()
     return sorted(
-        p.relative_to(case_dir).as_posix() for p in folder.rglob("*")
+        p.relative_to(case_dir).as_posix()
+        for p in folder.rglob("*")
         if is_log_file(p) and (follow_links or not outside_case(p, root))
     )
 
@@ -127,13 +141,19 @@ def _load(
     with tempfile.TemporaryDirectory(prefix="kvforensics-") as tmp:
         counts = _load_tables(con, discovery, hashes, params, progress, Path(tmp))
     if ledger is not None:
-        checked = validate_ledger(con, case_dir, ledger.location, params["assume_utc"],
-                                  ledger.ray, progress)
+        checked = validate_ledger(
+            con, case_dir, ledger.location, params["assume_utc"], ledger.ray, progress
+        )
         counts.update({c.path: c for c in checked})
     run_script(con, sql("ingest_unknown_requests"))
-    result = IngestResult(str(case_dir), [counts[rel] for rel in sorted(counts)],
-                          discovery.skipped, _warning_count(con), unchanged=False,
-                          notes=order_notes(con))
+    result = IngestResult(
+        str(case_dir),
+        [counts[rel] for rel in sorted(counts)],
+        discovery.skipped,
+        _warning_count(con),
+        unchanged=False,
+        notes=order_notes(con),
+    )
     _record(con, result, params)
     progress("done", len(discovery.files), len(discovery.files))
     return result
@@ -154,8 +174,7 @@ def _load_tables(
         files = [f for f in discovery.files if f.table == table.name]
         for f in files:
             progress(f.rel, done, len(discovery.files))
-            counts[f.rel] = _load_file(con, f, table, (hashes[f.rel], rank[f.rel]), params,
-                                       workdir)
+            counts[f.rel] = _load_file(con, f, table, (hashes[f.rel], rank[f.rel]), params, workdir)
             done += 1
         if table.key and files:
             _dedupe(con, table, counts)
@@ -166,8 +185,9 @@ def _load_tables(
     return counts
 
 
-def _load_logs(con: duckdb.DuckDBPyConnection, case_dir: Path,
-               hashes: dict[str, str]) -> dict[str, FileCounts]:
+def _load_logs(
+    con: duckdb.DuckDBPyConnection, case_dir: Path, hashes: dict[str, str]
+) -> dict[str, FileCounts]:
     """Engine logs in the case's logs/ folder: node facts and per-request evidence. A line is
     loaded when it was read whole (parsed or ignored as unrelated), quarantined when cut."""
     files = [rel for rel in hashes if rel.startswith("logs/")]
@@ -178,8 +198,9 @@ def _load_logs(con: duckdb.DuckDBPyConnection, case_dir: Path,
     for f in summary.files:
         path = Path(f.file) if Path(f.file).is_absolute() else case_dir / f.file
         digest = hashes.get(f.file) or sha256_file(path)
-        out[f.file] = FileCounts(f.file, "logs", digest, path.stat().st_size, f.lines,
-                                 f.parsed + f.ignored, f.truncated)
+        out[f.file] = FileCounts(
+            f.file, "logs", digest, path.stat().st_size, f.lines, f.parsed + f.ignored, f.truncated
+        )
     return out
 
 
@@ -210,8 +231,11 @@ def _load_file(
             if f.fmt != "parquet":
                 raise
             # Parquet pages are read as the rows are checked: damage shows only then
-            raise InputError(f"cannot read this Parquet file: {exc}", path=f.rel,
-                             fix="check that the file is complete Parquet") from exc
+            raise InputError(
+                f"cannot read this Parquet file: {exc}",
+                path=f.rel,
+                fix="check that the file is complete Parquet",
+            ) from exc
         totals = [a + b for a, b in zip(totals, counts, strict=True)]
         if part.path != f.path:
             part.path.unlink()
@@ -219,8 +243,13 @@ def _load_file(
 
 
 def _load_part(
-    con: duckdb.DuckDBPyConnection, f: InputFile, table: TableContract, rank: int,
-    params: dict[str, bool], workdir: Path, lines_before: int,
+    con: duckdb.DuckDBPyConnection,
+    f: InputFile,
+    table: TableContract,
+    rank: int,
+    params: dict[str, bool],
+    workdir: Path,
+    lines_before: int,
 ) -> tuple[int, int, int]:
     scan = stage_file(con, f, table, workdir)
     if lines_before:
@@ -230,8 +259,10 @@ def _load_part(
     if scan is not None and f.fmt == "csv" and read != scan.records:
         raise InputError(
             f"the file holds {scan.records:,} records on {scan.lines:,} non-blank data lines, but "
-            f"{read:,} were read; nothing was loaded from the case", path=f.rel,
-            fix="check the file's quotes and line endings (one kind of line ending per file)")
+            f"{read:,} were read; nothing was loaded from the case",
+            path=f.rel,
+            fix="check the file's quotes and line endings (one kind of line ending per file)",
+        )
     insert = sql("ingest_insert").format(table=ident(table.name))
     run_script(con, insert, {"file": f.rel, "table_name": table.name})
     return read, loaded, quarantined
@@ -288,7 +319,11 @@ def _stored_result(
     stored.sort(key=lambda f: f.path)
     record_queries_used(json.loads(meta.get("ingest_queries") or "{}"))
     return IngestResult(
-        str(case_dir), stored, discovery.skipped, _warning_count(con), unchanged=True,
+        str(case_dir),
+        stored,
+        discovery.skipped,
+        _warning_count(con),
+        unchanged=True,
         notes=order_notes(con),
     )
 

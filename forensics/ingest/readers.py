@@ -40,8 +40,9 @@ def _check_columns(f: InputFile, table: TableContract, found: list[str]) -> None
             raise MissingColumnError(f.rel, table.name, column, found, near[0] if near else None)
 
 
-def _read_raw(con: duckdb.DuckDBPyConnection, f: InputFile, script: str,
-              columns: dict[str, str] | None = None) -> None:
+def _read_raw(
+    con: duckdb.DuckDBPyConnection, f: InputFile, script: str, columns: dict[str, str] | None = None
+) -> None:
     params: dict[str, object] = {"path": str(f.path), "compression": f.compression or "none"}
     if columns is not None:
         params["columns"] = columns
@@ -88,8 +89,11 @@ def stage_jsonl(
     paths = ['$."' + c + '"' for c in table.names]
     text = sql("stage_lines_rows").format(projection=projection, nulls=_nulls(table))
     scalar = [c.name for c in table.columns if c.kind != "ids"]
-    run_script(con, text, {"paths": paths, "scalar_names": scalar,
-                           "scalar_paths": ['$."' + c + '"' for c in scalar]})
+    run_script(
+        con,
+        text,
+        {"paths": paths, "scalar_names": scalar, "scalar_paths": ['$."' + c + '"' for c in scalar]},
+    )
     return scan
 
 
@@ -106,8 +110,11 @@ def stage_parquet(
         described = con.execute(sql("describe_parquet"), {"path": str(path)})
         types = {r[0]: r[1] for r in described.fetchall()}
     except duckdb.Error as exc:
-        raise InputError(f"cannot read this Parquet file: {exc}", path=f.rel,
-                         fix="check that the file is complete Parquet") from exc
+        raise InputError(
+            f"cannot read this Parquet file: {exc}",
+            path=f.rel,
+            fix="check that the file is complete Parquet",
+        ) from exc
     _check_columns(f, table, list(types))
     _check_scalar_types(f, table, types)
     projection = ", ".join(
@@ -126,7 +133,10 @@ def _check_scalar_types(f: InputFile, table: TableContract, types: dict[str, str
         if nested and column.kind != "ids":
             raise InputError(
                 f"column '{column.name}' is of the nested type {kind}; the contract wants one "
-                "value per row", path=f.rel, fix="write the column as a plain value")
+                "value per row",
+                path=f.rel,
+                fix="write the column as a plain value",
+            )
 
 
 def decompress_to(f: InputFile, target: Path) -> None:

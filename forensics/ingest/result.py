@@ -61,7 +61,7 @@ class IngestResult:
             "rows_loaded": self.rows_loaded,
             "rows_quarantined": self.rows_quarantined,
             "warnings": self.warnings,
-        "notes": self.notes,
+            "notes": self.notes,
             "tables": self.by_table(),
             "files": [f.as_row() for f in self.files],
             "skipped": [{"path": p, "why": why} for p, why in self.skipped],

@@ -166,8 +166,10 @@ def attach(con: duckdb.DuckDBPyConnection) -> None:
         run_script(con, view_sql(files, list(meta["columns"]), bool(meta["assume_utc"])))
     except (duckdb.Error, OSError, ImportError) as exc:
         why = str(exc).splitlines()[0].replace(";", ",") if str(exc) else type(exc).__name__
-        message = (f"the external ledger of this case ({meta['location']}) cannot be read "
-                   f"({why}): make it readable again, or ingest the case anew")
+        message = (
+            f"the external ledger of this case ({meta['location']}) cannot be read "
+            f"({why}): make it readable again, or ingest the case anew"
+        )
         run_script(con, sql("ledger_unreadable").format(message=literal(message)))
 
 

@@ -33,7 +33,7 @@ class Fact:
     value: Any
     src_file: str | None
     src_line: int | None
-    source: str               # the kind of line it came from, or "default"
+    source: str  # the kind of line it came from, or "default"
 
     @property
     def provenance(self) -> str:
@@ -107,13 +107,17 @@ def _choose_number(run: list[Observation], fact: str, notes: list[str]) -> Fact 
     cands = [o for o in _candidates(run, fact) if to_int(o.value) is not None]
     if not cands:
         return None
-    per_dp = {dp: _best([o for o in cands if dp_rank(o.ranks) == dp])
-              for dp in sorted({dp_rank(o.ranks) for o in cands})}
+    per_dp = {
+        dp: _best([o for o in cands if dp_rank(o.ranks) == dp])
+        for dp in sorted({dp_rank(o.ranks) for o in cands})
+    }
     chosen = min(per_dp.values(), key=lambda o: to_int(o.value) or 0)
     values = {to_int(o.value) or 0 for o in per_dp.values()}
     if len(values) > 1:
-        notes.append(f"{fact} differs between DP ranks ({', '.join(map(str, sorted(values)))}); "
-                     "the smallest is used")
+        notes.append(
+            f"{fact} differs between DP ranks ({', '.join(map(str, sorted(values)))}); "
+            "the smallest is used"
+        )
     _note_disagreement(cands, fact, notes)
     return Fact(to_int(chosen.value), chosen.src_file, chosen.src_line, chosen.kind)
 
@@ -138,8 +142,9 @@ def _choose_text(run: list[Observation], fact: str) -> Fact | None:
     return Fact(value, first.src_file, first.src_line, first.kind)
 
 
-def _with_blocks(run: list[Observation], engine: str | None, facts: dict[str, Fact],
-                 notes: list[str]) -> list[Observation]:
+def _with_blocks(
+    run: list[Observation], engine: str | None, facts: dict[str, Fact], notes: list[str]
+) -> list[Observation]:
     """Turn vLLM V0 block counts into pool sizes (blocks x block size)."""
     blocks = [o for o in run if o.fact == "gpu_blocks"]
     if not blocks:
@@ -147,8 +152,10 @@ def _with_blocks(run: list[Observation], engine: str | None, facts: dict[str, Fa
     size = facts.get("page_size") or Fact(vllm.DEFAULT_BLOCK_SIZE, None, None, "default")
     facts.setdefault("page_size", size)
     notes.append(f"pool = GPU blocks x block size {size.value} ({size.provenance})")
-    pools = [replace(o, fact="pool_slots", value=str((to_int(o.value) or 0) * size.value))
-             for o in blocks]
+    pools = [
+        replace(o, fact="pool_slots", value=str((to_int(o.value) or 0) * size.value))
+        for o in blocks
+    ]
     return run + pools
 
 
@@ -182,9 +189,11 @@ class NodeAudit:
     def verdict_run(self) -> RunAudit:
         """The start that decides the verdict: a misfit first (smallest ratio), then an
         undetermined one, then the tightest fit."""
+
         def key(r: RunAudit) -> tuple[int, float]:
             rank = {False: 0, None: 1, True: 2}[r.fits]
             return rank, r.ratio if r.ratio is not None else 0.0
+
         return min(self.runs, key=key)
 
     @property
@@ -199,8 +208,10 @@ class NodeAudit:
             return "not found in the log: " + ", ".join(missing)
         if run.fits:
             return "one full-length request fits"
-        return (f"KV pool holds {run.value('pool_slots'):,} tokens, fewer than the context "
-                f"length {run.value('context_len'):,}")
+        return (
+            f"KV pool holds {run.value('pool_slots'):,} tokens, fewer than the context "
+            f"length {run.value('context_len'):,}"
+        )
 
 
 def audit_node(node: str, results: list[FileResult]) -> NodeAudit:

@@ -22,48 +22,65 @@ from forensics.logs.specs import Match, Spec, rx, to_int
 MESSAGE_LIMIT = 1000  # characters of the message kept in engine_evidence.message
 
 EXCEEDS = Spec(
-    "evidence.exceeds-max-tokens", "sglang",
-    needle='exceeds the maximum number',
+    "evidence.exceeds-max-tokens",
+    "sglang",
+    needle="exceeds the maximum number",
     head=rx(r"exceeds the maximum number of tokens"),
-    full=rx(r"Request (?P<request_id>.+?) exceeds the maximum number of tokens: "
-            r"(?P<value>\d+) > (?P<max_value>\d+)\b"),
-    partial=(rx(r"Request (?P<request_id>.+?) exceeds the maximum number of tokens"),
-             rx(r"tokens: (?P<value>\d+) >")),
+    full=rx(
+        r"Request (?P<request_id>.+?) exceeds the maximum number of tokens: "
+        r"(?P<value>\d+) > (?P<max_value>\d+)\b"
+    ),
+    partial=(
+        rx(r"Request (?P<request_id>.+?) exceeds the maximum number of tokens"),
+        rx(r"tokens: (?P<value>\d+) >"),
+    ),
 )
 INPUT_TOO_LONG = Spec(
-    "evidence.input-too-long", "sglang",
-    needle='Input length (',
+    "evidence.input-too-long",
+    "sglang",
+    needle="Input length (",
     head=rx(r"Input length \(\d"),
-    full=rx(r"Input length \((?P<value>\d+) tokens\) exceeds the maximum allowed length "
-            r"\((?P<max_value>\d+) tokens\)"),
+    full=rx(
+        r"Input length \((?P<value>\d+) tokens\) exceeds the maximum allowed length "
+        r"\((?P<max_value>\d+) tokens\)"
+    ),
     partial=(rx(r"Input length \((?P<value>\d+) tokens\)"),),
     extras=(rx(r"\brid=(?P<q>['\"])(?P<request_id>.*?)(?P=q)"),),
 )
 CHECKSUM = Spec(
-    "evidence.kv-checksum-mismatch", "sglang",
-    needle='KV checksum mismatch',
+    "evidence.kv-checksum-mismatch",
+    "sglang",
+    needle="KV checksum mismatch",
     head=rx(r"KV checksum mismatch (?:on a peer rank )?req="),
-    full=rx(r"KV checksum mismatch (?:on a peer rank )?req=(?P<request_id>\S+) "
-            r"bootstrap_room=(?P<bootstrap_room>\d+)"
-            r"(?: expected=(?P<max_value>0x[0-9a-fA-F]+) got=(?P<value>0x[0-9a-fA-F]+)\b|\s*$)"),
+    full=rx(
+        r"KV checksum mismatch (?:on a peer rank )?req=(?P<request_id>\S+) "
+        r"bootstrap_room=(?P<bootstrap_room>\d+)"
+        r"(?: expected=(?P<max_value>0x[0-9a-fA-F]+) got=(?P<value>0x[0-9a-fA-F]+)\b|\s*$)"
+    ),
     partial=(rx(r"req=(?P<request_id>\S+) "), rx(r"bootstrap_room=(?P<bootstrap_room>\d+) ")),
 )
 CANARY = Spec(
-    "evidence.kv-canary-violation", "sglang",
-    needle='kv_canary violation',
+    "evidence.kv-canary-violation",
+    "sglang",
+    needle="kv_canary violation",
     head=rx(r"kv_canary violation: "),
-    full=rx(r"kv_canary violation: launch_tag=\S+ fail_reason=\S+ slot_idx=(?P<slot_idx>-?\d+) "
-            r"position=(?P<position>-?\d+) stored_token=(?P<value>-?\d+) "
-            r"expected_token=(?P<max_value>-?\d+)\b"),
+    full=rx(
+        r"kv_canary violation: launch_tag=\S+ fail_reason=\S+ slot_idx=(?P<slot_idx>-?\d+) "
+        r"position=(?P<position>-?\d+) stored_token=(?P<value>-?\d+) "
+        r"expected_token=(?P<max_value>-?\d+)\b"
+    ),
     partial=(rx(r"slot_idx=(?P<slot_idx>-?\d+) "), rx(r"position=(?P<position>-?\d+) ")),
     extras=(rx(r"\b(?:rid|req)=(?P<request_id>[^\s,]+)"),),
 )
 DEFERRED = Spec(
-    "evidence.deferred-release-timeout", "sglang",
-    needle='Deferred KV release',
+    "evidence.deferred-release-timeout",
+    "sglang",
+    needle="Deferred KV release",
     head=rx(r"Deferred KV release for room \d"),
-    full=rx(r"Deferred KV release for room (?P<bootstrap_room>\d+) timed out after "
-            r"(?P<value>[\d.]+)s\b"),
+    full=rx(
+        r"Deferred KV release for room (?P<bootstrap_room>\d+) timed out after "
+        r"(?P<value>[\d.]+)s\b"
+    ),
     partial=(rx(r"for room (?P<bootstrap_room>\d+) "),),
 )
 
@@ -71,12 +88,15 @@ SPECS: tuple[Spec, ...] = (EXCEEDS, INPUT_TOO_LONG, CHECKSUM, CANARY, DEFERRED)
 
 # Lines that pair a request id with a bootstrap room (request logs in text or JSON form).
 _ROOM_PAIRS = (
-    (re.compile(r"\brid=['\"]?(?P<rid>[^'\",\s)]+)"),
-     re.compile(r"\bbootstrap_room=(?P<room>\d+)")),
-    (re.compile(r"\breq=(?P<rid>[^\s,]+)"),
-     re.compile(r"\bbootstrap_room=(?P<room>\d+)")),
-    (re.compile(r"\"rid\":\s*\"(?P<rid>[^\"]+)\""),
-     re.compile(r"\"bootstrap_room\":\s*(?P<room>\d+)")),
+    (
+        re.compile(r"\brid=['\"]?(?P<rid>[^'\",\s)]+)"),
+        re.compile(r"\bbootstrap_room=(?P<room>\d+)"),
+    ),
+    (re.compile(r"\breq=(?P<rid>[^\s,]+)"), re.compile(r"\bbootstrap_room=(?P<room>\d+)")),
+    (
+        re.compile(r"\"rid\":\s*\"(?P<rid>[^\"]+)\""),
+        re.compile(r"\"bootstrap_room\":\s*(?P<room>\d+)"),
+    ),
 )
 
 
@@ -97,16 +117,25 @@ class Evidence:
     primary: bool
 
 
-def build(match: Match, node: str, ts: datetime | None, body: str, src: tuple[str, int],
-          primary: bool) -> Evidence:
+def build(
+    match: Match, node: str, ts: datetime | None, body: str, src: tuple[str, int], primary: bool
+) -> Evidence:
     """An engine_evidence row from a matched evidence line."""
     v = match.values
     return Evidence(
-        node=node, ts=ts, kind=match.spec.kind.removeprefix("evidence."),
-        request_id=v.get("request_id"), value=_int(v, "value"), max_value=_int(v, "max_value"),
-        message=body.strip()[:MESSAGE_LIMIT], src_file=src[0], src_line=src[1],
-        bootstrap_room=_int(v, "bootstrap_room"), slot_idx=_int(v, "slot_idx"),
-        position=_int(v, "position"), primary=primary,
+        node=node,
+        ts=ts,
+        kind=match.spec.kind.removeprefix("evidence."),
+        request_id=v.get("request_id"),
+        value=_int(v, "value"),
+        max_value=_int(v, "max_value"),
+        message=body.strip()[:MESSAGE_LIMIT],
+        src_file=src[0],
+        src_line=src[1],
+        bootstrap_room=_int(v, "bootstrap_room"),
+        slot_idx=_int(v, "slot_idx"),
+        position=_int(v, "position"),
+        primary=primary,
     )
 
 

@@ -160,9 +160,15 @@ def split_records(line: str) -> list[Record]:
     separated); otherwise a vLLM prefix, or none, gives one record."""
     text, lead_ts = unwrap(line)
     first = _SGLANG_PREFIX.match(text)
-    if first and "[" not in text[first.end():]:  # the common case: one record
-        return [Record(_parse_ts(first.group(1)) or lead_ts, _ranks(first.group(2)),
-                       text[first.end():].rstrip(), True)]
+    if first and "[" not in text[first.end() :]:  # the common case: one record
+        return [
+            Record(
+                _parse_ts(first.group(1)) or lead_ts,
+                _ranks(first.group(2)),
+                text[first.end() :].rstrip(),
+                True,
+            )
+        ]
     starts = list(_SGLANG_PREFIX.finditer(text))
     if not starts:
         return _split_plain(text, lead_ts)
@@ -172,7 +178,7 @@ def split_records(line: str) -> list[Record]:
     for here, nxt in zip(starts, [*starts[1:], None], strict=True):
         end = nxt.start() if nxt else len(text)
         ts = _parse_ts(here.group(1)) or lead_ts
-        records.append(Record(ts, _ranks(here.group(2)), text[here.end():end].rstrip(), True))
+        records.append(Record(ts, _ranks(here.group(2)), text[here.end() : end].rstrip(), True))
     return records
 
 
@@ -183,8 +189,11 @@ def _split_plain(text: str, lead_ts: datetime | None) -> list[Record]:
         return [_plain_record(text, lead_ts, bool(cuts))]
     bounds = [0, *cuts] if cuts[0] > 0 else cuts
     pieces = zip(bounds, [*bounds[1:], len(text)], strict=True)
-    return [_plain_record(text[a:b].rstrip(), lead_ts, a in cuts) for a, b in pieces
-            if text[a:b].strip()]
+    return [
+        _plain_record(text[a:b].rstrip(), lead_ts, a in cuts)
+        for a, b in pieces
+        if text[a:b].strip()
+    ]
 
 
 def _plain_record(text: str, lead_ts: datetime | None, prefixed: bool = False) -> Record:
@@ -192,7 +201,7 @@ def _plain_record(text: str, lead_ts: datetime | None, prefixed: bool = False) -
     if not match:
         return Record(lead_ts, (), text, prefixed)
     ts = _parse_ts(match.group("ts")) if len(match.group("ts")) > 14 else None
-    return Record(ts or lead_ts, _proc_ranks(match.group("proc")), text[match.end():], prefixed)
+    return Record(ts or lead_ts, _proc_ranks(match.group("proc")), text[match.end() :], prefixed)
 
 
 def is_primary(ranks: Ranks) -> bool:

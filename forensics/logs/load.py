@@ -25,32 +25,66 @@ from forensics.resources import sql
 
 NODE_MAP_NAME = "node_map.csv"  # logs/node_map.csv in a case folder, if present
 
-_NODES = pa.schema([
-    ("node", pa.string()), ("role", pa.string()), ("model", pa.string()),
-    ("engine", pa.string()), ("engine_version", pa.string()), ("page_size", pa.int64()),
-    ("pool_slots", pa.int64()), ("context_len", pa.int64()), ("started_at", pa.timestamp("us")),
-    ("src_file", pa.string()), ("src_row", pa.int64()),
-])
-_FACTS = pa.schema([
-    ("node", pa.string()), ("fact", pa.string()), ("value", pa.string()),
-    ("src_file", pa.string()), ("src_line", pa.int64()), ("run", pa.int32()),
-    ("source", pa.string()),
-])
-_EVIDENCE = pa.schema([
-    ("node", pa.string()), ("ts", pa.timestamp("us")), ("kind", pa.string()),
-    ("request_id", pa.string()), ("value", pa.int64()), ("max_value", pa.int64()),
-    ("message", pa.string()), ("src_file", pa.string()), ("src_line", pa.int64()),
-    ("bootstrap_room", pa.int64()), ("slot_idx", pa.int64()), ("position", pa.int64()),
-])
-_FILES = pa.schema([
-    ("path", pa.string()), ("node", pa.string()), ("engine", pa.string()),
-    ("sha256", pa.string()), ("bytes", pa.int64()), ("lines", pa.int64()),
-    ("parsed", pa.int64()), ("truncated", pa.int64()), ("ignored", pa.int64()),
-])
+_NODES = pa.schema(
+    [
+        ("node", pa.string()),
+        ("role", pa.string()),
+        ("model", pa.string()),
+        ("engine", pa.string()),
+        ("engine_version", pa.string()),
+        ("page_size", pa.int64()),
+        ("pool_slots", pa.int64()),
+        ("context_len", pa.int64()),
+        ("started_at", pa.timestamp("us")),
+        ("src_file", pa.string()),
+        ("src_row", pa.int64()),
+    ]
+)
+_FACTS = pa.schema(
+    [
+        ("node", pa.string()),
+        ("fact", pa.string()),
+        ("value", pa.string()),
+        ("src_file", pa.string()),
+        ("src_line", pa.int64()),
+        ("run", pa.int32()),
+        ("source", pa.string()),
+    ]
+)
+_EVIDENCE = pa.schema(
+    [
+        ("node", pa.string()),
+        ("ts", pa.timestamp("us")),
+        ("kind", pa.string()),
+        ("request_id", pa.string()),
+        ("value", pa.int64()),
+        ("max_value", pa.int64()),
+        ("message", pa.string()),
+        ("src_file", pa.string()),
+        ("src_line", pa.int64()),
+        ("bootstrap_room", pa.int64()),
+        ("slot_idx", pa.int64()),
+        ("position", pa.int64()),
+    ]
+)
+_FILES = pa.schema(
+    [
+        ("path", pa.string()),
+        ("node", pa.string()),
+        ("engine", pa.string()),
+        ("sha256", pa.string()),
+        ("bytes", pa.int64()),
+        ("lines", pa.int64()),
+        ("parsed", pa.int64()),
+        ("truncated", pa.int64()),
+        ("ignored", pa.int64()),
+    ]
+)
 
 
-def load_logs(con: duckdb.DuckDBPyConnection, case_dir: Path, files: list[Path],
-              node_map: Path | None = None) -> LogsSummary:
+def load_logs(
+    con: duckdb.DuckDBPyConnection, case_dir: Path, files: list[Path], node_map: Path | None = None
+) -> LogsSummary:
     """Parse the case's log files and insert what they say. Loading the same files again
     replaces their earlier rows. Call it after the nodes file is loaded, so that disagreements
     between the two are found (the file's row stays the node's row in `nodes`)."""
@@ -68,8 +102,12 @@ def load_logs(con: duckdb.DuckDBPyConnection, case_dir: Path, files: list[Path],
     }
     with _registered(con, tables):
         con.execute(sql("logs_clear"))
-        for name in ("logs_insert_files", "logs_insert_nodes", "logs_insert_facts",
-                     "logs_insert_evidence"):
+        for name in (
+            "logs_insert_files",
+            "logs_insert_nodes",
+            "logs_insert_facts",
+            "logs_insert_evidence",
+        ):
             con.execute(sql(name))
         summary.disagreements = _disagreements(con)
     return summary
@@ -80,8 +118,11 @@ def _expand(path: Path) -> list[Path]:
     if path.is_dir():
         return [p for p in path.rglob("*") if p.is_file()]
     if not path.is_file():
-        raise InputError("log file not found", path=str(path),
-                         fix="check the case folder's logs/ (was it moved while reading?)")
+        raise InputError(
+            "log file not found",
+            path=str(path),
+            fix="check the case folder's logs/ (was it moved while reading?)",
+        )
     return [path]
 
 
@@ -116,10 +157,19 @@ def _files_table(summary: LogsSummary, paths: dict[str, Path]) -> pa.Table:
     rows = []
     for f in summary.files:
         data = paths[f.file].read_bytes()
-        rows.append({"path": f.file, "node": f.node, "engine": f.engine,
-                     "sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data),
-                     "lines": f.lines, "parsed": f.parsed, "truncated": f.truncated,
-                     "ignored": f.ignored})
+        rows.append(
+            {
+                "path": f.file,
+                "node": f.node,
+                "engine": f.engine,
+                "sha256": hashlib.sha256(data).hexdigest(),
+                "bytes": len(data),
+                "lines": f.lines,
+                "parsed": f.parsed,
+                "truncated": f.truncated,
+                "ignored": f.ignored,
+            }
+        )
     return pa.Table.from_pylist(rows, _FILES)
 
 
@@ -127,18 +177,31 @@ def _node_rows(nodes: list[NodeAudit]) -> list[dict[str, Any]]:
     rows = []
     for node in nodes:
         for run in node.runs:
-            anchor = next((run.facts[k] for k in ("pool_slots", "context_len", "page_size",
-                                                  "role", "model") if k in run.facts
-                           and run.facts[k].src_file), None)
+            anchor = next(
+                (
+                    run.facts[k]
+                    for k in ("pool_slots", "context_len", "page_size", "role", "model")
+                    if k in run.facts and run.facts[k].src_file
+                ),
+                None,
+            )
             if anchor is None:
                 continue  # nothing read from this start: no row
-            rows.append({
-                "node": node.node, "role": run.value("role"), "model": run.value("model"),
-                "engine": node.engine, "engine_version": run.value("engine_version"),
-                "page_size": run.value("page_size"), "pool_slots": run.value("pool_slots"),
-                "context_len": run.value("context_len"), "started_at": run.started_at,
-                "src_file": anchor.src_file, "src_row": anchor.src_line,
-            })
+            rows.append(
+                {
+                    "node": node.node,
+                    "role": run.value("role"),
+                    "model": run.value("model"),
+                    "engine": node.engine,
+                    "engine_version": run.value("engine_version"),
+                    "page_size": run.value("page_size"),
+                    "pool_slots": run.value("pool_slots"),
+                    "context_len": run.value("context_len"),
+                    "started_at": run.started_at,
+                    "src_file": anchor.src_file,
+                    "src_row": anchor.src_line,
+                }
+            )
     return rows
 
 
@@ -147,13 +210,29 @@ def _fact_rows(nodes: list[NodeAudit]) -> list[dict[str, Any]]:
     for node in nodes:
         for run in node.runs:
             for name, fact in sorted(run.facts.items()):
-                rows.append({"node": node.node, "fact": name, "value": str(fact.value),
-                             "src_file": fact.src_file, "src_line": fact.src_line,
-                             "run": run.index, "source": fact.source})
+                rows.append(
+                    {
+                        "node": node.node,
+                        "fact": name,
+                        "value": str(fact.value),
+                        "src_file": fact.src_file,
+                        "src_line": fact.src_line,
+                        "run": run.index,
+                        "source": fact.source,
+                    }
+                )
             if run.fits is not None:
-                rows.append({"node": node.node, "fact": "fits", "value": str(run.fits).lower(),
-                             "src_file": None, "src_line": None, "run": run.index,
-                             "source": "derived: pool_slots >= context_len"})
+                rows.append(
+                    {
+                        "node": node.node,
+                        "fact": "fits",
+                        "value": str(run.fits).lower(),
+                        "src_file": None,
+                        "src_line": None,
+                        "run": run.index,
+                        "source": "derived: pool_slots >= context_len",
+                    }
+                )
     return rows
 
 

@@ -27,8 +27,22 @@ _EXT = re.compile(r"\.(?:log|txt|out|err)$", re.IGNORECASE)
 _DATE = re.compile(r"[._-]\d{4}-?\d{2}-?\d{2}(?:[T_-]\d{2}[-:]?\d{2}(?:[-:]?\d{2})?)?$")
 _RANK_SUFFIX = re.compile(r"(?:^|[-_.])(tp|dp|pp|ep|rank)[-_]?(\d+)$", re.IGNORECASE)
 GENERIC = frozenset(
-    {"", "log", "logs", "server", "sglang", "vllm", "engine", "stdout", "stderr", "output",
-     "console", "launch", "serve", "worker"}
+    {
+        "",
+        "log",
+        "logs",
+        "server",
+        "sglang",
+        "vllm",
+        "engine",
+        "stdout",
+        "stderr",
+        "output",
+        "console",
+        "launch",
+        "serve",
+        "worker",
+    }
 )
 
 
@@ -38,8 +52,8 @@ class LogFile:
 
     node: str
     ranks: Ranks
-    rotation_order: int       # -rotation: older rotated files are read first
-    rel: str                  # path shown in provenance (relative to the folder or case)
+    rotation_order: int  # -rotation: older rotated files are read first
+    rel: str  # path shown in provenance (relative to the folder or case)
     path: Path
 
 
@@ -66,8 +80,11 @@ def read_node_map(path: Path) -> list[tuple[str, str]]:
     except OSError as exc:
         raise InputError(f"cannot read the node map: {exc.strerror}", path=str(path)) from exc
     if not rows or not {"node", "file_glob"} <= set(rows[0]):
-        raise InputError("the node map needs a header `node,file_glob` and at least one row",
-                         path=str(path), fix="write one row per node: prefill-0,prefill0*.log")
+        raise InputError(
+            "the node map needs a header `node,file_glob` and at least one row",
+            path=str(path),
+            fix="write one row per node: prefill-0,prefill0*.log",
+        )
     return [(r["node"].strip(), r["file_glob"].strip()) for r in rows if r["node"]]
 
 

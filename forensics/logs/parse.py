@@ -17,8 +17,15 @@ from forensics.logs.specs import Match, Spec, match_all
 
 FACT_SPECS: tuple[Spec, ...] = sglang.SPECS + vllm.SPECS
 ALL_SPECS: tuple[Spec, ...] = FACT_SPECS + evidence.SPECS
-FACT_KEYS = ("pool_slots", "context_len", "page_size", "model", "role", "engine_version",
-             "gpu_blocks")
+FACT_KEYS = (
+    "pool_slots",
+    "context_len",
+    "page_size",
+    "model",
+    "role",
+    "engine_version",
+    "gpu_blocks",
+)
 
 
 @dataclass(frozen=True)
@@ -26,7 +33,7 @@ class Observation:
     """One value read from one line: the raw material of node facts."""
 
     kind: str
-    fact: str          # a FACT_KEYS name, or "start" for a start-up banner
+    fact: str  # a FACT_KEYS name, or "start" for a start-up banner
     value: str
     ranks: Ranks
     ts: datetime | None
@@ -99,13 +106,18 @@ def _use(result: FileResult, lineno: int, rec: Record, match: Match) -> None:
     src = (result.file.rel, lineno)
     ranks = rec.ranks or result.file.ranks
     if kind.startswith("evidence."):
-        result.evidence.append(evidence.build(match, result.file.node, rec.ts, rec.body, src,
-                                              is_primary(ranks)))
+        result.evidence.append(
+            evidence.build(match, result.file.node, rec.ts, rec.body, src, is_primary(ranks))
+        )
         return
     if match.spec.starts_run:
         result.observations.append(
-            Observation(kind, "start", kind, ranks, rec.ts, src[0], lineno, match.complete))
+            Observation(kind, "start", kind, ranks, rec.ts, src[0], lineno, match.complete)
+        )
     for key in FACT_KEYS:
         if key in match.values:
-            result.observations.append(Observation(kind, key, match.values[key], ranks, rec.ts,
-                                                   src[0], lineno, match.complete))
+            result.observations.append(
+                Observation(
+                    kind, key, match.values[key], ranks, rec.ts, src[0], lineno, match.complete
+                )
+            )

@@ -13,12 +13,14 @@ from forensics.logs.parse import FileResult, parse_file
 from forensics.logs.summary import FileSummary, LogsSummary
 
 
-def read_logs(paths: list[tuple[Path, str, str]],
-              node_map: list[tuple[str, str]] | None = None) -> LogsSummary:
+def read_logs(
+    paths: list[tuple[Path, str, str]], node_map: list[tuple[str, str]] | None = None
+) -> LogsSummary:
     """Parse (path, name for naming, name shown) triples; one NodeAudit per node, sorted."""
     results = [parse_file(f) for f in classify(paths, node_map or [])]
-    nodes = [audit_node(node, list(group))
-             for node, group in groupby(results, key=lambda r: r.file.node)]
+    nodes = [
+        audit_node(node, list(group)) for node, group in groupby(results, key=lambda r: r.file.node)
+    ]
     rows, dropped = evidence.dedupe([e for r in results for e in r.evidence])
     rows = evidence.fill_rooms(rows, _rooms(results))
     files = sorted((FileSummary.of(r) for r in results), key=lambda f: f.file)

@@ -22,20 +22,31 @@ def print_audit(console: Console, summary: LogsSummary) -> None:
     for node in summary.nodes:
         j = node_json(node)
         ratio = f"{j['ratio']:.4f}" if j["ratio"] is not None else "-"
-        table.add_row(j["node"], j["engine"] or "-", j["role"] or "-", _num(j["pool_slots"]),
-                      _num(j["context_len"]), ratio, _VERDICT[j["fits"]])
+        table.add_row(
+            j["node"],
+            j["engine"] or "-",
+            j["role"] or "-",
+            _num(j["pool_slots"]),
+            _num(j["context_len"]),
+            ratio,
+            _VERDICT[j["fits"]],
+        )
     console.print(table)
     for node in summary.misfits:
         where = node_json(node)["provenance"]
-        sources = ", ".join(f"{k} at {where[k]}" for k in ("pool_slots", "context_len")
-                            if k in where)
-        console.print(f"{node.node}: {node.reason}" + (f" ({sources})" if sources else ""),
-                      markup=False)
+        sources = ", ".join(
+            f"{k} at {where[k]}" for k in ("pool_slots", "context_len") if k in where
+        )
+        console.print(
+            f"{node.node}: {node.reason}" + (f" ({sources})" if sources else ""), markup=False
+        )
     console.print(
         f"{summary.lines_read:,} lines read in {len(summary.files)} files: "
         f"{summary.lines_parsed:,} parsed, {summary.lines_truncated:,} truncated, "
         f"{summary.lines_ignored:,} ignored; {len(summary.evidence):,} evidence lines "
-        f"({_kinds(summary.evidence_by_kind)})", markup=False)
+        f"({_kinds(summary.evidence_by_kind)})",
+        markup=False,
+    )
 
 
 def _kinds(counts: dict[str, int]) -> str:

@@ -25,41 +25,54 @@ def _arg(name: str, value: str) -> str:
 
 
 KV_ALLOCATED = Spec(
-    "sglang.kv-allocated", "sglang",
-    needle='KV Cache is allocated',
+    "sglang.kv-allocated",
+    "sglang",
+    needle="KV Cache is allocated",
     head=rx(r"(?<![\w-] )(?<!\w)KV Cache is allocated\b"),
     full=rx(rf"KV Cache is allocated\.\s+(?:dtype: \S+, )?#tokens: (?P<pool_slots>\d+), {_SIZE}"),
     partial=(rx(r"#tokens: (?P<pool_slots>\d+),"),),
 )
 KV_POST_CAPTURE = Spec(
-    "sglang.kv-post-capture", "sglang",
-    needle='KV cache allocated',
+    "sglang.kv-post-capture",
+    "sglang",
+    needle="KV cache allocated",
     head=rx(r"Post-capture KV sizing: KV cache allocated\b"),
-    full=rx(r"KV cache allocated\.\s+(?:dtype: \S+, )?#tokens: (?P<pool_slots>\d+), KV size: "
-            r"[\d.]+ GB"),
+    full=rx(
+        r"KV cache allocated\.\s+(?:dtype: \S+, )?#tokens: (?P<pool_slots>\d+), KV size: "
+        r"[\d.]+ GB"
+    ),
     partial=(rx(r"#tokens: (?P<pool_slots>\d+),"),),
 )
 MAX_TOTAL = Spec(
-    "sglang.max-total", "sglang",
-    needle='max_total_num_tokens=',
+    "sglang.max-total",
+    "sglang",
+    needle="max_total_num_tokens=",
     head=rx(r"(?<![\w(.])max_total_num_tokens=\d"),
     # Builds before 0.4.x end the line at context_len; newer ones add the free memory.
-    full=rx(r"max_total_num_tokens=(?P<pool_slots>\d+), .*?context_len=(?P<context_len>\d+)"
-            r"(?:, available_[cg]pu_mem=[\d.]+ GB|\s*$)"),
-    partial=(rx(r"max_total_num_tokens=(?P<pool_slots>\d+),"),
-             rx(r"context_len=(?P<context_len>\d+),")),
+    full=rx(
+        r"max_total_num_tokens=(?P<pool_slots>\d+), .*?context_len=(?P<context_len>\d+)"
+        r"(?:, available_[cg]pu_mem=[\d.]+ GB|\s*$)"
+    ),
+    partial=(
+        rx(r"max_total_num_tokens=(?P<pool_slots>\d+),"),
+        rx(r"context_len=(?P<context_len>\d+),"),
+    ),
 )
 POOL_WARNING = Spec(
-    "sglang.pool-warning", "sglang",
-    needle='KV pool holds',
+    "sglang.pool-warning",
+    "sglang",
+    needle="KV pool holds",
     head=rx(r"KV pool holds \d"),
-    full=rx(r"KV pool holds (?P<pool_slots>\d+) tokens, fewer than --context-length "
-            r"(?P<context_len>\d+)\."),
+    full=rx(
+        r"KV pool holds (?P<pool_slots>\d+) tokens, fewer than --context-length "
+        r"(?P<context_len>\d+)\."
+    ),
     partial=(rx(r"KV pool holds (?P<pool_slots>\d+) tokens"),),
 )
 SERVER_ARGS = Spec(
-    "sglang.server-args", "sglang",
-    needle='server_args=',
+    "sglang.server-args",
+    "sglang",
+    needle="server_args=",
     head=rx(r"(?<!\w)server_args=(?:ServerArgs\(|\{)"),
     full=rx(r"server_args=(?:ServerArgs\(.*\)|\{.*\})\s*$"),
     extras=(
@@ -71,14 +84,20 @@ SERVER_ARGS = Spec(
     starts_run=True,
 )
 BATCH = Spec(
-    "sglang.batch", "sglang",
-    needle=' batch',
+    "sglang.batch",
+    "sglang",
+    needle=" batch",
     head=rx(r"\b(?:Prefill|Decode) batch[.,] #"),
     full=rx(r"(?:throughput \(token/s\): [\d.]+|#queue-req: \d+)\s*$"),
 )
 
 SPECS: tuple[Spec, ...] = (
-    KV_ALLOCATED, KV_POST_CAPTURE, MAX_TOTAL, POOL_WARNING, SERVER_ARGS, BATCH,
+    KV_ALLOCATED,
+    KV_POST_CAPTURE,
+    MAX_TOTAL,
+    POOL_WARNING,
+    SERVER_ARGS,
+    BATCH,
 )
 
 # Which source of a value wins inside one engine start (lower first). The warning is what the

@@ -13,14 +13,14 @@ from dataclasses import dataclass, field
 
 @dataclass(frozen=True)
 class Spec:
-    kind: str                      # e.g. "sglang.max-total", "evidence.exceeds-max-tokens"
-    engine: str                    # sglang | vllm
+    kind: str  # e.g. "sglang.max-total", "evidence.exceeds-max-tokens"
+    engine: str  # sglang | vllm
     head: re.Pattern[str]
     full: re.Pattern[str]
     partial: tuple[re.Pattern[str], ...] = ()
-    extras: tuple[re.Pattern[str], ...] = ()   # optional values searched in every match
-    starts_run: bool = False       # a start-up banner: a new engine start begins here
-    needle: str = ""               # a literal every matching line contains (a fast pre-check)
+    extras: tuple[re.Pattern[str], ...] = ()  # optional values searched in every match
+    starts_run: bool = False  # a start-up banner: a new engine start begins here
+    needle: str = ""  # a literal every matching line contains (a fast pre-check)
 
 
 @dataclass(frozen=True)

@@ -27,9 +27,18 @@ class FileSummary:
 
     @classmethod
     def of(cls, res: FileResult) -> FileSummary:
-        return cls(res.file.rel, res.file.node, res.engine, res.lines, res.parsed, res.truncated,
-                   res.ignored, res.spliced, dict(sorted(res.kinds.items())),
-                   dict(sorted(res.truncated_kinds.items())))
+        return cls(
+            res.file.rel,
+            res.file.node,
+            res.engine,
+            res.lines,
+            res.parsed,
+            res.truncated,
+            res.ignored,
+            res.spliced,
+            dict(sorted(res.kinds.items())),
+            dict(sorted(res.truncated_kinds.items())),
+        )
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -116,8 +125,19 @@ def node_json(node: NodeAudit) -> dict[str, Any]:
         "engine_version": run.value("engine_version"),
         "role": run.value("role"),
         "model": run.value("model"),
-        **{k: top[k] for k in ("pool_slots", "context_len", "ratio", "fits", "page_size",
-                               "started_at", "provenance", "notes")},
+        **{
+            k: top[k]
+            for k in (
+                "pool_slots",
+                "context_len",
+                "ratio",
+                "fits",
+                "page_size",
+                "started_at",
+                "provenance",
+                "notes",
+            )
+        },
         "reason": node.reason,
         "files": node.files,
         "runs": [_run_json(r) for r in node.runs],

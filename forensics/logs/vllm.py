@@ -23,32 +23,40 @@ def _kv(name: str, value: str) -> str:
 
 
 KV_CACHE_SIZE = Spec(
-    "vllm.kv-cache-size", "vllm",
-    needle='KV cache size: ',
+    "vllm.kv-cache-size",
+    "vllm",
+    needle="KV cache size: ",
     head=rx(r"KV cache size: \d"),
     full=rx(rf"KV cache size: (?P<pool_slots>{_N}) tokens\b"),
 )
 MAX_CONCURRENCY = Spec(
-    "vllm.max-concurrency", "vllm",
-    needle='Maximum concurrency for',
+    "vllm.max-concurrency",
+    "vllm",
+    needle="Maximum concurrency for",
     head=rx(r"Maximum concurrency for \d"),
-    full=rx(rf"Maximum concurrency for (?P<context_len>{_N}) tokens per request: "
-            r"(?P<concurrency>[\d.]+)x"),
+    full=rx(
+        rf"Maximum concurrency for (?P<context_len>{_N}) tokens per request: "
+        r"(?P<concurrency>[\d.]+)x"
+    ),
     partial=(rx(rf"Maximum concurrency for (?P<context_len>{_N}) tokens per request"),),
 )
 GPU_BLOCKS = Spec(
-    "vllm.gpu-blocks", "vllm",
-    needle=' blocks: ',
+    "vllm.gpu-blocks",
+    "vllm",
+    needle=" blocks: ",
     head=rx(r"# (?:GPU|CUDA|XPU|NPU|TPU|HPU) blocks: \d"),
     full=rx(r"# \w+ blocks: (?P<gpu_blocks>\d+), # CPU blocks: (?P<cpu_blocks>\d+)\b"),
     partial=(rx(r"# \w+ blocks: (?P<gpu_blocks>\d+),"),),
 )
 ENGINE_INIT = Spec(
-    "vllm.engine-init", "vllm",
-    needle='LLM engine (v',
+    "vllm.engine-init",
+    "vllm",
+    needle="LLM engine (v",
     head=rx(r"Initializing an? (?:V1 )?LLM engine \(v"),
-    full=rx(r"Initializing an? (?:V1 )?LLM engine \(v(?P<engine_version>[^)\s]+)\) with config: "
-            r".*\S"),
+    full=rx(
+        r"Initializing an? (?:V1 )?LLM engine \(v(?P<engine_version>[^)\s]+)\) with config: "
+        r".*\S"
+    ),
     partial=(rx(r"Initializing an? (?:V1 )?LLM engine \(v(?P<engine_version>[^)\s]+)\)"),),
     extras=(
         rx(_kv("model", r"'(?P<model>[^']+)'")),
@@ -58,8 +66,9 @@ ENGINE_INIT = Spec(
     starts_run=True,
 )
 NON_DEFAULT_ARGS = Spec(
-    "vllm.args", "vllm",
-    needle='non-default args',
+    "vllm.args",
+    "vllm",
+    needle="non-default args",
     head=rx(r"non-default args: \{"),
     full=rx(r"non-default args: \{.*\}\s*$"),
     extras=(
@@ -69,15 +78,21 @@ NON_DEFAULT_ARGS = Spec(
     ),
 )
 VERSION = Spec(
-    "vllm.version", "vllm",
-    needle='API server version',
+    "vllm.version",
+    "vllm",
+    needle="API server version",
     head=rx(r"vLLM API server version \d"),
     full=rx(r"vLLM API server version (?P<engine_version>\d[\w.+-]*)"),
     starts_run=True,
 )
 
 SPECS: tuple[Spec, ...] = (
-    KV_CACHE_SIZE, MAX_CONCURRENCY, GPU_BLOCKS, ENGINE_INIT, NON_DEFAULT_ARGS, VERSION,
+    KV_CACHE_SIZE,
+    MAX_CONCURRENCY,
+    GPU_BLOCKS,
+    ENGINE_INIT,
+    NON_DEFAULT_ARGS,
+    VERSION,
 )
 
 PRIORITY: dict[str, int] = {

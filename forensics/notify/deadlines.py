@@ -54,12 +54,16 @@ def _hours(text: str, path: Path, line: int, column: str) -> float | None:
         value = float(text)
     except ValueError as exc:
         raise InputError(
-            f"line {line}: {column} '{text}' is not a number of hours", path=str(path),
+            f"line {line}: {column} '{text}' is not a number of hours",
+            path=str(path),
             fix="write hours as a number, e.g. 72",
         ) from exc
     if not math.isfinite(value) or value < 0 or value > MAX_HOURS:
-        raise InputError(f"line {line}: {column} '{text}' is not between 0 and {MAX_HOURS:.0f} "
-                         "hours", path=str(path), fix="write hours as a number, e.g. 72")
+        raise InputError(
+            f"line {line}: {column} '{text}' is not between 0 and {MAX_HOURS:.0f} hours",
+            path=str(path),
+            fix="write hours as a number, e.g. 72",
+        )
     return value
 
 
@@ -69,7 +73,8 @@ def _read_rules(path: Path) -> list[Rule]:
         missing = [c for c in _COLUMNS if c not in (reader.fieldnames or [])]
         if missing:
             raise InputError(
-                f"the rules file lacks the column(s) {', '.join(missing)}", path=str(path),
+                f"the rules file lacks the column(s) {', '.join(missing)}",
+                path=str(path),
                 fix=f"use the header {','.join(_COLUMNS)}",
             )
         return [_rule(row, path, line) for line, row in enumerate(reader, start=2)]
@@ -126,13 +131,19 @@ def parse_aware_at(text: str) -> datetime:
 def check_aware_at(text: str, rules: dict[str, Rule]) -> datetime:
     """parse_aware_at, and every deadline it gives must be a date (years 0001-9999)."""
     aware = parse_aware_at(text)
-    hours = [h for r in rules.values()
-             for h in (r.notify_within_hours, r.authority_within_hours) if h is not None]
+    hours = [
+        h
+        for r in rules.values()
+        for h in (r.notify_within_hours, r.authority_within_hours)
+        if h is not None
+    ]
     try:
         aware + timedelta(hours=max(hours, default=0))
     except OverflowError as exc:
-        raise UsageError(f"--aware-at '{text}': the deadlines it gives would fall after the year "
-                         "9999; check the time") from exc
+        raise UsageError(
+            f"--aware-at '{text}': the deadlines it gives would fall after the year "
+            "9999; check the time"
+        ) from exc
     return aware
 
 

@@ -71,19 +71,30 @@ def environment(kind: str) -> jinja2.Environment:
     """The jinja2 environment for 'html' (autoescape) or 'md' (values HTML-escaped)."""
     loader = jinja2.FileSystemLoader(str(resource_dir("templates")))
     if kind == "html":
-        env = jinja2.Environment(loader=loader, autoescape=True, undefined=jinja2.StrictUndefined,
-                                 keep_trailing_newline=True, finalize=html_value)
+        env = jinja2.Environment(
+            loader=loader,
+            autoescape=True,
+            undefined=jinja2.StrictUndefined,
+            keep_trailing_newline=True,
+            finalize=html_value,
+        )
     else:
-        env = jinja2.Environment(loader=loader, autoescape=False, finalize=_md_finalize,
-                                 undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
+        env = jinja2.Environment(
+            loader=loader,
+            autoescape=False,
+            finalize=_md_finalize,
+            undefined=jinja2.StrictUndefined,
+            keep_trailing_newline=True,
+        )
     env.filters["human"] = human_time
     return env
 
 
 _PLAIN = re.compile(r"[A-Za-z0-9_-]{1,60}")
 _LOOKS_HASHED = re.compile(r".*-[0-9a-f]{10,}", re.IGNORECASE)
-RESERVED_NAMES = frozenset({"CON", "PRN", "AUX", "NUL", *(f"COM{i}" for i in range(10)),
-                            *(f"LPT{i}" for i in range(10))})
+RESERVED_NAMES = frozenset(
+    {"CON", "PRN", "AUX", "NUL", *(f"COM{i}" for i in range(10)), *(f"LPT{i}" for i in range(10))}
+)
 
 
 def _hashed_stem(account_id: str) -> str:
@@ -99,8 +110,13 @@ def file_stems(account_ids: list[str]) -> dict[str, str]:
     more hex digits) and no other id of the list equals it apart from case. Every other id gets
     its characters replaced and the first 16 hex digits of its SHA-256 appended, so no hashed
     stem can equal a plain one and two hashed stems differ unless the ids do."""
-    plain = [a for a in account_ids if _PLAIN.fullmatch(a) and not _LOOKS_HASHED.fullmatch(a)
-             and a.upper() not in RESERVED_NAMES]
+    plain = [
+        a
+        for a in account_ids
+        if _PLAIN.fullmatch(a)
+        and not _LOOKS_HASHED.fullmatch(a)
+        and a.upper() not in RESERVED_NAMES
+    ]
     folded: dict[str, int] = {}
     for a in set(plain):
         folded[a.lower()] = folded.get(a.lower(), 0) + 1
@@ -114,8 +130,11 @@ def notices_for(exports: Exports, sender: str) -> list[Notice]:
     out = []
     for side in SIDES:
         for account in by_side[side]:
-            own = [r for r in exports.affected_requests
-                   if r["side"] == side and r["account_id"] == account["account_id"]]
+            own = [
+                r
+                for r in exports.affected_requests
+                if r["side"] == side and r["account_id"] == account["account_id"]
+            ]
             words = CONFIDENCE_WORDS.get(account["confidence"], account["confidence"])
             out.append(Notice(side, account, own, words, sender))
     return out
@@ -130,8 +149,10 @@ def write_notices(exports: Exports, out_dir: Path, sender: str) -> list[Path]:
     """Render every notice as Markdown and HTML under out_dir/<side>/; return the paths."""
     written = []
     notices = notices_for(exports, sender)
-    stems = {side: file_stems([str(n.account["account_id"]) for n in notices if n.side == side])
-             for side in SIDES}
+    stems = {
+        side: file_stems([str(n.account["account_id"]) for n in notices if n.side == side])
+        for side in SIDES
+    }
     for notice in notices:
         folder = out_dir / notice.side
         folder.mkdir(parents=True, exist_ok=True)

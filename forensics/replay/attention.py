@@ -107,9 +107,16 @@ def _no_mask(*args: Any, **kwargs: Any) -> None:
     return None
 
 
-def fast_attention(module: Any, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
-                   attention_mask: torch.Tensor | None, scaling: float | None = None,
-                   dropout: float = 0.0, **kwargs: Any) -> tuple[torch.Tensor, None]:
+def fast_attention(
+    module: Any,
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    attention_mask: torch.Tensor | None,
+    scaling: float | None = None,
+    dropout: float = 0.0,
+    **kwargs: Any,
+) -> tuple[torch.Tensor, None]:
     """query [1, heads, q, d]; key, value [1, kv_heads, k, d] -> ([1, q, heads, d], None)."""
     _no_window(kwargs.get("sliding_window"), key.shape[2])
     scale = _scale(query, scaling)
@@ -120,15 +127,27 @@ def fast_attention(module: Any, query: torch.Tensor, key: torch.Tensor, value: t
     if _flash_usable(query):
         from flash_attn import flash_attn_func  # type: ignore[import-not-found]
 
-        out = flash_attn_func(query.transpose(1, 2), key.transpose(1, 2), value.transpose(1, 2),
-                              softmax_scale=scale, causal=query.shape[2] > 1)
+        out = flash_attn_func(
+            query.transpose(1, 2),
+            key.transpose(1, 2),
+            value.transpose(1, 2),
+            softmax_scale=scale,
+            causal=query.shape[2] > 1,
+        )
         return out, None
     return _sdpa(query, key, value, scale).transpose(1, 2).contiguous(), None
 
 
-def eager_attention(module: Any, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
-                    attention_mask: torch.Tensor | None, scaling: float | None = None,
-                    dropout: float = 0.0, **kwargs: Any) -> tuple[torch.Tensor, None]:
+def eager_attention(
+    module: Any,
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    attention_mask: torch.Tensor | None,
+    scaling: float | None = None,
+    dropout: float = 0.0,
+    **kwargs: Any,
+) -> tuple[torch.Tensor, None]:
     """The same result as fast_attention, computed step by step with an explicit causal mask."""
     _no_window(kwargs.get("sliding_window"), key.shape[2])
     scale = _scale(query, scaling)
@@ -152,16 +171,19 @@ def _no_window(window: int | None, keys: int) -> None:
     if window is not None and 0 < int(window) < keys:
         from forensics.errors import ReplayError
 
-        raise ReplayError(f"the model uses sliding-window attention ({window} tokens), which "
-                          "replay does not rebuild; use a full-attention model")
+        raise ReplayError(
+            f"the model uses sliding-window attention ({window} tokens), which "
+            "replay does not rebuild; use a full-attention model"
+        )
 
 
 def _scale(query: torch.Tensor, scaling: float | None) -> float:
     return float(scaling) if scaling is not None else query.shape[-1] ** -0.5
 
 
-def _sdpa(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
-          scale: float) -> torch.Tensor:
+def _sdpa(
+    query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, scale: float
+) -> torch.Tensor:
     """PyTorch SDPA without a materialised mask where the backend allows it."""
     heads, kv_heads = query.shape[1], key.shape[1]
     q_len, k_len = query.shape[2], key.shape[2]
@@ -178,13 +200,12 @@ def _sdpa(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
         return F.scaled_dot_product_attention(query, key, value, is_causal=True, scale=scale)
     from torch.nn.attention.bias import causal_lower_right
 
-    return F.scaled_dot_product_attention(query, key, value,
-                                          attn_mask=causal_lower_right(q_len, k_len),
-                                          scale=scale)
+    return F.scaled_dot_product_attention(
+        query, key, value, attn_mask=causal_lower_right(q_len, k_len), scale=scale
+    )
 
 
-def _capture(query: torch.Tensor, key: torch.Tensor, scale: float,
-             softcap: float | None) -> None:
+def _capture(query: torch.Tensor, key: torch.Tensor, scale: float, softcap: float | None) -> None:
     """The first query of the call (a decode step, or the first of several fed at once) and
     the keys it sees (lower-right causal: all but the later queries' own)."""
     if _active:
@@ -192,17 +213,17 @@ def _capture(query: torch.Tensor, key: torch.Tensor, scale: float,
         _active[-1].add(decode_weights(query[:, :, :1], key[:, :, :seen], scale, softcap))
 
 
-def decode_weights(query: torch.Tensor, key: torch.Tensor, scale: float,
-                   softcap: float | None = None) -> torch.Tensor:
+def decode_weights(
+    query: torch.Tensor, key: torch.Tensor, scale: float, softcap: float | None = None
+) -> torch.Tensor:
     """Softmax of one query [1, heads, 1, d] over keys [1, kv_heads, n, d]: [heads, n] float32,
     computed in blocks of keys (query head h reads KV head h // (heads // kv_heads))."""
     heads, kv_heads, n, dim = query.shape[1], key.shape[1], key.shape[2], key.shape[3]
     q = query[0, :, -1, :].float().reshape(kv_heads, heads // kv_heads, dim)
-    scores = torch.empty(kv_heads, heads // kv_heads, n, dtype=torch.float32,
-                         device=query.device)
+    scores = torch.empty(kv_heads, heads // kv_heads, n, dtype=torch.float32, device=query.device)
     for lo in range(0, n, SHARE_BLOCK):
-        block = key[0, :, lo:lo + SHARE_BLOCK, :].float()
-        scores[:, :, lo:lo + block.shape[1]] = torch.matmul(q, block.transpose(1, 2))
+        block = key[0, :, lo : lo + SHARE_BLOCK, :].float()
+        scores[:, :, lo : lo + block.shape[1]] = torch.matmul(q, block.transpose(1, 2))
     scores.mul_(scale)
     if softcap:
         scores = softcap * torch.tanh(scores / softcap)

@@ -28,7 +28,7 @@ from forensics.replay import attention, hfcompat
 Slot = tuple[str, int] | None
 KV = tuple[list[torch.Tensor], list[torch.Tensor]]
 
-CHUNK_TOKENS = 512   # tokens per forward pass when the caller planned none
+CHUNK_TOKENS = 512  # tokens per forward pass when the caller planned none
 
 
 @dataclass
@@ -37,8 +37,8 @@ class DecodeResult:
 
     tokens: list[int]
     writer_share: dict[str, float] = field(default_factory=dict)  # attention on each writer
-    unwritten_share: float = 0.0     # attention on never-written (zero) slots
-    forwarded_tokens: int = 0        # token positions run through the model
+    unwritten_share: float = 0.0  # attention on never-written (zero) slots
+    forwarded_tokens: int = 0  # token positions run through the model
 
 
 def token_digest(tokens: Sequence[int]) -> str:
@@ -53,16 +53,21 @@ class WriterStore:
     `uses` and `lengths` (by token_digest) come from planning the whole run: how many rebuilds
     will ask for the writer, and the most positions any of them needs."""
 
-    def __init__(self, uses: Mapping[str, int] | None = None,
-                 lengths: Mapping[str, int] | None = None, keep_bytes: int = 0):
+    def __init__(
+        self,
+        uses: Mapping[str, int] | None = None,
+        lengths: Mapping[str, int] | None = None,
+        keep_bytes: int = 0,
+    ):
         self.uses = dict(uses or {})
         self.lengths = dict(lengths or {})
         self.keep_bytes = keep_bytes
         self.kept: dict[str, tuple[int, KV]] = {}
-        self.reused = 0      # rebuilds served from kept KV
+        self.reused = 0  # rebuilds served from kept KV
 
-    def kv(self, model: Any, tokens: Sequence[int], count: int, chunk: int | None
-           ) -> tuple[KV, int]:
+    def kv(
+        self, model: Any, tokens: Sequence[int], count: int, chunk: int | None
+    ) -> tuple[KV, int]:
         """KV of tokens[:n] for some n >= count, and the positions run through the model."""
         key = token_digest(tokens)
         remaining = self.uses.get(key, 1) - 1
@@ -102,16 +107,27 @@ def prefill_first_token(model: Any, token_ids: Sequence[int], chunk: int | None 
     return int(torch.argmax(logits).item())
 
 
-def greedy_decode(model: Any, writers: Mapping[str, Sequence[int]], slots: Sequence[Slot],
-                  first_token: int, n_out: int) -> list[int]:
+def greedy_decode(
+    model: Any,
+    writers: Mapping[str, Sequence[int]],
+    slots: Sequence[Slot],
+    first_token: int,
+    n_out: int,
+) -> list[int]:
     """n_out tokens: first_token, then greedy tokens from positions len(slots), len(slots)+1, …"""
     return decode_with_evidence(model, writers, slots, first_token, n_out).tokens
 
 
-def decode_with_evidence(model: Any, writers: Mapping[str, Sequence[int]],
-                         slots: Sequence[Slot], first_token: int, n_out: int,
-                         store: WriterStore | None = None, chunk: int | None = None,
-                         expected: Sequence[int] | None = None) -> DecodeResult:
+def decode_with_evidence(
+    model: Any,
+    writers: Mapping[str, Sequence[int]],
+    slots: Sequence[Slot],
+    first_token: int,
+    n_out: int,
+    store: WriterStore | None = None,
+    chunk: int | None = None,
+    expected: Sequence[int] | None = None,
+) -> DecodeResult:
     """greedy_decode, also returning the attention share of the first decode step per writer.
     With `expected` (the delivered output), the greedy tokens are checked against it in one
     forward pass, and decoded step by step only after the first difference."""
@@ -119,15 +135,21 @@ def decode_with_evidence(model: Any, writers: Mapping[str, Sequence[int]],
         return DecodeResult([])
     with torch.inference_mode():
         keys, values, forwarded = rebuild_kv(model, writers, slots, store, chunk)
-        result, per_slot = _decode(model, (keys, values), len(slots), first_token, n_out,
-                                   expected, shares=True, stop=False)
+        result, per_slot = _decode(
+            model, (keys, values), len(slots), first_token, n_out, expected, shares=True, stop=False
+        )
     result.forwarded_tokens += forwarded
     _attribute_shares(result, slots, per_slot)
     return result
 
 
-def decode_own(model: Any, prompt: Sequence[int], n_out: int, chunk: int | None = None,
-               expected: Sequence[int] | None = None) -> tuple[int, DecodeResult]:
+def decode_own(
+    model: Any,
+    prompt: Sequence[int],
+    n_out: int,
+    chunk: int | None = None,
+    expected: Sequence[int] | None = None,
+) -> tuple[int, DecodeResult]:
     """The clean replay: one prefill of `prompt` gives both its first token and the KV the
     decode attends over. With `expected`, it stops at its first token that differs from it
     (enough to know it does not reproduce it). Returns (first token, result)."""
@@ -138,15 +160,20 @@ def decode_own(model: Any, prompt: Sequence[int], n_out: int, chunk: int | None 
         first = int(torch.argmax(logits).item())
         if n_out <= 0:
             return first, DecodeResult([], forwarded_tokens=len(prompt))
-        result, _ = _decode(model, (keys, values), len(prompt), first, n_out, expected,
-                            shares=False, stop=True)
+        result, _ = _decode(
+            model, (keys, values), len(prompt), first, n_out, expected, shares=False, stop=True
+        )
     result.forwarded_tokens += len(prompt)
     return first, result
 
 
-def rebuild_kv(model: Any, writers: Mapping[str, Sequence[int]], slots: Sequence[Slot],
-               store: WriterStore | None = None, chunk: int | None = None
-               ) -> tuple[list[torch.Tensor], list[torch.Tensor], int]:
+def rebuild_kv(
+    model: Any,
+    writers: Mapping[str, Sequence[int]],
+    slots: Sequence[Slot],
+    store: WriterStore | None = None,
+    chunk: int | None = None,
+) -> tuple[list[torch.Tensor], list[torch.Tensor], int]:
     """Per layer, keys and values [1, kv_heads, len(slots), head_dim] as the reader held them."""
     needed = _needed_positions(writers, slots)
     store = store or WriterStore()
@@ -164,8 +191,9 @@ def rebuild_kv(model: Any, writers: Mapping[str, Sequence[int]], slots: Sequence
     return keys, values, forwarded
 
 
-def _needed_positions(writers: Mapping[str, Sequence[int]], slots: Sequence[Slot]
-                      ) -> dict[str, tuple[list[int], list[int]]]:
+def _needed_positions(
+    writers: Mapping[str, Sequence[int]], slots: Sequence[Slot]
+) -> dict[str, tuple[list[int], list[int]]]:
     """writer -> (reader indices, writer positions), checked against the writer's tokens."""
     needed: dict[str, tuple[list[int], list[int]]] = defaultdict(lambda: ([], []))
     for i, slot in enumerate(slots):
@@ -175,15 +203,22 @@ def _needed_positions(writers: Mapping[str, Sequence[int]], slots: Sequence[Slot
         if writer not in writers:
             raise ReplayError(f"no tokens for writer {writer} (needed at position {i})")
         if not 0 <= pos < len(writers[writer]):
-            raise ReplayError(f"writer {writer} has {len(writers[writer])} tokens; its position "
-                              f"{pos} is needed")
+            raise ReplayError(
+                f"writer {writer} has {len(writers[writer])} tokens; its position {pos} is needed"
+            )
         needed[writer][0].append(i)
         needed[writer][1].append(pos)
     return dict(needed)
 
 
-def _place(kv: KV, keys: list[torch.Tensor], values: list[torch.Tensor], length: int,
-           reader_idx: list[int], writer_pos: list[int]) -> None:
+def _place(
+    kv: KV,
+    keys: list[torch.Tensor],
+    values: list[torch.Tensor],
+    length: int,
+    reader_idx: list[int],
+    writer_pos: list[int],
+) -> None:
     src_keys, src_values = kv
     for layer, (k, v) in enumerate(zip(src_keys, src_values, strict=True)):
         if len(keys) <= layer:
@@ -198,12 +233,15 @@ def _place(kv: KV, keys: list[torch.Tensor], values: list[torch.Tensor], length:
 def _zeros(model: Any, length: int) -> KV:
     """All-zero KV for a reader none of whose slots were ever written: run one token for shapes."""
     _, ks, vs = run_tokens(model, [0], 1, 1)
-    return ([k.new_zeros((*k.shape[:2], length, k.shape[3])) for k in ks],
-            [v.new_zeros((*v.shape[:2], length, v.shape[3])) for v in vs])
+    return (
+        [k.new_zeros((*k.shape[:2], length, k.shape[3])) for k in ks],
+        [v.new_zeros((*v.shape[:2], length, v.shape[3])) for v in vs],
+    )
 
 
-def run_tokens(model: Any, token_ids: Sequence[int], count: int, chunk: int | None = None
-               ) -> tuple[torch.Tensor, list[torch.Tensor], list[torch.Tensor]]:
+def run_tokens(
+    model: Any, token_ids: Sequence[int], count: int, chunk: int | None = None
+) -> tuple[torch.Tensor, list[torch.Tensor], list[torch.Tensor]]:
     """Run token_ids[:count] at positions 0..count-1, `chunk` tokens per forward pass;
     (last logits, per-layer keys, per-layer values)."""
     attention.ensure(model)
@@ -214,7 +252,7 @@ def run_tokens(model: Any, token_ids: Sequence[int], count: int, chunk: int | No
     step = max(1, int(chunk or CHUNK_TOKENS))
     with torch.inference_mode():
         for start in range(0, count, step):
-            piece = ids[start:start + step].unsqueeze(0)
+            piece = ids[start : start + step].unsqueeze(0)
             positions = torch.arange(start, start + piece.shape[1], device=device).unsqueeze(0)
             out = hfcompat.forward(model, piece, positions, kv)
             logits = out.logits[0, -1].float()
@@ -223,9 +261,16 @@ def run_tokens(model: Any, token_ids: Sequence[int], count: int, chunk: int | No
     return logits, [k for k, _ in layers], [v for _, v in layers]
 
 
-def _decode(model: Any, kv_tensors: KV, start: int, first_token: int, n_out: int,
-            expected: Sequence[int] | None, shares: bool, stop: bool
-            ) -> tuple[DecodeResult, list[float] | None]:
+def _decode(
+    model: Any,
+    kv_tensors: KV,
+    start: int,
+    first_token: int,
+    n_out: int,
+    expected: Sequence[int] | None,
+    shares: bool,
+    stop: bool,
+) -> tuple[DecodeResult, list[float] | None]:
     """Greedy tokens from the KV (first_token at position `start`), and with `shares` the first
     step's attention per slot, averaged over layers and heads.
 
@@ -239,7 +284,7 @@ def _decode(model: Any, kv_tensors: KV, start: int, first_token: int, n_out: int
         kv.update(k, v, layer)
     if expected is None or len(expected) != n_out or n_out < 2:
         return _step_by_step(model, kv, start, [int(first_token)], n_out, shares)
-    fed = [int(first_token), *[int(t) for t in expected[1:n_out - 1]]]
+    fed = [int(first_token), *[int(t) for t in expected[1 : n_out - 1]]]
     ids = torch.tensor([fed], dtype=torch.long, device=input_device(model))
     positions = torch.arange(start, start + len(fed), device=ids.device).unsqueeze(0)
     with attention.capture_shares(hfcompat.layer_count(model) if shares else 0) as capture:
@@ -258,18 +303,27 @@ def _decode(model: Any, kv_tensors: KV, start: int, first_token: int, n_out: int
     return result, per_slot
 
 
-def _continue(model: Any, kv: Any, start: int, tokens: list[int], n_out: int,
-              result: DecodeResult) -> DecodeResult:
+def _continue(
+    model: Any, kv: Any, start: int, tokens: list[int], n_out: int, result: DecodeResult
+) -> DecodeResult:
     """Cut the cache back to the tokens decoded so far, then decode step by step."""
     kv = hfcompat.truncated(kv, start + len(tokens) - 1, hfcompat.layer_count(model))
-    more, _ = _step_by_step(model, kv, start + len(tokens) - 1, tokens, n_out - len(tokens) + 1,
-                            False, offset=len(tokens) - 1)
+    more, _ = _step_by_step(
+        model,
+        kv,
+        start + len(tokens) - 1,
+        tokens,
+        n_out - len(tokens) + 1,
+        False,
+        offset=len(tokens) - 1,
+    )
     more.forwarded_tokens += result.forwarded_tokens
     return more
 
 
-def _step_by_step(model: Any, kv: Any, start: int, tokens: list[int], n_out: int, shares: bool,
-                  offset: int = 0) -> tuple[DecodeResult, list[float] | None]:
+def _step_by_step(
+    model: Any, kv: Any, start: int, tokens: list[int], n_out: int, shares: bool, offset: int = 0
+) -> tuple[DecodeResult, list[float] | None]:
     """Feed tokens[-1] at `start`, append the greedy choice, until n_out - 1 more steps (one
     step at least, for the shares)."""
     device = input_device(model)
@@ -291,8 +345,9 @@ def _step_by_step(model: Any, kv: Any, start: int, tokens: list[int], n_out: int
     return result, per_slot
 
 
-def _attribute_shares(result: DecodeResult, slots: Sequence[Slot],
-                      per_slot: list[float] | None) -> None:
+def _attribute_shares(
+    result: DecodeResult, slots: Sequence[Slot], per_slot: list[float] | None
+) -> None:
     """Sum the first step's attention per writer (and over never-written slots)."""
     if per_slot is None:
         return

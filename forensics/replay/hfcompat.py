@@ -26,8 +26,9 @@ def new_cache() -> Any:
     return DynamicCache()
 
 
-def forward(model: Any, ids: torch.Tensor, positions: torch.Tensor, kv: Any,
-            every_logit: bool = False) -> Any:
+def forward(
+    model: Any, ids: torch.Tensor, positions: torch.Tensor, kv: Any, every_logit: bool = False
+) -> Any:
     """One forward pass of `ids` at `positions` (both [1, n]) that extends the cache `kv`;
     logits only for the last position where the model allows it (unless every_logit)."""
     kwargs: dict[str, Any] = {_cache_kwarg(type(model).__qualname__, type(model).forward): kv}
@@ -55,8 +56,9 @@ def layer_kv(kv: Any, layer: int) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def layer_count(model: Any) -> int:
-    config = model.config.get_text_config() if hasattr(model.config, "get_text_config") \
-        else model.config
+    config = (
+        model.config.get_text_config() if hasattr(model.config, "get_text_config") else model.config
+    )
     return int(config.num_hidden_layers)
 
 

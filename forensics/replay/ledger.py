@@ -91,8 +91,16 @@ def plan_suspect(con: duckdb.DuckDBPyConnection, request_id: str) -> SuspectPlan
     slots = _resolve_transfers(con, node, first_read(con, node, request_id, positions))
     writers = _writer_tokens(con, request_id, own, slots)
     return SuspectPlan(
-        request_id, node, own.prompt, own.processed or own.prompt, n_out, own.output,
-        request["response_sha256"], slots, writers)
+        request_id,
+        node,
+        own.prompt,
+        own.processed or own.prompt,
+        n_out,
+        own.output,
+        request["response_sha256"],
+        slots,
+        writers,
+    )
 
 
 def _request(con: duckdb.DuckDBPyConnection, request_id: str) -> dict[str, Any]:
@@ -116,8 +124,9 @@ def _last_read_node(con: duckdb.DuckDBPyConnection, request_id: str) -> str | No
     return None if row is None else str(row[0])
 
 
-def load_contents(con: duckdb.DuckDBPyConnection, request_ids: Sequence[str]
-                  ) -> dict[str, Contents]:
+def load_contents(
+    con: duckdb.DuckDBPyConnection, request_ids: Sequence[str]
+) -> dict[str, Contents]:
     rows = con.execute(sql("replay_contents"), {"request_ids": list(request_ids)}).fetchall()
     return {rid: Contents(_ints(p), _ints(o), _ints(c), b) for rid, p, o, c, b in rows}
 
@@ -131,18 +140,22 @@ def _ints(values: Sequence[int] | None) -> list[int] | None:
 Source = tuple[str, int, bool, bool] | None
 
 
-def first_read_slots(con: duckdb.DuckDBPyConnection, node: str, request_id: str,
-                     positions: int) -> list[Slot]:
+def first_read_slots(
+    con: duckdb.DuckDBPyConnection, node: str, request_id: str, positions: int
+) -> list[Slot]:
     """slots[p] for p < positions: (last writer, its position) of the slot R's first read on
     `node` held at position p, or None (never written, or not read); transfers not traced."""
-    return [None if s is None else (s[0], s[1])
-            for s in first_read(con, node, request_id, positions)]
+    return [
+        None if s is None else (s[0], s[1]) for s in first_read(con, node, request_id, positions)
+    ]
 
 
-def first_read(con: duckdb.DuckDBPyConnection, node: str, request_id: str,
-               positions: int) -> list[Source]:
-    events = con.execute(sql("replay_node_events"),
-                         {"node": node, "request_id": request_id}).fetchall()
+def first_read(
+    con: duckdb.DuckDBPyConnection, node: str, request_id: str, positions: int
+) -> list[Source]:
+    events = con.execute(
+        sql("replay_node_events"), {"node": node, "request_id": request_id}
+    ).fetchall()
     reads = [e for e in events if e[1] == "read"]
     if not reads:
         raise ReplayError(f"the ledger has no read by the request on node {node}")
@@ -166,8 +179,9 @@ def _walk(events: list[tuple[Any, ...]], group: set[int], positions: int) -> lis
         if hi <= lo:
             continue
         if op == "write":
-            state.write(lo, hi, (str(req), source == "transfer"),
-                        pos_start + (slots[lo:hi] - start))
+            state.write(
+                lo, hi, (str(req), source == "transfer"), pos_start + (slots[lo:hi] - start)
+            )
         elif op == "share":
             state.shared[lo:hi] = True
         elif ord_ in group:
@@ -191,9 +205,13 @@ class _SlotState:
         self.wpos[lo:hi] = positions
 
     def snapshot(self, result: list[Source], lo: int, hi: int, positions: np.ndarray) -> None:
-        for p, w, q, shared in zip(positions.tolist(), self.writer[lo:hi].tolist(),
-                                   self.wpos[lo:hi].tolist(), self.shared[lo:hi].tolist(),
-                                   strict=True):
+        for p, w, q, shared in zip(
+            positions.tolist(),
+            self.writer[lo:hi].tolist(),
+            self.wpos[lo:hi].tolist(),
+            self.shared[lo:hi].tolist(),
+            strict=True,
+        ):
             if 0 <= p < len(result):
                 if w < 0:
                     result[p] = None
@@ -202,8 +220,9 @@ class _SlotState:
                     result[p] = (name, q, transfer, shared)
 
 
-def _resolve_transfers(con: duckdb.DuckDBPyConnection, node: str,
-                       sources: list[Source]) -> list[Slot]:
+def _resolve_transfers(
+    con: duckdb.DuckDBPyConnection, node: str, sources: list[Source]
+) -> list[Slot]:
     """Trace transfer-written slots back to the KV the writer's prefill read held through a
     prefix-cache share, where that KV differs from the writer's own (a verified hit holds the
     same KV: not traced). Anything else a transfer carries is the writer's own KV."""
@@ -220,7 +239,7 @@ def _resolve_transfers(con: duckdb.DuckDBPyConnection, node: str,
         view = views.get(writer) if transfer else None
         held = view[pos] if view is not None and pos < len(view) else None
         if held is not None and held[3] and not same(writer, pos, held[0], held[1]):
-            out.append((held[0], held[1]))   # a prefix-cache hit on someone else's content
+            out.append((held[0], held[1]))  # a prefix-cache hit on someone else's content
         else:
             out.append((writer, pos))
     return out
@@ -256,8 +275,9 @@ def _common_prefix(a: list[int], b: list[int]) -> int:
     return int(diff[0]) if len(diff) else n
 
 
-def _prefill_view(con: duckdb.DuckDBPyConnection, decode_node: str, writer: str
-                  ) -> list[Source] | None:
+def _prefill_view(
+    con: duckdb.DuckDBPyConnection, decode_node: str, writer: str
+) -> list[Source] | None:
     """The writer's first read on its prefill node (None when that node or read is unknown)."""
     try:
         request = _request(con, writer)
@@ -269,8 +289,9 @@ def _prefill_view(con: duckdb.DuckDBPyConnection, decode_node: str, writer: str
         return None
 
 
-def _writer_tokens(con: duckdb.DuckDBPyConnection, request_id: str, own: Contents,
-                   slots: list[Slot]) -> dict[str, list[int]]:
+def _writer_tokens(
+    con: duckdb.DuckDBPyConnection, request_id: str, own: Contents, slots: list[Slot]
+) -> dict[str, list[int]]:
     """Tokens of every writer of the slots; ReplayError names the writers without contents."""
     needed = sorted({s[0] for s in slots if s is not None} - {request_id})
     found = load_contents(con, needed)

@@ -35,14 +35,14 @@ CACHE_LAYOUT = re.compile(r"models--([^/]+?)--([^/]+)/snapshots/[^/]+/?$")
 
 @dataclass
 class ModelIdentity:
-    spec: str                       # as given to --model
-    path: str                       # the folder loaded ('' for the built-in test model)
-    served_model: str               # the name the request log would give this model
+    spec: str  # as given to --model
+    path: str  # the folder loaded ('' for the built-in test model)
+    served_model: str  # the name the request log would give this model
     config_sha256: str
     weight_files: list[str] = field(default_factory=list)
     weight_sha256: list[str] = field(default_factory=list)
     dtype: str = ""
-    served_explicit: bool = False   # the served-model name came from --served-model
+    served_explicit: bool = False  # the served-model name came from --served-model
 
 
 @dataclass
@@ -52,8 +52,9 @@ class LoadedModel:
     device: str
 
 
-def load(spec: str, device: str = "auto", device_map: str | None = None,
-         served_model: str | None = None) -> LoadedModel:
+def load(
+    spec: str, device: str = "auto", device_map: str | None = None, served_model: str | None = None
+) -> LoadedModel:
     """Load the model named by `spec` on `device` (or spread by `device_map='auto'`)."""
     resolved = resolve_device(device)
     if spec == TEST_MODEL:
@@ -91,23 +92,29 @@ def resolve_folder(spec: str) -> tuple[Path, str | None]:
         return path, (f"{found.group(1)}/{found.group(2)}" if found else None)
     if HUB_ID.fullmatch(spec):
         return Path(_from_cache(spec)), spec
-    raise UsageError(f"--model {spec}: no model folder there. Pass a local Hugging Face model "
-                     "folder (with config.json and the weights), an org/name already in the "
-                     "local Hugging Face cache, or 'test'")
+    raise UsageError(
+        f"--model {spec}: no model folder there. Pass a local Hugging Face model "
+        "folder (with config.json and the weights), an org/name already in the "
+        "local Hugging Face cache, or 'test'"
+    )
 
 
 def _from_cache(repo_id: str) -> str:
     try:
         from huggingface_hub import snapshot_download
 
-        return str(snapshot_download(repo_id, local_files_only=True,
-                                     cache_dir=os.environ.get("HF_HUB_CACHE") or None))
+        return str(
+            snapshot_download(
+                repo_id, local_files_only=True, cache_dir=os.environ.get("HF_HUB_CACHE") or None
+            )
+        )
     except Exception as exc:  # the hub library raises several kinds for "not cached"
         raise UsageError(
             f"--model {repo_id}: not in the local Hugging Face cache, and replay never "
             "downloads. Fetch it on a machine with network access (huggingface-cli download "
             f"{repo_id}), copy the folder here and pass it: --model /path/to/model-folder "
-            f"({type(exc).__name__})") from exc
+            f"({type(exc).__name__})"
+        ) from exc
 
 
 def _load_folder(path: Path, device: str, device_map: str | None) -> Any:
@@ -116,9 +123,11 @@ def _load_folder(path: Path, device: str, device_map: str | None) -> Any:
     from forensics.replay import attention
 
     if not (path / "config.json").is_file():
-        raise UsageError(f"{path}: not a model folder (no config.json); pass a local "
-                         "Hugging Face causal-LM folder, an org/name in the local cache, or "
-                         "'test'")
+        raise UsageError(
+            f"{path}: not a model folder (no config.json); pass a local "
+            "Hugging Face causal-LM folder, an org/name in the local cache, or "
+            "'test'"
+        )
     attention.register()
     kwargs: dict[str, Any] = {"attn_implementation": attention.FAST, **_dtype_kwarg()}
     if device_map:
@@ -153,9 +162,14 @@ def _dtype_kwarg() -> dict[str, str]:
 def folder_identity(spec: str, folder: Path, served: str) -> ModelIdentity:
     """SHA-256 of config.json and of each weight file (sorted by name)."""
     files = sorted(p for p in folder.iterdir() if p.is_file() and p.suffix in WEIGHT_SUFFIXES)
-    return ModelIdentity(spec, str(folder.resolve()), served,
-                         file_sha256(folder / "config.json"), [p.name for p in files],
-                         [file_sha256(p) for p in files])
+    return ModelIdentity(
+        spec,
+        str(folder.resolve()),
+        served,
+        file_sha256(folder / "config.json"),
+        [p.name for p in files],
+        [file_sha256(p) for p in files],
+    )
 
 
 def _test_identity(model: Any) -> ModelIdentity:
@@ -164,10 +178,10 @@ def _test_identity(model: Any) -> ModelIdentity:
     config = hashlib.sha256(json.dumps(TEST_CONFIG, sort_keys=True).encode()).hexdigest()
     digest = hashlib.sha256()
     for name, tensor in sorted(model.state_dict().items()):
-        digest.update(name.encode() + tensor.detach().float().cpu().numpy().astype("<f4")
-                      .tobytes())
-    return ModelIdentity(TEST_MODEL, "", TEST_MODEL_NAME, config, ["(generated)"],
-                         [digest.hexdigest()])
+        digest.update(name.encode() + tensor.detach().float().cpu().numpy().astype("<f4").tobytes())
+    return ModelIdentity(
+        TEST_MODEL, "", TEST_MODEL_NAME, config, ["(generated)"], [digest.hexdigest()]
+    )
 
 
 def file_sha256(path: Path) -> str:

@@ -17,8 +17,8 @@ from typing import Any
 import torch
 
 GIB = 1 << 30
-CHUNK_CAP = {"cuda": 1 << 16, "cpu": 1 << 16}   # tokens per forward pass at most
-RESERVE = 0.05        # fraction of the free memory left alone (allocator slack, fragmentation)
+CHUNK_CAP = {"cuda": 1 << 16, "cpu": 1 << 16}  # tokens per forward pass at most
+RESERVE = 0.05  # fraction of the free memory left alone (allocator slack, fragmentation)
 
 
 @dataclass(frozen=True)
@@ -44,35 +44,42 @@ class Shape:
         """Bytes one forward pass of `chunk` tokens over `context` keys needs beyond the KV."""
         per_token = (12 * self.hidden + 4 * self.intermediate) * self.dtype_bytes
         expanded = 2 * context * self.heads * self.head_dim * self.dtype_bytes  # GQA keys/values
-        scores = chunk * context * (self.heads * 4 + 1) if cpu else 0   # CPU masked attention
-        decode = 3 * self.heads * context * 4 + self.vocab * 4             # the shares, logits
+        scores = chunk * context * (self.heads * 4 + 1) if cpu else 0  # CPU masked attention
+        decode = 3 * self.heads * context * 4 + self.vocab * 4  # the shares, logits
         return chunk * per_token + expanded + scores + decode
 
 
 def model_shape(model: Any) -> Shape:
-    config = model.config.get_text_config() if hasattr(model.config, "get_text_config") \
-        else model.config
+    config = (
+        model.config.get_text_config() if hasattr(model.config, "get_text_config") else model.config
+    )
     heads = int(config.num_attention_heads)
     hidden = int(config.hidden_size)
     head_dim = int(getattr(config, "head_dim", None) or hidden // heads)
     param = next(model.parameters())
     weights = sum(p.numel() * p.element_size() for p in model.parameters())
     return Shape(
-        layers=int(config.num_hidden_layers), heads=heads,
-        kv_heads=int(getattr(config, "num_key_value_heads", None) or heads), head_dim=head_dim,
-        hidden=hidden, intermediate=int(getattr(config, "intermediate_size", None) or 4 * hidden),
-        vocab=int(config.vocab_size), dtype_bytes=param.element_size(), weights_bytes=weights)
+        layers=int(config.num_hidden_layers),
+        heads=heads,
+        kv_heads=int(getattr(config, "num_key_value_heads", None) or heads),
+        head_dim=head_dim,
+        hidden=hidden,
+        intermediate=int(getattr(config, "intermediate_size", None) or 4 * hidden),
+        vocab=int(config.vocab_size),
+        dtype_bytes=param.element_size(),
+        weights_bytes=weights,
+    )
 
 
 @dataclass(frozen=True)
 class MemoryPlan:
     fits: bool
-    chunk: int            # tokens per forward pass
+    chunk: int  # tokens per forward pass
     kv_bytes: int
     activation_bytes: int
     weights_bytes: int
-    free_bytes: int       # free on the device(s) with the weights loaded, less the reserve
-    device_bytes: int     # total memory of one device
+    free_bytes: int  # free on the device(s) with the weights loaded, less the reserve
+    device_bytes: int  # total memory of one device
     device: str
 
     @property
@@ -82,22 +89,27 @@ class MemoryPlan:
     def reason(self) -> str:
         """Why it does not fit, and what would."""
         total = self.weights_bytes + self.need_bytes
-        parts = [f"needs {_gib(total)} (weights {_gib(self.weights_bytes)} + KV "
-                 f"{_gib(self.kv_bytes)} + activations of one {self.chunk}-token chunk "
-                 f"{_gib(self.activation_bytes)}) but {self.device} has "
-                 f"{_gib(self.free_bytes)} free beside the weights"]
+        parts = [
+            f"needs {_gib(total)} (weights {_gib(self.weights_bytes)} + KV "
+            f"{_gib(self.kv_bytes)} + activations of one {self.chunk}-token chunk "
+            f"{_gib(self.activation_bytes)}) but {self.device} has "
+            f"{_gib(self.free_bytes)} free beside the weights"
+        ]
         if self.device.startswith("cuda") and self.device_bytes:
             gpus = math.ceil(total / (self.device_bytes * (1 - RESERVE)))
-            parts.append(f"would fit: a GPU with at least {_gib(total)} of memory, or {gpus} "
-                         f"GPUs like this one with --device-map auto")
+            parts.append(
+                f"would fit: a GPU with at least {_gib(total)} of memory, or {gpus} "
+                f"GPUs like this one with --device-map auto"
+            )
         else:
             parts.append(f"would fit: a machine with at least {_gib(total)} of free memory")
         parts.append("the chunk is already the smallest (1 token per pass)")
         return "; ".join(parts)
 
 
-def plan(model: Any, shape: Shape, context: int, writer_tokens: int, n_out: int,
-         free: int | None = None) -> MemoryPlan:
+def plan(
+    model: Any, shape: Shape, context: int, writer_tokens: int, n_out: int, free: int | None = None
+) -> MemoryPlan:
     """The largest chunk (a power of two up to the device's cap) whose pass fits in memory."""
     device = _device_name(model)
     cpu = device == "cpu"
@@ -109,8 +121,16 @@ def plan(model: Any, shape: Shape, context: int, writer_tokens: int, n_out: int,
     while chunk > 1 and kv + shape.activations(chunk, span, cpu) > available:
         chunk //= 2
     act = shape.activations(chunk, span, cpu)
-    return MemoryPlan(kv + act <= available, chunk, kv, act, shape.weights_bytes, available,
-                      total_bytes(model), device)
+    return MemoryPlan(
+        kv + act <= available,
+        chunk,
+        kv,
+        act,
+        shape.weights_bytes,
+        available,
+        total_bytes(model),
+        device,
+    )
 
 
 def free_bytes(model: Any) -> int:

@@ -72,8 +72,9 @@ class Replayed:
     forwarded: int
 
 
-def replay_plan(model: Any, plan: SuspectPlan, store: WriterStore | None = None,
-                chunk: int | None = None) -> Replayed:
+def replay_plan(
+    model: Any, plan: SuspectPlan, store: WriterStore | None = None, chunk: int | None = None
+) -> Replayed:
     """Decode the suspect clean from its own prompt (one prefill gives its first token and KV),
     and from what it read (its engine-side prefill gives the first token: the same as the clean
     one when it processed its whole prompt). With the delivered tokens known, both replays are
@@ -86,10 +87,16 @@ def replay_plan(model: Any, plan: SuspectPlan, store: WriterStore | None = None,
     else:
         first = prefill_first_token(model, plan.processed, chunk)
         forwarded += len(plan.processed)
-    dirty = decode_with_evidence(model, plan.writers, plan.slots, first, plan.n_out, store,
-                                 chunk, plan.delivered)
-    return Replayed(dirty.tokens, clean.tokens, dirty.writer_share, dirty.unwritten_share,
-                    forwarded + dirty.forwarded_tokens)
+    dirty = decode_with_evidence(
+        model, plan.writers, plan.slots, first, plan.n_out, store, chunk, plan.delivered
+    )
+    return Replayed(
+        dirty.tokens,
+        clean.tokens,
+        dirty.writer_share,
+        dirty.unwritten_share,
+        forwarded + dirty.forwarded_tokens,
+    )
 
 
 def judge(plan: SuspectPlan, replayed: Replayed) -> tuple[str, str]:
@@ -98,16 +105,22 @@ def judge(plan: SuspectPlan, replayed: Replayed) -> tuple[str, str]:
     clean_ok = _reproduces(plan, replayed.clean)
     foreign = plan.foreign
     if dirty_ok and not clean_ok and foreign:
-        return CONFIRMED, (f"the replay from the KV it read ({sum(foreign.values())} positions "
-                           f"of {len(foreign)} other request(s)) reproduces the delivered output; "
-                           "the clean replay does not")
+        return CONFIRMED, (
+            f"the replay from the KV it read ({sum(foreign.values())} positions "
+            f"of {len(foreign)} other request(s)) reproduces the delivered output; "
+            "the clean replay does not"
+        )
     if not dirty_ok:
-        return NOT_REPRODUCED, ("the replay from the KV it read does not reproduce the delivered "
-                                f"output{_first_difference(plan, replayed.contaminated)}")
+        return NOT_REPRODUCED, (
+            "the replay from the KV it read does not reproduce the delivered "
+            f"output{_first_difference(plan, replayed.contaminated)}"
+        )
     if clean_ok:
         return NOT_REPRODUCED, "the clean replay from its own prompt also reproduces the output"
-    return NOT_REPRODUCED, (f"its decode read no other request's data ({plan.unwritten} "
-                            "never-written positions, replayed as zeros): no leak to confirm")
+    return NOT_REPRODUCED, (
+        f"its decode read no other request's data ({plan.unwritten} "
+        "never-written positions, replayed as zeros): no leak to confirm"
+    )
 
 
 def _reproduces(plan: SuspectPlan, tokens: list[int]) -> bool:
@@ -134,8 +147,9 @@ def replay_suspect(con: duckdb.DuckDBPyConnection, model: Any, request_id: str) 
     return run_planned(model, plan, WriterStore())
 
 
-def run_planned(model: Any, plan: SuspectPlan, store: WriterStore,
-                shape: memory.Shape | None = None) -> SuspectResult:
+def run_planned(
+    model: Any, plan: SuspectPlan, store: WriterStore, shape: memory.Shape | None = None
+) -> SuspectResult:
     """Check the plan against the model's vocabulary and the free memory, then replay and
     judge it; anything that stops it becomes cannot-replay with the reason."""
     started = time.perf_counter()
@@ -167,16 +181,20 @@ def run_planned(model: Any, plan: SuspectPlan, store: WriterStore,
 
 def _beyond_vocabulary(plan: SuspectPlan, vocab: int) -> str:
     """The reason when a token id of the suspect or its writers is beyond the vocabulary."""
-    top = max((max(t) for t in (plan.prompt, plan.processed, *plan.writers.values()) if t),
-              default=0)
+    top = max(
+        (max(t) for t in (plan.prompt, plan.processed, *plan.writers.values()) if t), default=0
+    )
     if top < vocab:
         return ""
-    return (f"token id {top} is beyond the model's vocabulary ({vocab} ids): the case was "
-            "served by a different model; pass the served model with --model")
+    return (
+        f"token id {top} is beyond the model's vocabulary ({vocab} ids): the case was "
+        "served by a different model; pass the served model with --model"
+    )
 
 
-def _memory_plan(model: Any, plan: SuspectPlan, shape: memory.Shape,
-                 store: WriterStore) -> memory.MemoryPlan:
+def _memory_plan(
+    model: Any, plan: SuspectPlan, shape: memory.Shape, store: WriterStore
+) -> memory.MemoryPlan:
     """The suspect's memory plan; kept writers are dropped first when it would not fit."""
     context = max(len(plan.slots), len(plan.prompt))
     budget = memory.plan(model, shape, context, writer_span(plan), plan.n_out)
@@ -214,12 +232,19 @@ def writer_uses(plans: Sequence[SuspectPlan]) -> tuple[dict[str, int], dict[str,
 
 
 def _planned_result(plan: SuspectPlan) -> SuspectResult:
-    delivered = response_sha256(plan.delivered) if plan.delivered is not None \
-        else plan.delivered_sha256
+    delivered = (
+        response_sha256(plan.delivered) if plan.delivered is not None else plan.delivered_sha256
+    )
     return SuspectResult(
-        plan.request_id, CANNOT_REPLAY, "", delivered_sha256=delivered,
-        decode_node=plan.decode_node, output_tokens=plan.n_out,
-        foreign_slots=sum(plan.foreign.values()), unwritten_slots=plan.unwritten)
+        plan.request_id,
+        CANNOT_REPLAY,
+        "",
+        delivered_sha256=delivered,
+        decode_node=plan.decode_node,
+        output_tokens=plan.n_out,
+        foreign_slots=sum(plan.foreign.values()),
+        unwritten_slots=plan.unwritten,
+    )
 
 
 def _fill(result: SuspectResult, plan: SuspectPlan, replayed: Replayed, seconds: float) -> None:
@@ -248,11 +273,11 @@ class ReplayRun:
     device: str
     results: list[SuspectResult]
     updated_tables: list[str] = field(default_factory=list)
-    identity: Any = None              # forensics.replay.loader.ModelIdentity when loaded
+    identity: Any = None  # forensics.replay.loader.ModelIdentity when loaded
     started_at: datetime | None = None
     finished_at: datetime | None = None
     run_id: str = ""
-    kept_confirmed: list[str] = field(default_factory=list)   # confirmed earlier, kept
+    kept_confirmed: list[str] = field(default_factory=list)  # confirmed earlier, kept
     model_matches: dict[str, bool] = field(default_factory=dict)
 
     @property
@@ -266,10 +291,16 @@ class ReplayRun:
         return out
 
 
-def replay_all(con: duckdb.DuckDBPyConnection, model_spec: str | None, device: str,
-               request_ids: Sequence[str], progress: ProgressFn | None = None,
-               missing_model: str = "no model given", device_map: str | None = None,
-               served_model: str | None = None) -> ReplayRun:
+def replay_all(
+    con: duckdb.DuckDBPyConnection,
+    model_spec: str | None,
+    device: str,
+    request_ids: Sequence[str],
+    progress: ProgressFn | None = None,
+    missing_model: str = "no model given",
+    device_map: str | None = None,
+    served_model: str | None = None,
+) -> ReplayRun:
     """Replay every suspect with one model. No model given: every suspect is cannot-replay with
     `missing_model` as the reason. A model that cannot be found raises UsageError."""
     from forensics.replay.loader import load
@@ -278,17 +309,31 @@ def replay_all(con: duckdb.DuckDBPyConnection, model_spec: str | None, device: s
     started = datetime.now(UTC)
     if model_spec is None:
         reason = f"model not available: {missing_model}"
-        return ReplayRun("", resolve_device(device),
-                         [SuspectResult(r, CANNOT_REPLAY, reason) for r in request_ids],
-                         started_at=started, finished_at=datetime.now(UTC))
+        return ReplayRun(
+            "",
+            resolve_device(device),
+            [SuspectResult(r, CANNOT_REPLAY, reason) for r in request_ids],
+            started_at=started,
+            finished_at=datetime.now(UTC),
+        )
     loaded = load(model_spec, device, device_map, served_model)
     results = replay_loaded(con, loaded.model, request_ids, progress)
-    return ReplayRun(model_spec, loaded.device, results, identity=loaded.identity,
-                     started_at=started, finished_at=datetime.now(UTC))
+    return ReplayRun(
+        model_spec,
+        loaded.device,
+        results,
+        identity=loaded.identity,
+        started_at=started,
+        finished_at=datetime.now(UTC),
+    )
 
 
-def replay_loaded(con: duckdb.DuckDBPyConnection, model: Any, request_ids: Sequence[str],
-                  progress: ProgressFn | None = None) -> list[SuspectResult]:
+def replay_loaded(
+    con: duckdb.DuckDBPyConnection,
+    model: Any,
+    request_ids: Sequence[str],
+    progress: ProgressFn | None = None,
+) -> list[SuspectResult]:
     """Plan every suspect first (so that writers several suspects read are rebuilt once and
     kept while memory allows), then replay them in order."""
     plans: dict[str, SuspectPlan | str] = {}
@@ -305,8 +350,11 @@ def replay_loaded(con: duckdb.DuckDBPyConnection, model: Any, request_ids: Seque
         if progress:
             progress(f"{request_id} ({done + 1}/{len(request_ids)})", done, len(request_ids))
         plan = plans[request_id]
-        results.append(SuspectResult(request_id, CANNOT_REPLAY, plan) if isinstance(plan, str)
-                       else run_planned(model, plan, store, shape))
+        results.append(
+            SuspectResult(request_id, CANNOT_REPLAY, plan)
+            if isinstance(plan, str)
+            else run_planned(model, plan, store, shape)
+        )
     if progress:
         progress("done", len(request_ids), len(request_ids))
     return results
@@ -317,6 +365,10 @@ def _keep_bytes(model: Any, shape: memory.Shape, plans: Sequence[SuspectPlan]) -
     if not plans:
         return 0
     free = memory.free_bytes(model)
-    need = max(memory.plan(model, shape, max(len(p.slots), len(p.prompt)), writer_span(p),
-                           p.n_out, free).need_bytes for p in plans)
+    need = max(
+        memory.plan(
+            model, shape, max(len(p.slots), len(p.prompt)), writer_span(p), p.n_out, free
+        ).need_bytes
+        for p in plans
+    )
     return max(0, free - need)

@@ -29,10 +29,22 @@ from forensics.replay.replay import response_sha256, run_planned
 
 # A Llama shape of about 1.2 B parameters (16 layers, hidden 2048, GQA 32/8 heads).
 RANDOM_SHAPES: dict[str, dict[str, Any]] = {
-    "random-1b": {"hidden_size": 2048, "intermediate_size": 8192, "num_hidden_layers": 16,
-                  "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 128256},
-    "random-tiny": {"hidden_size": 128, "intermediate_size": 512, "num_hidden_layers": 2,
-                    "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 1024},
+    "random-1b": {
+        "hidden_size": 2048,
+        "intermediate_size": 8192,
+        "num_hidden_layers": 16,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 8,
+        "vocab_size": 128256,
+    },
+    "random-tiny": {
+        "hidden_size": 128,
+        "intermediate_size": 512,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "vocab_size": 1024,
+    },
 }
 
 LOGIT_SPREAD = 8.0
@@ -49,7 +61,7 @@ class SpeedRow:
     verdict: str
     reason: str
     peak_gib: float | None
-    prefill_attention: str = "sdpa"   # the attention the plain prefill ran with
+    prefill_attention: str = "sdpa"  # the attention the plain prefill ran with
 
     @property
     def ratio(self) -> float | None:
@@ -63,9 +75,14 @@ def random_llama(name: str, device: str, dtype: torch.dtype, max_positions: int)
     from transformers import LlamaConfig, LlamaForCausalLM
 
     options: dict[str, Any] = {**RANDOM_SHAPES[name], "rope_theta": 500000.0}
-    config = LlamaConfig(**options, max_position_embeddings=max_positions,
-                         tie_word_embeddings=True, bos_token_id=None, eos_token_id=None,
-                         pad_token_id=None)
+    config = LlamaConfig(
+        **options,
+        max_position_embeddings=max_positions,
+        tie_word_embeddings=True,
+        bos_token_id=None,
+        eos_token_id=None,
+        pad_token_id=None,
+    )
     previous = torch.get_default_dtype()
     torch.manual_seed(0)
     try:
@@ -81,8 +98,9 @@ def random_llama(name: str, device: str, dtype: torch.dtype, max_positions: int)
     return attention.use(model.eval(), attention.FAST)
 
 
-def stub_suspect(model: Any, context: int, leakers: int, n_out: int, vocab: int,
-                 seed: int = 7) -> SuspectPlan:
+def stub_suspect(
+    model: Any, context: int, leakers: int, n_out: int, vocab: int, seed: int = 7
+) -> SuspectPlan:
     """The suspect described above, with its delivered output decoded from the leaked KV."""
     rng = np.random.default_rng(seed)
     size = -(-context // leakers)
@@ -94,8 +112,9 @@ def stub_suspect(model: Any, context: int, leakers: int, n_out: int, vocab: int,
     first = prefill_first_token(model, stub)
     delivered = decode_with_evidence(model, writers, slots, first, n_out).tokens
     prompt = rng.integers(0, vocab, context).tolist()
-    return SuspectPlan("R", "bench", prompt, stub, n_out, delivered, response_sha256(delivered),
-                       slots, writers)
+    return SuspectPlan(
+        "R", "bench", prompt, stub, n_out, delivered, response_sha256(delivered), slots, writers
+    )
 
 
 def plain_prefill(model: Any, context: int, vocab: int) -> tuple[float | None, str]:
@@ -103,8 +122,13 @@ def plain_prefill(model: Any, context: int, vocab: int) -> tuple[float | None, s
     transformers' own SDPA attention, or, if that runs out of memory, the same pass with
     replay's fast attention (plain causal SDPA, never a mask); None when neither fits."""
     device = next(model.parameters()).device
-    ids = torch.randint(0, vocab, (1, context), device=device,
-                        generator=torch.Generator(device=device).manual_seed(1))
+    ids = torch.randint(
+        0,
+        vocab,
+        (1, context),
+        device=device,
+        generator=torch.Generator(device=device).manual_seed(1),
+    )
     for kind in ("sdpa", attention.FAST):
         model.set_attn_implementation(kind)
         try:
@@ -122,8 +146,7 @@ def plain_prefill(model: Any, context: int, vocab: int) -> tuple[float | None, s
     return None, "out of memory"
 
 
-def measure(model: Any, context: int, leakers: int, n_out: int = 16,
-            repeat: int = 1) -> SpeedRow:
+def measure(model: Any, context: int, leakers: int, n_out: int = 16, repeat: int = 1) -> SpeedRow:
     """One row: plain prefill and replay of one stub suspect at `context` (the best of
     `repeat` runs of each, for a machine shared with other work)."""
     device = next(model.parameters()).device
@@ -145,8 +168,18 @@ def measure(model: Any, context: int, leakers: int, n_out: int = 16,
     peak = torch.cuda.max_memory_allocated(device) / (1 << 30) if device.type == "cuda" else None
     _empty(device)
     rate = result.tokens / seconds if result.tokens else None
-    return SpeedRow(context, leakers, prefill, rate, result.tokens, seconds, result.verdict,
-                    result.reason, peak, how)
+    return SpeedRow(
+        context,
+        leakers,
+        prefill,
+        rate,
+        result.tokens,
+        seconds,
+        result.verdict,
+        result.reason,
+        peak,
+        how,
+    )
 
 
 def warm_up(model: Any) -> None:
@@ -166,8 +199,10 @@ def _empty(device: torch.device) -> None:
 
 def table(rows: list[SpeedRow], title: str) -> str:
     """The rows as a fixed-width text table."""
-    head = (f"{'context':>10} {'leakers':>7} {'prefill tok/s':>14} {'replay tok/s':>13} "
-            f"{'ratio':>6} {'replay s':>9} {'peak GiB':>9}  verdict")
+    head = (
+        f"{'context':>10} {'leakers':>7} {'prefill tok/s':>14} {'replay tok/s':>13} "
+        f"{'ratio':>6} {'replay s':>9} {'peak GiB':>9}  verdict"
+    )
     lines = [title, head]
     for r in rows:
         lines.append(
@@ -176,8 +211,8 @@ def table(rows: list[SpeedRow], title: str) -> str:
             f"{(f'{r.ratio:.2f}' if r.ratio is not None else '-'):>6} {r.replay_seconds:>9.2f} "
             f"{(f'{r.peak_gib:.1f}' if r.peak_gib is not None else '-'):>9}  {r.verdict}"
             + ("" if r.verdict == "confirmed" else f" ({r.reason})")
-            + ("" if r.prefill_attention == "sdpa"
-               else f" [plain prefill: {r.prefill_attention}]"))
+            + ("" if r.prefill_attention == "sdpa" else f" [plain prefill: {r.prefill_attention}]")
+        )
     return "\n".join(lines)
 
 

@@ -14,8 +14,10 @@ from forensics.errors import CaseError, StageUnavailable, UsageError
 from forensics.replay import INSTALL_HINT, replay_available
 from forensics.resources import sql
 
-SUSPECT_QUERIES = {"exposures": "replay_suspects_exposures",
-                   "screening": "replay_suspects_screening"}
+SUSPECT_QUERIES = {
+    "exposures": "replay_suspects_exposures",
+    "screening": "replay_suspects_screening",
+}
 
 
 def find_suspects(con: duckdb.DuckDBPyConnection) -> list[str]:
@@ -25,8 +27,10 @@ def find_suspects(con: duckdb.DuckDBPyConnection) -> list[str]:
     tables = existing_tables(con)
     found = [t for t in SUSPECT_QUERIES if t in tables]
     if not found:
-        raise CaseError("the case database has no exposures or screening table: run the "
-                        "analysis first (kvforensics analyze), or name suspects with --request")
+        raise CaseError(
+            "the case database has no exposures or screening table: run the "
+            "analysis first (kvforensics analyze), or name suspects with --request"
+        )
     ids: set[str] = set()
     for table in found:
         ids.update(row[0] for row in con.execute(sql(SUSPECT_QUERIES[table])).fetchall())
@@ -38,9 +42,15 @@ def require_replay() -> None:
         raise StageUnavailable(f"replay needs torch and transformers: {INSTALL_HINT}")
 
 
-def run_case_replay(con: duckdb.DuckDBPyConnection, model: str | None, device: str,
-                    request_ids: Sequence[str] | None = None, progress: Any = None,
-                    device_map: str | None = None, served_model: str | None = None) -> Any:
+def run_case_replay(
+    con: duckdb.DuckDBPyConnection,
+    model: str | None,
+    device: str,
+    request_ids: Sequence[str] | None = None,
+    progress: Any = None,
+    device_map: str | None = None,
+    served_model: str | None = None,
+) -> Any:
     """Replay the named requests (default: every suspect), store the run, return it.
 
     model None: the test model when the request log names it for every suspect, else every
@@ -55,23 +65,38 @@ def run_case_replay(con: duckdb.DuckDBPyConnection, model: str | None, device: s
     if request_ids:
         _known(con, suspects)
     chosen, why = (model, "") if model else default_model(con, suspects)
-    run = replay_all(con, chosen, device, suspects, progress, missing_model=why,
-                     device_map=device_map, served_model=served_model)
+    run = replay_all(
+        con,
+        chosen,
+        device,
+        suspects,
+        progress,
+        missing_model=why,
+        device_map=device_map,
+        served_model=served_model,
+    )
     run.updated_tables = store_run(con, run)
     return run
 
 
 def _known(con: duckdb.DuckDBPyConnection, request_ids: Sequence[str]) -> None:
-    unknown = [r[0] for r in con.execute(sql("replay_unknown_requests"),
-                                         {"request_ids": list(request_ids)}).fetchall()]
+    unknown = [
+        r[0]
+        for r in con.execute(
+            sql("replay_unknown_requests"), {"request_ids": list(request_ids)}
+        ).fetchall()
+    ]
     if unknown:
         shown = ", ".join(unknown[:5]) + (" …" if len(unknown) > 5 else "")
-        raise UsageError(f"--request: {len(unknown)} id(s) not in the request log: {shown}; "
-                         "name requests that the case's requests table holds")
+        raise UsageError(
+            f"--request: {len(unknown)} id(s) not in the request log: {shown}; "
+            "name requests that the case's requests table holds"
+        )
 
 
-def default_model(con: duckdb.DuckDBPyConnection, suspects: Sequence[str]
-                  ) -> tuple[str | None, str]:
+def default_model(
+    con: duckdb.DuckDBPyConnection, suspects: Sequence[str]
+) -> tuple[str | None, str]:
     """('test', '') when every suspect was served by the test model; else (None, why)."""
     from forensics.replay.testmodel import TEST_MODEL, TEST_MODEL_NAME
 
@@ -79,8 +104,10 @@ def default_model(con: duckdb.DuckDBPyConnection, suspects: Sequence[str]
     models = [r[0] for r in rows]
     if models and all(m == TEST_MODEL_NAME for m in models):
         return TEST_MODEL, ""
-    return None, (f"no local model directory was given for {', '.join(models) or 'the case'}; "
-                  "pass one with kvforensics replay --model PATH")
+    return None, (
+        f"no local model directory was given for {', '.join(models) or 'the case'}; "
+        "pass one with kvforensics replay --model PATH"
+    )
 
 
 def _ensure_tables(con: duckdb.DuckDBPyConnection) -> None:
@@ -88,8 +115,9 @@ def _ensure_tables(con: duckdb.DuckDBPyConnection) -> None:
 
     missing = {"requests", "kv_events"} - existing_tables(con)
     if missing:
-        raise CaseError(f"the case database lacks {', '.join(sorted(missing))}: "
-                        "run kvforensics ingest first")
+        raise CaseError(
+            f"the case database lacks {', '.join(sorted(missing))}: run kvforensics ingest first"
+        )
     con.execute(sql("schema"))  # creates an empty contents table when none was kept
 
 
@@ -97,10 +125,16 @@ def summarise(run: Any, timings: bool = True) -> dict[str, Any]:
     """The JSON summary of a replay run (without wall-clock figures when timings is False)."""
     counts = run.counts()
     return {
-        "headline": headline(run), "findings": counts["confirmed"] > 0 or bool(run.kept_confirmed),
-        "run_id": run.run_id, "model": run.model, "served_model": run.served_model,
-        "device": run.device, "suspects": len(run.results), "verdicts": counts,
-        "updated_tables": run.updated_tables, "kept_confirmed": run.kept_confirmed,
+        "headline": headline(run),
+        "findings": counts["confirmed"] > 0 or bool(run.kept_confirmed),
+        "run_id": run.run_id,
+        "model": run.model,
+        "served_model": run.served_model,
+        "device": run.device,
+        "suspects": len(run.results),
+        "verdicts": counts,
+        "updated_tables": run.updated_tables,
+        "kept_confirmed": run.kept_confirmed,
         "other_model": _other_model(run),
         "results": [_result_json(r, run, timings) for r in run.results],
     }
@@ -108,16 +142,21 @@ def summarise(run: Any, timings: bool = True) -> dict[str, Any]:
 
 def headline(run: Any) -> str:
     counts = run.counts()
-    text = (f"{len(run.results)} suspect(s) replayed with {run.model or '(no model)'} on "
-            f"{run.device}: {counts['confirmed']} confirmed, {counts['not-reproduced']} not "
-            f"reproduced, {counts['cannot-replay']} cannot be replayed")
+    text = (
+        f"{len(run.results)} suspect(s) replayed with {run.model or '(no model)'} on "
+        f"{run.device}: {counts['confirmed']} confirmed, {counts['not-reproduced']} not "
+        f"reproduced, {counts['cannot-replay']} cannot be replayed"
+    )
     other = _other_model(run)
     if other and run.model:
-        text += (f"; {len(other)} were served by a model other than {run.served_model!r} "
-                 "(recorded, not counted; pass --served-model NAME if it is the same model)")
+        text += (
+            f"; {len(other)} were served by a model other than {run.served_model!r} "
+            "(recorded, not counted; pass --served-model NAME if it is the same model)"
+        )
     if run.kept_confirmed:
-        text += (f"; {len(run.kept_confirmed)} stay confirmed by an earlier run with the "
-                 "served model")
+        text += (
+            f"; {len(run.kept_confirmed)} stay confirmed by an earlier run with the served model"
+        )
     return text
 
 
@@ -127,10 +166,14 @@ def _other_model(run: Any) -> list[str]:
 
 def _result_json(r: Any, run: Any, timings: bool) -> dict[str, Any]:
     out = {
-        "request_id": r.request_id, "verdict": r.verdict, "reason": r.reason,
+        "request_id": r.request_id,
+        "verdict": r.verdict,
+        "reason": r.reason,
         "model_matches": run.model_matches.get(r.request_id),
-        "delivered_sha256": r.delivered_sha256, "contaminated_sha256": r.contaminated_sha256,
-        "clean_sha256": r.clean_sha256, "tokens": r.tokens,
+        "delivered_sha256": r.delivered_sha256,
+        "contaminated_sha256": r.contaminated_sha256,
+        "clean_sha256": r.clean_sha256,
+        "tokens": r.tokens,
         "attention": {w: share for w, (share, _) in sorted(r.attention.items())},
     }
     if timings:
@@ -143,14 +186,17 @@ def replay_stage(ctx: Any) -> dict[str, Any]:
     test model when the case was served by it) on ctx.params['replay_device'] (default auto).
     Without the extra it only says how to enable replay."""
     if not replay_available():
-        return {"status": "unavailable",
-                "headline": f"replay is off; to confirm suspects, install it: {INSTALL_HINT}"}
+        return {
+            "status": "unavailable",
+            "headline": f"replay is off; to confirm suspects, install it: {INSTALL_HINT}",
+        }
     try:
         find_suspects(ctx.con)
     except CaseError:
         return {"status": "skipped", "headline": "replay skipped: no analysis tables"}
     model = ctx.params.get("replay_model")
     device = str(ctx.params.get("replay_device") or "auto")
-    run = run_case_replay(ctx.con, model, device, None, ctx.progress,
-                          served_model=ctx.params.get("served_model"))
+    run = run_case_replay(
+        ctx.con, model, device, None, ctx.progress, served_model=ctx.params.get("served_model")
+    )
     return summarise(run, timings=False)

@@ -34,41 +34,68 @@ def store_run(con: duckdb.DuckDBPyConnection, run: ReplayRun) -> list[str]:
     for result in sorted(run.results, key=lambda r: r.request_id):
         con.execute(sql("replay_insert_result"), _result_row(result, run))
         for leaker, (share, slots) in sorted(result.attention.items()):
-            con.execute(sql("replay_insert_attention"), {
-                "request_id": result.request_id, "leaker_request_id": leaker,
-                "share": share, "slots": slots, "run_id": run.run_id})
+            con.execute(
+                sql("replay_insert_attention"),
+                {
+                    "request_id": result.request_id,
+                    "leaker_request_id": leaker,
+                    "share": share,
+                    "slots": slots,
+                    "run_id": run.run_id,
+                },
+            )
     ids = [r.request_id for r in run.results]
-    run.model_matches = dict(con.execute(sql("replay_run_matches"), {
-        "run_id": run.run_id}).fetchall())
-    run.kept_confirmed = [row[0] for row in con.execute(sql("replay_earlier_confirmed"), {
-        "run_id": run.run_id, "request_ids": ids}).fetchall()]
+    run.model_matches = dict(
+        con.execute(sql("replay_run_matches"), {"run_id": run.run_id}).fetchall()
+    )
+    run.kept_confirmed = [
+        row[0]
+        for row in con.execute(
+            sql("replay_earlier_confirmed"), {"run_id": run.run_id, "request_ids": ids}
+        ).fetchall()
+    ]
     return _confirm(con)
 
 
 def _run_row(run: ReplayRun) -> dict[str, object]:
     identity = run.identity
     return {
-        "run_id": run.run_id, "started_at": run.started_at, "finished_at": run.finished_at,
-        "model": run.model, "model_path": identity.path if identity else None,
+        "run_id": run.run_id,
+        "started_at": run.started_at,
+        "finished_at": run.finished_at,
+        "model": run.model,
+        "model_path": identity.path if identity else None,
         "served_model": run.served_model or None,
         "config_sha256": identity.config_sha256 if identity else None,
         "weight_files": identity.weight_files if identity else None,
         "weight_sha256": identity.weight_sha256 if identity else None,
-        "device": run.device, "dtype": identity.dtype if identity else None,
-        "tool_version": __version__, "suspects": len(run.results),
+        "device": run.device,
+        "dtype": identity.dtype if identity else None,
+        "tool_version": __version__,
+        "suspects": len(run.results),
     }
 
 
 def _result_row(result: SuspectResult, run: ReplayRun) -> dict[str, object]:
     return {
-        "request_id": result.request_id, "verdict": result.verdict, "reason": result.reason,
+        "request_id": result.request_id,
+        "verdict": result.verdict,
+        "reason": result.reason,
         "delivered_sha256": result.delivered_sha256,
-        "contaminated_sha256": result.contaminated_sha256, "clean_sha256": result.clean_sha256,
-        "tokens": result.tokens, "seconds": result.seconds, "tokens_per_s": result.tokens_per_s,
-        "device": run.device, "model": run.model, "decode_node": result.decode_node,
-        "output_tokens": result.output_tokens, "foreign_slots": result.foreign_slots,
-        "unwritten_slots": result.unwritten_slots, "unwritten_share": result.unwritten_share,
-        "run_id": run.run_id, "served_model": run.served_model,
+        "contaminated_sha256": result.contaminated_sha256,
+        "clean_sha256": result.clean_sha256,
+        "tokens": result.tokens,
+        "seconds": result.seconds,
+        "tokens_per_s": result.tokens_per_s,
+        "device": run.device,
+        "model": run.model,
+        "decode_node": result.decode_node,
+        "output_tokens": result.output_tokens,
+        "foreign_slots": result.foreign_slots,
+        "unwritten_slots": result.unwritten_slots,
+        "unwritten_share": result.unwritten_share,
+        "run_id": run.run_id,
+        "served_model": run.served_model,
         "served_explicit": bool(run.identity is not None and run.identity.served_explicit),
     }
 

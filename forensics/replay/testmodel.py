@@ -58,8 +58,7 @@ def generated_weights(seed: int = TEST_SEED) -> dict[str, np.ndarray]:
     with torch.device("meta"):
         from transformers import LlamaForCausalLM
 
-        shapes = {n: tuple(t.shape) for n, t in LlamaForCausalLM(_config())
-                  .state_dict().items()}
+        shapes = {n: tuple(t.shape) for n, t in LlamaForCausalLM(_config()).state_dict().items()}
     rng = np.random.default_rng(seed)
     return {name: _weight(rng, name, shapes[name]) for name in sorted(shapes)}
 
@@ -105,8 +104,9 @@ def resolve_device(device: str) -> str:
     if device not in ("cpu", "cuda") and not device.startswith("cuda:"):
         raise UsageError(f"unknown device '{device}'; use auto, cpu or cuda")
     if device.startswith("cuda") and not torch.cuda.is_available():
-        raise UsageError("--device cuda was asked for but no CUDA device is visible; "
-                         "use --device auto or cpu")
+        raise UsageError(
+            "--device cuda was asked for but no CUDA device is visible; use --device auto or cpu"
+        )
     return device
 
 

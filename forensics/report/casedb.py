@@ -82,7 +82,8 @@ def stand_ins(con: duckdb.DuckDBPyConnection) -> Iterator[list[str]]:
 
 
 def rows(
-    con: duckdb.DuckDBPyConnection, query: str,
+    con: duckdb.DuckDBPyConnection,
+    query: str,
     params: list[Any] | dict[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
     """Run queries/<query>.sql with bound parameters; rows as dicts."""

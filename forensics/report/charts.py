@@ -70,7 +70,7 @@ def _svg(fig: plt.Figure, margins: tuple[float, float, float, float]) -> Markup:
     fig.subplots_adjust(left=left, right=right, bottom=bottom, top=top)
     fig.savefig(buffer, format="svg", metadata={"Date": None, "Creator": None})
     text = buffer.getvalue()
-    text = text[text.index("<svg"):]
+    text = text[text.index("<svg") :]
     text = re.sub(r"<metadata>.*?</metadata>", "", text, flags=re.DOTALL)
     # The SVG is produced by matplotlib from escaped text, never from raw input markup.
     return Markup(text.strip())
@@ -83,8 +83,13 @@ def _plain_number(value: float, _pos: object = None) -> str:
 
 # One bucket of each timeline unit, in days (matplotlib's date unit), and its tick format.
 UNIT_DAYS = {"second": 1 / 86400, "minute": 1 / 1440, "hour": 1 / 24, "day": 1.0, "week": 7.0}
-UNIT_FORMAT = {"second": "%H:%M:%S", "minute": "%m-%d %H:%M", "hour": "%m-%d %H:00",
-               "day": "%Y-%m-%d", "week": "%Y-%m-%d"}
+UNIT_FORMAT = {
+    "second": "%H:%M:%S",
+    "minute": "%m-%d %H:%M",
+    "hour": "%m-%d %H:00",
+    "day": "%Y-%m-%d",
+    "week": "%Y-%m-%d",
+}
 
 
 def _locator(unit: str, span_days: float) -> mdates.DateLocator:
@@ -113,10 +118,15 @@ def timeline_chart(buckets: Sequence[Bucket], unit: str) -> Markup:
         for i, node in enumerate(nodes):
             counts = {b.bucket: b.receivers for b in buckets if b.node == node}
             heights = [counts.get(t, 0) for t in stamps]
-            ax.bar([t + 0.1 * step for t in times], heights, width=width,
-                   bottom=[bottom[t] for t in times],
-                   color=PALETTE[i % len(PALETTE)], label=visible(node, keep_newlines=False),
-                   align="edge")
+            ax.bar(
+                [t + 0.1 * step for t in times],
+                heights,
+                width=width,
+                bottom=[bottom[t] for t in times],
+                color=PALETTE[i % len(PALETTE)],
+                label=visible(node, keep_newlines=False),
+                align="edge",
+            )
             for t, h in zip(times, heights, strict=True):
                 bottom[t] += h
         ax.set_xlim(times[0] - 2 * step, times[-1] + 3 * step)
@@ -128,8 +138,9 @@ def timeline_chart(buckets: Sequence[Bucket], unit: str) -> Markup:
         for label in ax.get_xticklabels():
             label.set_rotation(30)
             label.set_horizontalalignment("right")
-        ax.legend(title="node", frameon=False, fontsize=8, loc="upper left",
-                  bbox_to_anchor=(1.0, 1.0))
+        ax.legend(
+            title="node", frameon=False, fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0)
+        )
         return _svg(fig, (0.08, 0.86, 0.24, 0.96))
 
 
@@ -141,11 +152,22 @@ def nodes_chart(nodes: Sequence[NodeRow]) -> Markup:
     height = 1.0 + 0.45 * len(known)
     with _figure(9.0, height) as (fig, ax):
         ys = range(len(known))
-        ax.barh([y + 0.2 for y in ys], [n.context_len or 0 for n in known], height=0.38,
-                color=GRID, edgecolor=MUTED, label="context length")
+        ax.barh(
+            [y + 0.2 for y in ys],
+            [n.context_len or 0 for n in known],
+            height=0.38,
+            color=GRID,
+            edgecolor=MUTED,
+            label="context length",
+        )
         colours = [ALERT if n.pool_short else PALETTE[0] for n in known]
-        ax.barh([y - 0.2 for y in ys], [n.pool_slots or 0 for n in known], height=0.38,
-                color=colours, label="KV pool slots")
+        ax.barh(
+            [y - 0.2 for y in ys],
+            [n.pool_slots or 0 for n in known],
+            height=0.38,
+            color=colours,
+            label="KV pool slots",
+        )
         for y, n in zip(ys, known, strict=True):
             share = 100.0 * (n.pool_slots or 0) / max(n.context_len or 1, 1)
             ax.text(n.pool_slots or 0, y - 0.2, f"  {share:.0f} %", va="center", fontsize=8)
@@ -167,10 +189,24 @@ def ttft_chart(points: Sequence[TtftPoint], max_normal: int = 4000) -> Markup:
     normal = normal[::step]
     suspects = [p for p in usable if p.suspect]
     with _figure(9.0, 3.6) as (fig, ax):
-        ax.scatter([p.prompt_tokens for p in normal], [p.ttft_ms for p in normal], s=6,
-                   color=PALETTE[2], alpha=0.45, linewidths=0, label="other requests")
-        ax.scatter([p.prompt_tokens for p in suspects], [p.ttft_ms for p in suspects], s=22,
-                   color=ALERT, marker="D", linewidths=0, label="suspects")
+        ax.scatter(
+            [p.prompt_tokens for p in normal],
+            [p.ttft_ms for p in normal],
+            s=6,
+            color=PALETTE[2],
+            alpha=0.45,
+            linewidths=0,
+            label="other requests",
+        )
+        ax.scatter(
+            [p.prompt_tokens for p in suspects],
+            [p.ttft_ms for p in suspects],
+            s=22,
+            color=ALERT,
+            marker="D",
+            linewidths=0,
+            label="suspects",
+        )
         ax.set_xscale("log")
         ax.set_yscale("log")
         plain = FuncFormatter(_plain_number)

@@ -50,17 +50,32 @@ ROW_LIMIT = 20
 OWN_QUERIES = ("report_", "notify_", "timeline_", "case_tables")
 
 STAGE_OF_TABLE = {
-    "requests": "ingest", "nodes": "ingest", "accounts": "ingest", "quarantine": "ingest",
-    "ingest_warnings": "ingest", "input_files": "ingest", "case_meta": "ingest",
-    "contents": "ingest", "kv_events": "ingest",
-    "exposures": "analysis", "violations": "analysis", "read_stats": "analysis",
-    "affected_requests": "analysis", "affected_accounts": "analysis",
-    "screening": "screening", "possible_exposures": "screening",
-    "replay_results": "replay", "replay_attention": "replay", "replay_runs": "replay",
-    "reconstructed_nodes": "reconstruct", "reconstructed_requests": "reconstruct",
-    "reconstructed_events": "reconstruct", "reconstructed_exposures": "reconstruct",
+    "requests": "ingest",
+    "nodes": "ingest",
+    "accounts": "ingest",
+    "quarantine": "ingest",
+    "ingest_warnings": "ingest",
+    "input_files": "ingest",
+    "case_meta": "ingest",
+    "contents": "ingest",
+    "kv_events": "ingest",
+    "exposures": "analysis",
+    "violations": "analysis",
+    "read_stats": "analysis",
+    "affected_requests": "analysis",
+    "affected_accounts": "analysis",
+    "screening": "screening",
+    "possible_exposures": "screening",
+    "replay_results": "replay",
+    "replay_attention": "replay",
+    "replay_runs": "replay",
+    "reconstructed_nodes": "reconstruct",
+    "reconstructed_requests": "reconstruct",
+    "reconstructed_events": "reconstruct",
+    "reconstructed_exposures": "reconstruct",
     "engine_evidence": "engine log reading",
-    "node_facts": "engine log reading", "log_files": "engine log reading",
+    "node_facts": "engine log reading",
+    "log_files": "engine log reading",
 }
 STAGE_EFFECT = {
     "ingest": "inputs, quarantine or the input hashes are shown as empty",
@@ -71,16 +86,28 @@ STAGE_EFFECT = {
     "engine log reading": "no engine log evidence is shown",
 }
 CONFIDENCE_MEANINGS = (
-    ("confirmed", "Replay rebuilt the memory the response was decoded from and reproduced the "
-     "delivered output from it, while a clean replay from the request's own prompt did not."),
-    ("ledger", "The engine's KV ledger shows the request reading memory last written by "
-     "another request. Exact, but the effect on the output is not re-derived."),
-    ("reconstructed", "No ledger covers the node: its page trace was rebuilt from the request "
-     "log with the engine's real allocator, and the request read memory another request "
-     "wrote in that trace. The support share says in how many of the explored event orders."),
-    ("possible", "Screening only: the gateway log and node facts match the fault (prompt longer "
-     "than the pool yet answered 200, or an implausibly short time to first token), but no "
-     "ledger covers the request."),
+    (
+        "confirmed",
+        "Replay rebuilt the memory the response was decoded from and reproduced the "
+        "delivered output from it, while a clean replay from the request's own prompt did not.",
+    ),
+    (
+        "ledger",
+        "The engine's KV ledger shows the request reading memory last written by "
+        "another request. Exact, but the effect on the output is not re-derived.",
+    ),
+    (
+        "reconstructed",
+        "No ledger covers the node: its page trace was rebuilt from the request "
+        "log with the engine's real allocator, and the request read memory another request "
+        "wrote in that trace. The support share says in how many of the explored event orders.",
+    ),
+    (
+        "possible",
+        "Screening only: the gateway log and node facts match the fault (prompt longer "
+        "than the pool yet answered 200, or an implausibly short time to first token), but no "
+        "ledger covers the request.",
+    ),
 )
 
 
@@ -102,8 +129,12 @@ def missing_stage_notes(missing: list[str]) -> list[str]:
 
 # The timeline's bucket: the first unit whose limit the incident's span stays within, so the
 # chart has tens of bars whether the incident lasted seconds or months.
-BUCKET_LIMITS = (("second", 120.0), ("minute", 2 * 3600.0), ("hour", 3 * 86400.0),
-                 ("day", 60 * 86400.0))
+BUCKET_LIMITS = (
+    ("second", 120.0),
+    ("minute", 2 * 3600.0),
+    ("hour", 3 * 86400.0),
+    ("day", 60 * 86400.0),
+)
 
 
 def _bucket_unit(headline: Headline) -> str:
@@ -132,7 +163,10 @@ def _ttft(points: list[charts.TtftPoint]) -> TtftSummary:
     sus = [p for p in points if p.suspect]
     norm = [p for p in points if not p.suspect]
     return TtftSummary(
-        len(sus), len(norm), median([p.ttft_ms for p in sus]), median([p.ttft_ms for p in norm]),
+        len(sus),
+        len(norm),
+        median([p.ttft_ms for p in sus]),
+        median([p.ttft_ms for p in norm]),
         median([float(p.prompt_tokens) for p in sus]),
         median([float(p.prompt_tokens) for p in norm]),
     )
@@ -156,8 +190,11 @@ def _facts(manifest: dict[str, Any], con: duckdb.DuckDBPyConnection, command: st
         else:
             facts.append(Fact(f"manifest.{key}", _fact_value(value)))
     facts += [Fact(f"case_meta.{r['key']}", r["value"]) for r in rows(con, "report_meta")]
-    facts += [Fact(f"query.{name}", digest) for name, digest in queries_used().items()
-              if name.startswith(OWN_QUERIES)]
+    facts += [
+        Fact(f"query.{name}", digest)
+        for name, digest in queries_used().items()
+        if name.startswith(OWN_QUERIES)
+    ]
     return facts
 
 
@@ -170,15 +207,22 @@ def _confidence(
         "reconstructed": reconstructed[0].receivers if reconstructed else 0,
         "possible": headline.possible_receivers,
     }
-    return [ConfidenceLevel(level, meaning, counts[level]) for level, meaning in
-            CONFIDENCE_MEANINGS]
+    return [
+        ConfidenceLevel(level, meaning, counts[level]) for level, meaning in CONFIDENCE_MEANINGS
+    ]
 
 
 def build_context(
-    con: duckdb.DuckDBPyConnection, *, case_label: str, missing: list[str],
-    manifest: dict[str, Any] | None = None, command: str = "", row_limit: int = ROW_LIMIT,
+    con: duckdb.DuckDBPyConnection,
+    *,
+    case_label: str,
+    missing: list[str],
+    manifest: dict[str, Any] | None = None,
+    command: str = "",
+    row_limit: int = ROW_LIMIT,
     notify_plan: list[NotifyPlanRow] | None = None,
-    accounts: dict[str, list[AccountRow]] | None = None, generated_at: str = "",
+    accounts: dict[str, list[AccountRow]] | None = None,
+    generated_at: str = "",
 ) -> ReportContext:
     """The report context from a case database whose missing tables have stand-ins."""
     manifest = manifest or {}
@@ -189,8 +233,10 @@ def build_context(
     timeline_nodes, timeline = _pivot(buckets)
     nodes = _typed(NodeRow, rows(con, "report_nodes"))
     rebuilt = _typed(ReconstructedPairRow, rows(con, "report_reconstructed_pairs", [row_limit]))
-    points = [charts.TtftPoint(r["prompt_tokens"], float(r["ttft_ms"]), bool(r["suspect"]))
-              for r in rows(con, "report_ttft_points")]
+    points = [
+        charts.TtftPoint(r["prompt_tokens"], float(r["ttft_ms"]), bool(r["suspect"]))
+        for r in rows(con, "report_ttft_points")
+    ]
     context = ReportContext(
         title="KV-cache cross-customer exposure: impact report",
         case_label=case_label,
@@ -203,8 +249,11 @@ def build_context(
         buckets=buckets,
         timeline_nodes=timeline_nodes,
         timeline=timeline,
-        charts=Charts(charts.timeline_chart(buckets, unit), charts.nodes_chart(nodes),
-                      charts.ttft_chart(points)),
+        charts=Charts(
+            charts.timeline_chart(buckets, unit),
+            charts.nodes_chart(nodes),
+            charts.ttft_chart(points),
+        ),
         nodes=nodes,
         overlong=_typed(OverlongRow, rows(con, "report_overlong", [row_limit])),
         ttft=_ttft(points),
@@ -247,10 +296,18 @@ def _ts(value: datetime | None) -> str:
 
 
 def _bucket(value: datetime, unit: str) -> str:
-    formats = {"second": "%Y-%m-%d %H:%M:%S", "minute": "%Y-%m-%d %H:%M",
-               "hour": "%Y-%m-%d %H:00", "day": "%Y-%m-%d", "week": "week of %Y-%m-%d"}
-    return value.astimezone(UTC).strftime(formats[unit]) if value.tzinfo else value.strftime(
-        formats[unit])
+    formats = {
+        "second": "%Y-%m-%d %H:%M:%S",
+        "minute": "%Y-%m-%d %H:%M",
+        "hour": "%Y-%m-%d %H:00",
+        "day": "%Y-%m-%d",
+        "week": "week of %Y-%m-%d",
+    }
+    return (
+        value.astimezone(UTC).strftime(formats[unit])
+        if value.tzinfo
+        else value.strftime(formats[unit])
+    )
 
 
 def _ms(value: float | None) -> str:
@@ -263,7 +320,10 @@ def _ms(value: float | None) -> str:
 def environment() -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(resource_dir("templates"))),
-        autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
         finalize=html_value,
     )
     env.filters.update(num=_num, ts=_ts, ms=_ms, bucket=_bucket)

@@ -54,8 +54,11 @@ class ExportResult:
 
     @property
     def findings(self) -> bool:
-        return bool(self.figures.get("receiving_accounts") or self.figures.get("leaking_accounts")
-                    or self.figures.get("possible_receivers"))
+        return bool(
+            self.figures.get("receiving_accounts")
+            or self.figures.get("leaking_accounts")
+            or self.figures.get("possible_receivers")
+        )
 
 
 def generation_time() -> str:
@@ -69,11 +72,20 @@ def generation_time() -> str:
 
 def account_rows(exports: Exports) -> dict[str, list[AccountRow]]:
     """The per-account tables of the report, one per side."""
-    keys = ("account_id", "name", "jurisdiction", "requests", "tokens", "confidence",
-            "counterpart_accounts", "notify_by")
-    return {"receiving": [AccountRow(**{k: r[k] for k in keys})
-                          for r in exports.receiving_accounts],
-            "leaking": [AccountRow(**{k: r[k] for k in keys}) for r in exports.leaking_accounts]}
+    keys = (
+        "account_id",
+        "name",
+        "jurisdiction",
+        "requests",
+        "tokens",
+        "confidence",
+        "counterpart_accounts",
+        "notify_by",
+    )
+    return {
+        "receiving": [AccountRow(**{k: r[k] for k in keys}) for r in exports.receiving_accounts],
+        "leaking": [AccountRow(**{k: r[k] for k in keys}) for r in exports.leaking_accounts],
+    }
 
 
 def read_manifest(out_dir: Path) -> dict[str, Any]:
@@ -91,9 +103,15 @@ def read_manifest(out_dir: Path) -> dict[str, Any]:
 
 
 def write_all(
-    con: duckdb.DuckDBPyConnection, out_dir: Path, *, aware_at: datetime | None = None,
-    rules_file: Path | None = None, case_label: str = "", command: str = "",
-    sender: str = DEFAULT_SENDER, manifest: dict[str, Any] | None = None,
+    con: duckdb.DuckDBPyConnection,
+    out_dir: Path,
+    *,
+    aware_at: datetime | None = None,
+    rules_file: Path | None = None,
+    case_label: str = "",
+    command: str = "",
+    sender: str = DEFAULT_SENDER,
+    manifest: dict[str, Any] | None = None,
 ) -> ExportResult:
     """Write every export, notice, the timeline and the report under out_dir. `manifest` is
     shown in the report's evidence section; None reads OUT/manifest.json if there is one."""
@@ -107,30 +125,43 @@ def write_all(
         result.written += write_exports(con, notes)
         cleanup(con)
         result.written.append(
-            write_summary(notes / "summary.json", exports, aware_at, rules, missing))
+            write_summary(notes / "summary.json", exports, aware_at, rules, missing)
+        )
         result.written += write_notices(exports, notes / "notices", sender)
         result.written += write_timeline(con, out_dir)
         plan = [NotifyPlanRow(**row) for row in notify_plan(exports)]
-        context = build_context(con, case_label=case_label, missing=missing,
-                                manifest=read_manifest(out_dir) if manifest is None else manifest,
-                                command=command,
-                                notify_plan=plan, accounts=account_rows(exports),
-                                generated_at=generation_time())
+        context = build_context(
+            con,
+            case_label=case_label,
+            missing=missing,
+            manifest=read_manifest(out_dir) if manifest is None else manifest,
+            command=command,
+            notify_plan=plan,
+            accounts=account_rows(exports),
+            generated_at=generation_time(),
+        )
     if table_exists(con, "ingest_warnings"):
         context.notes.extend(f"Input warning: {note}" for note in order_notes(con))
     if aware_at is None:
-        context.notes.append("No awareness time was given (--aware-at), so the notify_by "
-                             "deadlines in the notification lists are empty.")
+        context.notes.append(
+            "No awareness time was given (--aware-at), so the notify_by "
+            "deadlines in the notification lists are empty."
+        )
     else:
-        context.notes.append(f"Notification deadlines count from the awareness time "
-                             f"{iso_utc(aware_at)}.")
+        context.notes.append(
+            f"Notification deadlines count from the awareness time {iso_utc(aware_at)}."
+        )
     report = out_dir / "report.html"
     report.write_text(render_report(context), encoding="utf-8")
     result.written.append(report)
-    result.figures = {**{k: iso_utc(v) if isinstance(v, datetime) else v
-                         for k, v in context.headline.__dict__.items()},
-                      "receiving_accounts_notifiable": len(exports.receiving_accounts),
-                      "leaking_accounts_notifiable": len(exports.leaking_accounts)}
+    result.figures = {
+        **{
+            k: iso_utc(v) if isinstance(v, datetime) else v
+            for k, v in context.headline.__dict__.items()
+        },
+        "receiving_accounts_notifiable": len(exports.receiving_accounts),
+        "leaking_accounts_notifiable": len(exports.leaking_accounts),
+    }
     return result
 
 
@@ -142,11 +173,18 @@ def export_stage(ctx: RunContext) -> dict[str, Any]:
     aware = ctx.params.get("aware_at")
     aware_at = parse_aware_at(aware) if isinstance(aware, str) else aware
     rules = ctx.params.get("rules")
-    this_run = {"parameters": ctx.params, "stages_before_export": sorted(ctx.summaries),
-                "run_id": ctx.run_id}
+    this_run = {
+        "parameters": ctx.params,
+        "stages_before_export": sorted(ctx.summaries),
+        "run_id": ctx.run_id,
+    }
     result = write_all(
-        ctx.con, ctx.out_dir, aware_at=aware_at, rules_file=Path(rules) if rules else None,
-        case_label=str(ctx.case_dir), manifest=this_run,
+        ctx.con,
+        ctx.out_dir,
+        aware_at=aware_at,
+        rules_file=Path(rules) if rules else None,
+        case_label=str(ctx.case_dir),
+        manifest=this_run,
     )
     notices = ctx.out_dir / "notifications" / "notices"
     for path in result.written:

@@ -64,8 +64,7 @@ def prepare(out_dir: Path) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
 
 
-def simulate(out_dir: Path, opts: SimOptions,
-             progress: ProgressFn = no_progress) -> dict[str, Any]:
+def simulate(out_dir: Path, opts: SimOptions, progress: ProgressFn = no_progress) -> dict[str, Any]:
     """Write a case folder (and ground_truth/ unless opts.truth is False); return a summary.
     `progress` hears each phase as it starts."""
     if opts.requests < 1:
