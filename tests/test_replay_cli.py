@@ -42,7 +42,7 @@ def tiny_case(
     return b.write(tmp_path / "case.duckdb")
 
 
-def test_replay_stage_without_the_extra_says_how_to_enable_it(monkeypatch, tmp_path):
+def test_replay_stage_without_the_extra_says_how_to_enable_it(monkeypatch):
     monkeypatch.setattr(replay_stage_module, "replay_available", lambda: False)
 
     class Ctx:
@@ -174,7 +174,7 @@ def test_out_of_memory_is_cannot_replay(cli, monkeypatch, tmp_path):
     pytest.importorskip("torch", reason="replay needs the extra: pip install 'kvforensics[replay]'")
     from forensics.replay import replay as replay_module
 
-    def exhausted(*args):
+    def exhausted(*_args):
         raise RuntimeError("CUDA out of memory. Tried to allocate 80.00 GiB")
 
     monkeypatch.setattr(replay_module, "replay_plan", exhausted)

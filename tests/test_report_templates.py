@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import typing
-from pathlib import Path
 from typing import Any
 
 import jinja2
@@ -107,7 +106,7 @@ def test_notice_templates_use_only_documented_fields() -> None:
         assert meta.find_undeclared_variables(tree) <= NOTICE_FIELDS | {"self"}, path.name
 
 
-def test_checker_rejects_an_undocumented_field(tmp_path: Path) -> None:
+def test_checker_rejects_an_undocumented_field() -> None:
     tree = jinja2.Environment().parse("{% for n in r.nodes %}{{ n.pool_size }}{% endfor %}")
     try:
         _check(tree, {"r": ReportContext}, [])

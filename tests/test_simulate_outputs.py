@@ -33,10 +33,10 @@ class Recorder(O.SyntheticModel):
 
 def test_output_model_sees_what_each_first_decode_read_held(tmp_path, monkeypatch):
     recorder = Recorder(32_000)
-    monkeypatch.setattr(O, "SyntheticModel", lambda vocab: recorder)
+    monkeypatch.setattr(O, "SyntheticModel", lambda _vocab: recorder)
     import forensics.simulate.run as run_mod
 
-    monkeypatch.setattr(run_mod, "load_model", lambda name, vocab: recorder)
+    monkeypatch.setattr(run_mod, "load_model", lambda _name, _vocab: recorder)
     out = tmp_path / "case"
     simulate(
         out,
@@ -136,7 +136,7 @@ def test_model_test_calls_the_replay_functions_with_the_seam_contract(tmp_path, 
         assert model is tiny and len(token_ids) >= 1 and max(token_ids) < 64
         return 1 + sum(token_ids) % 50
 
-    def greedy_decode(model, writers, slots, first_token, n_out):  # type: ignore[no-untyped-def]
+    def greedy_decode(_model, writers, slots, first_token, n_out):  # type: ignore[no-untyped-def]
         for slot in slots:
             if slot is not None:
                 assert 0 <= slot[1] < len(writers[slot[0]])

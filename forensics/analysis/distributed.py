@@ -119,7 +119,7 @@ def sweep_case_ray(
             table = pa.Table.from_batches(list(order.fetch_batches(con, info)))
             return task.remote(info, ray.put(table))
 
-        def take(info: NodeInfo, found: NodeFindings) -> None:
+        def take(_info: NodeInfo, found: NodeFindings) -> None:
             for name, rows in order.store_findings(con, found).items():
                 counts[name] = counts.get(name, 0) + rows
 

@@ -110,7 +110,7 @@ def sweep_external(
             def submit(a: tuple[Any, ...]) -> Any:
                 return task.remote(*a)
 
-            def take(a: tuple[Any, ...], r: PartitionFindings) -> None:
+            def take(_a: tuple[Any, ...], r: PartitionFindings) -> None:
                 results.append(r)
 
             run_tasks(

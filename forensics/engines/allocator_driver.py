@@ -53,7 +53,8 @@ class SglangPool:
 
 
 class VllmPool:
-    def __init__(self, n_pages: int, page_size: int, need_sort: bool):
+    # need_sort is accepted for the shared constructor: vLLM's pool has no staged frees.
+    def __init__(self, n_pages: int, page_size: int, need_sort: bool):  # noqa: ARG002
         from vllm.v1.core.block_pool import BlockPool
 
         self.pool = BlockPool(n_pages, False, page_size)

@@ -29,7 +29,7 @@ def check_on_ray(
         def submit(group: list[LedgerFile]) -> Any:
             return task.remote(group, *shared, assume_utc)
 
-        def take(group: list[LedgerFile], check: PartitionCheck) -> None:
+        def take(_group: list[LedgerFile], check: PartitionCheck) -> None:
             out.append(check)
 
         run_tasks(ray, groups, submit, take, in_flight=2 * cluster_cpus(ray), progress=progress)

@@ -143,7 +143,7 @@ def _choose_text(run: list[Observation], fact: str) -> Fact | None:
 
 
 def _with_blocks(
-    run: list[Observation], engine: str | None, facts: dict[str, Fact], notes: list[str]
+    run: list[Observation], facts: dict[str, Fact], notes: list[str]
 ) -> list[Observation]:
     """Turn vLLM V0 block counts into pool sizes (blocks x block size)."""
     blocks = [o for o in run if o.fact == "gpu_blocks"]
@@ -165,7 +165,7 @@ def audit_run(index: int, run: list[Observation], engine: str | None) -> RunAudi
     page = _choose_number(run, "page_size", notes)
     if page:
         facts["page_size"] = page
-    run = _with_blocks(run, engine, facts, notes)
+    run = _with_blocks(run, facts, notes)
     for name in _CAPACITY:
         if chosen := _choose_number(run, name, notes):
             facts[name] = chosen

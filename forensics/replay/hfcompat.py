@@ -13,7 +13,7 @@ import torch
 
 
 @cache
-def _cache_kwarg(type_name: str, forward: Any) -> str:
+def _cache_kwarg(forward: Any) -> str:
     """transformers 5 names the argument `cache`, 4.x `past_key_values`."""
     params = inspect.signature(forward).parameters
     return "cache" if "cache" in params else "past_key_values"
@@ -31,14 +31,14 @@ def forward(
 ) -> Any:
     """One forward pass of `ids` at `positions` (both [1, n]) that extends the cache `kv`;
     logits only for the last position where the model allows it (unless every_logit)."""
-    kwargs: dict[str, Any] = {_cache_kwarg(type(model).__qualname__, type(model).forward): kv}
+    kwargs: dict[str, Any] = {_cache_kwarg(type(model).forward): kv}
     if not every_logit:
-        kwargs.update(_last_logits(type(model).__qualname__, type(model).forward))
+        kwargs.update(_last_logits(type(model).forward))
     return model(input_ids=ids, position_ids=positions, use_cache=True, **kwargs)
 
 
 @cache
-def _last_logits(type_name: str, forward: Any) -> dict[str, int]:
+def _last_logits(forward: Any) -> dict[str, int]:
     """transformers computes the logits of every position unless told `logits_to_keep` (4.50+;
     `num_logits_to_keep` before)."""
     params = inspect.signature(forward).parameters

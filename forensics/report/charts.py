@@ -213,7 +213,7 @@ def ttft_chart(points: Sequence[TtftPoint], max_normal: int = 4000) -> Markup:
         for axis in (ax.xaxis, ax.yaxis):
             axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
             axis.set_major_formatter(plain)
-            axis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
+            axis.set_minor_formatter(FuncFormatter(lambda _v, _pos: ""))
         ax.set_xlabel("prompt tokens (billed)")
         ax.set_ylabel("time to first token (ms)")
         ax.legend(frameon=False, fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))

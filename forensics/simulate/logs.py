@@ -23,7 +23,7 @@ def _rank(role: str) -> str:
     return " TP0" if role == "prefill" else " DP0 TP0"
 
 
-def startup_lines(sc: Scenario, node: str, role: str, t0: int) -> list[tuple[int, str]]:
+def startup_lines(sc: Scenario, role: str, t0: int) -> list[tuple[int, str]]:
     pool = sc.prefill_pool if role == "prefill" else sc.decode_pool
     size = pool * GIB_PER_TOKEN
     args = (
@@ -71,7 +71,7 @@ def write_logs(folder: Path, sc: Scenario, events: list[tuple[int, int, str]]) -
         rank = _rank(role)
         body = sorted((t, i, text) for i, (t, n, text) in enumerate(events) if n == k)
         with (folder / f"{node}.log").open("w") as fh:
-            for t, text in startup_lines(sc, node, role, t0):
+            for t, text in startup_lines(sc, role, t0):
                 prefix = _stamp(t, "") if text.startswith("server_args") else _stamp(t, rank)
                 fh.write(prefix + text + "\n")
             for t, _, text in body:

@@ -167,7 +167,7 @@ class NodeState:
                 s, o = self.others(rid, slots[mask])
                 self.sink.violation(rid, self.node, s, kind, o)
 
-    def read(self, rid: int, a: int, b: int, order: int, ts: int) -> None:
+    def read(self, rid: int, a: int, b: int, ts: int) -> None:
         if b - a == 1 and self.lw[a] == rid and (self.h1[a] == rid or self.h2[a] == rid):
             return
         acq, sh_ord, sh_hash = self.holding(rid, a, b)
@@ -275,7 +275,7 @@ def apply(state: NodeState, cols: dict[str, np.ndarray], sl: slice, on_read: obj
         if op == L.READ:
             if on_read is not None:
                 on_read(state, rid, a, b, ts, pos)  # type: ignore[operator]
-            state.read(rid, a, b, order, ts)
+            state.read(rid, a, b, ts)
         elif op == L.WRITE:
             state.write(rid, a, b, order, ts, pos, src, h)
         elif op == L.ALLOC:

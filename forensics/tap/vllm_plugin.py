@@ -68,7 +68,7 @@ class Tap:
         randomised = not getattr(envs, "VLLM_DISABLE_REQUEST_ID_RANDOMIZATION", False)
         self.tracker = StepTracker(scheduler.block_size, randomised)
         self.scheduler = scheduler
-        _write_node(scheduler, settings, self.rec.stem)
+        _write_node(scheduler, settings)
         atexit.register(self.rec.close)
 
     def lookup(self, req_id: str) -> tuple[Sequence[int], int] | None:
@@ -86,11 +86,11 @@ class Tap:
         if held is not None and self.settings.contents:
             prompt = list(request.prompt_token_ids or [])
             output = list(request.output_token_ids)
-            processed = prompt[held.own_from :] if _stub(held, request) else None
+            processed = prompt[held.own_from :] if _stub(held) else None
             self.rec.content(held.rid, prompt, output, processed)
 
 
-def _stub(held: Any, request: Any) -> bool:
+def _stub(held: Any) -> bool:
     """The engine skipped prompt positions that no prefix-cache hit covered."""
     return bool(held.own_from > held.hit_end)
 
@@ -173,7 +173,7 @@ def _wrap_free(cls: Any) -> None:
     cls.free = free
 
 
-def _write_node(scheduler: Any, settings: Settings, stem: str) -> None:
+def _write_node(scheduler: Any, settings: Settings) -> None:
     """nodes/<stem>.csv: the node's role, engine, block size, pool and context length."""
     import vllm
 
