@@ -85,11 +85,12 @@ def per_node(db: Path, ray: Any) -> list[dict[str, Any]]:
 def analysis_seconds(db: Path, ray: str | None) -> float:
     from forensics.analysis.stage import analyze
     from forensics.db import connect
+    from forensics.options import AnalysisOptions
 
     con = connect(db)
     try:
         started = time.perf_counter()
-        analyze(con, {"workers": 2, "ray": ray})
+        analyze(con, AnalysisOptions(workers=2, ray=ray))
         return round(time.perf_counter() - started, 3)
     finally:
         con.close()

@@ -31,6 +31,7 @@ import shutil
 import tempfile
 import time
 from collections import defaultdict
+from dataclasses import replace
 from pathlib import Path
 
 import duckdb
@@ -39,6 +40,7 @@ import polars as pl
 from forensics.analysis.stage import analyze
 from forensics.db import connect
 from forensics.ingest.load import ingest_case
+from forensics.options import Allocator, ReconstructOptions
 from forensics.reconstruct.stage import reconstruct
 from forensics.resources import sql
 from forensics.simulate.run import SimOptions, simulate
@@ -111,13 +113,13 @@ def run_case(
     analyze(con)
     results["window"] = {k: score(v, want[k]) for k, v in window(con).items()}
     started = time.perf_counter()
-    rc = {"allocator": allocator, "skew_ms": args.skew_ms, "replay_budget": 0}
+    rc = ReconstructOptions(allocator=Allocator(allocator), skew_ms=args.skew_ms, replay_budget=0)
     reconstruct(con, rc)
     seconds = time.perf_counter() - started
     analyze(con)
     results["reconstructed"] = {k: score(v, want[k]) for k, v in found(con).items()}
     if args.replay:
-        reconstruct(con, {**rc, "replay_budget": 4, "replay_model": "test"})
+        reconstruct(con, replace(rc, replay_budget=4, replay_model="test"))
         analyze(con)
         results["replayed"] = {k: score(v, want[k]) for k, v in found(con).items()}
     orders = con.execute(sql("bench_max_orders")).fetchone()

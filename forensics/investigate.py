@@ -2,49 +2,19 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from forensics.db import connect
 from forensics.errors import UsageError
-from forensics.ingest.hashing import sha256_file
 from forensics.manifest import build_manifest, output_files, utc_now, write_manifest
+from forensics.options import Device, InvestigateOptions
 from forensics.outdir import check_out, staged
 from forensics.pipeline import RunContext, stages
 from forensics.progress import ProgressFn, no_progress
 from forensics.resources import reset_queries_used
 from forensics.schema_docs import apply_comments
-
-
-@dataclass
-class InvestigateOptions:
-    assume_utc: bool = False
-    aware_at: str | None = None
-    replay_model: str | None = None
-    replay_device: str = "auto"
-    served_model: str | None = None
-    rules: str | None = None
-    follow_links: bool = False
-    command: list[str] = field(default_factory=list)
-    ray: str | None = None  # Ray cluster address, or "local"; None: the local engine
-    ledger_external: str | None = None  # ledger kept outside the database: folder or URL
-
-    def params(self) -> dict[str, Any]:
-        """The parameters every stage reads and the manifest records (the rules file with its
-        SHA-256, so the deadlines can be traced to the exact rules)."""
-        out = {
-            "assume_utc": self.assume_utc,
-            "aware_at": self.aware_at,
-            "replay_model": self.replay_model,
-            "replay_device": self.replay_device,
-            "served_model": self.served_model,
-            "rules": self.rules,
-            "follow_links": self.follow_links,
-            "rules_sha256": sha256_file(Path(self.rules)) if self.rules else None,
-        }
-        extra = {"ray": self.ray, "ledger_external": self.ledger_external}
-        return {**out, **{k: v for k, v in extra.items() if v is not None}}
 
 
 @dataclass
@@ -87,9 +57,7 @@ def _run(
     case_dir: Path, staging: Path, options: InvestigateOptions, progress: ProgressFn, started: str
 ) -> tuple[dict[str, dict[str, Any]], list[Path]]:
     con = connect(staging / "case.duckdb")
-    ctx = RunContext(
-        case_dir, staging, con, params=options.params(), progress=progress, run_id=started
-    )
+    ctx = RunContext(case_dir, staging, con, params=options, progress=progress, run_id=started)
     ctx.wrote(staging / "case.duckdb")
     try:
         for spec in stages():
@@ -114,19 +82,19 @@ def check_options(options: InvestigateOptions) -> None:
     """Every option value is checked before any work starts (exit 2 with the fix)."""
     from forensics.notify.deadlines import check_aware_at, load_rules
 
-    rules = load_rules(Path(options.rules) if options.rules else None)
+    rules = load_rules(options.rules)
     if options.aware_at is not None:
         check_aware_at(options.aware_at, rules)
     check_replay_options(options.replay_model, options.replay_device)
 
 
 def check_replay_options(
-    model: str | None, device: str, names: tuple[str, str] = ("--replay-model", "--replay-device")
+    model: str | None,
+    device: Device,
+    names: tuple[str, str] = ("--replay-model", "--replay-device"),
 ) -> None:
-    """The device is auto, cpu or cuda (cuda only where CUDA is present); the model is 'test'
-    or a local model folder. names: the two options as the command spells them."""
-    if device not in ("auto", "cpu", "cuda"):
-        raise UsageError(f"{names[1]} '{device}' is not a device; use auto, cpu or cuda")
+    """The model is 'test', a local model folder or an org/name in the local cache; cuda only
+    where CUDA is present. names: the two options as the command spells them."""
     if model is not None and model != "test" and not Path(model).expanduser().is_dir():
         from forensics.replay.loader import HUB_ID, resolve_folder
 
@@ -136,7 +104,7 @@ def check_replay_options(
                 "org/name; give a local Hugging Face model directory"
             )
         resolve_folder(model)  # an org/name must be in the local cache (exit 2 otherwise)
-    if device == "cuda":
+    if device is Device.CUDA:
         from forensics.replay import replay_available
 
         if replay_available():
@@ -157,10 +125,10 @@ def _manifest(ctx: RunContext, options: InvestigateOptions, started: str) -> dic
         case_dir=str(ctx.case_dir.resolve()),
         inputs=inputs,
         skipped=skipped,
-        params=ctx.params,
+        params=options.parameters(),
         stages=ctx.summaries,
         outputs=outputs,
         started_at=started,
         finished_at=utc_now(),
-        command=options.command,
+        command=list(options.command),
     )

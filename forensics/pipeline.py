@@ -13,6 +13,7 @@ from typing import Any
 
 import duckdb
 
+from forensics.options import InvestigateOptions
 from forensics.progress import ProgressFn, no_progress
 
 
@@ -21,7 +22,7 @@ class RunContext:
     case_dir: Path
     out_dir: Path
     con: duckdb.DuckDBPyConnection
-    params: dict[str, Any] = field(default_factory=dict)
+    params: InvestigateOptions = field(default_factory=InvestigateOptions)
     summaries: dict[str, dict[str, Any]] = field(default_factory=dict)
     written: list[Path] = field(default_factory=list)
     progress: ProgressFn = no_progress

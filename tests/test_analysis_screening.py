@@ -7,6 +7,7 @@ import pytest
 from analysis_case import at, insert, insert_ledger, new_case
 
 from forensics.analysis.stage import analyze
+from forensics.options import AnalysisOptions
 
 SECOND = 1_000_000
 RATE = 10_000  # normal prefill rate of p1, tokens per second
@@ -152,7 +153,7 @@ def screened():
         },
     ]
     insert_ledger(con, [dict(e, input_order=i) for i, e in enumerate(ledger)])
-    summary = analyze(con, {"window_s": 60})
+    summary = analyze(con, AnalysisOptions(window_s=60))
     return con, summary
 
 

@@ -31,7 +31,7 @@ def _analysed(root: Path, requests: int) -> Path:
     con = connect(root / "case.duckdb")
     try:
         ingest_into(con, root / "case", discover(root / "case"))
-        analyze(con, {})
+        analyze(con)
     finally:
         con.close()
     return root / "case.duckdb"

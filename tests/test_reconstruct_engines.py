@@ -18,6 +18,7 @@ from forensics.analysis.stage import analyze
 from forensics.db import connect
 from forensics.engines.client import EngineAllocators
 from forensics.ingest.load import ingest_case
+from forensics.options import Allocator, ReconstructOptions
 from forensics.reconstruct.stage import reconstruct
 from forensics.simulate.allocator import PagePool
 from forensics.simulate.engine_pool import EnginePagePool
@@ -146,7 +147,7 @@ def test_lifo_reconstruction_without_ledger_finds_the_ground_truth(tmp_path: Pat
         analyze(con)  # screening alone lists possible parties only
         before = _found(con, "leaking")[2]
         assert before <= {"possible"}
-        summary = reconstruct(con, {"allocator": "lifo"})
+        summary = reconstruct(con, ReconstructOptions(allocator=Allocator.LIFO))
         assert {n["allocator"] for n in summary["nodes"]} == {"lifo"}
         analyze(con)
         _check_against_truth(con, full / "ground_truth")
@@ -206,7 +207,7 @@ def test_sglang_reconstruction_without_ledger_finds_the_ground_truth(
 ) -> None:
     con = _withheld(sglang_case, tmp_path)
     try:
-        summary = reconstruct(con, {})
+        summary = reconstruct(con)
         assert {n["allocator"] for n in summary["nodes"]} == {"sglang"}
         analyze(con)
         _check_against_truth(con, sglang_case / "ground_truth")

@@ -13,6 +13,7 @@ import pytest
 from forensics.analysis.stage import analyze
 from forensics.db import connect
 from forensics.ingest.load import ingest_case
+from forensics.options import Allocator, ReconstructOptions
 from forensics.reconstruct.stage import reconstruct
 from forensics.replay import replay_available
 from forensics.simulate.run import SimOptions, simulate
@@ -31,7 +32,9 @@ def test_replay_confirms_true_pairs_and_clears_the_others(tmp_path: Path) -> Non
     ingest_case(case, tmp_path / "case.duckdb")
     con = connect(tmp_path / "case.duckdb")
     try:
-        summary = reconstruct(con, {"allocator": "lifo", "skew_ms": 600_000.0, "orders": 3})
+        summary = reconstruct(
+            con, ReconstructOptions(allocator=Allocator.LIFO, skew_ms=600_000.0, orders=3)
+        )
         rows = con.execute(
             "SELECT receiver_request_id, leaker_request_id, verdict, support "
             "FROM reconstructed_exposures"

@@ -7,6 +7,7 @@ from pathlib import Path
 import duckdb
 from report_case import build_case, seq_tables
 
+from forensics.options import InvestigateOptions
 from forensics.pipeline import RunContext, stages
 from forensics.report.casedb import present_tables
 from forensics.report.render import STAGE_OF_TABLE
@@ -20,7 +21,7 @@ def test_export_stage_on_a_run_context(tmp_path: Path) -> None:
         case_dir=tmp_path / "case",
         out_dir=tmp_path / "out",
         con=con,
-        params={"aware_at": "2026-08-28T09:00:00+02:00"},
+        params=InvestigateOptions(aware_at="2026-08-28T09:00:00+02:00"),
     )
     summary = export_stage(ctx)
     assert summary["aware_at"] == "2026-08-28T07:00:00.000000Z"

@@ -42,7 +42,7 @@ def _tables(case: Path, db: Path, limit: str) -> tuple[dict[str, list[tuple]], i
     try:
         ingest_into(con, case, discover(case))
         events = con.execute("SELECT count(*) FROM kv_events").fetchone()[0]
-        analyze(con, {})
+        analyze(con)
         return {name: con.execute(q).fetchall() for name, q in TABLES.items()}, events
     finally:
         con.close()

@@ -23,27 +23,15 @@ gets no possible pairs.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import asdict
 
 import duckdb
 
 from forensics.ingest.sqlrun import run_script
+from forensics.options import ScreeningParams
 from forensics.resources import sql
 
-
-@dataclass(frozen=True)
-class ScreeningParams:
-    window_s: float = 600.0
-    ttft_factor: float = 10.0
-    mad_k: float = 4.0
-    min_prompt: int = 256
-    min_normal: int = 5
-
-    @classmethod
-    def from_params(cls, params: dict[str, Any]) -> ScreeningParams:
-        known = {k: params[k] for k in asdict(cls()) if params.get(k) is not None}
-        return cls(**known)
+__all__ = ["ScreeningParams", "screen"]
 
 
 def screen(con: duckdb.DuckDBPyConnection, params: ScreeningParams) -> None:

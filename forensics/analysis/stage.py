@@ -1,6 +1,6 @@
 """The analysis stage: order, sweep, aggregate, screen; then the files investigate writes.
 
-`analyze(con, params)` works on an open case database and returns the summary;
+`analyze(con, options)` works on an open case database and returns the summary;
 `analyze_stage(ctx)` is the investigate stage, which also writes OUT/exposures.parquet (the
 export stage then writes the notification lists from affected_accounts)."""
 
@@ -14,9 +14,10 @@ import duckdb
 import pyarrow.parquet as pq
 
 from forensics.analysis import aggregate, order
-from forensics.analysis.screening import ScreeningParams, screen
+from forensics.analysis.screening import screen
 from forensics.ingest.sqlrun import run_script
 from forensics.ledger.store import ledger_meta
+from forensics.options import AnalysisOptions
 from forensics.pipeline import RunContext
 from forensics.progress import ProgressFn, no_progress
 from forensics.resources import sql
@@ -25,14 +26,14 @@ from forensics.schema_docs import apply_comments
 
 def analyze(
     con: duckdb.DuckDBPyConnection,
-    params: dict[str, Any] | None = None,
+    options: AnalysisOptions | None = None,
     progress: ProgressFn = no_progress,
 ) -> dict[str, Any]:
     """Compute every analysis table in the case database in one transaction (a failure or kill
     leaves the previous tables); returns the summary figures."""
     con.execute("BEGIN TRANSACTION")
     try:
-        out = _analyze(con, params or {}, progress)
+        out = _analyze(con, options or AnalysisOptions(), progress)
         con.execute("COMMIT")
     except BaseException:
         con.execute("ROLLBACK")
@@ -41,13 +42,13 @@ def analyze(
 
 
 def _analyze(
-    con: duckdb.DuckDBPyConnection, params: dict[str, Any], progress: ProgressFn
+    con: duckdb.DuckDBPyConnection, options: AnalysisOptions, progress: ProgressFn
 ) -> dict[str, Any]:
     aggregate.prepare(con)
-    piece_events = sweep(con, params, progress)
+    piece_events = sweep(con, options, progress)
     progress("aggregate", 0, None)
     aggregate.ledger_tables(con, piece_events)
-    screening = ScreeningParams.from_params(params)
+    screening = options.screening()
     screen(con, screening)
     aggregate.affected_tables(con)
     out = aggregate.summary(con)
@@ -65,18 +66,17 @@ def _analyze(
     ):
         run_script(con, sql("schema_views_nodes"))
     apply_comments(con, in_transaction=True)  # the tables the analysis created or replaced
-    out["parameters"] = {**asdict(screening), "workers": int(params.get("workers") or 2)}
-    if params.get("ray") is not None:
+    out["parameters"] = {**asdict(screening), "workers": options.workers}
+    if options.ray is not None:
         out["parameters"]["engine"] = "ray"
     return out
 
 
-def sweep(con: duckdb.DuckDBPyConnection, params: dict[str, Any], progress: ProgressFn) -> bool:
-    """The per-node sweep on the local engine, or as Ray tasks when params["ray"] is set (an
+def sweep(con: duckdb.DuckDBPyConnection, options: AnalysisOptions, progress: ProgressFn) -> bool:
+    """The per-node sweep on the local engine, or as Ray tasks when options.ray is set (an
     address, or "local" for an embedded Ray). Returns whether analysis_piece_events is still to
     be made from kv_events."""
-    workers = int(params.get("workers") or 2)
-    ray = None if params.get("ray") is None else str(params["ray"])
+    workers, ray = options.workers, options.ray
     if ledger_meta(con) is not None:  # the ledger is kept outside the database
         from forensics.analysis.partitions import sweep_external
 
@@ -110,7 +110,7 @@ def headline(s: dict[str, Any]) -> str:
 
 
 def analyze_stage(ctx: RunContext) -> dict[str, Any]:
-    out = analyze(ctx.con, ctx.params, ctx.progress)
+    out = analyze(ctx.con, ctx.params.analysis(), ctx.progress)
     ctx.wrote(write_outputs(ctx.con, ctx.out_dir))
     return out
 

@@ -12,6 +12,7 @@ from typing import Any
 from forensics.bench import stages
 from forensics.bench.measure import Measured, measure
 from forensics.errors import UsageError
+from forensics.options import Mix
 from forensics.progress import ProgressFn, no_progress
 
 PILOT_REQUESTS = 200
@@ -21,8 +22,8 @@ NAIVE_MAX_SLOT_ROWS = 300_000_000  # beyond this the per-slot explosion takes fa
 
 @dataclass(frozen=True)
 class BenchOptions:
-    events: int
-    mix: str = "short"
+    events: int = 1_000_000  # about how many ledger events
+    mix: str = Mix.SHORT.value
     seed: int = 7
     memory_limit: str | None = None
     workdir: Path | None = None

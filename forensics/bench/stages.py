@@ -59,7 +59,7 @@ def analyze(db_path: str, memory_limit: str | None) -> dict[str, Any]:
 
     con = connect(Path(db_path), memory_limit=memory_limit)
     try:
-        out = run_analysis(con, {"workers": 2})
+        out = run_analysis(con)  # the default options: two nodes swept at once
     finally:
         con.close()
     keep = ("reads", "exposure_runs", "tokens", "exposures_by_kind")

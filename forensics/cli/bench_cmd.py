@@ -2,45 +2,40 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import typer
 from rich.table import Table
 
 from forensics.bench.run import BenchOptions, BenchResult, run_bench
 from forensics.cli.app import app, console, emit_json
+from forensics.cli.params import (
+    BenchMix,
+    BenchSeed,
+    Events,
+    Json,
+    Keep,
+    MemoryLimit,
+    Naive,
+    Workdir,
+)
 from forensics.cli.progress import progress_reporter
+from forensics.options import Mix
 
 
 @app.command()
 def bench(
-    events: int = typer.Option(1_000_000, "--events", help="About how many ledger events."),
-    mix: str = typer.Option(
-        "short",
-        "--mix",
-        help="short: chat prompts; long: long-context traffic with requests up to a million slots.",
-    ),
-    seed: int = typer.Option(7, "--seed", help="Simulator seed."),
-    memory_limit: str = typer.Option(
-        None, "--memory-limit", help="DuckDB memory limit for ingest and analysis, e.g. 2GB."
-    ),
-    workdir: Path = typer.Option(
-        None,
-        "--workdir",
-        help="Where to write the ledger (default: the system's temporary folder).",
-    ),
-    keep: bool = typer.Option(False, "--keep", help="Keep the ledger and case database."),
-    naive: bool = typer.Option(
-        True,
-        "--naive/--no-naive",
-        help="Also run the naive per-slot approach where it fits in a few minutes.",
-    ),
-    json_out: bool = typer.Option(False, "--json", help="Print a JSON summary on stdout."),
+    events: Events = BenchOptions.events,
+    mix: BenchMix = Mix(BenchOptions.mix),
+    seed: BenchSeed = BenchOptions.seed,
+    memory_limit: MemoryLimit = BenchOptions.memory_limit,
+    workdir: Workdir = BenchOptions.workdir,
+    keep: Keep = BenchOptions.keep,
+    naive: Naive = BenchOptions.naive,
+    json_out: Json = False,
 ) -> None:
     """Time ingest and analysis on a simulated ledger of N events, beside the scan floor."""
     with progress_reporter(console, "bench") as progress:
         result = run_bench(
-            BenchOptions(events, mix, seed, memory_limit, workdir, keep, naive=naive), progress
+            BenchOptions(events, mix.value, seed, memory_limit, workdir, keep, naive=naive),
+            progress,
         )
     if json_out:
         emit_json(result.to_json())

@@ -2,37 +2,25 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import typer
-
 from forensics.cli.app import app, console, emit_json, finish
+from forensics.cli.params import AssumeUtc, CaseDir, Db, FollowLinks, Json, LedgerExternal, Ray
 from forensics.cli.progress import progress_reporter
-from forensics.cli.ray_option import ledger_option, ray_option
 from forensics.errors import UsageError
 from forensics.ingest.load import ingest_case
 from forensics.ingest.report import print_ingest_summary
 from forensics.ledger.store import ExternalLedger
+from forensics.options import InvestigateOptions
 
 
 @app.command()
 def ingest(
-    case_dir: Path = typer.Argument(..., help="Case folder with requests, kv_events, nodes, ..."),
-    db: Path = typer.Option(..., "--db", help="Case database to create or refresh (DuckDB)."),
-    assume_utc: bool = typer.Option(
-        False,
-        "--assume-utc",
-        help="Read timestamps without an offset as UTC instead of quarantining them.",
-    ),
-    ledger_external: str = ledger_option(),
-    ray: str = ray_option(),
-    follow_links: bool = typer.Option(
-        False,
-        "--follow-links",
-        help="Read symbolic links in the case folder that lead outside "
-        "it (by default they are skipped and listed).",
-    ),
-    json_out: bool = typer.Option(False, "--json", help="Print a JSON summary on stdout."),
+    case_dir: CaseDir,
+    db: Db,
+    assume_utc: AssumeUtc = InvestigateOptions.assume_utc,
+    ledger_external: LedgerExternal = None,
+    ray: Ray = None,
+    follow_links: FollowLinks = InvestigateOptions.follow_links,
+    json_out: Json = False,
 ) -> None:
     """Load and validate a case folder into DuckDB; bad rows go to quarantine with a reason."""
     with progress_reporter(console, "ingest") as progress:

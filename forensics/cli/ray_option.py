@@ -1,5 +1,5 @@
 """Options whose value may be left out: `--ray [ADDRESS]` (analyze, investigate, ingest) and
-`--ledger-external [LOCATION]` (ingest, investigate).
+`--ledger-external [LOCATION]` (ingest, investigate), declared in forensics.cli.params.
 
 The option parser needs a value after each option, so `optional_values` fills in the default
 value where none is given: when the option is the last word, or the next word is another
@@ -8,9 +8,6 @@ option, or (for --ray) the next word does not look like a cluster address."""
 from __future__ import annotations
 
 import re
-from typing import Any
-
-import typer
 
 from forensics.analysis.distributed import EMBEDDED  # --ray alone: Ray started for the run
 
@@ -27,14 +24,6 @@ LEDGER_HELP = (
     "no LOCATION, the case folder's kv_events/."
 )
 _ADDRESS = re.compile(r"^(auto|local|[a-z][a-z0-9+.-]*://.*|[^/\s]+:[0-9]+)$", re.IGNORECASE)
-
-
-def ray_option() -> Any:
-    return typer.Option(None, "--ray", help=RAY_HELP, metavar="[ADDRESS]")
-
-
-def ledger_option() -> Any:
-    return typer.Option(None, "--ledger-external", help=LEDGER_HELP, metavar="[LOCATION]")
 
 
 def optional_values(argv: list[str]) -> list[str]:

@@ -3,55 +3,34 @@ really read (needs the `replay` extra)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import typer
 from rich.markup import escape
 from rich.table import Table
 
 from forensics.cli.app import app, console, emit_json, finish
+from forensics.cli.params import Db, DeviceMap, Json, Model, ReplayOn, Request, ServedModel
 from forensics.cli.progress import progress_reporter
 from forensics.db import connect
 from forensics.errors import CaseError
+from forensics.options import ReplayOptions
 
 
 @app.command()
 def replay(
-    db: Path = typer.Option(..., "--db", help="Case database written by ingest and analyze."),
-    model: str = typer.Option(
-        None,
-        "--model",
-        help="A local Hugging Face causal-LM folder, an org/name already in "
-        "the local Hugging Face cache (never downloaded), or 'test' for the project's test "
-        "model (default: 'test' when the case was served by it).",
-    ),
-    served_model: str = typer.Option(
-        None,
-        "--served-model",
-        help="The request log's name for this model, when it differs "
-        "from the org/name or folder name; only runs with the logged model raise confidence.",
-    ),
-    device: str = typer.Option("auto", "--device", help="auto (CUDA when present), cpu or cuda."),
-    device_map: str = typer.Option(
-        None,
-        "--device-map",
-        help="auto: spread the model over every visible GPU "
-        "(needs accelerate, part of the replay extra).",
-    ),
-    request: list[str] = typer.Option(
-        None,
-        "--request",
-        help="Replay only this request id (repeatable; default: every "
-        "suspect in exposures and screening).",
-    ),
-    json_out: bool = typer.Option(False, "--json", help="Print a JSON summary on stdout."),
+    db: Db,
+    model: Model = ReplayOptions.model,
+    served_model: ServedModel = ReplayOptions.served_model,
+    device: ReplayOn = ReplayOptions.device,
+    device_map: DeviceMap = ReplayOptions.device_map,
+    request: Request = None,
+    json_out: Json = False,
 ) -> None:
     """Replay suspect receivers from the KV their decode read, and clean; store the verdicts
     (confirmed, not-reproduced, cannot-replay) and raise confirmed exposures to `confirmed`."""
     from forensics.investigate import check_replay_options
     from forensics.replay.stage import require_replay, run_case_replay, summarise
 
-    check_replay_options(model, device, ("--model", "--device"))
+    options = ReplayOptions(model, served_model, device, device_map, tuple(request or ()))
+    check_replay_options(options.model, options.device, ("--model", "--device"))
     require_replay()
     if not db.is_file():
         raise CaseError(f"{db}: no case database here; create it with kvforensics ingest")
@@ -60,12 +39,12 @@ def replay(
         with progress_reporter(console, "replay") as progress:
             run = run_case_replay(
                 con,
-                model,
-                device,
-                request or None,
+                options.model,
+                options.device.value,
+                list(options.requests) or None,
                 progress,
-                device_map=device_map,
-                served_model=served_model,
+                device_map=options.device_map,
+                served_model=options.served_model,
             )
     finally:
         con.close()

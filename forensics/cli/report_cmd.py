@@ -5,13 +5,11 @@ from __future__ import annotations
 
 import shlex
 import sys
-from pathlib import Path
-from typing import Annotated
-
-import typer
 
 from forensics.cli.app import app, console, emit_json, finish
+from forensics.cli.params import AwareAt, Db, Json, Out, Rules
 from forensics.notify.deadlines import check_aware_at, load_rules
+from forensics.options import InvestigateOptions
 from forensics.outdir import staged_parts
 from forensics.report.casedb import open_case
 from forensics.report.stage import ExportResult, read_manifest, write_all
@@ -36,29 +34,11 @@ def _print_summary(result: ExportResult) -> None:
 
 @app.command()
 def report(
-    db: Annotated[Path, typer.Option("--db", help="Case database written by ingest and analysis.")],
-    out: Annotated[
-        Path, typer.Option("--out", help="Folder for report.html, timeline.csv and notifications/.")
-    ],
-    aware_at: Annotated[
-        str | None,
-        typer.Option(
-            "--aware-at",
-            help="When the operator became aware of the incident (ISO-8601 with "
-            "offset); sets notify_by.",
-        ),
-    ] = None,
-    rules: Annotated[
-        Path | None,
-        typer.Option(
-            "--rules",
-            help="CSV of notification rules per jurisdiction, replacing or adding to "
-            "the shipped ones.",
-        ),
-    ] = None,
-    json_out: Annotated[
-        bool, typer.Option("--json", help="Print a JSON summary on stdout.")
-    ] = False,
+    db: Db,
+    out: Out,
+    aware_at: AwareAt = InvestigateOptions.aware_at,
+    rules: Rules = InvestigateOptions.rules,
+    json_out: Json = False,
 ) -> None:
     """Write notification lists (CSV, JSON, Parquet), per-account notices, timeline.csv and a
     self-contained report.html from an existing case database. They are built beside OUT and

@@ -2,93 +2,56 @@
 
 from __future__ import annotations
 
-from datetime import datetime
-from pathlib import Path
-
-import typer
-
 from forensics.cli.app import app, console, emit_json, finish
+from forensics.cli.params import (
+    Bugs,
+    Days,
+    FixedAt,
+    Json,
+    NoContents,
+    NoTruth,
+    Requests,
+    Scale,
+    SimModel,
+    SimOut,
+    SimPool,
+    SimSeed,
+)
 from forensics.cli.progress import progress_reporter
-from forensics.errors import UsageError
-
-
-def _parse_time(value: str | None) -> datetime | None:
-    if value is None:
-        return None
-    try:
-        t = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError as exc:
-        raise UsageError(
-            f"--fixed-at '{value}' is not an ISO-8601 time; try --fixed-at 2026-09-05T00:00:00Z"
-        ) from exc
-    if t.tzinfo is None:
-        raise UsageError(f"--fixed-at '{value}' has no offset; add Z or +00:00")
-    return t
+from forensics.isotime import option_time
+from forensics.options import Bug, OutputModel, SimAllocator, SimOptions
 
 
 @app.command()
 def simulate(
-    out_dir: Path = typer.Argument(
-        ..., help="Case folder to create (replaced if it is a simulated case folder)."
-    ),
-    requests: int = typer.Option(500, "--requests", help="Number of requests to simulate."),
-    seed: int = typer.Option(0, "--seed", help="Random seed; the same seed gives the same files."),
-    scale: float = typer.Option(
-        1.0,
-        "--scale",
-        help="Shrink every size (context, pools, "
-        "lengths) by this factor, e.g. 0.001 for a small sample.",
-    ),
-    bug: list[str] = typer.Option(
-        None,
-        "--bug",
-        help="Engine bug to switch on (repeatable): "
-        "oversize-stub, late-transfer, double-alloc, prefix-collision, "
-        "or none. Default: oversize-stub (the incident).",
-    ),
-    fixed_at: str = typer.Option(
-        None, "--fixed-at", help="ISO time after which over-long prompts are refused with HTTP 400."
-    ),
-    days: float = typer.Option(14.0, "--days", help="Length of the traffic window in days."),
-    no_truth: bool = typer.Option(
-        False,
-        "--no-truth",
-        help="Skip ground_truth/ and the "
-        "read sweep (also skips contents.jsonl and response hashes).",
-    ),
-    no_contents: bool = typer.Option(False, "--no-contents", help="Do not write contents.jsonl."),
-    model: str = typer.Option(
-        "synthetic",
-        "--model",
-        help="Output model: synthetic (hash-based, default) or test (the replay test model).",
-    ),
-    allocator: str = typer.Option(
-        "lifo",
-        "--allocator",
-        help="Page reuse: lifo (the simulator's own last-in-first-out pool), sglang (SGLang's "
-        "real PagedTokenToKVPoolAllocator) or vllm (vLLM's real BlockPool); the last two run "
-        "in the engines' environment (scripts/engines_venv.sh).",
-    ),
-    json_out: bool = typer.Option(False, "--json", help="Print a JSON summary on stdout."),
+    out_dir: SimOut,
+    requests: Requests = SimOptions.requests,
+    seed: SimSeed = SimOptions.seed,
+    scale: Scale = SimOptions.scale,
+    bug: Bugs = None,
+    fixed_at: FixedAt = None,
+    days: Days = SimOptions.days,
+    no_truth: NoTruth = not SimOptions.truth,
+    no_contents: NoContents = not SimOptions.contents,
+    model: SimModel = OutputModel(SimOptions.model),
+    allocator: SimPool = SimAllocator(SimOptions.allocator),
+    json_out: Json = False,
 ) -> None:
     """Simulate a disaggregated SGLang cluster and write a case folder plus ground truth."""
-    from forensics.simulate.config import check_bugs
-    from forensics.simulate.run import SimOptions
     from forensics.simulate.run import simulate as run_simulation
 
-    names = bug or ["oversize-stub"]
-    bugs = frozenset() if names == ["none"] else check_bugs(names)
+    chosen = {b.value for b in bug} if bug else SimOptions.bugs
     opts = SimOptions(
         requests=requests,
         seed=seed,
         scale=scale,
-        bugs=bugs,
-        fixed_at=_parse_time(fixed_at),
+        bugs=frozenset(chosen - {Bug.NONE.value}),
+        fixed_at=option_time(fixed_at, "--fixed-at", "2026-09-05T00:00:00Z") if fixed_at else None,
         truth=not no_truth,
         contents=not no_contents,
-        model=model,
+        model=model.value,
         days=days,
-        allocator=allocator,
+        allocator=allocator.value,
     )
     with progress_reporter(console, "simulate") as progress:
         summary = run_simulation(out_dir, opts, progress)

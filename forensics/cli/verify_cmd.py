@@ -2,25 +2,13 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import typer
-
 from forensics.cli.app import app, console, emit_json, finish
+from forensics.cli.params import Json, MovedCase, VerifyOut
 from forensics.verify import verify as run_verify
 
 
 @app.command()
-def verify(
-    out: Path = typer.Argument(..., help="Output folder written by investigate."),
-    case: Path = typer.Option(
-        None,
-        "--case",
-        help="The case folder, where it has moved since the run (default: the "
-        "folder the manifest names).",
-    ),
-    json_out: bool = typer.Option(False, "--json", help="Print a JSON summary on stdout."),
-) -> None:
+def verify(out: VerifyOut, case: MovedCase = None, json_out: Json = False) -> None:
     """Re-hash every input and output the manifest lists: exit 0 when all match, 1 listing
     what differs (changed, missing, or not in the manifest)."""
     result = run_verify(out, case)

@@ -12,20 +12,17 @@ from forensics.pipeline import RunContext
 from forensics.resources import sql
 
 
-def _ledger(params: dict[str, Any]) -> ExternalLedger | None:
-    location = params.get("ledger_external")
-    return ExternalLedger(str(location), params.get("ray")) if location else None
-
-
 def ingest_stage(ctx: RunContext) -> dict[str, Any]:
+    options = ctx.params
+    location = options.ledger_external
     result = ingest_into(
         ctx.con,
         ctx.case_dir,
-        discover(ctx.case_dir, bool(ctx.params.get("follow_links", False))),
-        assume_utc=bool(ctx.params.get("assume_utc", False)),
-        follow_links=bool(ctx.params.get("follow_links", False)),
+        discover(ctx.case_dir, options.follow_links),
+        assume_utc=options.assume_utc,
+        follow_links=options.follow_links,
         progress=ctx.progress,
-        ledger=_ledger(ctx.params),
+        ledger=ExternalLedger(location, options.ray) if location else None,
     )
     quarantine = ctx.wrote(ctx.out_dir / "quarantine.csv")
     ctx.con.execute(sql("export_quarantine").replace("$target", literal(str(quarantine))))

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from forensics.errors import InputError
+from forensics.isotime import parse_iso
 
 _GZIP_MAGIC = b"\x1f\x8b"
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
@@ -104,7 +105,9 @@ def clean(line: str) -> str:
 
 
 def _parse_ts(text: str) -> datetime | None:
-    """A dated time; None for a time without a date (vLLM, SGLang before 0.4)."""
+    """A dated time; None for a time without a date (vLLM, SGLang before 0.4). Not
+    forensics.isotime: Python logging writes the fraction after a comma, and a time without
+    an offset is kept as the log wrote it (naive), never refused."""
     if len(text) < 19:
         return None
     try:
@@ -132,7 +135,7 @@ def _collector_time(text: str) -> tuple[datetime | None, int]:
     base, frac, zone = lead.groups()
     ts = _parse_ts(base + (f".{frac[:6]}" if frac else ""))
     if ts is not None and zone:
-        aware = datetime.fromisoformat(base + ("+00:00" if zone == "Z" else zone))
+        aware = parse_iso(base + zone)
         ts = aware.astimezone(UTC).replace(tzinfo=None, microsecond=ts.microsecond)
     return ts, lead.end()
 

@@ -24,6 +24,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from forensics.errors import InputError, UsageError
+from forensics.isotime import option_time
 
 RULES_FILE = Path(__file__).resolve().parent / "rules.csv"
 MAX_HOURS = 1_000_000.0  # about 114 years
@@ -114,18 +115,7 @@ def match_rule(jurisdiction: str | None, rules: dict[str, Rule]) -> Rule:
 
 def parse_aware_at(text: str) -> datetime:
     """An ISO-8601 time with an offset (or a trailing Z), as an aware UTC datetime."""
-    try:
-        value = datetime.fromisoformat(text.strip().replace("Z", "+00:00").replace("z", "+00:00"))
-        value.astimezone(UTC)
-    except (ValueError, OverflowError) as exc:
-        raise UsageError(
-            f"--aware-at '{text}' is not an ISO-8601 time; write e.g. 2026-09-10T09:00:00+02:00"
-        ) from exc
-    if value.tzinfo is None:
-        raise UsageError(
-            f"--aware-at '{text}' has no UTC offset; add one, e.g. {text}Z or {text}+02:00"
-        )
-    return value.astimezone(UTC)
+    return option_time(text, "--aware-at", "2026-09-10T09:00:00+02:00").astimezone(UTC)
 
 
 def check_aware_at(text: str, rules: dict[str, Rule]) -> datetime:

@@ -11,13 +11,14 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 import jinja2
 
+from forensics.isotime import parse_iso
 from forensics.notify.exports import SIDES, Exports
 from forensics.resources import resource_dir
 from forensics.textsafe import html_value, markdown_text
@@ -52,7 +53,7 @@ def human_time(value: str | None) -> str:
     """'2026-08-27T10:00:01.000200Z' as '27 August 2026, 10:00 UTC' (minutes, for people)."""
     if not value:
         return _Text("an unknown time")
-    moment = datetime.fromisoformat(value.replace("Z", "+00:00")).astimezone(UTC)
+    moment = parse_iso(value).astimezone(UTC)
     return _Text(f"{moment.day} {moment:%B %Y, %H:%M} UTC")
 
 

@@ -12,17 +12,17 @@ their cross-account pairs into `reconstructed` exposures of the affected parties
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import asdict, dataclass
 from typing import Any
 
 import duckdb
 import pyarrow as pa
 
 from forensics.analysis import aggregate
-from forensics.analysis.screening import ScreeningParams, screen
+from forensics.analysis.screening import screen
 from forensics.engines.client import EngineAllocators
 from forensics.errors import UsageError
 from forensics.ingest.sqlrun import run_script
+from forensics.options import ReconstructOptions, ScreeningParams
 from forensics.pipeline import RunContext
 from forensics.progress import ProgressFn, no_progress
 from forensics.reconstruct.decide import Decider, load_decider
@@ -32,29 +32,6 @@ from forensics.simulate.allocator import PagePool
 from forensics.simulate.engine_pool import EnginePagePool
 
 STUB_REASONS = ("over-pool", "engine-rejected", "fast-ttft")
-ALLOCATORS = ("auto", "lifo", "sglang", "vllm")
-
-
-@dataclass(frozen=True)
-class ReconstructParams:
-    allocator: str = "auto"  # auto: from the node's engine
-    orders: int = 8  # explored orders per node when the timestamps leave ties
-    skew_ms: float = 5.0  # operations closer than this are not ordered by their timestamps
-    replay_budget: int = 4  # layouts replayed per stub receiver (0: replay decides nothing)
-
-    @classmethod
-    def from_params(cls, params: dict[str, Any]) -> ReconstructParams:
-        known = {k: params[k] for k in asdict(cls()) if params.get(k) is not None}
-        out = cls(**known)
-        if out.allocator not in ALLOCATORS:
-            raise UsageError(
-                f"unknown --allocator '{out.allocator}'; known: {', '.join(ALLOCATORS)}"
-            )
-        if out.replay_budget < 0:
-            raise UsageError("--replay-budget must be 0 or more")
-        if out.orders < 1:
-            raise UsageError("--orders must be at least 1")
-        return out
 
 
 def allocator_for(engine: str | None, chosen: str) -> str:
@@ -100,20 +77,17 @@ class Pools:
 
 def reconstruct(
     con: duckdb.DuckDBPyConnection,
-    params: dict[str, Any] | None = None,
+    options: ReconstructOptions | None = None,
     progress: ProgressFn = no_progress,
 ) -> dict[str, Any]:
     """Write the reconstructed_* tables for every ledger-less node; returns the summary."""
-    params = params or {}
-    rp = ReconstructParams.from_params(params)
+    rp = options or ReconstructOptions()
     aggregate.prepare(con)
-    screen(con, ScreeningParams.from_params(params))  # the stub reasons
+    screen(con, ScreeningParams())  # the stub reasons
     run_script(con, sql("reconstruct_clear"))
     pools = Pools()
     summary: dict[str, Any] = {"nodes": [], "skipped": []}
-    decider = load_decider(
-        con, params.get("replay_model"), params.get("replay_device") or "auto", rp.replay_budget
-    )
+    decider = load_decider(con, rp.replay_model, rp.replay_device.value, rp.replay_budget)
     try:
         nodes = con.execute(sql("reconstruct_nodes")).fetchall()
         for k, (node, role, engine, version, page_size, pool_slots) in enumerate(nodes):
@@ -123,7 +97,7 @@ def reconstruct(
                     {"node": node, "why": "no page size or pool size in the nodes table or log"}
                 )
                 continue
-            kind = allocator_for(engine, rp.allocator)
+            kind = allocator_for(engine, rp.allocator.value)
             try:
                 row = _node(
                     con, pools, rp, decider, node, role, kind, int(page_size), int(pool_slots)
@@ -148,14 +122,19 @@ def reconstruct(
     summary.update(zip(names, figures, strict=True))
     summary["layouts_replayed"] = decider.replayed if decider is not None else 0
     summary["findings"] = bool(summary["cross_account_pairs"])
-    summary["parameters"] = asdict(rp)
+    summary["parameters"] = {
+        "allocator": rp.allocator.value,
+        "orders": rp.orders,
+        "skew_ms": rp.skew_ms,
+        "replay_budget": rp.replay_budget,
+    }
     return summary
 
 
 def _node(
     con: duckdb.DuckDBPyConnection,
     pools: Pools,
-    rp: ReconstructParams,
+    rp: ReconstructOptions,
     decider: Decider | None,
     node: str,
     role: str,
@@ -276,4 +255,4 @@ def _store(
 
 
 def reconstruct_stage(ctx: RunContext) -> dict[str, Any]:
-    return reconstruct(ctx.con, ctx.params, ctx.progress)
+    return reconstruct(ctx.con, ctx.params.reconstruction(), ctx.progress)

@@ -182,8 +182,8 @@ def _result_json(r: Any, run: Any, timings: bool) -> dict[str, Any]:
 
 
 def replay_stage(ctx: Any) -> dict[str, Any]:
-    """investigate's replay stage: every suspect, with ctx.params['replay_model'] (default: the
-    test model when the case was served by it) on ctx.params['replay_device'] (default auto).
+    """investigate's replay stage: every suspect, with ctx.params.replay_model (default: the
+    test model when the case was served by it) on ctx.params.replay_device.
     Without the extra it only says how to enable replay."""
     if not replay_available():
         return {
@@ -194,9 +194,13 @@ def replay_stage(ctx: Any) -> dict[str, Any]:
         find_suspects(ctx.con)
     except CaseError:
         return {"status": "skipped", "headline": "replay skipped: no analysis tables"}
-    model = ctx.params.get("replay_model")
-    device = str(ctx.params.get("replay_device") or "auto")
+    options = ctx.params
     run = run_case_replay(
-        ctx.con, model, device, None, ctx.progress, served_model=ctx.params.get("served_model")
+        ctx.con,
+        options.replay_model,
+        options.replay_device.value,
+        None,
+        ctx.progress,
+        served_model=options.served_model,
     )
     return summarise(run, timings=False)

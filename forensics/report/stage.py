@@ -166,15 +166,15 @@ def write_all(
 
 
 def export_stage(ctx: RunContext) -> dict[str, Any]:
-    """investigate stage: params 'aware_at' (ISO text or datetime) and 'rules' (path), optional.
+    """investigate stage: ctx.params.aware_at (ISO text) and ctx.params.rules, both optional.
 
     OUT/manifest.json is written after the stages, so a file there now is a previous run's; the
     report shows this run's parameters and stages instead."""
-    aware = ctx.params.get("aware_at")
-    aware_at = parse_aware_at(aware) if isinstance(aware, str) else aware
-    rules = ctx.params.get("rules")
+    aware = ctx.params.aware_at
+    aware_at = parse_aware_at(aware) if aware is not None else None
+    rules = ctx.params.rules
     this_run = {
-        "parameters": ctx.params,
+        "parameters": ctx.params.parameters(),
         "stages_before_export": sorted(ctx.summaries),
         "run_id": ctx.run_id,
     }
@@ -182,7 +182,7 @@ def export_stage(ctx: RunContext) -> dict[str, Any]:
         ctx.con,
         ctx.out_dir,
         aware_at=aware_at,
-        rules_file=Path(rules) if rules else None,
+        rules_file=rules,
         case_label=str(ctx.case_dir),
         manifest=this_run,
     )

@@ -13,8 +13,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from forensics.errors import UsageError
+from forensics.options import Bug
 
-BUGS = ("oversize-stub", "late-transfer", "double-alloc", "prefix-collision")
+BUGS = tuple(b.value for b in Bug if b is not Bug.NONE)
 DEFAULT_START = datetime(2026, 8, 27, 0, 0, tzinfo=UTC)
 
 
@@ -93,15 +94,3 @@ class Scenario:
         """(node, role) for every engine instance, prefill nodes first."""
         nodes = [(f"prefill-{i}", "prefill") for i in range(self.prefill_nodes)]
         return nodes + [(f"decode-{i}", "decode") for i in range(self.decode_nodes)]
-
-
-def check_bugs(names: list[str]) -> frozenset[str]:
-    """Validate --bug values, suggesting the closest known name."""
-    import difflib
-
-    for name in names:
-        if name not in BUGS:
-            close = difflib.get_close_matches(name, BUGS, n=1)
-            hint = f" Did you mean '{close[0]}'?" if close else ""
-            raise UsageError(f"unknown --bug '{name}'; known: {', '.join(BUGS)}.{hint}")
-    return frozenset(names)

@@ -7,12 +7,11 @@ import dataclasses
 import json
 import shutil
 import time
-from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from forensics.errors import UsageError
+from forensics.options import SimOptions
 from forensics.progress import ProgressFn, no_progress
 from forensics.simulate import truth_tables as T
 from forensics.simulate import writers as W
@@ -23,22 +22,6 @@ from forensics.simulate.logs import write_logs
 from forensics.simulate.outputs import load_model
 from forensics.simulate.reads import Sweep, TokenStore
 from forensics.simulate.traffic import make_traffic
-
-
-@dataclass(frozen=True)
-class SimOptions:
-    requests: int
-    seed: int
-    scale: float = 1.0
-    bugs: frozenset[str] = frozenset({"oversize-stub"})
-    fixed_at: datetime | None = None
-    truth: bool = True
-    contents: bool = True
-    model: str = "synthetic"
-    days: float = 14.0
-    flush_rows: int = 1 << 20
-    allocator: str = "lifo"  # lifo | sglang | vllm
-    overrides: tuple[tuple[str, Any], ...] = ()  # other Scenario fields, e.g. bug rates
 
 
 def scenario(opts: SimOptions) -> Scenario:

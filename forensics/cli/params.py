@@ -1,0 +1,292 @@
+"""Every option and argument of every command, declared once.
+
+Each is an `Annotated` alias carrying its flag, help text and (for fixed choices) its enum; a
+command names the alias as its parameter's type and takes the default from the library's typed
+options (forensics.options, forensics.bench.run), so a default is written once, where the
+library defines it. Two commands that take the same option use the same alias; the few flags
+that mean something different in different commands are listed in PER_COMMAND with the reason
+(tests/test_cli_params.py checks both).
+
+`--ray` and `--ledger-external` may be given without a value (see forensics.cli.ray_option)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from forensics.cli.ray_option import LEDGER_HELP, RAY_HELP
+from forensics.options import Allocator, Bug, Device, Engine, Mix, OutputModel, SimAllocator
+
+# Flags whose meaning differs between commands, each command with its own alias below.
+PER_COMMAND = {
+    "--model": "simulate: what makes the simulated outputs; replay: the model replayed with",
+    "--allocator": "simulate: the simulator's page pool; reconstruct: also auto, per node",
+    "--seed": "bench keeps its own seed so that its figures compare from run to run",
+}
+
+_MODEL_HELP = (
+    "a local Hugging Face causal-LM folder, an org/name already in the local Hugging Face "
+    "cache (never downloaded), or 'test' for the project's test model (default: 'test' when "
+    "the case was served by it)."
+)
+_DEVICE_HELP = "auto (CUDA when present), cpu or cuda."
+_SERVED_HELP = (
+    "The request log's name for the replay model, when it differs from the org/name or folder "
+    "name; only runs with the logged model raise confidence."
+)
+
+# --- the case, the database, the output ------------------------------------------------------
+CaseDir = Annotated[Path, typer.Argument(help="Case folder with requests, kv_events, nodes, ...")]
+Db = Annotated[
+    Path,
+    typer.Option(
+        "--db",
+        help="Case database (DuckDB): `kvforensics ingest` creates or refreshes it; the other "
+        "commands read it and add their tables.",
+    ),
+]
+Out = Annotated[
+    Path,
+    typer.Option(
+        "--out",
+        help="Output folder (created if missing) for report.html, timeline.csv and "
+        "notifications/; investigate adds the case database and manifest.json.",
+    ),
+]
+Json = Annotated[bool, typer.Option("--json", help="Print the result as JSON on stdout.")]
+
+# --- reading the case --------------------------------------------------------------------------
+AssumeUtc = Annotated[
+    bool,
+    typer.Option(
+        "--assume-utc",
+        help="Read timestamps without an offset as UTC instead of quarantining them.",
+    ),
+]
+FollowLinks = Annotated[
+    bool,
+    typer.Option(
+        "--follow-links",
+        help="Read symbolic links in the case folder that lead outside it (by default they "
+        "are skipped and listed).",
+    ),
+]
+Ray = Annotated[str | None, typer.Option("--ray", help=RAY_HELP, metavar="[ADDRESS]")]
+LedgerExternal = Annotated[
+    str | None, typer.Option("--ledger-external", help=LEDGER_HELP, metavar="[LOCATION]")
+]
+
+# --- notification -----------------------------------------------------------------------------
+AwareAt = Annotated[
+    str | None,
+    typer.Option(
+        "--aware-at",
+        help="When the operator became aware of the incident (ISO-8601 with offset); sets "
+        "notify_by.",
+    ),
+]
+Rules = Annotated[
+    Path | None,
+    typer.Option(
+        "--rules",
+        help="CSV of notification deadline rules that replace or add to the shipped ones "
+        "(header: jurisdiction,notify_within_hours,authority_within_hours,basis).",
+    ),
+]
+
+# --- analysis ----------------------------------------------------------------------------------
+WindowS = Annotated[
+    float,
+    typer.Option(
+        "--window-s",
+        help="Screening: seconds before a suspect in which requests on the same decode node "
+        "are possible leakers.",
+    ),
+]
+TtftFactor = Annotated[
+    float,
+    typer.Option(
+        "--ttft-factor",
+        help="Screening: flag a time to first token this many times shorter than the node's "
+        "normal prefill rate predicts.",
+    ),
+]
+Workers = Annotated[int, typer.Option("--workers", help="Nodes swept in parallel.")]
+
+# --- replay ------------------------------------------------------------------------------------
+ReplayModel = Annotated[
+    str | None, typer.Option("--replay-model", help="Model for replay: " + _MODEL_HELP)
+]
+ReplayDevice = Annotated[Device, typer.Option("--replay-device", help=_DEVICE_HELP)]
+ServedModel = Annotated[str | None, typer.Option("--served-model", help=_SERVED_HELP)]
+Model = Annotated[str | None, typer.Option("--model", help="The model: " + _MODEL_HELP)]
+ReplayOn = Annotated[Device, typer.Option("--device", help=_DEVICE_HELP)]
+DeviceMap = Annotated[
+    str | None,
+    typer.Option(
+        "--device-map",
+        help="auto: spread the model over every visible GPU (needs accelerate, part of the "
+        "replay extra).",
+    ),
+]
+Request = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--request",
+        help="Replay only this request id (repeatable; default: every suspect in exposures "
+        "and screening).",
+    ),
+]
+
+# --- reconstruct -------------------------------------------------------------------------------
+ReconstructAllocator = Annotated[
+    Allocator,
+    typer.Option(
+        "--allocator",
+        help="Allocator to drive: auto (from each node's engine: SGLang's or vLLM's real "
+        "class, the LIFO model when unknown), sglang, vllm or lifo.",
+    ),
+]
+Orders = Annotated[
+    int,
+    typer.Option(
+        "--orders", help="Orders of events explored per node where the timestamps do not decide."
+    ),
+]
+SkewMs = Annotated[
+    float,
+    typer.Option(
+        "--skew-ms",
+        help="Operations closer than this (clock resolution and skew between the gateway and "
+        "the nodes) are not ordered by their timestamps.",
+    ),
+]
+ReplayBudget = Annotated[
+    int,
+    typer.Option(
+        "--replay-budget", help="Layouts replayed per stub receiver, most frequent first."
+    ),
+]
+
+# --- simulate ----------------------------------------------------------------------------------
+SimOut = Annotated[
+    Path,
+    typer.Argument(help="Case folder to create (replaced if it is a simulated case folder)."),
+]
+Requests = Annotated[int, typer.Option("--requests", help="Number of requests to simulate.")]
+SimSeed = Annotated[
+    int, typer.Option("--seed", help="Random seed; the same seed gives the same files.")
+]
+Scale = Annotated[
+    float,
+    typer.Option(
+        "--scale",
+        help="Shrink every size (context, pools, lengths) by this factor, e.g. 0.001 for a "
+        "small sample.",
+    ),
+]
+Bugs = Annotated[
+    list[Bug] | None,
+    typer.Option(
+        "--bug",
+        help="Engine bug to switch on (repeatable), or none. Default: oversize-stub (the "
+        "incident).",
+    ),
+]
+FixedAt = Annotated[
+    str | None,
+    typer.Option(
+        "--fixed-at",
+        help="ISO-8601 time (with offset) after which over-long prompts are refused with HTTP 400.",
+    ),
+]
+Days = Annotated[float, typer.Option("--days", help="Length of the traffic window in days.")]
+NoTruth = Annotated[
+    bool,
+    typer.Option(
+        "--no-truth",
+        help="Skip ground_truth/ and the read sweep (also skips contents.jsonl and response "
+        "hashes).",
+    ),
+]
+NoContents = Annotated[bool, typer.Option("--no-contents", help="Do not write contents.jsonl.")]
+SimModel = Annotated[
+    OutputModel,
+    typer.Option(
+        "--model",
+        help="Output model: synthetic (hash-based) or test (the replay test model).",
+    ),
+]
+SimPool = Annotated[
+    SimAllocator,
+    typer.Option(
+        "--allocator",
+        help="Page reuse: lifo (the simulator's own last-in-first-out pool), sglang (SGLang's "
+        "real PagedTokenToKVPoolAllocator) or vllm (vLLM's real BlockPool); the last two run "
+        "in the engines' environment (scripts/engines_venv.sh).",
+    ),
+]
+
+# --- bench -------------------------------------------------------------------------------------
+Events = Annotated[int, typer.Option("--events", help="About how many ledger events.")]
+BenchMix = Annotated[
+    Mix,
+    typer.Option(
+        "--mix",
+        help="short: chat prompts; long: long-context traffic with requests up to a million slots.",
+    ),
+]
+BenchSeed = Annotated[int, typer.Option("--seed", help="Simulator seed.")]
+MemoryLimit = Annotated[
+    str | None,
+    typer.Option("--memory-limit", help="DuckDB memory limit for ingest and analysis, e.g. 2GB."),
+]
+Workdir = Annotated[
+    Path | None,
+    typer.Option(
+        "--workdir", help="Where to write the ledger (default: the system's temporary folder)."
+    ),
+]
+Keep = Annotated[bool, typer.Option("--keep", help="Keep the ledger and case database.")]
+Naive = Annotated[
+    bool,
+    typer.Option(
+        "--naive/--no-naive",
+        help="Also run the naive per-slot approach where it fits in a few minutes.",
+    ),
+]
+
+# --- audit-logs, tap, verify -------------------------------------------------------------------
+LogPaths = Annotated[
+    list[Path],
+    typer.Argument(help="SGLang or vLLM log files (plain, .gz or .zst) or folders of them."),
+]
+NodeMap = Annotated[
+    Path | None,
+    typer.Option(
+        "--node-map",
+        help="CSV with header node,file_glob naming the node of each file (default: the node "
+        "is taken from the file name).",
+    ),
+]
+TapEngine = Annotated[Engine, typer.Argument(help="The serving engine: sglang or vllm.")]
+TapDir = Annotated[Path, typer.Option("--dir", help="Folder the ledger is written to.")]
+TapNode = Annotated[
+    str | None,
+    typer.Option("--node", help="Node name in the ledger (default: host:port of the server)."),
+]
+TapContents = Annotated[
+    bool,
+    typer.Option("--contents", help="Also record prompt and output token ids (for replay)."),
+]
+VerifyOut = Annotated[Path, typer.Argument(help="Output folder written by investigate.")]
+MovedCase = Annotated[
+    Path | None,
+    typer.Option(
+        "--case",
+        help="The case folder, where it has moved since the run (default: the folder the "
+        "manifest names).",
+    ),
+]

@@ -1,0 +1,212 @@
+"""The options of the commands, as typed values: the fixed choices as enums, and for each command
+that runs stages a frozen dataclass built once from its parameters, checked when built, and read
+by the stages. Every default is defined here, once; the command line takes its defaults from
+these classes.
+
+A leaf module: it imports nothing from the command line, the pipeline or the stages."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+from pathlib import Path
+from typing import Any, TypeVar
+
+from forensics.errors import UsageError
+from forensics.ingest.hashing import sha256_file
+
+E = TypeVar("E", bound=StrEnum)
+
+
+class Device(StrEnum):
+    """Where replay runs: auto is CUDA when present, else the CPU."""
+
+    AUTO = "auto"
+    CPU = "cpu"
+    CUDA = "cuda"
+
+
+class Allocator(StrEnum):
+    """The allocator reconstruct drives: auto picks each node's engine's own (LIFO if unknown)."""
+
+    AUTO = "auto"
+    LIFO = "lifo"
+    SGLANG = "sglang"
+    VLLM = "vllm"
+
+
+class SimAllocator(StrEnum):
+    """The page pool of the simulator: its own LIFO pool, or an engine's real allocator."""
+
+    LIFO = "lifo"
+    SGLANG = "sglang"
+    VLLM = "vllm"
+
+
+class Bug(StrEnum):
+    """An engine bug the simulator can switch on; NONE switches every bug off."""
+
+    OVERSIZE_STUB = "oversize-stub"
+    LATE_TRANSFER = "late-transfer"
+    DOUBLE_ALLOC = "double-alloc"
+    PREFIX_COLLISION = "prefix-collision"
+    NONE = "none"
+
+
+class OutputModel(StrEnum):
+    """What makes the simulated outputs: a hash of the prompt, or the replay test model."""
+
+    SYNTHETIC = "synthetic"
+    TEST = "test"
+
+
+class Mix(StrEnum):
+    """The traffic of the scale benchmark: chat prompts, or long-context requests."""
+
+    SHORT = "short"
+    LONG = "long"
+
+
+class Engine(StrEnum):
+    """A serving engine the KV ledger tap can run."""
+
+    SGLANG = "sglang"
+    VLLM = "vllm"
+
+
+def _enum(kind: type[E], value: str | E, option: str) -> E:
+    """`value` as a member of `kind`; a UsageError naming the option and the choices if not."""
+    try:
+        return kind(value)
+    except ValueError:
+        known = ", ".join(m.value for m in kind)
+        raise UsageError(f"{option} '{value}' is not one of {known}") from None
+
+
+@dataclass(frozen=True)
+class SimOptions:
+    """`kvforensics simulate`: the simulated traffic, the engine's bugs and what is written."""
+
+    requests: int = 500
+    seed: int = 0  # the same seed gives the same files
+    scale: float = 1.0  # every size (context, pools, lengths) shrunk by this factor
+    bugs: frozenset[str] = frozenset({Bug.OVERSIZE_STUB.value})
+    fixed_at: datetime | None = None  # over-long prompts refused with HTTP 400 from then on
+    truth: bool = True
+    contents: bool = True
+    model: str = OutputModel.SYNTHETIC.value
+    days: float = 14.0  # the traffic window
+    flush_rows: int = 1 << 20
+    allocator: str = SimAllocator.LIFO.value
+    overrides: tuple[tuple[str, Any], ...] = ()  # other Scenario fields, e.g. bug rates
+
+
+@dataclass(frozen=True)
+class ScreeningParams:
+    """The screening thresholds (see forensics.analysis.screening)."""
+
+    window_s: float = 600.0  # seconds before a suspect in which same-node requests may leak
+    ttft_factor: float = 10.0  # time to first token this many times too short is suspect
+    mad_k: float = 4.0
+    min_prompt: int = 256
+    min_normal: int = 5
+
+
+@dataclass(frozen=True)
+class AnalysisOptions:
+    """`kvforensics analyze`: the screening thresholds on the command line, and where the
+    per-node sweep runs."""
+
+    window_s: float = ScreeningParams.window_s
+    ttft_factor: float = ScreeningParams.ttft_factor
+    workers: int = 2  # nodes swept in parallel
+    ray: str | None = None  # Ray cluster address, or "local"; None: the local engine
+
+    def __post_init__(self) -> None:
+        if self.workers < 1:
+            raise UsageError("--workers must be at least 1")
+
+    def screening(self) -> ScreeningParams:
+        return ScreeningParams(window_s=self.window_s, ttft_factor=self.ttft_factor)
+
+
+@dataclass(frozen=True)
+class ReconstructOptions:
+    """`kvforensics reconstruct`: how ledger-less nodes' page traces are rebuilt."""
+
+    allocator: Allocator = Allocator.AUTO
+    orders: int = 8  # explored orders per node when the timestamps leave ties
+    skew_ms: float = 5.0  # operations closer than this are not ordered by their timestamps
+    replay_budget: int = 4  # layouts replayed per stub receiver (0: replay decides nothing)
+    replay_model: str | None = None  # None: the test model when the request log names it
+    replay_device: Device = Device.AUTO
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "allocator", _enum(Allocator, self.allocator, "--allocator"))
+        device = _enum(Device, self.replay_device, "--replay-device")
+        object.__setattr__(self, "replay_device", device)
+        if self.replay_budget < 0:
+            raise UsageError("--replay-budget must be 0 or more")
+        if self.orders < 1:
+            raise UsageError("--orders must be at least 1")
+
+
+@dataclass(frozen=True)
+class ReplayOptions:
+    """`kvforensics replay`: the model, where it runs, and which suspects."""
+
+    model: str | None = None  # None: the test model when the case was served by it
+    served_model: str | None = None  # the request log's name for the model, when it differs
+    device: Device = Device.AUTO
+    device_map: str | None = None  # auto: spread the model over every visible GPU
+    requests: tuple[str, ...] = ()  # empty: every suspect
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "device", _enum(Device, self.device, "--device"))
+        object.__setattr__(self, "requests", tuple(self.requests))
+
+
+@dataclass(frozen=True)
+class InvestigateOptions:
+    """`kvforensics investigate`: what every stage of the run reads, and what the manifest
+    records as its parameters."""
+
+    assume_utc: bool = False
+    aware_at: str | None = None  # ISO-8601 with an offset, as given
+    replay_model: str | None = None
+    replay_device: Device = Device.AUTO
+    served_model: str | None = None
+    rules: Path | None = None  # notification rules replacing or adding to the shipped ones
+    follow_links: bool = False
+    ray: str | None = None  # Ray cluster address, or "local"; None: the local engine
+    ledger_external: str | None = None  # ledger kept outside the database: folder or URL
+    command: tuple[str, ...] = field(default=(), compare=False)
+
+    def __post_init__(self) -> None:
+        device = _enum(Device, self.replay_device, "--replay-device")
+        object.__setattr__(self, "replay_device", device)
+        object.__setattr__(self, "rules", Path(self.rules) if self.rules is not None else None)
+        object.__setattr__(self, "command", tuple(self.command))
+
+    def parameters(self) -> dict[str, Any]:
+        """What the manifest and the report record (the rules file with its SHA-256, so the
+        deadlines can be traced to the exact rules)."""
+        out: dict[str, Any] = {
+            "assume_utc": self.assume_utc,
+            "aware_at": self.aware_at,
+            "replay_model": self.replay_model,
+            "replay_device": self.replay_device.value,
+            "served_model": self.served_model,
+            "rules": str(self.rules) if self.rules else None,
+            "follow_links": self.follow_links,
+            "rules_sha256": sha256_file(self.rules) if self.rules else None,
+        }
+        extra = {"ray": self.ray, "ledger_external": self.ledger_external}
+        return {**out, **{k: v for k, v in extra.items() if v is not None}}
+
+    def analysis(self) -> AnalysisOptions:
+        return AnalysisOptions(ray=self.ray)
+
+    def reconstruction(self) -> ReconstructOptions:
+        return ReconstructOptions(replay_model=self.replay_model, replay_device=self.replay_device)
