@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from forensics.context import RunContext, StageResult
+from forensics.db import BOOKKEEPING_TABLES
 from forensics.ingest.discover import discover
 from forensics.ingest.load import ingest_into
 from forensics.ingest.readers import literal
 from forensics.ledger.store import ExternalLedger
-from forensics.pipeline import RunContext
 from forensics.resources import sql
 
 
@@ -17,7 +18,7 @@ def _ledger(params: dict[str, Any]) -> ExternalLedger | None:
     return ExternalLedger(str(location), params.get("ray")) if location else None
 
 
-def ingest_stage(ctx: RunContext) -> dict[str, Any]:
+def ingest_stage(ctx: RunContext) -> StageResult:
     result = ingest_into(
         ctx.con,
         ctx.case_dir,
@@ -27,7 +28,12 @@ def ingest_stage(ctx: RunContext) -> dict[str, Any]:
         progress=ctx.progress,
         ledger=_ledger(ctx.params),
     )
-    quarantine = ctx.wrote(ctx.out_dir / "quarantine.csv")
+    quarantine = ctx.out_dir / "quarantine.csv"
     ctx.con.execute(sql("export_quarantine").replace("$target", literal(str(quarantine))))
     ctx.ingest = result
-    return result.to_json()
+    return StageResult(
+        summary=result.to_json(),
+        findings=result.rows_quarantined > 0,
+        tables=tuple(sorted(set(result.by_table()) | set(BOOKKEEPING_TABLES))),
+        files=(quarantine,),
+    )
