@@ -73,6 +73,7 @@ class InvestigateResult:
             "out_dir": str(self.out_dir),
             "findings": self.findings,
             "stages": self.stages,
+            "tables": {name: list(result.tables) for name, result in self.results.items()},
             "written": [str(p) for p in self.written],
         }
 
