@@ -62,6 +62,7 @@ class Edge:
     target: str
     line: int
     type_only: bool  # under `if TYPE_CHECKING:`
+    lazy: bool = False  # inside a function
 
 
 def find_modules(package_dir: Path, root: str = ROOT) -> dict[str, Path]:
@@ -99,12 +100,12 @@ def module_edges(module: str, path: Path, modules: dict[str, Path]) -> list[Edge
     edges: list[Edge] = []
     is_package = path.name == "__init__.py"
 
-    def visit(node: ast.AST, type_only: bool) -> None:
+    def visit(node: ast.AST, type_only: bool, lazy: bool) -> None:
         if isinstance(node, ast.If) and _is_type_checking(node.test):
             for child in node.body:
-                visit(child, True)
+                visit(child, True, lazy)
             for child in node.orelse:
-                visit(child, type_only)
+                visit(child, type_only, lazy)
             return
         if isinstance(node, ast.Import | ast.ImportFrom):
             names = _imported(node, module, is_package)
@@ -117,12 +118,13 @@ def module_edges(module: str, path: Path, modules: dict[str, Path]) -> list[Edge
                 targets = submodules + ([_owner(names[0], modules)] if rest else [])
             for target in targets:
                 if target is not None and target != module:
-                    edges.append(Edge(module, target, node.lineno, type_only))
+                    edges.append(Edge(module, target, node.lineno, type_only, lazy))
             return
+        inner = lazy or isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda)
         for child in ast.iter_child_nodes(node):
-            visit(child, type_only)
+            visit(child, type_only, inner)
 
-    visit(ast.parse(path.read_text(encoding="utf-8"), str(path)), False)
+    visit(ast.parse(path.read_text(encoding="utf-8"), str(path)), False, False)
     return edges
 
 
@@ -193,6 +195,71 @@ def layer_violations(edges: list[Edge]) -> list[str]:
     return out
 
 
+# The optional extras: a module that imports one at load time is imported lazily by the rest.
+OPTIONAL_EXTRAS = frozenset({"torch", "transformers", "safetensors", "accelerate", "ray"})
+
+
+def load_time_imports(path: Path) -> set[str]:
+    """Top-level names of every package a module imports when it loads (outside functions)."""
+    found: set[str] = set()
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, ast.Import):
+            found.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            found.add(node.module.split(".")[0])
+        elif not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            for child in ast.iter_child_nodes(node):
+                visit(child)
+
+    visit(ast.parse(path.read_text(encoding="utf-8")))
+    return found
+
+
+def needing_extras(package_dir: Path, edges: list[Edge], root: str = ROOT) -> set[str]:
+    """Modules that import an optional extra when they load, themselves or through package
+    modules they import at load time."""
+    modules = find_modules(package_dir, root)
+    needs = {m for m, path in modules.items() if load_time_imports(path) & OPTIONAL_EXTRAS}
+    loads = [(e.source, e.target) for e in edges if not e.lazy and not e.type_only]
+    grew = True
+    while grew:
+        before = len(needs)
+        needs |= {source for source, target in loads if target in needs}
+        grew = len(needs) > before
+    return needs
+
+
+SEAMS = frozenset({"forensics.simulate.outputs", "forensics.simulate.run"})
+
+
+def _package(module: str) -> str:
+    return ".".join(module.split(".")[:2])
+
+
+def hidden_imports(package_dir: Path, root: str = ROOT) -> list[str]:
+    """Function-level imports of another package's module by a module below the whole-run
+    layer, where the imported module needs no optional extra (so nothing but a cycle or a
+    layer breach would call for the import to be hidden in a function). The base layer is
+    exempt as a target: it imports nothing above it, so a late import of it hides nothing. So are
+    the simulator's outputs and run modules as sources: they reach the replay package through a
+    seam that tests/test_simulate_outputs.py replaces in sys.modules."""
+    edges = import_edges(package_dir, root)
+    needs = needing_extras(package_dir, edges, root)
+    whole_runs = [name for name, _ in LAYERS].index("whole runs")
+    base = len(LAYERS) - 1
+    out = []
+    for e in edges:
+        source, target = layer_of(e.source), layer_of(e.target)
+        if not e.lazy or source is None or source <= whole_runs or target == base:
+            continue
+        if e.source in SEAMS:
+            continue
+        if _package(e.source) != _package(e.target) and e.target not in needs:
+            out.append(f"{e.source} imports {e.target} inside a function (line {e.line})")
+    return out
+
+
 PACKAGE_DIR = Path(forensics.__file__).parent
 
 
@@ -224,6 +291,18 @@ def test_the_stage_modules_see_neither_the_pipeline_nor_the_commands() -> None:
         and any(e.target == u or e.target.startswith(u + ".") for u in upper)
     ]
     assert not bad, "\n".join(bad)
+
+
+def test_stages_import_other_packages_at_load_time() -> None:
+    """Below the whole-run layer, a module imports another package's module inside a function
+    only when that module needs an optional extra (torch for replay, ray)."""
+    hidden = hidden_imports(PACKAGE_DIR)
+    assert not hidden, "\n".join(hidden)
+
+
+def test_the_stage_list_imports_nothing_late() -> None:
+    late = [e for e in import_edges(PACKAGE_DIR) if e.source == "forensics.pipeline" and e.lazy]
+    assert not late, late
 
 
 def test_find_cycle_on_hand_made_graphs() -> None:
@@ -294,3 +373,30 @@ def test_relative_and_type_only_imports(tmp_path: Path) -> None:
     }
     assert find_cycle(runtime_graph(import_edges(package))) is None  # the type-only edge
     assert len(layer_violations(import_edges(package))) == 1  # tap may not use the report
+
+
+def test_a_hidden_import_is_found_unless_it_needs_an_extra(tmp_path: Path) -> None:
+    package = _plant(
+        tmp_path,
+        {
+            "__init__.py": "",
+            "errors.py": "",
+            "replay/__init__.py": "",
+            "replay/decode.py": "import torch\n",
+            "replay/testmodel.py": "import numpy\n",
+            "replay/replay.py": "from forensics.replay import decode\n",
+            "reconstruct/__init__.py": "",
+            "reconstruct/decide.py": (
+                "def f():\n"
+                "    from forensics.replay.replay import x\n"  # needs torch through decode
+                "    from forensics.replay import testmodel\n"  # needs no extra: hidden
+                "    from forensics.errors import E\n"  # the base layer: exempt
+                "    return x, testmodel, E\n"
+            ),
+        },
+    )
+    edges = import_edges(package)
+    assert needing_extras(package, edges) == {"forensics.replay.decode", "forensics.replay.replay"}
+    assert hidden_imports(package) == [
+        "forensics.reconstruct.decide imports forensics.replay.testmodel inside a function (line 3)"
+    ]

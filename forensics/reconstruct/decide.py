@@ -18,6 +18,7 @@ import duckdb
 
 from forensics.reconstruct.trace import Layout, Req
 from forensics.replay import replay_available
+from forensics.replay.ledger import load_contents
 from forensics.replay.loader import load_model
 from forensics.replay.testmodel import TEST_MODEL_NAME
 from forensics.resources import sql
@@ -38,7 +39,6 @@ class Decider:
         """Leaker index -> confirmed | cleared, for one receiver (empty: undecided). The
         replay modules that need torch are imported here, once a model is loaded."""
         from forensics.replay.decode import greedy_decode, prefill_first_token
-        from forensics.replay.ledger import load_contents
         from forensics.replay.replay import response_sha256
 
         r = reqs[receiver]
