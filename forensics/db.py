@@ -1,15 +1,16 @@
-"""Open a case database with the project's settings, macros and schema."""
+"""Open a case database with the project's settings, macros, schema and ledger view (the
+settings themselves are in forensics.dbopen), and the catalog helpers every stage uses."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
+from typing import Any
 
 import duckdb
 
-from forensics.ingest.sqlrun import run_script
+from forensics.dbopen import open_database
+from forensics.ledger.store import attach
 from forensics.resources import sql
-from forensics.schema_docs import apply_comments
 
 INPUT_TABLES = (
     "requests",
@@ -26,62 +27,25 @@ INPUT_TABLES = (
 BOOKKEEPING_TABLES = ("quarantine", "ingest_warnings", "input_files")
 
 
-# DuckDB's own default is 80 % of the machine's memory; the compiled sweep's arrays live beside
-# it, so the case database gets a fixed budget (override with KVFORENSICS_MEMORY_LIMIT or the
-# bench's --memory-limit). Work beyond it spills to disk.
-DEFAULT_MEMORY_LIMIT = "4GB"
-
-# A new case database is written in the storage format of this DuckDB release, so that a
-# responder's DuckDB CLI or Python package of that release or any later one opens it. (DuckDB
-# otherwise writes its newest format, which older releases refuse to read.)
-STORAGE_COMPATIBILITY = "v1.1.0"
-
-
 def connect(
     path: Path | str, *, read_only: bool = False, memory_limit: str | None = None
 ) -> duckdb.DuckDBPyConnection:
-    """Connect, set UTC and the project's macros, and create the input schema if missing."""
-    memory_limit = (
-        memory_limit or os.environ.get("KVFORENSICS_MEMORY_LIMIT") or (DEFAULT_MEMORY_LIMIT)
-    )
-    from forensics.errors import CaseError
-
-    config: dict[str, str | bool | int | float | list[str]] = (
-        {} if read_only else {"storage_compatibility_version": STORAGE_COMPATIBILITY}
-    )
-    try:
-        if isinstance(path, Path):
-            path.parent.mkdir(parents=True, exist_ok=True)
-        con = duckdb.connect(str(path), read_only=read_only, config=config)
-    except (OSError, duckdb.IOException, duckdb.InvalidInputException) as exc:
-        raise CaseError(
-            f"{path}: cannot open the case database ({exc}); give a file path "
-            "where it can be written, and no other process holding it"
-        ) from exc
-    con.execute("SET TimeZone = 'UTC'")
-    con.execute("SET enable_progress_bar = false")
-    if memory_limit:
-        con.execute(f"SET memory_limit = '{_size(memory_limit)}'")
-    run_script(con, sql("macros"))
-    if not read_only:
-        run_script(con, sql("schema"))
-        run_script(con, sql("schema_logs"))
-        apply_comments(con)
-    from forensics.ledger.store import attach
-
-    attach(con)  # a ledger kept outside the database: kv_events is a view over its parts
+    """Connect, set UTC and the project's macros, create the input schema if missing, and make
+    kv_events the view over a ledger kept outside the database when the case has one."""
+    con = open_database(path, read_only=read_only, memory_limit=memory_limit)
+    attach(con)
     return con
 
 
-def _size(text: str) -> str:
-    """Accept only sizes like '4GB' or '512MiB' (they are formatted into a SET statement)."""
-    import re
-
-    from forensics.errors import UsageError
-
-    if not re.fullmatch(r"[0-9]+(\.[0-9]+)?\s*[KMGT]i?B", text.strip(), re.IGNORECASE):
-        raise UsageError(f"memory limit '{text}' is not a size such as 4GB or 512MB")
-    return text.strip()
+def rows(
+    con: duckdb.DuckDBPyConnection,
+    query: str,
+    params: list[Any] | dict[str, Any] | None = None,
+) -> list[dict[str, Any]]:
+    """Run queries/<query>.sql with bound parameters; rows as dicts."""
+    cursor = con.execute(sql(query), params or [])
+    names = [d[0] for d in cursor.description or []]
+    return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
 
 
 def tables(con: duckdb.DuckDBPyConnection) -> list[str]:

@@ -6,13 +6,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from forensics.context import RunContext, StageResult
 from forensics.db import connect
 from forensics.errors import UsageError
+from forensics.ingest.result import IngestResult
 from forensics.manifest import build_manifest, output_files, utc_now, write_manifest
+from forensics.notify.deadlines import check_aware_at, load_rules
 from forensics.options import Device, InvestigateOptions
 from forensics.outdir import check_out, staged
-from forensics.pipeline import RunContext, stages
+from forensics.pipeline import STAGES, run_stage
 from forensics.progress import ProgressFn, no_progress
+from forensics.replay import replay_available
+from forensics.replay.loader import HUB_ID, resolve_folder
 from forensics.resources import reset_queries_used
 from forensics.schema_docs import apply_comments
 
@@ -20,20 +25,25 @@ from forensics.schema_docs import apply_comments
 @dataclass
 class InvestigateResult:
     out_dir: Path
-    stages: dict[str, dict[str, Any]]
+    results: dict[str, StageResult]  # by stage name, in the order the stages ran
     written: list[Path]
+    ingest: IngestResult | None = None
+
+    @property
+    def stages(self) -> dict[str, dict[str, Any]]:
+        """Each stage's summary, as manifest.json records it."""
+        return {name: result.summary for name, result in self.results.items()}
 
     @property
     def findings(self) -> bool:
-        return any(
-            bool(s.get("findings")) or bool(s.get("rows_quarantined")) for s in self.stages.values()
-        )
+        return any(result.findings for result in self.results.values())
 
     def to_json(self) -> dict[str, Any]:
         return {
             "out_dir": str(self.out_dir),
             "findings": self.findings,
             "stages": self.stages,
+            "tables": {name: list(result.tables) for name, result in self.results.items()},
             "written": [str(p) for p in self.written],
         }
 
@@ -49,26 +59,26 @@ def investigate(
     out_dir = check_out(out_dir)
     reset_queries_used()
     with staged(out_dir) as staging:
-        summaries, written = _run(case_dir, staging, options, progress, started)
-    return InvestigateResult(out_dir, summaries, [out_dir / rel for rel in written])
+        ctx = _run(case_dir, staging, options, progress, started)
+        written = [out_dir / p.relative_to(staging) for p in ctx.written]
+    return InvestigateResult(out_dir, ctx.results, written, ctx.ingest)
 
 
 def _run(
     case_dir: Path, staging: Path, options: InvestigateOptions, progress: ProgressFn, started: str
-) -> tuple[dict[str, dict[str, Any]], list[Path]]:
+) -> RunContext:
     con = connect(staging / "case.duckdb")
     ctx = RunContext(case_dir, staging, con, params=options, progress=progress, run_id=started)
     ctx.wrote(staging / "case.duckdb")
     try:
-        for spec in stages():
-            progress(spec.name, 0, None)
-            ctx.summaries[spec.name] = spec.run(ctx)
+        for spec in STAGES:
+            run_stage(spec, ctx)
         apply_comments(con)  # every stage's tables described in the case database
     finally:
         con.close()
     manifest_path = ctx.wrote(staging / "manifest.json")
     write_manifest(manifest_path, _manifest(ctx, options, started))
-    return ctx.summaries, [p.relative_to(staging) for p in ctx.written]
+    return ctx
 
 
 def check_case(case_dir: Path) -> None:
@@ -80,8 +90,6 @@ def check_case(case_dir: Path) -> None:
 
 def check_options(options: InvestigateOptions) -> None:
     """Every option value is checked before any work starts (exit 2 with the fix)."""
-    from forensics.notify.deadlines import check_aware_at, load_rules
-
     rules = load_rules(options.rules)
     if options.aware_at is not None:
         check_aware_at(options.aware_at, rules)
@@ -96,8 +104,6 @@ def check_replay_options(
     """The model is 'test', a local model folder or an org/name in the local cache; cuda only
     where CUDA is present. names: the two options as the command spells them."""
     if model is not None and model != "test" and not Path(model).expanduser().is_dir():
-        from forensics.replay.loader import HUB_ID, resolve_folder
-
         if not HUB_ID.fullmatch(model):
             raise UsageError(
                 f"{names[0]} '{model}' is neither 'test', a model folder nor an "
@@ -105,8 +111,6 @@ def check_replay_options(
             )
         resolve_folder(model)  # an org/name must be in the local cache (exit 2 otherwise)
     if device is Device.CUDA:
-        from forensics.replay import replay_available
-
         if replay_available():
             import torch
 
@@ -126,7 +130,7 @@ def _manifest(ctx: RunContext, options: InvestigateOptions, started: str) -> dic
         inputs=inputs,
         skipped=skipped,
         params=options.parameters(),
-        stages=ctx.summaries,
+        stages=ctx.summaries(),
         outputs=outputs,
         started_at=started,
         finished_at=utc_now(),

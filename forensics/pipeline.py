@@ -1,40 +1,21 @@
 """The investigate pipeline: files -> ingest -> reconstruct -> analysis -> (replay) -> exports
 and report.
 
-Each stage is a function `stage(ctx) -> dict` that reads the case database, writes its own
-tables and files, and returns a small JSON-able summary. Stages run in the order of STAGES."""
+Each stage is a function `stage(ctx: RunContext) -> StageResult` (forensics.context) that reads
+the case database, writes its own tables and files, and returns what it found. STAGES lists
+them once, in the order they run. Every stage module imports at load time without the optional
+extras (torch for replay, ray): a stage imports those inside the function that needs them."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+from dataclasses import dataclass
 
-import duckdb
-
-from forensics.options import InvestigateOptions
-from forensics.progress import ProgressFn, no_progress
-
-
-@dataclass
-class RunContext:
-    case_dir: Path
-    out_dir: Path
-    con: duckdb.DuckDBPyConnection
-    params: InvestigateOptions = field(default_factory=InvestigateOptions)
-    summaries: dict[str, dict[str, Any]] = field(default_factory=dict)
-    written: list[Path] = field(default_factory=list)
-    progress: ProgressFn = no_progress
-    ingest: Any = None  # the IngestResult of this run, once ingest has run
-    run_id: str = ""  # names this run in the manifest and the report
-
-    def wrote(self, path: Path) -> Path:
-        self.written.append(path)
-        return path
-
-
-Stage = Callable[[RunContext], dict[str, Any]]
+from forensics.analysis.stage import analyze_stage
+from forensics.context import RunContext, Stage, StageResult
+from forensics.ingest.stage import ingest_stage
+from forensics.reconstruct.stage import reconstruct_stage
+from forensics.replay.stage import replay_stage
+from forensics.report.stage import export_stage
 
 
 @dataclass(frozen=True)
@@ -44,18 +25,19 @@ class StageSpec:
     help: str
 
 
-def stages() -> list[StageSpec]:
-    """The stages of `investigate`, in order. Imported lazily so optional extras stay optional."""
-    from forensics.analysis.stage import analyze_stage
-    from forensics.ingest.stage import ingest_stage
-    from forensics.reconstruct.stage import reconstruct_stage
-    from forensics.replay.stage import replay_stage
-    from forensics.report.stage import export_stage
+STAGES: tuple[StageSpec, ...] = (
+    StageSpec("ingest", ingest_stage, "load and validate the case folder"),
+    StageSpec("reconstruct", reconstruct_stage, "page traces of nodes without a ledger"),
+    StageSpec("analyze", analyze_stage, "exposures, violations, screening, affected parties"),
+    StageSpec("replay", replay_stage, "confirm suspects by replaying them on a model"),
+    StageSpec("export", export_stage, "notification lists, notices, timeline, report"),
+)
 
-    return [
-        StageSpec("ingest", ingest_stage, "load and validate the case folder"),
-        StageSpec("reconstruct", reconstruct_stage, "page traces of nodes without a ledger"),
-        StageSpec("analyze", analyze_stage, "exposures, violations, screening, affected parties"),
-        StageSpec("replay", replay_stage, "confirm suspects by replaying them on a model"),
-        StageSpec("export", export_stage, "notification lists, notices, timeline, report"),
-    ]
+
+def run_stage(spec: StageSpec, ctx: RunContext) -> StageResult:
+    """Run one stage and record its result and the files it wrote on ctx."""
+    ctx.progress(spec.name, 0, None)
+    result = spec.run(ctx)
+    ctx.results[spec.name] = result
+    ctx.written.extend(result.files)
+    return result

@@ -80,6 +80,11 @@ def documented() -> dict[tuple[str, str], TableDoc]:
     return out
 
 
+def main_tables(schema_file: str) -> tuple[str, ...]:
+    """The tables a schema file creates in the main schema (those a stage writes), sorted."""
+    return tuple(sorted(doc.name for doc in parse(sql(schema_file)) if doc.schema == "main"))
+
+
 def apply_comments(con: duckdb.DuckDBPyConnection, *, in_transaction: bool = False) -> int:
     """COMMENT ON every documented table and column that exists and does not carry its comment
     yet; returns the number of comments set. All in one transaction of its own, unless the

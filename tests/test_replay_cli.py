@@ -49,8 +49,9 @@ def test_replay_stage_without_the_extra_says_how_to_enable_it(monkeypatch):
         con = None
         params: dict = {}
 
-    summary = replay_stage_module.replay_stage(Ctx())
-    assert summary["status"] == "unavailable" and INSTALL_HINT in summary["headline"]
+    result = replay_stage_module.replay_stage(Ctx())
+    assert result.summary["status"] == "unavailable" and INSTALL_HINT in result.headline
+    assert result.summary["headline"] == result.headline and not result.findings
 
 
 def test_replay_command_without_the_extra_exits_2(cli, monkeypatch, tmp_path):

@@ -10,10 +10,6 @@ an address it starts on this machine for the run and stops after it.
 
 from __future__ import annotations
 
-import os
-from collections import deque
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import duckdb
@@ -21,82 +17,15 @@ import pyarrow as pa
 
 from forensics.analysis import order
 from forensics.analysis.order import NodeFindings, NodeInfo
-from forensics.errors import UsageError
 from forensics.progress import ProgressFn, no_progress
-
-# Object store of an embedded Ray: enough for a few nodes' events in flight.
-EMBEDDED = "local"  # the address that means: start Ray on this machine for the run
-EMBEDDED_STORE_BYTES = int(os.environ.get("KVFORENSICS_RAY_STORE_BYTES", str(1 << 30)))
-
-
-def import_ray() -> Any:
-    try:
-        import ray
-    except ImportError as exc:
-        raise UsageError(
-            "--ray needs the optional Ray extra; install it with `pip install 'kvforensics[ray]'`"
-        ) from exc
-    return ray
-
-
-@contextmanager
-def ray_session(address: str | None, workers: int) -> Iterator[Any]:
-    """Connect to the Ray cluster at `address`, or start an embedded one with `workers` CPUs
-    when address is None or "local"; an embedded Ray, or a connection this call made, is shut
-    down afterwards."""
-    ray = import_ray()
-    if ray.is_initialized():
-        yield ray
-        return
-    if address in (None, "", EMBEDDED):
-        ray.init(
-            num_cpus=max(1, workers),
-            include_dashboard=False,
-            log_to_driver=False,
-            object_store_memory=EMBEDDED_STORE_BYTES,
-            configure_logging=False,
-        )
-    else:
-        try:
-            ray.init(address=address, log_to_driver=False, configure_logging=False)
-        except (ConnectionError, RuntimeError, ValueError) as exc:
-            raise UsageError(f"cannot reach the Ray cluster at {address}: {exc}") from exc
-    try:
-        yield ray
-    finally:
-        ray.shutdown()
+from forensics.raytasks import EMBEDDED as EMBEDDED  # the --ray address of an embedded Ray
+from forensics.raytasks import cluster_cpus, ray_session, run_tasks
 
 
 def sweep_node_table(info: NodeInfo, table: pa.Table) -> NodeFindings:
     """The task body for a ledger inside the case database: the node's coded events (fetched
     by the driver) -> ordered, swept findings."""
     return order.find_on_node(order.events_of(info, table.to_batches()))
-
-
-def run_tasks(
-    ray: Any,
-    items: list[Any],
-    submit: Callable[[Any], Any],
-    take: Callable[[Any, Any], None],
-    in_flight: int,
-    progress: ProgressFn = no_progress,
-) -> None:
-    """Submit one task per item, at most `in_flight` at a time (so the driver and the object
-    store hold only that many nodes), and hand each result to `take` in submission order."""
-    pending: deque[tuple[Any, Any]] = deque()
-    done = 0
-    for item in items:
-        pending.append((item, submit(item)))
-        while len(pending) >= max(1, in_flight):
-            first, ref = pending.popleft()
-            take(first, ray.get(ref))
-            done += 1
-            progress("sweep", done, len(items))
-    while pending:
-        first, ref = pending.popleft()
-        take(first, ray.get(ref))
-        done += 1
-        progress("sweep", done, len(items))
 
 
 def sweep_case_ray(
@@ -125,7 +54,3 @@ def sweep_case_ray(
 
         run_tasks(ray, nodes, submit, take, in_flight=cluster_cpus(ray) + 1, progress=progress)
     return counts
-
-
-def cluster_cpus(ray: Any) -> int:
-    return max(1, int(ray.cluster_resources().get("CPU", 1)))

@@ -24,6 +24,7 @@ from forensics.ingest.sqlrun import run_script
 from forensics.ledger.external import LedgerFile, open_connection
 from forensics.ledger.store import _append, ledger_files, ledger_meta, partitions, view_sql
 from forensics.progress import ProgressFn, no_progress
+from forensics.raytasks import cluster_cpus, ray_session, run_tasks
 from forensics.resources import sql
 
 
@@ -102,8 +103,6 @@ def sweep_external(
             progress("sweep", i, len(args))
             results.append(sweep_partition(*a))
     else:
-        from forensics.analysis.distributed import cluster_cpus, ray_session, run_tasks
-
         with ray_session(ray, workers) as session:
             task = session.remote(num_cpus=1, max_retries=1)(sweep_partition)
 

@@ -13,15 +13,16 @@ from typing import Any
 import duckdb
 import pyarrow.parquet as pq
 
-from forensics.analysis import aggregate, order
+from forensics.analysis import aggregate, distributed, order
+from forensics.analysis.partitions import sweep_external
 from forensics.analysis.screening import screen
+from forensics.context import RunContext, StageResult
 from forensics.ingest.sqlrun import run_script
 from forensics.ledger.store import ledger_meta
 from forensics.options import AnalysisOptions
-from forensics.pipeline import RunContext
 from forensics.progress import ProgressFn, no_progress
 from forensics.resources import sql
-from forensics.schema_docs import apply_comments
+from forensics.schema_docs import apply_comments, main_tables
 
 
 def analyze(
@@ -78,15 +79,11 @@ def sweep(con: duckdb.DuckDBPyConnection, options: AnalysisOptions, progress: Pr
     be made from kv_events."""
     workers, ray = options.workers, options.ray
     if ledger_meta(con) is not None:  # the ledger is kept outside the database
-        from forensics.analysis.partitions import sweep_external
-
         sweep_external(con, ray, workers, progress)
         return False
     if ray is None:
         order.sweep_case(con, workers, progress)
         return True
-    from forensics.analysis import distributed
-
     distributed.sweep_case_ray(con, ray, workers, progress)
     return True
 
@@ -109,10 +106,15 @@ def headline(s: dict[str, Any]) -> str:
     )
 
 
-def analyze_stage(ctx: RunContext) -> dict[str, Any]:
+def analyze_stage(ctx: RunContext) -> StageResult:
     out = analyze(ctx.con, ctx.params.analysis(), ctx.progress)
-    ctx.wrote(write_outputs(ctx.con, ctx.out_dir))
-    return out
+    return StageResult(
+        summary=out,
+        headline=str(out["headline"]),
+        findings=bool(out["findings"]),
+        tables=main_tables("schema_analysis"),
+        files=(write_outputs(ctx.con, ctx.out_dir),),
+    )
 
 
 def write_outputs(con: duckdb.DuckDBPyConnection, out_dir: Path) -> Path:

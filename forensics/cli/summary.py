@@ -9,28 +9,11 @@ from forensics.investigate import InvestigateResult
 
 
 def print_investigation(console: Console, result: InvestigateResult) -> None:
-    stages = result.stages
-    if "ingest" in stages and hasattr(result, "stages"):
-        from forensics.ingest.result import FileCounts, IngestResult
-
-        ingest = stages["ingest"]
-        files = [FileCounts(**f) for f in ingest["files"]]
-        skipped = [(s["path"], s["why"]) for s in ingest["skipped"]]
-        print_ingest_summary(
-            console,
-            IngestResult(
-                ingest["case_dir"],
-                files,
-                skipped,
-                ingest["warnings"],
-                ingest["unchanged"],
-                ingest.get("notes", []),
-            ),
-        )
-    for name, summary in stages.items():
-        line = summary.get("headline")
-        if line:
-            console.print(f"{name}: {line}", markup=False)
+    if result.ingest is not None:
+        print_ingest_summary(console, result.ingest)
+    for name, stage in result.results.items():
+        if stage.headline:
+            console.print(f"{name}: {stage.headline}", markup=False)
     console.print("Wrote:")
     for path in result.written:
         console.print(f"  {path}", markup=False)

@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
-
+from forensics.context import RunContext, StageResult
+from forensics.db import BOOKKEEPING_TABLES
 from forensics.ingest.discover import discover
 from forensics.ingest.load import ingest_into
 from forensics.ingest.readers import literal
 from forensics.ledger.store import ExternalLedger
-from forensics.pipeline import RunContext
 from forensics.resources import sql
 
 
-def ingest_stage(ctx: RunContext) -> dict[str, Any]:
+def ingest_stage(ctx: RunContext) -> StageResult:
     options = ctx.params
     location = options.ledger_external
     result = ingest_into(
@@ -24,7 +23,12 @@ def ingest_stage(ctx: RunContext) -> dict[str, Any]:
         progress=ctx.progress,
         ledger=ExternalLedger(location, options.ray) if location else None,
     )
-    quarantine = ctx.wrote(ctx.out_dir / "quarantine.csv")
+    quarantine = ctx.out_dir / "quarantine.csv"
     ctx.con.execute(sql("export_quarantine").replace("$target", literal(str(quarantine))))
     ctx.ingest = result
-    return result.to_json()
+    return StageResult(
+        summary=result.to_json(),
+        findings=result.rows_quarantined > 0,
+        tables=tuple(sorted(set(result.by_table()) | set(BOOKKEEPING_TABLES))),
+        files=(quarantine,),
+    )

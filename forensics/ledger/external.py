@@ -21,6 +21,7 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
+from forensics.dbopen import open_database
 from forensics.errors import InputError, MissingColumnError
 from forensics.ingest.contract import KV_EVENTS
 from forensics.ingest.readers import ident, literal
@@ -104,9 +105,7 @@ def filesystem(url: str) -> Any:
 
 def open_connection(urls: list[str]) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB with the project's macros, able to read the given URLs."""
-    from forensics.db import connect
-
-    con = connect(":memory:")
+    con = open_database(":memory:")
     register_filesystems(con, urls)
     return con
 

@@ -1,6 +1,6 @@
 """The case database's side of a ledger kept outside it: check every partition (here, or as Ray
 tasks), record what the checks found, and make `kv_events` a temporary view over the parts on
-every connection (forensics.db.connect calls `attach`)."""
+every connection (forensics.db.connect calls `attach`; this module never imports forensics.db)."""
 
 from __future__ import annotations
 
@@ -28,6 +28,7 @@ from forensics.ledger.external import (
     register_filesystems,
     resolve,
 )
+from forensics.ledger.tasks import check_on_ray
 from forensics.progress import ProgressFn, no_progress
 from forensics.resources import sql
 
@@ -79,8 +80,6 @@ def validate_ledger(
             progress(f"ledger node={group[0].node}", i, len(groups))
             checks.append(check_partition(group, nodes, ids, assume_utc))
     else:
-        from forensics.ledger.tasks import check_on_ray
-
         checks = check_on_ray(ray, groups, nodes, ids, assume_utc, progress)
     for check in checks:
         _append(con, "quarantine", check.quarantine)

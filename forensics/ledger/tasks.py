@@ -8,6 +8,7 @@ import pyarrow as pa
 
 from forensics.ledger.external import LedgerFile, PartitionCheck, check_partition
 from forensics.progress import ProgressFn, no_progress
+from forensics.raytasks import cluster_cpus, ray_session, run_tasks
 
 
 def check_on_ray(
@@ -19,8 +20,6 @@ def check_on_ray(
     progress: ProgressFn = no_progress,
 ) -> list[PartitionCheck]:
     """check_partition for every partition, one task each; results in partition order."""
-    from forensics.analysis.distributed import cluster_cpus, ray_session, run_tasks
-
     out: list[PartitionCheck] = []
     with ray_session(address, 2) as ray:
         task = ray.remote(num_cpus=1, max_retries=1)(check_partition)

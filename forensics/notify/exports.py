@@ -22,9 +22,9 @@ from typing import Any
 import duckdb
 
 from forensics import __version__
+from forensics.db import rows
 from forensics.ingest.sqlrun import run_script
 from forensics.notify.deadlines import Rule, iso_utc
-from forensics.report.casedb import rows
 from forensics.resources import sql
 
 SIDES = ("receiving", "leaking")

@@ -17,6 +17,11 @@ from typing import Any
 import duckdb
 
 from forensics.reconstruct.trace import Layout, Req
+from forensics.replay import replay_available
+from forensics.replay.ledger import load_contents
+from forensics.replay.loader import load_model
+from forensics.replay.testmodel import TEST_MODEL_NAME
+from forensics.resources import sql
 
 CONFIRMED, CLEARED = "confirmed", "cleared"
 
@@ -31,9 +36,9 @@ class Decider:
     def decide(
         self, reqs: Sequence[Req], receiver: int, layouts: Counter[Layout]
     ) -> dict[int, str]:
-        """Leaker index -> confirmed | cleared, for one receiver (empty: undecided)."""
+        """Leaker index -> confirmed | cleared, for one receiver (empty: undecided). The
+        replay modules that need torch are imported here, once a model is loaded."""
         from forensics.replay.decode import greedy_decode, prefill_first_token
-        from forensics.replay.ledger import load_contents
         from forensics.replay.replay import response_sha256
 
         r = reqs[receiver]
@@ -75,8 +80,6 @@ class Decider:
         return {w: CONFIRMED if w in reproducing else CLEARED for w in candidates}
 
     def _delivered_sha(self, request_id: str) -> str | None:
-        from forensics.resources import sql
-
         row = self.con.execute(
             sql("reconstruct_response_sha"), {"request_id": request_id}
         ).fetchone()
@@ -88,14 +91,8 @@ def load_decider(
 ) -> Decider | None:
     """A Decider when a replay model is given (or the request log names the test model for
     every request) and the replay extra is installed; else None."""
-    from forensics.replay import replay_available
-
     if budget <= 0 or not replay_available():
         return None
-    from forensics.replay.loader import load_model
-    from forensics.replay.testmodel import TEST_MODEL_NAME
-    from forensics.resources import sql
-
     if spec is None:
         models = {m for (m,) in con.execute(sql("reconstruct_models")).fetchall()}
         if models != {TEST_MODEL_NAME}:

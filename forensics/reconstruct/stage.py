@@ -19,15 +19,16 @@ import pyarrow as pa
 
 from forensics.analysis import aggregate
 from forensics.analysis.screening import screen
+from forensics.context import RunContext, StageResult
 from forensics.engines.client import EngineAllocators
 from forensics.errors import UsageError
 from forensics.ingest.sqlrun import run_script
 from forensics.options import ReconstructOptions, ScreeningParams
-from forensics.pipeline import RunContext
 from forensics.progress import ProgressFn, no_progress
 from forensics.reconstruct.decide import Decider, load_decider
 from forensics.reconstruct.trace import Layout, NodeTrace, Req, replay
 from forensics.resources import sql
+from forensics.schema_docs import main_tables
 from forensics.simulate.allocator import PagePool
 from forensics.simulate.engine_pool import EnginePagePool
 
@@ -254,5 +255,10 @@ def _store(
         con.unregister("_rc_exposures")
 
 
-def reconstruct_stage(ctx: RunContext) -> dict[str, Any]:
-    return reconstruct(ctx.con, ctx.params.reconstruction(), ctx.progress)
+def reconstruct_stage(ctx: RunContext) -> StageResult:
+    summary = reconstruct(ctx.con, ctx.params.reconstruction(), ctx.progress)
+    return StageResult(
+        summary=summary,
+        findings=bool(summary["findings"]),
+        tables=main_tables("schema_reconstruct"),
+    )

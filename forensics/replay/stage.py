@@ -10,6 +10,7 @@ from typing import Any
 
 import duckdb
 
+from forensics.context import RunContext, StageResult
 from forensics.errors import CaseError, StageUnavailable, UsageError
 from forensics.replay import INSTALL_HINT, replay_available
 from forensics.resources import sql
@@ -181,19 +182,18 @@ def _result_json(r: Any, run: Any, timings: bool) -> dict[str, Any]:
     return out
 
 
-def replay_stage(ctx: Any) -> dict[str, Any]:
+def replay_stage(ctx: RunContext) -> StageResult:
     """investigate's replay stage: every suspect, with ctx.params.replay_model (default: the
     test model when the case was served by it) on ctx.params.replay_device.
     Without the extra it only says how to enable replay."""
     if not replay_available():
-        return {
-            "status": "unavailable",
-            "headline": f"replay is off; to confirm suspects, install it: {INSTALL_HINT}",
-        }
+        off = f"replay is off; to confirm suspects, install it: {INSTALL_HINT}"
+        return StageResult({"status": "unavailable", "headline": off}, headline=off)
     try:
         find_suspects(ctx.con)
     except CaseError:
-        return {"status": "skipped", "headline": "replay skipped: no analysis tables"}
+        skipped = "replay skipped: no analysis tables"
+        return StageResult({"status": "skipped", "headline": skipped}, headline=skipped)
     options = ctx.params
     run = run_case_replay(
         ctx.con,
@@ -203,4 +203,10 @@ def replay_stage(ctx: Any) -> dict[str, Any]:
         ctx.progress,
         served_model=options.served_model,
     )
-    return summarise(run, timings=False)
+    summary = summarise(run, timings=False)
+    return StageResult(
+        summary,
+        headline=str(summary["headline"]),
+        findings=bool(summary["findings"]),
+        tables=tuple(run.updated_tables),
+    )

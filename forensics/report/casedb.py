@@ -10,7 +10,6 @@ import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 import duckdb
 
@@ -79,14 +78,3 @@ def stand_ins(con: duckdb.DuckDBPyConnection) -> Iterator[list[str]]:
     finally:
         for name in missing:
             con.execute(f"DROP TABLE IF EXISTS temp.main.{name}")
-
-
-def rows(
-    con: duckdb.DuckDBPyConnection,
-    query: str,
-    params: list[Any] | dict[str, Any] | None = None,
-) -> list[dict[str, Any]]:
-    """Run queries/<query>.sql with bound parameters; rows as dicts."""
-    cursor = con.execute(sql(query), params or [])
-    names = [d[0] for d in cursor.description or []]
-    return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]

@@ -16,8 +16,8 @@ import duckdb
 import jinja2
 
 from forensics import __version__
+from forensics.db import rows
 from forensics.report import charts
-from forensics.report.casedb import rows
 from forensics.report.context import (
     AccountRow,
     Bucket,

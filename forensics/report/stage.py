@@ -12,6 +12,7 @@ from typing import Any
 
 import duckdb
 
+from forensics.context import RunContext, StageResult
 from forensics.db import table_exists
 from forensics.errors import CaseError
 from forensics.ingest.load import order_notes
@@ -26,7 +27,6 @@ from forensics.notify.exports import (
 )
 from forensics.notify.notices import write_notices
 from forensics.notify.timeline import write_timeline
-from forensics.pipeline import RunContext
 from forensics.report.casedb import stand_ins
 from forensics.report.context import AccountRow, NotifyPlanRow
 from forensics.report.render import build_context, render_report
@@ -165,7 +165,7 @@ def write_all(
     return result
 
 
-def export_stage(ctx: RunContext) -> dict[str, Any]:
+def export_stage(ctx: RunContext) -> StageResult:
     """investigate stage: ctx.params.aware_at (ISO text) and ctx.params.rules, both optional.
 
     OUT/manifest.json is written after the stages, so a file there now is a previous run's; the
@@ -175,7 +175,7 @@ def export_stage(ctx: RunContext) -> dict[str, Any]:
     rules = ctx.params.rules
     this_run = {
         "parameters": ctx.params.parameters(),
-        "stages_before_export": sorted(ctx.summaries),
+        "stages_before_export": sorted(ctx.results),
         "run_id": ctx.run_id,
     }
     result = write_all(
@@ -187,19 +187,18 @@ def export_stage(ctx: RunContext) -> dict[str, Any]:
         manifest=this_run,
     )
     notices = ctx.out_dir / "notifications" / "notices"
-    for path in result.written:
-        if notices not in path.parents:
-            ctx.wrote(path)
+    files = [path for path in result.written if notices not in path.parents]
     if notices.is_dir():
-        ctx.wrote(notices)
+        files.append(notices)
     summary = result.to_json()
     for key in ("written", "out"):  # paths: the manifest lists the outputs, relative
         summary.pop(key)
     f = result.figures
-    summary["findings"] = result.findings
-    summary["headline"] = (
+    headline = (
         f"{f['receiving_accounts_notifiable']} receiving and {f['leaking_accounts_notifiable']} "
         f"leaking account(s) to notify, {f['cross_tokens']} cross-account token exposure(s); "
         + ("notify_by computed" if aware_at else "notify_by empty (no --aware-at)")
     )
-    return summary
+    summary["findings"] = result.findings
+    summary["headline"] = headline
+    return StageResult(summary, headline, result.findings, files=tuple(files))

@@ -1,0 +1,66 @@
+"""Open a DuckDB connection with the project's settings, macros and schema.
+
+The layer below `forensics.db`: it knows nothing of a ledger kept outside the database, so the
+ledger's own checks (forensics.ledger) can open their in-memory connections with it, and
+`forensics.db.connect` adds the ledger view on top."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import duckdb
+
+from forensics.errors import CaseError, UsageError
+from forensics.ingest.sqlrun import run_script
+from forensics.resources import sql
+from forensics.schema_docs import apply_comments
+
+# DuckDB's own default is 80 % of the machine's memory; the compiled sweep's arrays live beside
+# it, so the case database gets a fixed budget (override with KVFORENSICS_MEMORY_LIMIT or the
+# bench's --memory-limit). Work beyond it spills to disk.
+DEFAULT_MEMORY_LIMIT = "4GB"
+
+# A new case database is written in the storage format of this DuckDB release, so that a
+# responder's DuckDB CLI or Python package of that release or any later one opens it. (DuckDB
+# otherwise writes its newest format, which older releases refuse to read.)
+STORAGE_COMPATIBILITY = "v1.1.0"
+
+
+def open_database(
+    path: Path | str, *, read_only: bool = False, memory_limit: str | None = None
+) -> duckdb.DuckDBPyConnection:
+    """Connect, set UTC and the project's macros, and create the input schema if missing."""
+    memory_limit = (
+        memory_limit or os.environ.get("KVFORENSICS_MEMORY_LIMIT") or (DEFAULT_MEMORY_LIMIT)
+    )
+    config: dict[str, str | bool | int | float | list[str]] = (
+        {} if read_only else {"storage_compatibility_version": STORAGE_COMPATIBILITY}
+    )
+    try:
+        if isinstance(path, Path):
+            path.parent.mkdir(parents=True, exist_ok=True)
+        con = duckdb.connect(str(path), read_only=read_only, config=config)
+    except (OSError, duckdb.IOException, duckdb.InvalidInputException) as exc:
+        raise CaseError(
+            f"{path}: cannot open the case database ({exc}); give a file path "
+            "where it can be written, and no other process holding it"
+        ) from exc
+    con.execute("SET TimeZone = 'UTC'")
+    con.execute("SET enable_progress_bar = false")
+    if memory_limit:
+        con.execute(f"SET memory_limit = '{_size(memory_limit)}'")
+    run_script(con, sql("macros"))
+    if not read_only:
+        run_script(con, sql("schema"))
+        run_script(con, sql("schema_logs"))
+        apply_comments(con)
+    return con
+
+
+def _size(text: str) -> str:
+    """Accept only sizes like '4GB' or '512MiB' (they are formatted into a SET statement)."""
+    if not re.fullmatch(r"[0-9]+(\.[0-9]+)?\s*[KMGT]i?B", text.strip(), re.IGNORECASE):
+        raise UsageError(f"memory limit '{text}' is not a size such as 4GB or 512MB")
+    return text.strip()

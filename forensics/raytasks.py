@@ -1,0 +1,88 @@
+"""Ray plumbing shared by the analysis and the external ledger's checks: a session on a cluster
+or on an embedded Ray, tasks submitted with a bounded number in flight, the cluster's CPUs.
+
+Ray is an optional extra (`pip install 'kvforensics[ray]'`): it is imported only inside
+`ray_session`, with the install hint as a usage error when it is missing."""
+
+from __future__ import annotations
+
+import os
+from collections import deque
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from forensics.errors import UsageError
+from forensics.progress import ProgressFn, no_progress
+
+# Object store of an embedded Ray: enough for a few nodes' events in flight.
+EMBEDDED = "local"  # the address that means: start Ray on this machine for the run
+EMBEDDED_STORE_BYTES = int(os.environ.get("KVFORENSICS_RAY_STORE_BYTES", str(1 << 30)))
+
+
+def import_ray() -> Any:
+    try:
+        import ray
+    except ImportError as exc:
+        raise UsageError(
+            "--ray needs the optional Ray extra; install it with `pip install 'kvforensics[ray]'`"
+        ) from exc
+    return ray
+
+
+@contextmanager
+def ray_session(address: str | None, workers: int) -> Iterator[Any]:
+    """Connect to the Ray cluster at `address`, or start an embedded one with `workers` CPUs
+    when address is None or "local"; an embedded Ray, or a connection this call made, is shut
+    down afterwards."""
+    ray = import_ray()
+    if ray.is_initialized():
+        yield ray
+        return
+    if address in (None, "", EMBEDDED):
+        ray.init(
+            num_cpus=max(1, workers),
+            include_dashboard=False,
+            log_to_driver=False,
+            object_store_memory=EMBEDDED_STORE_BYTES,
+            configure_logging=False,
+        )
+    else:
+        try:
+            ray.init(address=address, log_to_driver=False, configure_logging=False)
+        except (ConnectionError, RuntimeError, ValueError) as exc:
+            raise UsageError(f"cannot reach the Ray cluster at {address}: {exc}") from exc
+    try:
+        yield ray
+    finally:
+        ray.shutdown()
+
+
+def run_tasks(
+    ray: Any,
+    items: list[Any],
+    submit: Callable[[Any], Any],
+    take: Callable[[Any, Any], None],
+    in_flight: int,
+    progress: ProgressFn = no_progress,
+) -> None:
+    """Submit one task per item, at most `in_flight` at a time (so the driver and the object
+    store hold only that many nodes), and hand each result to `take` in submission order."""
+    pending: deque[tuple[Any, Any]] = deque()
+    done = 0
+    for item in items:
+        pending.append((item, submit(item)))
+        while len(pending) >= max(1, in_flight):
+            first, ref = pending.popleft()
+            take(first, ray.get(ref))
+            done += 1
+            progress("sweep", done, len(items))
+    while pending:
+        first, ref = pending.popleft()
+        take(first, ray.get(ref))
+        done += 1
+        progress("sweep", done, len(items))
+
+
+def cluster_cpus(ray: Any) -> int:
+    return max(1, int(ray.cluster_resources().get("CPU", 1)))
