@@ -30,8 +30,8 @@ from forensics.replay.decode import (
     KV,
     DecodeResult,
     WriterStore,
-    _zeros,
     input_device,
+    zero_kv,
 )
 from forensics.replay.ledger import Slot, SuspectPlan
 
@@ -55,7 +55,7 @@ class _Cache:
         """Start the cache with the rebuilt KV of `slots` (positions 0..len-1)."""
         if not slots:
             return
-        keys, values = _zeros(self.model, len(slots))
+        keys, values = zero_kv(self.model, len(slots))
         for layer, (k, v) in enumerate(zip(keys, values, strict=True)):
             self.kv.update(k, v, layer)
         self.labels = [None] * len(slots)

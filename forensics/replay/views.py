@@ -84,7 +84,7 @@ def walk_steps(events: list[tuple[Any, ...]], positions: int, all_steps: bool = 
             step = group_of[ord_]
             if step != current:
                 if current > 0:
-                    views.later.append((frontier, sorted(changes)))
+                    views.later.append((frontier, sorted(changes, key=lambda c: c[0])))
                 current, changes, frontier = step, [], -1
             pos = pos_start - start + slots[lo:hi]
             frontier = max(frontier, int(pos.max()))
