@@ -164,14 +164,17 @@ def plan_suspect(
 
 
 def _replayed_writers(
-    con: duckdb.DuckDBPyConnection, node: str, writers: Iterable[str], depth: int
+    con: duckdb.DuckDBPyConnection, node: str, writers: set[str], depth: int
 ) -> dict[str, SuspectPlan]:
-    """Plans of the writers that computed their KV on `node` over KV not their own (and whose
-    output tokens were kept): rebuilding them clean would give other KV than the slots held."""
+    """Plans of the writers that ran their prefill on `node` and computed their KV there over
+    KV not their own (and whose output tokens were kept): rebuilding them clean would give other
+    KV than the slots held."""
     found: dict[str, SuspectPlan] = {}
-    if depth <= 0:
+    if depth <= 0 or not writers:
         return found
-    for writer in sorted(writers):
+    params = {"node": node, "request_ids": sorted(writers)}
+    here = [str(r) for (r,) in con.execute(sql("replay_prefill_writers"), params).fetchall()]
+    for writer in here:
         try:
             plan = plan_suspect(con, writer, depth - 1)
         except ReplayError:
