@@ -76,9 +76,9 @@ def case(model, tmp_path_factory):
     b.event(10, "d1", "V", "alloc", 0, 32)
     b.event(11, "d1", "V", "write", 0, 1, 0, "transfer")
     b.event(12, "d1", "V", "read", 0, 28, 0)
-    b.event(13, "d1", "X", "write", 5, 2, 0, "transfer")  # after V's first read: not replayed
     b.event(14, "d1", "V", "write", 28, 1, 28, "decode")
     b.event(15, "d1", "V", "read", 0, 29, 0)
+    b.event(16, "d1", "X", "write", 5, 2, 0, "transfer")  # after V's last read: not replayed
     b.exposure("V", "L", "d1", 1, 27)
     b.affected_request("receiving", "V", "acct-v")
     b.affected_request("leaking", "L", "acct-l")

@@ -1,6 +1,8 @@
 """The ledger tap inside a real vLLM (CPU build, tiny random-weight Llama, prefix caching on):
 a healthy run analyses clean, and a run with two injected engine faults gives exactly the
-exposures and violations the faults cause.
+exposures and violations the faults cause, and replaying the faulty run with the model folder
+the engine served confirms exactly the injected victims (the engine's delivered tokens are the
+oracle).
 
 Two engine runs serve every test (module-scoped): `healthy` (engine core in its own process,
 the tap loaded through the `vllm.general_plugins` entry point) and `faults` (engine core in the
@@ -10,8 +12,10 @@ with the CLI."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import shutil
 import subprocess
 from collections import Counter
 from pathlib import Path
@@ -209,3 +213,62 @@ def test_injected_faults_are_found_exactly(faulty: dict[str, Any]) -> None:
     assert {v[:6] for v in oracle.violation_runs(facts)} == {
         ("dup-1", "vllm-0", "double-allocation", "victim-1", block * BLOCK, BLOCK)
     }
+
+
+def _replay(db: Path, model: Path, requests: list[str], tmp: Path) -> dict[str, Any]:
+    """`kvforensics replay` on a copy of the case database; verdict and output hashes per
+    request, from the stored run."""
+    pytest.importorskip("torch", reason="replay needs the extra: pip install 'kvforensics[replay]'")
+    pytest.importorskip(
+        "transformers", reason="replay needs the extra: pip install 'kvforensics[replay]'"
+    )
+    copy = tmp / db.name
+    shutil.copy(db, copy)
+    picked = [arg for r in requests for arg in ("--request", r)]
+    code = cli(["replay", "--db", str(copy), "--model", str(model), "--device", "cpu", *picked])
+    rows = _rows(
+        copy,
+        "SELECT request_id, verdict, reason, delivered_sha256, contaminated_sha256, "
+        "clean_sha256, model_matches FROM replay_results",
+    )
+    return {"code": code, "results": {r[0]: r[1:] for r in rows}}
+
+
+def _sha(tokens: list[int]) -> str:
+    return hashlib.sha256(",".join(str(t) for t in tokens).encode("ascii")).hexdigest()
+
+
+def test_replay_confirms_the_injected_victims(
+    faulty: dict[str, Any], engine: dict[str, Any], tmp_path: Path
+) -> None:
+    """The engine is the oracle: replaying the faulty run with the folder it served reproduces
+    exactly the tokens vLLM delivered to the stub (whose prefill step attended stale KV) and to
+    the overwritten victim (whose reads after the overwrite saw dup-1's KV), and the clean replay
+    of each does not. dup-1, which read only its own KV, is not confirmed."""
+    done = _replay(faulty["db"], engine["model"], ["stub-1", "victim-1", "dup-1"], tmp_path)
+    results = done["results"]
+    assert done["code"] == 1
+    assert {r: v[0] for r, v in results.items()} == {
+        "stub-1": "confirmed",
+        "victim-1": "confirmed",
+        "dup-1": "not-reproduced",
+    }, {r: v[1] for r, v in results.items()}
+    for rid in ("stub-1", "victim-1"):
+        _, _, delivered, dirty, clean, matches = results[rid]
+        assert delivered == dirty == _sha(faulty["outputs"][rid]) != clean
+        assert matches is True
+
+
+def test_replay_never_confirms_a_healthy_request(
+    healthy: dict[str, Any], engine: dict[str, Any], tmp_path: Path
+) -> None:
+    """Every request of the healthy run (prefix-cache hits, reused blocks) replays to what vLLM
+    delivered, clean and from the KV it read alike: none is confirmed."""
+    requests = sorted(healthy["outputs"])
+    done = _replay(healthy["db"], engine["model"], requests, tmp_path)
+    results = done["results"]
+    assert done["code"] == 0
+    assert set(results) == set(requests)
+    for rid, (verdict, reason, delivered, dirty, clean, _) in results.items():
+        assert verdict == "not-reproduced", (rid, reason)
+        assert delivered == dirty == clean == _sha(healthy["outputs"][rid]), (rid, reason)

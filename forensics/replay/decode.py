@@ -187,7 +187,7 @@ def rebuild_kv(
         _place(kv, keys, values, len(slots), reader_idx, writer_pos)
         del kv
     if not keys:
-        keys, values = _zeros(model, len(slots))
+        keys, values = zero_kv(model, len(slots))
     return keys, values, forwarded
 
 
@@ -230,7 +230,7 @@ def _place(
         values[layer].index_copy_(2, dst, v.index_select(2, src))
 
 
-def _zeros(model: Any, length: int) -> KV:
+def zero_kv(model: Any, length: int) -> KV:
     """All-zero KV for a reader none of whose slots were ever written: run one token for shapes."""
     _, ks, vs = run_tokens(model, [0], 1, 1)
     return (

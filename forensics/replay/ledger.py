@@ -16,7 +16,8 @@ stub never computed hold 0 and are never needed), then what it generated."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import itertools
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,9 +25,12 @@ import duckdb
 import numpy as np
 
 from forensics.errors import ReplayError
+from forensics.replay.views import Source, StepViews, walk_steps
 from forensics.resources import sql
 
 Slot = tuple[str, int] | None
+
+WRITER_DEPTH = 3  # levels of writers of writers whose own steps are replayed
 
 
 @dataclass(frozen=True)
@@ -60,23 +64,70 @@ class SuspectPlan:
     delivered_sha256: str | None
     slots: list[Slot]
     writers: dict[str, list[int]] = field(default_factory=dict)
+    # prompt positions the suspect computed itself in its first step on this node (a node that
+    # runs prefill and decode); empty when its prefill ran on another node
+    computed: list[int] = field(default_factory=list)
+    # per later step: (frontier, [(position, slot)]) where the KV it read differs from the
+    # previous step's and from what the replay itself computed there
+    later: list[tuple[int, list[tuple[int, Slot]]]] = field(default_factory=list)
+    # writers whose KV on this node was computed over KV not their own (their plans): their KV
+    # is rebuilt by replaying their own steps with the tokens they really fed
+    replayed: dict[str, SuspectPlan] = field(default_factory=dict)
 
     @property
     def foreign(self) -> dict[str, int]:
-        """Foreign writer -> number of the suspect's positions holding its KV."""
-        counts: dict[str, int] = {}
-        for slot in self.slots:
+        """Foreign writer -> number of the suspect's positions holding its KV (at any step)."""
+        seen: dict[str, set[int]] = {}
+        changed = ((p, s) for _, changes in self.later for p, s in changes)
+        for p, slot in itertools.chain(enumerate(self.slots), changed):
             if slot is not None and slot[0] != self.request_id:
-                counts[slot[0]] = counts.get(slot[0], 0) + 1
-        return dict(sorted(counts.items()))
+                seen.setdefault(slot[0], set()).add(p)
+        return {w: len(ps) for w, ps in sorted(seen.items())}
+
+    @property
+    def stepwise(self) -> bool:
+        """Whether replay must follow the steps: the first step computed prompt positions over
+        the KV it read, a later step read KV that changed, or a writer is replayed."""
+        return bool(self.computed or self.later or self.replayed)
+
+    @property
+    def read_other_kv(self) -> bool:
+        """Whether the KV this request computed on its node came from attending KV that was not
+        its own: a first step over another writer's or never-written KV, or a later change."""
+        context = self.slots[: self.computed[0]] if self.computed else []
+        return bool(self.later) or any(s is None or s[0] != self.request_id for s in context)
+
+    def rebuilds(self) -> list[dict[str, int]]:
+        """Per rebuild of writers' KV (the first read's, then each later step's changes): writer
+        -> how many of its positions are needed."""
+        first = self.slots[: self.computed[0]] if self.computed else self.slots
+        return [_needs(first), *(_needs(s for _, s in changes) for _, changes in self.later)]
+
+    def computed_tokens(self) -> list[int]:
+        """The tokens the first step fed at the `computed` positions: what the engine processed
+        (for a stub, the prompt tokens after the positions it took as already computed)."""
+        if len(self.processed) == len(self.computed):
+            return list(self.processed)
+        return [self.prompt[p] for p in self.computed]
 
     @property
     def unwritten(self) -> int:
         return sum(1 for slot in self.slots if slot is None)
 
 
-def plan_suspect(con: duckdb.DuckDBPyConnection, request_id: str) -> SuspectPlan:
-    """Rebuild what the suspect's first decode read; ReplayError says why it cannot be done."""
+def _needs(slots: Iterable[Slot]) -> dict[str, int]:
+    needed: dict[str, int] = {}
+    for slot in slots:
+        if slot is not None:
+            needed[slot[0]] = max(needed.get(slot[0], 0), slot[1] + 1)
+    return needed
+
+
+def plan_suspect(
+    con: duckdb.DuckDBPyConnection, request_id: str, depth: int = WRITER_DEPTH
+) -> SuspectPlan:
+    """Rebuild what each step of the suspect read; ReplayError says why it cannot be done.
+    Writers whose own KV was computed over other KV are planned too, `depth` levels deep."""
     request = _request(con, request_id)
     own = load_contents(con, [request_id]).get(request_id)
     if own is None:
@@ -88,8 +139,14 @@ def plan_suspect(con: duckdb.DuckDBPyConnection, request_id: str) -> SuspectPlan
     if node is None:
         raise ReplayError("the ledger has no read by the request on any node")
     positions = int(request["prompt_tokens"] or len(own.prompt))
-    slots = _resolve_transfers(con, node, first_read(con, node, request_id, positions))
-    writers = _writer_tokens(con, request_id, own, slots)
+    views = walk_steps(_node_events(con, node, request_id), positions)
+    resolve = _Resolver(con, node)
+    slots = [resolve(s) for s in views.first]
+    computed = _computed_here(views, request_id, node)
+    later = _later_changes(views, request_id, set(computed), positions, resolve)
+    needed = slots + [s for _, changes in later for _, s in changes]
+    writers = _writer_tokens(con, request_id, own, needed)
+    replayed = _replayed_writers(con, node, set(writers) - {request_id}, depth)
     return SuspectPlan(
         request_id,
         node,
@@ -100,7 +157,80 @@ def plan_suspect(con: duckdb.DuckDBPyConnection, request_id: str) -> SuspectPlan
         request["response_sha256"],
         slots,
         writers,
+        computed,
+        later,
+        replayed,
     )
+
+
+def _replayed_writers(
+    con: duckdb.DuckDBPyConnection, node: str, writers: set[str], depth: int
+) -> dict[str, SuspectPlan]:
+    """Plans of the writers that ran their prefill on `node` and computed their KV there over
+    KV not their own (and whose output tokens were kept): rebuilding them clean would give other
+    KV than the slots held."""
+    found: dict[str, SuspectPlan] = {}
+    if depth <= 0 or not writers:
+        return found
+    params = {"node": node, "request_ids": sorted(writers)}
+    here = [str(r) for (r,) in con.execute(sql("replay_prefill_writers"), params).fetchall()]
+    for writer in here:
+        try:
+            plan = plan_suspect(con, writer, depth - 1)
+        except ReplayError:
+            continue
+        if plan.decode_node == node and plan.delivered is not None and plan.read_other_kv:
+            found[writer] = plan
+    return found
+
+
+def _own_here(source: Source, request_id: str, position: int) -> bool:
+    """The suspect's own KV at `position`, computed on this node (not transferred)."""
+    return (
+        source is not None and source[0] == request_id and not source[2] and source[1] == position
+    )
+
+
+def _computed_here(views: StepViews, request_id: str, node: str) -> list[int]:
+    """Prompt positions the first step computed: the last positions it read, one run."""
+    computed = [p for p, s in enumerate(views.first) if _own_here(s, request_id, p)]
+    if computed and computed != list(range(computed[0], len(views.first))):
+        raise ReplayError(
+            f"its first step on node {node} computed prompt positions {computed[0]}.."
+            f"{computed[-1]} of {len(views.first)}, not the run up to the end of its prompt "
+            "(a prefill split over several steps): replay rebuilds a prefill done in one step"
+        )
+    return computed
+
+
+def _later_changes(
+    views: StepViews,
+    request_id: str,
+    computed: set[int],
+    positions: int,
+    resolve: _Resolver,
+) -> list[tuple[int, list[tuple[int, Slot]]]]:
+    """Later steps' changes, without the positions holding the KV the replay computes itself
+    (its own prefill positions and every generated token's)."""
+    later = []
+    for frontier, changes in views.later:
+        kept = [
+            (p, resolve(s))
+            for p, s in changes
+            if not (_own_here(s, request_id, p) and (p in computed or p >= positions))
+        ]
+        if kept:
+            later.append((frontier, kept))
+    return later
+
+
+def _node_events(con: duckdb.DuckDBPyConnection, node: str, request_id: str) -> list[Any]:
+    events = con.execute(
+        sql("replay_node_events"), {"node": node, "request_id": request_id}
+    ).fetchall()
+    if not any(e[1] == "read" for e in events):
+        raise ReplayError(f"the ledger has no read by the request on node {node}")
+    return events
 
 
 def _request(con: duckdb.DuckDBPyConnection, request_id: str) -> dict[str, Any]:
@@ -135,11 +265,6 @@ def _ints(values: Sequence[int] | None) -> list[int] | None:
     return None if values is None else [int(v) for v in values]
 
 
-# (writer, writer position, written by a transfer, held by the reader through a share) per
-# reader position, or None
-Source = tuple[str, int, bool, bool] | None
-
-
 def first_read_slots(
     con: duckdb.DuckDBPyConnection, node: str, request_id: str, positions: int
 ) -> list[Slot]:
@@ -153,96 +278,33 @@ def first_read_slots(
 def first_read(
     con: duckdb.DuckDBPyConnection, node: str, request_id: str, positions: int
 ) -> list[Source]:
-    events = con.execute(
-        sql("replay_node_events"), {"node": node, "request_id": request_id}
-    ).fetchall()
-    reads = [e for e in events if e[1] == "read"]
-    if not reads:
-        raise ReplayError(f"the ledger has no read by the request on node {node}")
-    first_ts = reads[0][6]
-    group = {e[0] for e in reads if e[6] == first_ts}
-    return _walk(events, group, positions)
+    return walk_steps(_node_events(con, node, request_id), positions, all_steps=False).first
 
 
-def _walk(events: list[tuple[Any, ...]], group: set[int], positions: int) -> list[Source]:
-    """Apply writes (and the reader's shares) in order; at each read of the group, note each
-    slot's last writer."""
-    read_ranges = [(e[3], e[3] + e[4]) for e in events if e[0] in group]
-    slots = np.unique(np.concatenate([np.arange(lo, hi) for lo, hi in read_ranges]))
-    state = _SlotState(len(slots))
-    result: list[Source] = [None] * positions
-    last = max(group)
-    for ord_, op, req, start, count, pos_start, _, source in events:
-        if ord_ > last:
-            break
-        lo, hi = np.searchsorted(slots, [start, start + count])
-        if hi <= lo:
-            continue
-        if op == "write":
-            state.write(
-                lo, hi, (str(req), source == "transfer"), pos_start + (slots[lo:hi] - start)
-            )
-        elif op == "share":
-            state.shared[lo:hi] = True
-        elif ord_ in group:
-            state.snapshot(result, lo, hi, pos_start - start + slots[lo:hi])
-    return result
-
-
-class _SlotState:
-    """Per read slot: last writer (index into names), its position, and whether the reader
-    holds the slot through a share."""
-
-    def __init__(self, n: int):
-        self.writer = np.full(n, -1, dtype=np.int64)
-        self.wpos = np.zeros(n, dtype=np.int64)
-        self.shared = np.zeros(n, dtype=bool)
-        self.names: list[tuple[str, bool]] = []
-
-    def write(self, lo: int, hi: int, name: tuple[str, bool], positions: np.ndarray) -> None:
-        self.names.append(name)
-        self.writer[lo:hi] = len(self.names) - 1
-        self.wpos[lo:hi] = positions
-
-    def snapshot(self, result: list[Source], lo: int, hi: int, positions: np.ndarray) -> None:
-        for p, w, q, shared in zip(
-            positions.tolist(),
-            self.writer[lo:hi].tolist(),
-            self.wpos[lo:hi].tolist(),
-            self.shared[lo:hi].tolist(),
-            strict=True,
-        ):
-            if 0 <= p < len(result):
-                if w < 0:
-                    result[p] = None
-                else:
-                    name, transfer = self.names[w]
-                    result[p] = (name, q, transfer, shared)
-
-
-def _resolve_transfers(
-    con: duckdb.DuckDBPyConnection, node: str, sources: list[Source]
-) -> list[Slot]:
+class _Resolver:
     """Trace transfer-written slots back to the KV the writer's prefill read held through a
     prefix-cache share, where that KV differs from the writer's own (a verified hit holds the
     same KV: not traced). Anything else a transfer carries is the writer's own KV."""
-    views: dict[str, list[Source] | None] = {}
-    same = _SamePrefix(con)
-    out: list[Slot] = []
-    for source in sources:
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, node: str):
+        self.con = con
+        self.node = node
+        self.views: dict[str, list[Source] | None] = {}
+        self.same = _SamePrefix(con)
+
+    def __call__(self, source: Source) -> Slot:
         if source is None:
-            out.append(None)
-            continue
+            return None
         writer, pos, transfer, _ = source
-        if transfer and writer not in views:
-            views[writer] = _prefill_view(con, node, writer)
-        view = views.get(writer) if transfer else None
+        if not transfer:
+            return (writer, pos)
+        if writer not in self.views:
+            self.views[writer] = _prefill_view(self.con, self.node, writer)
+        view = self.views[writer]
         held = view[pos] if view is not None and pos < len(view) else None
-        if held is not None and held[3] and not same(writer, pos, held[0], held[1]):
-            out.append((held[0], held[1]))  # a prefix-cache hit on someone else's content
-        else:
-            out.append((writer, pos))
-    return out
+        if held is not None and held[3] and not self.same(writer, pos, held[0], held[1]):
+            return (held[0], held[1])  # a prefix-cache hit on someone else's content
+        return (writer, pos)
 
 
 class _SamePrefix:
@@ -290,7 +352,7 @@ def _prefill_view(
 
 
 def _writer_tokens(
-    con: duckdb.DuckDBPyConnection, request_id: str, own: Contents, slots: list[Slot]
+    con: duckdb.DuckDBPyConnection, request_id: str, own: Contents, slots: Sequence[Slot]
 ) -> dict[str, list[int]]:
     """Tokens of every writer of the slots; ReplayError names the writers without contents."""
     needed = sorted({s[0] for s in slots if s is not None} - {request_id})

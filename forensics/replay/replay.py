@@ -26,6 +26,7 @@ from forensics.replay.decode import (
     token_digest,
 )
 from forensics.replay.ledger import SuspectPlan, plan_suspect
+from forensics.replay.stepwise import decode_stepwise
 
 CONFIRMED = "confirmed"
 NOT_REPRODUCED = "not-reproduced"
@@ -76,20 +77,26 @@ def replay_plan(
     model: Any, plan: SuspectPlan, store: WriterStore | None = None, chunk: int | None = None
 ) -> Replayed:
     """Decode the suspect clean from its own prompt (one prefill gives its first token and KV),
-    and from what it read (its engine-side prefill gives the first token: the same as the clean
-    one when it processed its whole prompt). With the delivered tokens known, both replays are
+    and from what it read: step by step (forensics.replay.stepwise) when its first step computed
+    prompt positions over rebuilt KV or a later step read changed KV, else from its first read
+    with the first token of its engine-side prefill (the same as the clean one when it processed
+    its whole prompt). With the delivered tokens known, both replays are
     checked against them in one forward pass each; the clean one stops at its first token that
     differs (its hash covers the tokens up to there)."""
     clean_first, clean = decode_own(model, plan.prompt, plan.n_out, chunk, plan.delivered)
     forwarded = clean.forwarded_tokens
-    if plan.processed == plan.prompt:
+    first: int | None = None  # a first step that computed prompt positions here gives it
+    if not plan.computed:
         first = clean_first
+        if plan.processed != plan.prompt:
+            first = prefill_first_token(model, plan.processed, chunk)
+            forwarded += len(plan.processed)
+    if plan.stepwise or first is None:
+        dirty = decode_stepwise(model, plan, first, store, chunk, plan.delivered)
     else:
-        first = prefill_first_token(model, plan.processed, chunk)
-        forwarded += len(plan.processed)
-    dirty = decode_with_evidence(
-        model, plan.writers, plan.slots, first, plan.n_out, store, chunk, plan.delivered
-    )
+        dirty = decode_with_evidence(
+            model, plan.writers, plan.slots, first, plan.n_out, store, chunk, plan.delivered
+        )
     return Replayed(
         dirty.tokens,
         clean.tokens,
@@ -207,11 +214,7 @@ def _memory_plan(
 
 def writer_span(plan: SuspectPlan) -> int:
     """The most positions of one writer the suspect's replays rebuild (its prompt included)."""
-    needed: dict[str, int] = {}
-    for slot in plan.slots:
-        if slot is not None:
-            needed[slot[0]] = max(needed.get(slot[0], 0), slot[1] + 1)
-    return max([len(plan.prompt), *needed.values()])
+    return max([len(plan.prompt), *(n for needed in plan.rebuilds() for n in needed.values())])
 
 
 def writer_uses(plans: Sequence[SuspectPlan]) -> tuple[dict[str, int], dict[str, int]]:
@@ -220,14 +223,11 @@ def writer_uses(plans: Sequence[SuspectPlan]) -> tuple[dict[str, int], dict[str,
     uses: dict[str, int] = {}
     lengths: dict[str, int] = {}
     for plan in plans:
-        needed: dict[str, int] = {}
-        for slot in plan.slots:
-            if slot is not None:
-                needed[slot[0]] = max(needed.get(slot[0], 0), slot[1] + 1)
-        for writer, count in needed.items():
-            key = token_digest(plan.writers[writer])
-            uses[key] = uses.get(key, 0) + 1
-            lengths[key] = max(lengths.get(key, 0), count)
+        for needed in plan.rebuilds():
+            for writer, count in needed.items():
+                key = token_digest(plan.writers[writer])
+                uses[key] = uses.get(key, 0) + 1
+                lengths[key] = max(lengths.get(key, 0), count)
     return uses, lengths
 
 
