@@ -40,6 +40,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "forensics.raytasks",
             "forensics.schema_docs",
             "forensics.manifest",
+            "forensics.options",
         ),
     ),
     (
@@ -51,6 +52,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "forensics.resources",
             "forensics.textsafe",
             "forensics.outdir",
+            "forensics.isotime",
         ),
     ),
 )
