@@ -13,8 +13,8 @@ from forensics.manifest import build_manifest, output_files, utc_now, write_mani
 from forensics.outdir import check_out, staged
 from forensics.pipeline import RunContext, stages
 from forensics.progress import ProgressFn, no_progress
-from forensics.resources import reset_queries_used
 from forensics.schema_docs import apply_comments
+from forensics.sql import QueryLog
 
 
 @dataclass
@@ -77,7 +77,6 @@ def investigate(
     check_options(options)
     check_case(case_dir)
     out_dir = check_out(out_dir)
-    reset_queries_used()
     with staged(out_dir) as staging:
         summaries, written = _run(case_dir, staging, options, progress, started)
     return InvestigateResult(out_dir, summaries, [out_dir / rel for rel in written])
@@ -86,18 +85,26 @@ def investigate(
 def _run(
     case_dir: Path, staging: Path, options: InvestigateOptions, progress: ProgressFn, started: str
 ) -> tuple[dict[str, dict[str, Any]], list[Path]]:
-    con = connect(staging / "case.duckdb")
-    ctx = RunContext(
-        case_dir, staging, con, params=options.params(), progress=progress, run_id=started
-    )
-    ctx.wrote(staging / "case.duckdb")
-    try:
-        for spec in stages():
-            progress(spec.name, 0, None)
-            ctx.summaries[spec.name] = spec.run(ctx)
-        apply_comments(con)  # every stage's tables described in the case database
-    finally:
-        con.close()
+    queries = QueryLog()
+    with queries.recording():
+        con = connect(staging / "case.duckdb")
+        ctx = RunContext(
+            case_dir,
+            staging,
+            con,
+            params=options.params(),
+            progress=progress,
+            run_id=started,
+            queries=queries,
+        )
+        ctx.wrote(staging / "case.duckdb")
+        try:
+            for spec in stages():
+                progress(spec.name, 0, None)
+                ctx.summaries[spec.name] = spec.run(ctx)
+            apply_comments(con)  # every stage's tables described in the case database
+        finally:
+            con.close()
     manifest_path = ctx.wrote(staging / "manifest.json")
     write_manifest(manifest_path, _manifest(ctx, options, started))
     return ctx.summaries, [p.relative_to(staging) for p in ctx.written]
@@ -160,6 +167,7 @@ def _manifest(ctx: RunContext, options: InvestigateOptions, started: str) -> dic
         params=ctx.params,
         stages=ctx.summaries,
         outputs=outputs,
+        queries=ctx.queries.used(),
         started_at=started,
         finished_at=utc_now(),
         command=options.command,

@@ -14,6 +14,7 @@ from typing import Any
 import duckdb
 
 from forensics.progress import ProgressFn, no_progress
+from forensics.sql import QueryLog
 
 
 @dataclass
@@ -27,6 +28,7 @@ class RunContext:
     progress: ProgressFn = no_progress
     ingest: Any = None  # the IngestResult of this run, once ingest has run
     run_id: str = ""  # names this run in the manifest and the report
+    queries: QueryLog = field(default_factory=QueryLog)  # the queries this run loaded
 
     def wrote(self, path: Path) -> Path:
         self.written.append(path)

@@ -15,12 +15,11 @@ import pyarrow.parquet as pq
 
 from forensics.analysis import aggregate, order
 from forensics.analysis.screening import ScreeningParams, screen
-from forensics.ingest.sqlrun import run_script
 from forensics.ledger.store import ledger_meta
 from forensics.pipeline import RunContext
 from forensics.progress import ProgressFn, no_progress
-from forensics.resources import sql
 from forensics.schema_docs import apply_comments
+from forensics.sql import run_script, sql, tables
 
 
 def analyze(
@@ -58,12 +57,9 @@ def _analyze(
         or sum(out["violations_by_kind"].values())
     )
     out["headline"] = headline(out)
-    run_script(con, sql("schema_views"))
-    if all(
-        con.execute(sql("analysis_table_count"), {"name": name}).fetchall()[0][0]
-        for name in ("node_starts", "node_disagreements")
-    ):
-        run_script(con, sql("schema_views_nodes"))
+    run_script(con, sql("schema/views"))
+    if {"node_starts", "node_disagreements"} <= set(tables(con)):
+        run_script(con, sql("schema/views_nodes"))
     apply_comments(con, in_transaction=True)  # the tables the analysis created or replaced
     out["parameters"] = {**asdict(screening), "workers": int(params.get("workers") or 2)}
     if params.get("ray") is not None:
@@ -119,5 +115,5 @@ def write_outputs(con: duckdb.DuckDBPyConnection, out_dir: Path) -> Path:
     """OUT/exposures.parquet, sorted, so the same case gives a byte-identical file. (The
     notification lists are written from affected_accounts by the export stage.)"""
     path = out_dir / "exposures.parquet"
-    pq.write_table(con.sql(sql("analysis_export_exposures")).to_arrow_table(), path)
+    pq.write_table(con.sql(sql("analysis/export_exposures")).to_arrow_table(), path)
     return path

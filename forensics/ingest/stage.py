@@ -6,10 +6,9 @@ from typing import Any
 
 from forensics.ingest.discover import discover
 from forensics.ingest.load import ingest_into
-from forensics.ingest.readers import literal
 from forensics.ledger.store import ExternalLedger
 from forensics.pipeline import RunContext
-from forensics.resources import sql
+from forensics.sql import sql
 
 
 def _ledger(params: dict[str, Any]) -> ExternalLedger | None:
@@ -28,6 +27,6 @@ def ingest_stage(ctx: RunContext) -> dict[str, Any]:
         ledger=_ledger(ctx.params),
     )
     quarantine = ctx.wrote(ctx.out_dir / "quarantine.csv")
-    ctx.con.execute(sql("export_quarantine").replace("$target", literal(str(quarantine))))
+    ctx.con.execute(sql("ingest/export_quarantine"), {"target": str(quarantine)})
     ctx.ingest = result
     return result.to_json()

@@ -75,10 +75,10 @@ class Decider:
         return {w: CONFIRMED if w in reproducing else CLEARED for w in candidates}
 
     def _delivered_sha(self, request_id: str) -> str | None:
-        from forensics.resources import sql
+        from forensics.sql import sql
 
         row = self.con.execute(
-            sql("reconstruct_response_sha"), {"request_id": request_id}
+            sql("reconstruct/response_sha"), {"request_id": request_id}
         ).fetchone()
         return None if row is None or row[0] is None else str(row[0])
 
@@ -94,10 +94,10 @@ def load_decider(
         return None
     from forensics.replay.loader import load_model
     from forensics.replay.testmodel import TEST_MODEL_NAME
-    from forensics.resources import sql
+    from forensics.sql import sql
 
     if spec is None:
-        models = {m for (m,) in con.execute(sql("reconstruct_models")).fetchall()}
+        models = {m for (m,) in con.execute(sql("reconstruct/models")).fetchall()}
         if models != {TEST_MODEL_NAME}:
             return None
         spec = "test"

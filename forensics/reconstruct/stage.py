@@ -6,7 +6,7 @@ PagedTokenToKVPoolAllocator or vLLM's BlockPool, driven in the engines' environm
 (forensics.engines), chosen from the node's engine as the nodes table or its log states it;
 the simulator's LIFO pool when the engine is unknown. Requests that screening flags as over
 the pool, rejected by the engine or answered implausibly fast are modelled as 1-token stubs.
-Results go to the reconstructed_* tables (queries/schema_reconstruct.sql); the analysis turns
+Results go to the reconstructed_* tables (queries/schema/reconstruct.sql); the analysis turns
 their cross-account pairs into `reconstructed` exposures of the affected parties."""
 
 from __future__ import annotations
@@ -22,14 +22,13 @@ from forensics.analysis import aggregate
 from forensics.analysis.screening import ScreeningParams, screen
 from forensics.engines.client import EngineAllocators
 from forensics.errors import UsageError
-from forensics.ingest.sqlrun import run_script
 from forensics.pipeline import RunContext
 from forensics.progress import ProgressFn, no_progress
 from forensics.reconstruct.decide import Decider, load_decider
 from forensics.reconstruct.trace import Layout, NodeTrace, Req, replay
-from forensics.resources import sql
 from forensics.simulate.allocator import PagePool
 from forensics.simulate.engine_pool import EnginePagePool
+from forensics.sql import run_script, sql
 
 STUB_REASONS = ("over-pool", "engine-rejected", "fast-ttft")
 ALLOCATORS = ("auto", "lifo", "sglang", "vllm")
@@ -108,14 +107,14 @@ def reconstruct(
     rp = ReconstructParams.from_params(params)
     aggregate.prepare(con)
     screen(con, ScreeningParams.from_params(params))  # the stub reasons
-    run_script(con, sql("reconstruct_clear"))
+    run_script(con, sql("reconstruct/clear"))
     pools = Pools()
     summary: dict[str, Any] = {"nodes": [], "skipped": []}
     decider = load_decider(
         con, params.get("replay_model"), params.get("replay_device") or "auto", rp.replay_budget
     )
     try:
-        nodes = con.execute(sql("reconstruct_nodes")).fetchall()
+        nodes = con.execute(sql("reconstruct/nodes")).fetchall()
         for k, (node, role, engine, version, page_size, pool_slots) in enumerate(nodes):
             progress("reconstruct", k, len(nodes))
             if not page_size or not pool_slots:
@@ -132,7 +131,7 @@ def reconstruct(
                 summary["skipped"].append({"node": node, "why": str(exc)})
                 continue
             con.execute(
-                sql("reconstruct_insert_node"),
+                sql("reconstruct/insert_node"),
                 {
                     **row,
                     "engine": engine,
@@ -143,7 +142,7 @@ def reconstruct(
             summary["nodes"].append({k2: row[k2] for k2 in ("node", "allocator", "orders")})
     finally:
         pools.close()
-    figures = con.execute(sql("reconstruct_summary")).fetchall()[0]
+    figures = con.execute(sql("reconstruct/summary")).fetchall()[0]
     names = ("events", "pairs", "cross_account_pairs", "confirmed", "cleared")
     summary.update(zip(names, figures, strict=True))
     summary["layouts_replayed"] = decider.replayed if decider is not None else 0
@@ -187,7 +186,7 @@ def _node(
                 verdicts[(receiver, leaker)] = verdict
     _store(con, trace, first.events, support, tokens, n_orders, verdicts)
     con.executemany(
-        sql("reconstruct_insert_request"),
+        sql("reconstruct/insert_request"),
         [
             {"request_id": r.request_id, "node": node, "stub": r.stub, "reasons": why}
             for r, why in zip(reqs, reasons, strict=True)
@@ -211,7 +210,7 @@ def _requests(
     con: duckdb.DuckDBPyConnection, node: str, role: str
 ) -> tuple[list[Req], list[list[str]]]:
     rows = con.execute(
-        sql("reconstruct_requests"),
+        sql("reconstruct/requests"),
         {"node": node, "role": role, "stub_reasons": list(STUB_REASONS)},
     ).fetchall()
     reqs, reasons = [], []
@@ -269,7 +268,7 @@ def _store(
     con.register("_rc_events", ev)
     con.register("_rc_exposures", ex)
     try:
-        run_script(con, sql("reconstruct_insert"))
+        run_script(con, sql("reconstruct/insert"))
     finally:
         con.unregister("_rc_events")
         con.unregister("_rc_exposures")

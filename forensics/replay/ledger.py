@@ -24,7 +24,7 @@ import duckdb
 import numpy as np
 
 from forensics.errors import ReplayError
-from forensics.resources import sql
+from forensics.sql import sql
 
 Slot = tuple[str, int] | None
 
@@ -104,7 +104,7 @@ def plan_suspect(con: duckdb.DuckDBPyConnection, request_id: str) -> SuspectPlan
 
 
 def _request(con: duckdb.DuckDBPyConnection, request_id: str) -> dict[str, Any]:
-    cur = con.execute(sql("replay_request"), {"request_id": request_id})
+    cur = con.execute(sql("replay/request"), {"request_id": request_id})
     row = cur.fetchone()
     if row is None:
         raise ReplayError("the request is not in the request log")
@@ -120,14 +120,14 @@ def _output_length(request: dict[str, Any], own: Contents) -> int:
 
 
 def _last_read_node(con: duckdb.DuckDBPyConnection, request_id: str) -> str | None:
-    row = con.execute(sql("replay_last_read_node"), {"request_id": request_id}).fetchone()
+    row = con.execute(sql("replay/last_read_node"), {"request_id": request_id}).fetchone()
     return None if row is None else str(row[0])
 
 
 def load_contents(
     con: duckdb.DuckDBPyConnection, request_ids: Sequence[str]
 ) -> dict[str, Contents]:
-    rows = con.execute(sql("replay_contents"), {"request_ids": list(request_ids)}).fetchall()
+    rows = con.execute(sql("replay/contents"), {"request_ids": list(request_ids)}).fetchall()
     return {rid: Contents(_ints(p), _ints(o), _ints(c), b) for rid, p, o, c, b in rows}
 
 
@@ -154,7 +154,7 @@ def first_read(
     con: duckdb.DuckDBPyConnection, node: str, request_id: str, positions: int
 ) -> list[Source]:
     events = con.execute(
-        sql("replay_node_events"), {"node": node, "request_id": request_id}
+        sql("replay/node_events"), {"node": node, "request_id": request_id}
     ).fetchall()
     reads = [e for e in events if e[1] == "read"]
     if not reads:

@@ -12,20 +12,18 @@ import duckdb
 
 from forensics.errors import CaseError, StageUnavailable, UsageError
 from forensics.replay import INSTALL_HINT, replay_available
-from forensics.resources import sql
+from forensics.sql import sql, tables
 
 SUSPECT_QUERIES = {
-    "exposures": "replay_suspects_exposures",
-    "screening": "replay_suspects_screening",
+    "exposures": "replay/suspects_exposures",
+    "screening": "replay/suspects_screening",
 }
 
 
 def find_suspects(con: duckdb.DuckDBPyConnection) -> list[str]:
     """Receivers in exposures and screened requests, sorted; CaseError when neither table is."""
-    from forensics.replay.store import existing_tables
-
-    tables = existing_tables(con)
-    found = [t for t in SUSPECT_QUERIES if t in tables]
+    present = set(tables(con, views=True))
+    found = [t for t in SUSPECT_QUERIES if t in present]
     if not found:
         raise CaseError(
             "the case database has no exposures or screening table: run the "
@@ -83,7 +81,7 @@ def _known(con: duckdb.DuckDBPyConnection, request_ids: Sequence[str]) -> None:
     unknown = [
         r[0]
         for r in con.execute(
-            sql("replay_unknown_requests"), {"request_ids": list(request_ids)}
+            sql("replay/unknown_requests"), {"request_ids": list(request_ids)}
         ).fetchall()
     ]
     if unknown:
@@ -100,7 +98,7 @@ def default_model(
     """('test', '') when every suspect was served by the test model; else (None, why)."""
     from forensics.replay.testmodel import TEST_MODEL, TEST_MODEL_NAME
 
-    rows = con.execute(sql("replay_request_models"), {"request_ids": list(suspects)}).fetchall()
+    rows = con.execute(sql("replay/request_models"), {"request_ids": list(suspects)}).fetchall()
     models = [r[0] for r in rows]
     if models and all(m == TEST_MODEL_NAME for m in models):
         return TEST_MODEL, ""
@@ -111,14 +109,12 @@ def default_model(
 
 
 def _ensure_tables(con: duckdb.DuckDBPyConnection) -> None:
-    from forensics.replay.store import existing_tables
-
-    missing = {"requests", "kv_events"} - existing_tables(con)
+    missing = {"requests", "kv_events"} - set(tables(con, views=True))
     if missing:
         raise CaseError(
             f"the case database lacks {', '.join(sorted(missing))}: run kvforensics ingest first"
         )
-    con.execute(sql("schema"))  # creates an empty contents table when none was kept
+    con.execute(sql("schema/case"))  # creates an empty contents table when none was kept
 
 
 def summarise(run: Any, timings: bool = True) -> dict[str, Any]:

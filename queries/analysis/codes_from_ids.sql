@@ -1,5 +1,5 @@
 -- Case-wide request codes from the request ids of the partitions (registered as _ids): the same
--- numbering as queries/analysis_codes.sql gives over a loaded ledger.
+-- numbering as queries/analysis/codes.sql gives over a loaded ledger.
 CREATE SCHEMA IF NOT EXISTS work;
 
 CREATE OR REPLACE TABLE work.analysis_request_codes AS

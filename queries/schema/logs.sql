@@ -1,5 +1,5 @@
 -- Tables written from the engines' own logs (a case's logs/ folder). A node that only the logs
--- name also gets its one row in `nodes` (schema.sql), from its last engine start.
+-- name also gets its one row in `nodes` (schema/case.sql), from its last engine start.
 
 -- One row per node and engine start found in its logs (src_file = the log, src_row = the line
 -- of the pool size, or of the first value read).
