@@ -136,13 +136,19 @@ def statements(script: str) -> list[str]:
     return out
 
 
+def _named(statement: str) -> set[str]:
+    """The $parameters a statement names in its code (not in strings or comments)."""
+    code = (t for t in _TOKEN.findall(statement) if not t.startswith(("--", "'", '"')))
+    return {name for token in code for name in _PARAM.findall(token)}
+
+
 def run_script(
     con: duckdb.DuckDBPyConnection, script: str, params: dict[str, Any] | None = None
 ) -> None:
     """Execute each statement, binding only the parameters that statement names."""
     params = params or {}
     for statement in statements(script):
-        names = set(_PARAM.findall(statement))
+        names = _named(statement)
         bound = {k: v for k, v in params.items() if k in names}
         con.execute(statement, bound) if bound else con.execute(statement)
 

@@ -11,6 +11,7 @@ from typing import Any
 
 import duckdb
 
+from forensics.analysis.codes import code_lists
 from forensics.sql import run_script, sql
 
 LEDGER_QUERIES = (
@@ -36,7 +37,7 @@ def ledger_tables(con: duckdb.DuckDBPyConnection, piece_events: bool = True) -> 
     if piece_events:
         run_script(con, sql("analysis/piece_events"))
     for name in LEDGER_QUERIES:
-        run_script(con, sql(name))
+        run_script(con, sql(name), code_lists())  # kinds and violations decoded by code
 
 
 def affected_tables(con: duckdb.DuckDBPyConnection) -> None:

@@ -21,6 +21,7 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
+from forensics.analysis.codes import OPS
 from forensics.analysis.coverage import read_counts, run_numbers
 from forensics.analysis.sweep import cells_of, sweep_cells_of
 from forensics.progress import ProgressFn, no_progress
@@ -94,7 +95,8 @@ def load_node(con: duckdb.DuckDBPyConnection, info: NodeInfo) -> NodeEvents:
 
 def fetch_batches(con: duckdb.DuckDBPyConnection, info: NodeInfo) -> pa.RecordBatchReader:
     """One node's coded events (queries/analysis/sweep_input.sql), in batches."""
-    rel = con.sql(sql("analysis/sweep_input"), params={"node": info.node, "by_seq": info.by_seq})
+    params = {"node": info.node, "by_seq": info.by_seq, "ops": list(OPS)}
+    rel = con.sql(sql("analysis/sweep_input"), params=params)
     return rel.to_arrow_reader(FETCH_ROWS)
 
 

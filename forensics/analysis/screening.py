@@ -30,6 +30,17 @@ import duckdb
 
 from forensics.sql import run_script, sql, tables
 
+# The screening reasons that make a request a suspect receiver ($suspect_reasons in
+# queries/analysis/possible_exposures.sql and queries/replay/suspects_screening.sql);
+# deferred-release-timeout alone does not.
+SUSPECT_REASONS = (
+    "over-pool",
+    "fast-ttft",
+    "engine-rejected",
+    "kv-checksum-mismatch",
+    "kv-canary-violation",
+)
+
 
 @dataclass(frozen=True)
 class ScreeningParams:
@@ -49,6 +60,6 @@ def screen(con: duckdb.DuckDBPyConnection, params: ScreeningParams) -> None:
     """Write screening and possible_exposures."""
     if "engine_evidence" not in tables(con):
         run_script(con, sql("analysis/engine_evidence_empty"))  # a case database without logs
-    bound = asdict(params)
+    bound = {**asdict(params), "suspect_reasons": list(SUSPECT_REASONS)}
     run_script(con, sql("analysis/screening"), bound)
     run_script(con, sql("analysis/possible_exposures"), bound)

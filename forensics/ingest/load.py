@@ -16,7 +16,7 @@ from forensics import __version__
 from forensics.db import BOOKKEEPING_TABLES, INPUT_TABLES, connect, derived_tables
 from forensics.errors import InputError
 from forensics.ingest.chunks import jsonl_parts
-from forensics.ingest.contract import TABLES, TableContract
+from forensics.ingest.contract import OPS, TABLES, TableContract
 from forensics.ingest.discover import (
     HIDDEN,
     OUTSIDE,
@@ -257,7 +257,8 @@ def _load_part(
     scan = stage_file(con, f, table, workdir)
     if lines_before:
         run_script(con, sql("ingest/stage_shift_rows"), {"lines_before": lines_before})
-    run_script(con, sql(f"ingest/validate_{table.name}"), {**params, "file_rank": rank})
+    bound = {**params, "file_rank": rank, "ops": list(OPS)}
+    run_script(con, sql(f"ingest/validate_{table.name}"), bound)
     read, loaded, quarantined = con.execute(sql("ingest/counts")).fetchone() or (0, 0, 0)
     if scan is not None and f.fmt == "csv" and read != scan.records:
         raise InputError(

@@ -22,7 +22,7 @@ import duckdb
 import pyarrow as pa
 
 from forensics.errors import InputError, MissingColumnError
-from forensics.ingest.contract import KV_EVENTS
+from forensics.ingest.contract import KV_EVENTS, OPS
 from forensics.ingest.result import FileCounts
 from forensics.sql import Fragment, ident, join, literal, run, run_script, sql, template
 
@@ -187,11 +187,8 @@ def check_partition(
         for f in files:
             found = columns_of(con, f)
             run(con, "ledger/stage_part", projection=projection(found, f.node), path=literal(f.url))
-            run_script(
-                con,
-                sql("ingest/validate_kv_events"),
-                {"assume_utc": assume_utc, "file_rank": f.rank},
-            )
+            bound = {"assume_utc": assume_utc, "file_rank": f.rank, "ops": list(OPS)}
+            run_script(con, sql("ingest/validate_kv_events"), bound)
             run_script(con, sql("ledger/check_node"), {"node": f.node})
             read, loaded, bad = con.execute(sql("ingest/counts")).fetchall()[0]
             digest, size = sha256_of(f.url)

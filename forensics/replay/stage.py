@@ -10,6 +10,7 @@ from typing import Any
 
 import duckdb
 
+from forensics.analysis.screening import SUSPECT_REASONS
 from forensics.errors import CaseError, StageUnavailable, UsageError
 from forensics.replay import INSTALL_HINT, replay_available
 from forensics.sql import sql, tables
@@ -31,7 +32,8 @@ def find_suspects(con: duckdb.DuckDBPyConnection) -> list[str]:
         )
     ids: set[str] = set()
     for table in found:
-        ids.update(row[0] for row in con.execute(sql(SUSPECT_QUERIES[table])).fetchall())
+        params = {"suspect_reasons": list(SUSPECT_REASONS)} if table == "screening" else {}
+        ids.update(row[0] for row in con.execute(sql(SUSPECT_QUERIES[table]), params).fetchall())
     return sorted(ids)
 
 

@@ -1,7 +1,8 @@
 -- exposures: the sweep's foreign pieces joined back to events and requests, coalesced into
 -- maximal contiguous slot runs per (receiver, leaker, node, kind). Overlapping pieces (the same
 -- slots read again) merge; a new run starts only where a piece begins after every earlier end
--- (run_no, numbered per node by forensics.analysis.coverage.run_numbers).
+-- (run_no, numbered per node by forensics.analysis.coverage.run_numbers). kind: the code's
+-- name in $exposure_kinds (forensics.analysis.codes).
 -- leaker_part per piece: write source prefill/transfer -> prompt, decode -> generated; with no
 -- source, positions below the leaker's prompt_tokens are prompt (all prompt when it is unknown).
 DELETE FROM exposures;
@@ -37,7 +38,7 @@ WITH piece AS (
     GROUP BY node, run_no, receiver_code, leaker_code, kind_code
 )
 SELECT rc.request_id AS receiver_request_id, lc.request_id AS leaker_request_id, runs.node,
-       ['stale', 'overwritten', 'prefix-mismatch'][runs.kind_code + 1] AS kind,
+       ($exposure_kinds)[runs.kind_code + 1] AS kind,
        runs.* EXCLUDE (node, receiver_code, leaker_code, kind_code),
        rr.account_id AS receiver_account_id, lr.account_id AS leaker_account_id,
        rr.account_id <> lr.account_id AS cross_account, 'ledger' AS confidence

@@ -2,8 +2,8 @@
 -- request served by the same decode node whose activity reaches into the window_s seconds
 -- before the suspect arrived (received before it, and completed, or failing that answered or
 -- received, no earlier than received_at - window): their KV may still have been in the pages.
--- Suspect reasons: over-pool, fast-ttft, engine-rejected, kv-checksum-mismatch,
--- kv-canary-violation (deferred-release-timeout alone does not make a receiver). A suspect that
+-- Suspect reasons: $suspect_reasons (forensics.analysis.screening.SUSPECT_REASONS;
+-- deferred-release-timeout alone does not make a receiver). A suspect that
 -- kvforensics reconstruct replayed as a stub on its decode node gets the reconstructed pairs
 -- (reconstructed_exposures) instead.
 DELETE FROM possible_exposures;
@@ -13,8 +13,7 @@ WITH suspect AS (
     SELECT s.request_id, s.account_id, s.decode_node, q.received_at
     FROM screening s JOIN work.analysis_requests q USING (request_id)
     WHERE NOT s.ledger_covered AND s.decode_node IS NOT NULL
-      AND len(list_intersect(s.reasons, ['over-pool', 'fast-ttft', 'engine-rejected',
-                                         'kv-checksum-mismatch', 'kv-canary-violation'])) > 0
+      AND len(list_intersect(s.reasons, $suspect_reasons)) > 0
       AND NOT EXISTS (SELECT 1 FROM reconstructed_requests r
                       WHERE r.request_id = s.request_id AND r.node = s.decode_node AND r.stub)
 )

@@ -1,10 +1,11 @@
 -- One node's events for the sweep, in no particular order: `rank` and `event_key` give the
 -- total order (forensics.analysis.order sorts on them). Order: (seq, input_order) when every
 -- event of the node has seq ($by_seq), else (ts, op rank, input_order) with op rank
--- free=0 < alloc=1 < share=2 < write=3 < read=4 (op rank < 8, so ts * 8 + rank sorts both).
+-- the position in $ops (free=0 < alloc=1 < share=2 < write=3 < read=4; op rank < 8, so
+-- ts * 8 + rank sorts both).
 -- event_key is the event's input_order, unique in the case: the sweep's pieces name events by it.
 WITH coded AS (
-    SELECT e.*, CAST(list_position(['free', 'alloc', 'share', 'write', 'read'], e.op) - 1
+    SELECT e.*, CAST(list_position($ops, e.op) - 1
                      AS TINYINT) AS op_code
     FROM kv_events e
     WHERE e.node = $node

@@ -1,12 +1,12 @@
 -- violations: the sweep's violation pieces coalesced into maximal slot runs per
--- (request, node, violation, other request), with the first and last event time.
+-- (request, node, violation, other request), with the first and last event time. violation:
+-- the code's name in $violations (forensics.analysis.codes).
 DELETE FROM violations;
 
 INSERT INTO violations BY NAME
 WITH piece AS (
     SELECT e.request_id, p.node, p.slot_start, p.slot_end, e.ts,
-           ['write-after-free', 'write-unheld', 'double-allocation', 'read-unheld']
-               [p.violation_code + 1] AS violation,
+           ($violations)[p.violation_code + 1] AS violation,
            o.request_id AS other_request_id
     FROM work.analysis_violation_pieces p
     JOIN kv_events e ON e.input_order = p.event_key

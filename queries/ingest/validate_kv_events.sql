@@ -20,8 +20,8 @@ SELECT src_row,
         WHEN kvf_str(request_id) IS NULL
             THEN kvf_bad('request_id', request_id, 'missing required value')
         WHEN op IS NULL THEN kvf_bad('op', NULL, 'missing required value')
-        WHEN op::VARCHAR NOT IN ('alloc', 'share', 'write', 'read', 'free')
-            THEN kvf_bad('op', op, 'op must be one of alloc, share, write, read, free')
+        WHEN NOT list_contains($ops, op::VARCHAR)
+            THEN kvf_bad('op', op, 'op must be one of ' || array_to_string($ops, ', '))
         WHEN slot_start IS NULL THEN kvf_bad('slot_start', NULL, 'missing required value')
         WHEN v_slot_start IS NULL OR v_slot_start < 0
             THEN kvf_bad('slot_start', slot_start, 'slot_start must be an integer >= 0')
