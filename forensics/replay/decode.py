@@ -37,7 +37,7 @@ class DecodeResult:
 
     tokens: list[int]
     writer_share: dict[str, float] = field(default_factory=dict)  # attention on each writer
-    unwritten_share: float = 0.0  # attention on never-written (zero) slots
+    uninitialised_share: float = 0.0  # attention on never-written (zero) slots
     forwarded_tokens: int = 0  # token positions run through the model
 
 
@@ -352,14 +352,14 @@ def _attribute_shares(
     if per_slot is None:
         return
     shares: dict[str, float] = defaultdict(float)
-    unwritten = 0.0
+    uninitialised = 0.0
     for slot, weight in zip(slots, per_slot, strict=True):
         if slot is None:
-            unwritten += weight
+            uninitialised += weight
         else:
             shares[slot[0]] += weight
     result.writer_share = {w: round(s, 9) for w, s in sorted(shares.items())}
-    result.unwritten_share = round(unwritten, 9)
+    result.uninitialised_share = round(uninitialised, 9)
 
 
 def input_device(model: Any) -> torch.device:

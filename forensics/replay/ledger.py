@@ -71,7 +71,7 @@ class SuspectPlan:
         return dict(sorted(counts.items()))
 
     @property
-    def unwritten(self) -> int:
+    def uninitialised(self) -> int:
         return sum(1 for slot in self.slots if slot is None)
 
 

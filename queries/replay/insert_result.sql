@@ -3,9 +3,9 @@
 -- given explicitly with --served-model).
 INSERT INTO replay_results (request_id, verdict, reason, delivered_sha256, contaminated_sha256,
     clean_sha256, tokens, seconds, tokens_per_s, device, model, decode_node, output_tokens,
-    foreign_slots, unwritten_slots, unwritten_share, run_id, model_matches)
+    foreign_slots, uninitialised_slots, uninitialised_share, run_id, model_matches)
 VALUES ($request_id, $verdict, $reason, $delivered_sha256, $contaminated_sha256, $clean_sha256,
     $tokens, $seconds, $tokens_per_s, $device, $model, $decode_node, $output_tokens,
-    $foreign_slots, $unwritten_slots, $unwritten_share, $run_id,
+    $foreign_slots, $uninitialised_slots, $uninitialised_share, $run_id,
     EXISTS (SELECT 1 FROM requests WHERE request_id = $request_id
             AND (model = $served_model OR (NULLIF(trim(model), '') IS NULL AND $served_explicit))));

@@ -36,8 +36,8 @@ CREATE TABLE IF NOT EXISTS replay_results (
     decode_node         VARCHAR,           -- the node whose first decode read was rebuilt
     output_tokens       BIGINT,            -- tokens decoded per replay (the logged output length)
     foreign_slots       BIGINT,            -- the suspect's positions holding another request's KV
-    unwritten_slots     BIGINT,            -- positions never written (replayed as zeros)
-    unwritten_share     DOUBLE,            -- first decode step's attention on never-written slots
+    uninitialised_slots BIGINT,            -- positions never written (replayed as zeros)
+    uninitialised_share DOUBLE,            -- first decode step's attention on never-written slots
     run_id              VARCHAR,           -- the replay_runs row
     model_matches       BOOLEAN            -- the run's served_model is the request log's model
 );
@@ -56,3 +56,7 @@ CREATE TABLE IF NOT EXISTS replay_attention (
 ALTER TABLE replay_results ADD COLUMN IF NOT EXISTS run_id VARCHAR;
 ALTER TABLE replay_results ADD COLUMN IF NOT EXISTS model_matches BOOLEAN;
 ALTER TABLE replay_attention ADD COLUMN IF NOT EXISTS run_id VARCHAR;
+-- Never-written positions were once named unwritten_*; such a case database gains the
+-- uninitialised_* columns (the analysis' name for the same thing), filled by later runs.
+ALTER TABLE replay_results ADD COLUMN IF NOT EXISTS uninitialised_slots BIGINT;
+ALTER TABLE replay_results ADD COLUMN IF NOT EXISTS uninitialised_share DOUBLE;
