@@ -1,5 +1,5 @@
 """The case database explains itself: every table and column carries a COMMENT, taken from the
-schema files (queries/schema*.sql), the one place where tables are described.
+schema files (queries/schema/*.sql), the one place where tables are described.
 
 In a schema file, the comment lines right above `CREATE TABLE IF NOT EXISTS name (` describe the
 table, and the comment at the end of a column's line (continued on comment-only lines below it)

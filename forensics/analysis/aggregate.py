@@ -1,4 +1,4 @@
-"""Turn the sweep's pieces into the analysis tables, all in SQL (queries/analysis_*.sql).
+"""Turn the sweep's pieces into the analysis tables, all in SQL (queries/analysis/*.sql).
 
 exposures, violations and read_stats come from the pieces; exposure_tokens counts docs/DESIGN.md §6
 token exposures per (receiver, node, leaker); affected_requests and affected_accounts join both

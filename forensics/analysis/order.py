@@ -6,7 +6,7 @@ for requests and content hashes, the sort key, the event's key); numpy sorts the
 node's total order. The sweep runs per node on those arrays, nodes in parallel threads (the
 compiled code releases the GIL), and while one node is swept the next is fetched. What it
 found goes back into DuckDB: exposure and violation pieces naming events by their key
-(kv_events.input_order) and per-request read counts, for the SQL in queries/analysis_*.sql.
+(kv_events.input_order) and per-request read counts, for the SQL in queries/analysis/*.sql.
 No per-event table is written, so the analysis costs one pass over the ledger plus the sweep.
 """
 

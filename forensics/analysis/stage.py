@@ -29,12 +29,12 @@ def analyze(
 ) -> dict[str, Any]:
     """Compute every analysis table in the case database in one transaction (a failure or kill
     leaves the previous tables); returns the summary figures."""
-    con.execute("BEGIN TRANSACTION")
+    con.begin()
     try:
         out = _analyze(con, params or {}, progress)
-        con.execute("COMMIT")
+        con.commit()
     except BaseException:
-        con.execute("ROLLBACK")
+        con.rollback()
         raise
     return out
 

@@ -86,13 +86,13 @@ def ingest_into(
         if stored is not None:
             return stored
         detach(con)
-        con.execute("BEGIN TRANSACTION")
+        con.begin()
         try:
             result = _load(con, case_dir, discovery, hashes, params, progress, ledger)
             _record(con, result, params, queries)
-            con.execute("COMMIT")
+            con.commit()
         except BaseException:
-            con.execute("ROLLBACK")
+            con.rollback()
             raise
     return result
 

@@ -1,8 +1,9 @@
 """Read one input file into the temp table `staged`: the contract's columns as text, one row per
 record, with src_row, and parse_error/raw for records that do not parse.
 
-The SQL is in queries/stage_*.sql. The only text composed here is the column projection, built
-from the contract's own column names (never from file content) and quoted as identifiers."""
+The SQL is in queries/ingest/stage_*.sql. The only text composed here is the column projection,
+built with forensics.sql.template from the contract's own column names (never from file
+content), quoted as identifiers."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The typed context of OUT/report.html: everything the templates may use, documented.
 
 The templates see one variable, `r`, a ReportContext. Row types mirror the columns of the
-queries/report_*.sql that fill them (the constructors fail if a query's columns drift). A test
+queries/report/*.sql that fill them (the constructors fail if a query's columns drift). A test
 walks the templates and checks that every attribute they use is a field declared here."""
 
 from __future__ import annotations
