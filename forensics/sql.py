@@ -75,7 +75,7 @@ _RECORDING: ContextVar[QueryLog | None] = ContextVar("kvforensics_query_log", de
 def recording(log: QueryLog | None = None) -> Iterator[QueryLog]:
     """Record the block's loads in `log`; without one, in the log recording now, or where none
     is (a command run on its own), in a new log for the block."""
-    chosen = log or _RECORDING.get() or QueryLog()
+    chosen = log if log is not None else (_RECORDING.get() or QueryLog())
     with chosen.recording():
         yield chosen
 

@@ -162,3 +162,38 @@ def test_every_query_is_used_and_every_name_loaded_exists() -> None:
     missing = sorted(c for c in constants if name_like.fullmatch(c) and c not in names)
     assert not missing, f"names loaded that are not in queries/: {missing}"
     assert all(any(p.fullmatch(n) for n in names) for p in loaders), loaders
+
+
+def _listed_queries(report: Path) -> dict[str, str]:
+    html = report.read_text(encoding="utf-8")
+    row = re.compile(r'<td class="mono">([a-z_]+/[a-z_]+)</td><td class="mono">([0-9a-f]{64})</td>')
+    return dict(row.findall(html))
+
+
+def test_report_lists_its_own_queries_each_time(tmp_path: Path) -> None:
+    """Two reports written in one process list the same queries: the report's and the exports'
+    own, each with its file's SHA-256, and nothing a surrounding run loaded before."""
+    from report_case import build_case, seq_tables
+
+    from forensics.report.casedb import open_case
+    from forensics.report.stage import write_all
+
+    db = build_case(tmp_path / "case.duckdb", seq_tables())
+    listed = []
+    for i in range(2):
+        log = QueryLog()
+        with log.recording():
+            load_query("ingest/counts")  # loaded by the run before its export stage
+        con = open_case(db)
+        try:
+            write_all(con, tmp_path / f"out{i}", queries=log)
+        finally:
+            con.close()
+        listed.append(_listed_queries(tmp_path / f"out{i}" / "report.html"))
+        assert "ingest/counts" in log.used()
+    assert listed[0] == listed[1]
+    names = set(listed[0])
+    assert {"report/headline", "notify/lists", "schema/tables"} <= names
+    assert all(n.startswith(("report/", "notify/")) or n == "schema/tables" for n in names)
+    for name, digest in listed[0].items():
+        assert digest == hashlib.sha256((QUERIES / f"{name}.sql").read_bytes()).hexdigest()
