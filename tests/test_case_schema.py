@@ -13,7 +13,7 @@ from forensics.cli import run
 
 @pytest.fixture(scope="module")
 def con(tmp_path_factory: pytest.TempPathFactory) -> duckdb.DuckDBPyConnection:
-    db = tmp_path_factory.mktemp("schema/case") / "case.duckdb"
+    db = tmp_path_factory.mktemp("schema") / "case.duckdb"
     assert run(["ingest", str(REPO / "data_samples" / "incident"), "--db", str(db)]) in (0, 1)
     assert run(["analyze", "--db", str(db)]) == 1
     connection = duckdb.connect(str(db), read_only=True)
