@@ -42,8 +42,8 @@ from forensics.db import connect
 from forensics.ingest.load import ingest_case
 from forensics.options import Allocator, ReconstructOptions
 from forensics.reconstruct.stage import reconstruct
-from forensics.resources import sql
 from forensics.simulate.run import SimOptions, simulate
+from forensics.sql import sql
 
 SIDES = ("receiving", "leaking")
 
@@ -61,7 +61,7 @@ def truth(folder: Path) -> dict[tuple[str, str], set[str]]:
 
 def found(con: duckdb.DuckDBPyConnection) -> dict[tuple[str, str], set[str]]:
     out: dict[tuple[str, str], set[str]] = {}
-    rows = con.execute(sql("bench_found_pairs")).fetchall()
+    rows = con.execute(sql("bench/found_pairs")).fetchall()
     for side in SIDES:
         out[(side, "requests")] = {r for s, r, _ in rows if s == side}
         out[(side, "accounts")] = {a for s, _, a in rows if s == side}
@@ -71,7 +71,7 @@ def found(con: duckdb.DuckDBPyConnection) -> dict[tuple[str, str], set[str]]:
 def window(con: duckdb.DuckDBPyConnection) -> dict[tuple[str, str], set[str]]:
     """Screening alone: every suspect receiver, every request in the window before one."""
     out = found(con)
-    rows = con.execute(sql("bench_window_suspects")).fetchall()
+    rows = con.execute(sql("bench/window_suspects")).fetchall()
     out[("receiving", "requests")] |= {r for r, _ in rows}
     out[("receiving", "accounts")] |= {a for _, a in rows}
     return out
@@ -122,7 +122,7 @@ def run_case(
         reconstruct(con, replace(rc, replay_budget=4, replay_model="test"))
         analyze(con)
         results["replayed"] = {k: score(v, want[k]) for k, v in found(con).items()}
-    orders = con.execute(sql("bench_max_orders")).fetchone()
+    orders = con.execute(sql("bench/max_orders")).fetchone()
     con.close()
     print(
         f"# {allocator} seed {seed}: reconstruct {seconds:.1f} s, max orders {orders[0]}; "

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from forensics.analysis.sweep import ALLOC, FREE, READ, WRITE, sweep_node
-from forensics.resources import sql
+from forensics.sql import sql
 
 
 @dataclass(frozen=True)
@@ -119,7 +119,7 @@ def whole_analysis(nodes: list[NodeEvents]) -> None:
             }
         )
         con.register("_bench", table)
-        con.execute(sql("bench_insert_kv_events"))
+        con.execute(sql("bench/insert_kv_events"))
         con.unregister("_bench")
     started, cpu = time.perf_counter(), time.process_time()
     summary = analyze(con)

@@ -39,8 +39,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import zstandard
 
-from forensics.ingest.readers import ident
-from forensics.resources import sql
+from forensics.sql import ident, sql, template
 
 HOSTILE = [
     "=cmd|' /C calc'!A0",
@@ -322,7 +321,7 @@ def check_ingest(case: Path, con: duckdb.DuckDBPyConnection) -> list[str]:
     from forensics.ingest.discover import discover
     from forensics.ingest.load import ingest_into
 
-    con.execute(sql("fuzz_forget_inputs"))  # never the unchanged shortcut: always load
+    con.execute(sql("bench/fuzz_forget_inputs"))  # never the unchanged shortcut: always load
     try:
         result = ingest_into(con, case, discover(case))
     except KvfError as exc:
@@ -340,9 +339,9 @@ def _check_counts(result: dict[str, Any], con: duckdb.DuckDBPyConnection) -> lis
         if f["table"] == "logs":
             continue
         loaded = con.execute(
-            sql("fuzz_loaded_rows").format(table=ident(f["table"])), {"p": f["path"]}
+            template(sql("bench/fuzz_loaded_rows"), table=ident(f["table"])), {"p": f["path"]}
         ).fetchone()
-        quarantined = con.execute(sql("fuzz_quarantined_rows"), {"p": f["path"]}).fetchone()
+        quarantined = con.execute(sql("bench/fuzz_quarantined_rows"), {"p": f["path"]}).fetchone()
         if (loaded and loaded[0]) != f["rows_loaded"]:
             problems.append(
                 f"{f['path']}: {loaded} rows in the table, {f['rows_loaded']} reported loaded"

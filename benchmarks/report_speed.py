@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from forensics.report.casedb import open_case  # noqa: E402
 from forensics.report.stage import write_all  # noqa: E402
-from forensics.resources import sql  # noqa: E402
+from forensics.sql import sql  # noqa: E402
 
 START = datetime(2026, 8, 27, 0, 0)
 JURISDICTIONS = ("EU", "UK", "US-CA", "US-NY", "JP", "EU-DE")
@@ -39,9 +39,9 @@ def _insert(con: duckdb.DuckDBPyConnection, table: str, rows: list[dict]) -> Non
 def synthetic_case(db: Path, n_requests: int, seed: int = 7) -> None:
     rng = random.Random(seed)
     con = duckdb.connect(str(db))
-    con.execute(sql("schema"))
-    con.execute(sql("schema_analysis"))
-    con.execute(sql("report_optional_tables"))
+    con.execute(sql("schema/case"))
+    con.execute(sql("schema/analysis"))
+    con.execute(sql("schema/replay"))
     nodes = [
         ("prefill-0", "prefill", 681_280),
         ("prefill-1", "prefill", 681_280),

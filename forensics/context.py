@@ -15,6 +15,7 @@ import duckdb
 from forensics.ingest.result import IngestResult
 from forensics.options import InvestigateOptions
 from forensics.progress import ProgressFn, no_progress
+from forensics.sql import QueryLog
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,7 @@ class RunContext:
     progress: ProgressFn = no_progress
     ingest: IngestResult | None = None  # what the ingest stage loaded, once it has run
     run_id: str = ""  # names this run in the manifest and the report
+    queries: QueryLog = field(default_factory=QueryLog)  # the queries this run loaded
 
     def wrote(self, path: Path) -> Path:
         self.written.append(path)

@@ -10,7 +10,7 @@ import duckdb
 
 from forensics.dbopen import open_database
 from forensics.ledger.store import attach
-from forensics.resources import sql
+from forensics.sql import sql, tables
 
 INPUT_TABLES = (
     "requests",
@@ -46,14 +46,6 @@ def rows(
     cursor = con.execute(sql(query), params or [])
     names = [d[0] for d in cursor.description or []]
     return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
-
-
-def tables(con: duckdb.DuckDBPyConnection) -> list[str]:
-    return [r[0] for r in con.execute(sql("catalog_tables")).fetchall()]
-
-
-def table_exists(con: duckdb.DuckDBPyConnection, name: str) -> bool:
-    return name in tables(con)
 
 
 def derived_tables(con: duckdb.DuckDBPyConnection) -> list[str]:

@@ -13,9 +13,8 @@ from pathlib import Path
 import duckdb
 
 from forensics.errors import CaseError, UsageError
-from forensics.ingest.sqlrun import run_script
-from forensics.resources import sql
 from forensics.schema_docs import apply_comments
+from forensics.sql import literal, run, run_script, sql
 
 # DuckDB's own default is 80 % of the machine's memory; the compiled sweep's arrays live beside
 # it, so the case database gets a fixed budget (override with KVFORENSICS_MEMORY_LIMIT or the
@@ -47,20 +46,17 @@ def open_database(
             f"{path}: cannot open the case database ({exc}); give a file path "
             "where it can be written, and no other process holding it"
         ) from exc
-    con.execute("SET TimeZone = 'UTC'")
-    con.execute("SET enable_progress_bar = false")
-    if memory_limit:
-        con.execute(f"SET memory_limit = '{_size(memory_limit)}'")
-    run_script(con, sql("macros"))
+    run(con, "schema/settings", memory_limit=literal(_size(memory_limit)))
+    run_script(con, sql("schema/macros"))
     if not read_only:
-        run_script(con, sql("schema"))
-        run_script(con, sql("schema_logs"))
+        run_script(con, sql("schema/case"))
+        run_script(con, sql("schema/logs"))
         apply_comments(con)
     return con
 
 
 def _size(text: str) -> str:
-    """Accept only sizes like '4GB' or '512MiB' (they are formatted into a SET statement)."""
+    """Accept only sizes like '4GB' or '512MiB' (SET takes no parameter)."""
     if not re.fullmatch(r"[0-9]+(\.[0-9]+)?\s*[KMGT]i?B", text.strip(), re.IGNORECASE):
         raise UsageError(f"memory limit '{text}' is not a size such as 4GB or 512MB")
     return text.strip()

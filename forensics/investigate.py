@@ -18,8 +18,8 @@ from forensics.pipeline import STAGES, run_stage
 from forensics.progress import ProgressFn, no_progress
 from forensics.replay import replay_available
 from forensics.replay.loader import HUB_ID, resolve_folder
-from forensics.resources import reset_queries_used
 from forensics.schema_docs import apply_comments
+from forensics.sql import QueryLog
 
 
 @dataclass
@@ -57,7 +57,6 @@ def investigate(
     check_options(options)
     check_case(case_dir)
     out_dir = check_out(out_dir)
-    reset_queries_used()
     with staged(out_dir) as staging:
         ctx = _run(case_dir, staging, options, progress, started)
         written = [out_dir / p.relative_to(staging) for p in ctx.written]
@@ -67,15 +66,25 @@ def investigate(
 def _run(
     case_dir: Path, staging: Path, options: InvestigateOptions, progress: ProgressFn, started: str
 ) -> RunContext:
-    con = connect(staging / "case.duckdb")
-    ctx = RunContext(case_dir, staging, con, params=options, progress=progress, run_id=started)
-    ctx.wrote(staging / "case.duckdb")
-    try:
-        for spec in STAGES:
-            run_stage(spec, ctx)
-        apply_comments(con)  # every stage's tables described in the case database
-    finally:
-        con.close()
+    queries = QueryLog()
+    with queries.recording():
+        con = connect(staging / "case.duckdb")
+        ctx = RunContext(
+            case_dir,
+            staging,
+            con,
+            params=options,
+            progress=progress,
+            run_id=started,
+            queries=queries,
+        )
+        ctx.wrote(staging / "case.duckdb")
+        try:
+            for spec in STAGES:
+                run_stage(spec, ctx)
+            apply_comments(con)  # every stage's tables described in the case database
+        finally:
+            con.close()
     manifest_path = ctx.wrote(staging / "manifest.json")
     write_manifest(manifest_path, _manifest(ctx, options, started))
     return ctx
@@ -132,6 +141,7 @@ def _manifest(ctx: RunContext, options: InvestigateOptions, started: str) -> dic
         params=options.parameters(),
         stages=ctx.summaries(),
         outputs=outputs,
+        queries=ctx.queries.used(),
         started_at=started,
         finished_at=utc_now(),
         command=list(options.command),

@@ -14,7 +14,6 @@ from typing import Any
 
 from forensics import __version__
 from forensics.ingest.hashing import sha256_file
-from forensics.resources import queries_used
 
 SCHEMA_VERSION = 2
 MANIFEST = "manifest.json"
@@ -42,6 +41,7 @@ def build_manifest(
     params: dict[str, Any],
     stages: dict[str, dict[str, Any]],
     outputs: list[dict[str, Any]],
+    queries: dict[str, str],
     started_at: str,
     finished_at: str,
     command: list[str],
@@ -58,7 +58,7 @@ def build_manifest(
         "parameters": params,
         "inputs": inputs,
         "skipped_inputs": skipped,
-        "queries": queries_used(),
+        "queries": queries,
         "stages": stages,
         "outputs": sorted(outputs, key=lambda o: str(o["path"])),
         "environment": {"python": platform.python_version()},

@@ -1,5 +1,5 @@
 """The case database explains itself: every table and column carries a COMMENT, taken from the
-schema files (queries/schema*.sql), the one place where tables are described.
+schema files (queries/schema/*.sql), the one place where tables are described.
 
 In a schema file, the comment lines right above `CREATE TABLE IF NOT EXISTS name (` describe the
 table, and the comment at the end of a column's line (continued on comment-only lines below it)
@@ -14,17 +14,16 @@ from functools import cache
 
 import duckdb
 
-from forensics.ingest.readers import ident, literal
-from forensics.resources import sql
+from forensics.sql import ident, literal, relations, sql, template
 
 # The schema files, in the order their tables are created.
 SCHEMA_FILES = (
-    "schema",
-    "schema_logs",
-    "schema_analysis",
-    "schema_replay",
-    "schema_work",
-    "schema_reconstruct",
+    "schema/case",
+    "schema/logs",
+    "schema/analysis",
+    "schema/replay",
+    "schema/work",
+    "schema/reconstruct",
 )
 _CREATE = re.compile(r"^CREATE TABLE IF NOT EXISTS\s+(?:(\w+)\.)?(\w+)\s*\(", re.IGNORECASE)
 _COLUMN = re.compile(r'^\s+"?(\w+)"?\s+[A-Z][^-]*?(?:--\s*(.*))?$')
@@ -89,27 +88,27 @@ def apply_comments(con: duckdb.DuckDBPyConnection, *, in_transaction: bool = Fal
     """COMMENT ON every documented table and column that exists and does not carry its comment
     yet; returns the number of comments set. All in one transaction of its own, unless the
     caller holds one (in_transaction: DuckDB aborts an open transaction on a nested BEGIN)."""
-    tables = {
-        (schema, table): comment
-        for schema, table, comment in con.execute(sql("schema_docs_tables")).fetchall()
-    }
+    tables = {(r.schema, r.name): r.comment for r in relations(con) if not r.view}
     columns: dict[tuple[str, str], dict[str, str | None]] = {}
-    for schema, table, column, comment in con.execute(sql("schema_docs_columns")).fetchall():
+    for schema, table, column, comment in con.execute(sql("schema/docs_columns")).fetchall():
         columns.setdefault((schema, table), {})[column] = comment
     statements = []
     for key, doc in documented().items():
         if key not in tables:
             continue
-        target = f"{ident(doc.schema)}.{ident(doc.name)}"
+        target = ident(f"{doc.schema}.{doc.name}")
         if doc.comment and tables[key] != doc.comment:
             statements.append(
-                sql("schema_docs_table").format(table=target, text=literal(doc.comment))
+                template(sql("schema/docs_table"), table=target, text=literal(doc.comment))
             )
         for column, text in doc.columns.items():
             if text and column in columns.get(key, {}) and columns[key][column] != text:
                 statements.append(
-                    sql("schema_docs_column").format(
-                        table=target, column=ident(column), text=literal(text)
+                    template(
+                        sql("schema/docs_column"),
+                        table=target,
+                        column=ident(column),
+                        text=literal(text),
                     )
                 )
     if not statements:

@@ -130,11 +130,11 @@ def replay_on(
 
 
 def _has_suspect_tables(db: Path) -> bool:
-    from forensics.replay.store import existing_tables
+    from forensics.sql import tables
 
     con = connect(db, read_only=True)
     try:
-        return bool({"exposures", "screening"} & existing_tables(con))
+        return bool({"exposures", "screening"} & set(tables(con, views=True)))
     finally:
         con.close()
 

@@ -1,4 +1,4 @@
-"""Build small case databases directly (schema.sql + rows) for the analysis tests."""
+"""Build small case databases directly (schema/case.sql + rows) for the analysis tests."""
 
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import duckdb
 
-from forensics.resources import sql
+from forensics.sql import sql
 
 T0 = datetime(2026, 8, 27, 12, 0, 0)
 
@@ -135,8 +135,8 @@ class CaseBuilder:
 
     def write(self, path: Path) -> Path:
         con = duckdb.connect(str(path))
-        con.execute(sql("schema"))
-        con.execute(sql("schema_analysis"))
+        con.execute(sql("schema/case"))
+        con.execute(sql("schema/analysis"))
         for table, rows in (
             ("requests", self.requests),
             ("kv_events", self.events),

@@ -15,7 +15,7 @@ from typing import Any
 import duckdb
 
 from forensics.report.casedb import SCHEMAS
-from forensics.resources import resource_dir, sql
+from forensics.sql import sql
 
 # The worked example (inputs and hand-worked answers), kept as a test fixture.
 EXAMPLE = Path(__file__).resolve().parent / "data" / "examples" / "semantics-seq"
@@ -213,15 +213,19 @@ def _node(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def every_schema() -> tuple[str, ...]:
-    """Every DDL file the report reads that this checkout has (later stages included)."""
-    folder = resource_dir("queries")
-    return tuple(name for name in SCHEMAS if (folder / f"{name}.sql").is_file())
+    """Every DDL file the report reads (later stages included)."""
+    return SCHEMAS
 
 
 def build_case(
     db: Path,
     tables: Rows,
-    schemas: tuple[str, ...] = ("schema", "schema_logs", "schema_analysis", "schema_reconstruct"),
+    schemas: tuple[str, ...] = (
+        "schema/case",
+        "schema/logs",
+        "schema/analysis",
+        "schema/reconstruct",
+    ),
 ) -> Path:
     """A case database at `db`: the DDL of `schemas` executed, then `tables` inserted."""
     db.parent.mkdir(parents=True, exist_ok=True)

@@ -231,12 +231,11 @@ def test_possible_accounts_have_no_token_count(screened) -> None:
 def test_a_case_database_without_engine_logs_is_screened_too() -> None:
     import duckdb
 
-    from forensics.ingest.sqlrun import run_script
-    from forensics.resources import sql
+    from forensics.sql import run_script, sql
 
     con = duckdb.connect()
-    run_script(con, sql("macros"))
-    run_script(con, sql("schema"))  # no schema_logs: no engine_evidence table at all
+    run_script(con, sql("schema/macros"))
+    run_script(con, sql("schema/case"))  # no schema_logs: no engine_evidence table at all
     insert(con, "nodes", [{"node": "p1", "role": "prefill", "pool_slots": 1000}])
     insert(con, "requests", [_request("S1", "acct-9", 300.0, 5000, 0.005)])
     analyze(con)

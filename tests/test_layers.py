@@ -53,6 +53,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "forensics.textsafe",
             "forensics.outdir",
             "forensics.isotime",
+            "forensics.sql",
         ),
     ),
 )

@@ -10,7 +10,7 @@ import pytest
 
 from forensics.errors import InputError
 from forensics.logs import load_logs
-from forensics.resources import sql
+from forensics.sql import sql
 
 DATA = Path(__file__).resolve().parent / "data" / "logs"
 
@@ -25,7 +25,7 @@ def case(tmp_path: Path) -> Path:
 @pytest.fixture
 def con() -> duckdb.DuckDBPyConnection:
     con = duckdb.connect()
-    con.execute(sql("schema"))
+    con.execute(sql("schema/case"))
     return con
 
 

@@ -48,7 +48,7 @@ def test_manifest_lists_inputs_with_checksums(cli, tmp_path):
         assert item["rows_read"] == item["rows_loaded"] + item["rows_quarantined"]
     assert manifest["tool"]["name"] == "kvforensics"
     assert all(len(v) == 64 for v in manifest["queries"].values())
-    assert "validate_kv_events" in manifest["queries"]
+    assert "ingest/validate_kv_events" in manifest["queries"]
     assert manifest["parameters"]["assume_utc"] is False
 
 

@@ -288,7 +288,7 @@ def test_outputs_are_byte_identical(tmp_path: Path, monkeypatch: pytest.MonkeyPa
 
 def test_missing_analysis_tables_give_empty_lists(tmp_path: Path) -> None:
     tables = {k: v for k, v in seq_tables().items() if k in ("requests", "nodes", "accounts")}
-    db = build_case(tmp_path / "case.duckdb", tables, schemas=("schema",))
+    db = build_case(tmp_path / "case.duckdb", tables, schemas=("schema/case",))
     con = open_case(db)
     result = write_all(con, tmp_path / "out")
     con.close()
@@ -300,9 +300,9 @@ def test_missing_analysis_tables_give_empty_lists(tmp_path: Path) -> None:
     report = (tmp_path / "out" / "report.html").read_text()
     assert "The analysis stage has not run on this case" in report
     con = open_case(db)  # nothing was added to the case database
-    from forensics.report.casedb import present_tables
+    from forensics.sql import tables
 
-    assert "exposures" not in present_tables(con)
+    assert "exposures" not in tables(con)
     con.close()
 
 

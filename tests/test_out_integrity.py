@@ -225,8 +225,11 @@ def test_unchanged_ingest_still_records_its_queries(cli, tmp_path):
     cli("investigate", case, "--out", out)
     second = json.loads((out / "manifest.json").read_text())
     assert second["stages"]["ingest"]["unchanged"] is True
-    assert "validate_requests" in second["queries"]
-    assert second["queries"]["validate_kv_events"] == first["queries"]["validate_kv_events"]
+    assert "ingest/validate_requests" in second["queries"]
+    assert (
+        second["queries"]["ingest/validate_kv_events"]
+        == first["queries"]["ingest/validate_kv_events"]
+    )
 
 
 IDS = [

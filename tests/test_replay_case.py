@@ -152,11 +152,11 @@ def test_contaminated_suspect_is_confirmed(replayed):
     row = query(
         db,
         "SELECT delivered_sha256, contaminated_sha256, clean_sha256, foreign_slots,"
-        " unwritten_slots, output_tokens FROM replay_results WHERE request_id='V'",
+        " uninitialised_slots, output_tokens FROM replay_results WHERE request_id='V'",
     )
-    delivered, dirty, clean, foreign, unwritten, n_out = row[0]
+    delivered, dirty, clean, foreign, uninitialised, n_out = row[0]
     assert delivered == dirty != clean
-    assert (foreign, unwritten, n_out) == (27, 0, 5)
+    assert (foreign, uninitialised, n_out) == (27, 0, 5)
     attention = query(
         db, "SELECT leaker_request_id, share, slots FROM replay_attention WHERE request_id='V'"
     )
@@ -192,7 +192,7 @@ def test_never_written_slots_are_not_a_confirmed_leak(replayed):
     assert verdict == "not-reproduced"
     assert "read no other request's data" in reason  # the replay did reproduce it
     assert query(
-        db, "SELECT foreign_slots, unwritten_slots FROM replay_results WHERE request_id='Z'"
+        db, "SELECT foreign_slots, uninitialised_slots FROM replay_results WHERE request_id='Z'"
     ) == [(0, 9)]
 
 
@@ -202,7 +202,7 @@ def test_screening_false_positive_is_not_reproduced(replayed):
     assert verdict == "not-reproduced" and "clean replay" in reason
     assert query(
         db,
-        "SELECT contaminated_sha256 = clean_sha256, unwritten_slots "
+        "SELECT contaminated_sha256 = clean_sha256, uninitialised_slots "
         "FROM replay_results WHERE request_id='F'",
     ) == [(True, 0)]
 

@@ -99,9 +99,9 @@ def test_foreign_kv_changes_the_output_and_takes_attention(model):
     zeros = decode_with_evidence(model, {"R": stub}, [("R", 0)] + [None] * 29, first, 10)
     assert dirty.tokens != zeros.tokens
     assert dirty.tokens[0] == zeros.tokens[0] == first
-    assert set(dirty.writer_share) == {"B", "R"} and dirty.unwritten_share == 0
+    assert set(dirty.writer_share) == {"B", "R"} and dirty.uninitialised_share == 0
     assert 0 < dirty.writer_share["B"] < 1
-    assert zeros.unwritten_share > 0 and set(zeros.writer_share) == {"R"}
+    assert zeros.uninitialised_share > 0 and set(zeros.writer_share) == {"R"}
     assert sum(dirty.writer_share.values()) < 1  # the step's own token takes the rest
 
 

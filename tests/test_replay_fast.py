@@ -124,7 +124,7 @@ def test_shares_equal_transformers_eager_attention_weights(fast):
     expected_b = float(per_slot[1:25].sum())
     assert ours.writer_share["B"] == pytest.approx(expected_b, abs=1e-6)
     assert ours.writer_share["R"] == pytest.approx(float(per_slot[0]), abs=1e-6)
-    assert ours.unwritten_share == pytest.approx(float(per_slot[25:].sum()), abs=1e-6)
+    assert ours.uninitialised_share == pytest.approx(float(per_slot[25:].sum()), abs=1e-6)
 
 
 def test_a_shared_writer_is_rebuilt_once(fast, shared_case, tmp_path, monkeypatch):

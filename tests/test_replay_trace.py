@@ -106,7 +106,7 @@ def test_leak_of_a_stubs_generated_tokens(model, tmp_path):
     verdict, reason, shares = replay(db, "T")
     assert verdict == "confirmed", reason
     assert shares == [("S", 3)]
-    assert query(db, "SELECT unwritten_slots FROM replay_results") == [(12,)]
+    assert query(db, "SELECT uninitialised_slots FROM replay_results") == [(12,)]
 
 
 def test_verified_prefix_hit_is_not_traced(model, tmp_path):

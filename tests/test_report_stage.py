@@ -10,9 +10,9 @@ from report_case import build_case, seq_tables
 from forensics.context import RunContext
 from forensics.options import InvestigateOptions
 from forensics.pipeline import STAGES
-from forensics.report.casedb import present_tables
 from forensics.report.render import STAGE_OF_TABLE
 from forensics.report.stage import export_stage
+from forensics.sql import tables
 
 
 def test_export_stage_on_a_run_context(tmp_path: Path) -> None:
@@ -45,7 +45,7 @@ def test_export_stage_on_a_run_context(tmp_path: Path) -> None:
     # the stand-ins were temporary: no table added, none left shadowing a later stage's
     temp = con.execute("SELECT count(*) FROM duckdb_tables() WHERE temporary").fetchone()
     assert temp == (0,)
-    assert "replay_results" not in present_tables(con)
+    assert "replay_results" not in tables(con)
     con.close()
 
 

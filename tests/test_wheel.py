@@ -39,9 +39,13 @@ def wheel(tmp_path_factory):
 
 def test_wheel_carries_queries_and_templates(wheel):
     names = zipfile.ZipFile(wheel).namelist()
-    queries = {n.rsplit("/", 1)[-1] for n in names if n.startswith("forensics/_resources/queries/")}
-    shipped = {p.name for p in (REPO / "queries").glob("*.sql")}
+    prefix = "forensics/_resources/queries/"
+    queries = {n.removeprefix(prefix) for n in names if n.startswith(prefix)}
+    shipped = {
+        p.relative_to(REPO / "queries").as_posix() for p in (REPO / "queries").rglob("*.sql")
+    }
     assert shipped and shipped <= queries
+    assert any("/" in q for q in shipped)  # the stage folders are kept
     assert any(n.startswith("forensics/_resources/templates/") for n in names) or not any(
         (REPO / "templates").iterdir()
     )

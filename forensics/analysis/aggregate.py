@@ -1,4 +1,4 @@
-"""Turn the sweep's pieces into the analysis tables, all in SQL (queries/analysis_*.sql).
+"""Turn the sweep's pieces into the analysis tables, all in SQL (queries/analysis/*.sql).
 
 exposures, violations and read_stats come from the pieces; exposure_tokens counts docs/DESIGN.md §6
 token exposures per (receiver, node, leaker); affected_requests and affected_accounts join both
@@ -11,33 +11,33 @@ from typing import Any
 
 import duckdb
 
-from forensics.ingest.sqlrun import run_script
-from forensics.resources import sql
+from forensics.analysis.codes import code_lists
+from forensics.sql import run_script, sql
 
 LEDGER_QUERIES = (
-    "analysis_exposures",
-    "analysis_violations",
-    "analysis_read_stats",
-    "analysis_exposure_tokens",
+    "analysis/exposures",
+    "analysis/violations",
+    "analysis/read_stats",
+    "analysis/exposure_tokens",
 )
-AFFECTED_QUERIES = ("analysis_affected_requests", "analysis_affected_accounts")
+AFFECTED_QUERIES = ("analysis/affected_requests", "analysis/affected_accounts")
 
 
 def prepare(con: duckdb.DuckDBPyConnection) -> None:
     """Create the analysis tables if missing and the one-row-per-request view of the log."""
-    run_script(con, sql("schema_analysis"))
-    run_script(con, sql("schema_work"))
-    run_script(con, sql("schema_reconstruct"))
-    run_script(con, sql("analysis_requests"))
+    run_script(con, sql("schema/analysis"))
+    run_script(con, sql("schema/work"))
+    run_script(con, sql("schema/reconstruct"))
+    run_script(con, sql("analysis/requests"))
 
 
 def ledger_tables(con: duckdb.DuckDBPyConnection, piece_events: bool = True) -> None:
     """The ledger tables from the pieces; piece_events False when analysis_piece_events was
     already filled (by the tasks that read a ledger kept outside the database)."""
     if piece_events:
-        run_script(con, sql("analysis_piece_events"))
+        run_script(con, sql("analysis/piece_events"))
     for name in LEDGER_QUERIES:
-        run_script(con, sql(name))
+        run_script(con, sql(name), code_lists())  # kinds and violations decoded by code
 
 
 def affected_tables(con: duckdb.DuckDBPyConnection) -> None:
@@ -47,7 +47,7 @@ def affected_tables(con: duckdb.DuckDBPyConnection) -> None:
 
 def summary(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
     """The figures `analyze` prints: reads, exposures by kind, both sides, tokens, violations."""
-    cur = con.execute(sql("analysis_summary"))
+    cur = con.execute(sql("analysis/summary"))
     names = [d[0] for d in cur.description]
     out = dict(zip(names, cur.fetchall()[0], strict=True))
     for key in ("exposures_by_kind", "violations_by_kind"):

@@ -1,11 +1,12 @@
 """Integer codes shared by the compiled sweep and the SQL that decodes its pieces.
 
-Each code is the index in its tuple; the SQL in queries/analysis_*.sql lists the same names in
-the same order."""
+Each code is the index in its tuple. The SQL decodes codes with these tuples bound as list
+parameters ($ops, $exposure_kinds, $violations: see code_lists), never with copies of them."""
 
 from __future__ import annotations
 
-OPS = ("free", "alloc", "share", "write", "read")  # code = index = op rank
+from forensics.ingest.contract import OPS  # code = index = op rank
+
 FREE, ALLOC, SHARE, WRITE, READ = 0, 1, 2, 3, 4
 
 EXPOSURE_KINDS = ("stale", "overwritten", "prefix-mismatch")
@@ -16,3 +17,12 @@ OWN, SHARED_VERIFIED, SHARED_UNVERIFIED, FOREIGN, UNINITIALISED = 0, 1, 2, 3, 4
 
 VIOLATIONS = ("write-after-free", "write-unheld", "double-allocation", "read-unheld")
 WRITE_AFTER_FREE, WRITE_UNHELD, DOUBLE_ALLOCATION, READ_UNHELD = 0, 1, 2, 3
+
+
+def code_lists() -> dict[str, list[str]]:
+    """The tuples as the list parameters the SQL names them by."""
+    return {
+        "ops": list(OPS),
+        "exposure_kinds": list(EXPOSURE_KINDS),
+        "violations": list(VIOLATIONS),
+    }

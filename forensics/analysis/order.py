@@ -1,12 +1,12 @@
 """Put each node's events in their total order, run the compiled sweep per node, store what it
 found.
 
-DuckDB gives each node's events as integer columns (queries/analysis_sweep_input.sql: int codes
+DuckDB gives each node's events as integer columns (queries/analysis/sweep_input.sql: int codes
 for requests and content hashes, the sort key, the event's key); numpy sorts them into the
 node's total order. The sweep runs per node on those arrays, nodes in parallel threads (the
 compiled code releases the GIL), and while one node is swept the next is fetched. What it
 found goes back into DuckDB: exposure and violation pieces naming events by their key
-(kv_events.input_order) and per-request read counts, for the SQL in queries/analysis_*.sql.
+(kv_events.input_order) and per-request read counts, for the SQL in queries/analysis/*.sql.
 No per-event table is written, so the analysis costs one pass over the ledger plus the sweep.
 """
 
@@ -21,12 +21,11 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
+from forensics.analysis.codes import OPS
 from forensics.analysis.coverage import read_counts, run_numbers
 from forensics.analysis.sweep import cells_of, sweep_cells_of
-from forensics.ingest.readers import ident
-from forensics.ingest.sqlrun import run_script
 from forensics.progress import ProgressFn, no_progress
-from forensics.resources import sql
+from forensics.sql import ident, run, run_script, sql
 
 FETCH_ROWS = 1 << 20  # rows per batch when fetching a node's events
 
@@ -63,17 +62,17 @@ class NodeInfo:
 
 def make_codes(con: duckdb.DuckDBPyConnection) -> None:
     """Write work.analysis_request_codes and work.analysis_hash_codes."""
-    run_script(con, sql("analysis_codes"))
+    run_script(con, sql("analysis/codes"))
 
 
 def prepare_pieces(con: duckdb.DuckDBPyConnection) -> None:
     """The request and hash codes, and empty tables for the sweep's pieces."""
     make_codes(con)
-    run_script(con, sql("analysis_pieces_create"))
+    run_script(con, sql("analysis/pieces_create"))
 
 
 def node_list(con: duckdb.DuckDBPyConnection) -> list[NodeInfo]:
-    rows = con.execute(sql("analysis_nodes")).fetchall()
+    rows = con.execute(sql("analysis/nodes")).fetchall()
     return [NodeInfo(node, int(events), bool(by_seq)) for node, events, by_seq in rows]
 
 
@@ -95,8 +94,9 @@ def load_node(con: duckdb.DuckDBPyConnection, info: NodeInfo) -> NodeEvents:
 
 
 def fetch_batches(con: duckdb.DuckDBPyConnection, info: NodeInfo) -> pa.RecordBatchReader:
-    """One node's coded events (queries/analysis_sweep_input.sql), in batches."""
-    rel = con.sql(sql("analysis_sweep_input"), params={"node": info.node, "by_seq": info.by_seq})
+    """One node's coded events (queries/analysis/sweep_input.sql), in batches."""
+    params = {"node": info.node, "by_seq": info.by_seq, "ops": list(OPS)}
+    rel = con.sql(sql("analysis/sweep_input"), params=params)
     return rel.to_arrow_reader(FETCH_ROWS)
 
 
@@ -229,11 +229,7 @@ def store_findings(con: duckdb.DuckDBPyConnection, found: NodeFindings) -> dict[
         )
         con.register("_analysis_pieces", frame)
         try:
-            con.execute(
-                sql("analysis_store_pieces").format(
-                    table=".".join(ident(part) for part in table.split("."))
-                )
-            )
+            run(con, "analysis/store_pieces", table=ident(table))
         finally:
             con.unregister("_analysis_pieces")
         counts[table] = len(rows)

@@ -5,7 +5,7 @@ A task opens its own in-memory DuckDB over its parts (the same typed view as the
 the quarantined rows), codes requests and content hashes locally, orders, sweeps and stores the
 node's pieces there, and returns them with its request codes and the events the pieces name
 (analysis_piece_events). The driver numbers requests over the whole case (the same codes as
-queries/analysis_codes.sql would give), renumbers each node's pieces and stores them, so the
+queries/analysis/codes.sql would give), renumbers each node's pieces and stores them, so the
 tables that follow are those of a loaded ledger."""
 
 from __future__ import annotations
@@ -20,12 +20,11 @@ import pyarrow as pa
 from forensics.analysis import order
 from forensics.analysis.order import NodeFindings
 from forensics.errors import InputError
-from forensics.ingest.sqlrun import run_script
 from forensics.ledger.external import LedgerFile, open_connection
 from forensics.ledger.store import _append, ledger_files, ledger_meta, partitions, view_sql
 from forensics.progress import ProgressFn, no_progress
 from forensics.raytasks import cluster_cpus, ray_session, run_tasks
-from forensics.resources import sql
+from forensics.sql import run_script, sql
 
 
 @dataclass
@@ -57,7 +56,7 @@ def _sweep_partition(
     try:
         for table, rows in (("quarantine", quarantine), ("ledger_files", _files_table(files))):
             if table == "ledger_files":
-                run_script(con, sql("ledger_files_create"))
+                run_script(con, sql("ledger/files_create"))
             _append(con, table, rows)
         run_script(con, view_sql(files, columns, assume_utc))
         order.prepare_pieces(con)
@@ -65,9 +64,9 @@ def _sweep_partition(
         for info in order.node_list(con):
             found.append(order.find_on_node(order.load_node(con, info)))
             order.store_findings(con, found[-1])
-        run_script(con, sql("analysis_piece_events"))
-        ids = con.sql(sql("analysis_request_code_list")).to_arrow_table()
-        events = con.sql(sql("analysis_piece_events_all")).to_arrow_table()
+        run_script(con, sql("analysis/piece_events"))
+        ids = con.sql(sql("analysis/request_code_list")).to_arrow_table()
+        events = con.sql(sql("analysis/piece_events_all")).to_arrow_table()
     finally:
         con.close()
     return PartitionFindings(found, ids, events)
@@ -120,18 +119,18 @@ def sweep_external(
 
 def _quarantined(con: duckdb.DuckDBPyConnection, group: list[LedgerFile]) -> pa.Table:
     rels = [f.rel for f in group]
-    return con.sql(sql("ledger_partition_quarantine"), params={"files": rels}).to_arrow_table()
+    return con.sql(sql("ledger/partition_quarantine"), params={"files": rels}).to_arrow_table()
 
 
 def _store(con: duckdb.DuckDBPyConnection, results: list[PartitionFindings]) -> None:
     ids = pa.concat_tables([r.request_ids.select(["request_id"]) for r in results])
     con.register("_ids", ids)
     try:
-        run_script(con, sql("analysis_codes_from_ids"))
+        run_script(con, sql("analysis/codes_from_ids"))
     finally:
         con.unregister("_ids")
-    run_script(con, sql("analysis_pieces_create"))
-    run_script(con, sql("analysis_piece_events_create"))
+    run_script(con, sql("analysis/pieces_create"))
+    run_script(con, sql("analysis/piece_events_create"))
     for r in results:
         to_global = _global_codes(con, r.request_ids)
         for found in r.found:
@@ -143,7 +142,7 @@ def _global_codes(con: duckdb.DuckDBPyConnection, local: pa.Table) -> np.ndarray
     """to_global[local code] = the case-wide code of the same request."""
     con.register("_local", local)
     try:
-        rows = con.execute(sql("analysis_codes_to_global")).fetchnumpy()
+        rows = con.execute(sql("analysis/codes_to_global")).fetchnumpy()
     finally:
         con.unregister("_local")
     out = np.full(len(local), -1, np.int64)

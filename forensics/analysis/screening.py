@@ -1,6 +1,6 @@
 """Screening from the gateway log and node facts, for periods and nodes without a ledger.
 
-A request is a *possible receiver* when (queries/analysis_screening.sql):
+A request is a *possible receiver* when (queries/analysis/screening.sql):
 
 - over-pool: it was answered 200 although prompt_tokens exceeds pool_slots of its serving
   prefill node (such a prompt cannot have been prefilled: the incident's signature);
@@ -16,7 +16,7 @@ A request is a *possible receiver* when (queries/analysis_screening.sql):
 
 Every other request on the same decode node that was received before the suspect and was
 still active within `window_s` (default 600 s) before the suspect arrived is a *possible
-leaker* (queries/analysis_possible_exposures.sql). Where the ledger covers the suspect's decode
+leaker* (queries/analysis/possible_exposures.sql). Where the ledger covers the suspect's decode
 node at that time, the ledger decides: the suspect keeps its screening row (corroboration) but
 gets no possible pairs.
 """
@@ -27,17 +27,27 @@ from dataclasses import asdict
 
 import duckdb
 
-from forensics.ingest.sqlrun import run_script
 from forensics.options import ScreeningParams
-from forensics.resources import sql
+from forensics.sql import run_script, sql, tables
+
+# The screening reasons that make a request a suspect receiver ($suspect_reasons in
+# queries/analysis/possible_exposures.sql and queries/replay/suspects_screening.sql);
+# deferred-release-timeout alone does not.
+SUSPECT_REASONS = (
+    "over-pool",
+    "fast-ttft",
+    "engine-rejected",
+    "kv-checksum-mismatch",
+    "kv-canary-violation",
+)
 
 __all__ = ["ScreeningParams", "screen"]
 
 
 def screen(con: duckdb.DuckDBPyConnection, params: ScreeningParams) -> None:
     """Write screening and possible_exposures."""
-    if not con.execute(sql("analysis_table_count"), {"name": "engine_evidence"}).fetchall()[0][0]:
-        run_script(con, sql("analysis_engine_evidence_empty"))  # a case database without logs
-    bound = asdict(params)
-    run_script(con, sql("analysis_screening"), bound)
-    run_script(con, sql("analysis_possible_exposures"), bound)
+    if "engine_evidence" not in tables(con):
+        run_script(con, sql("analysis/engine_evidence_empty"))  # a case database without logs
+    bound = {**asdict(params), "suspect_reasons": list(SUSPECT_REASONS)}
+    run_script(con, sql("analysis/screening"), bound)
+    run_script(con, sql("analysis/possible_exposures"), bound)

@@ -17,12 +17,11 @@ from forensics.analysis import aggregate, distributed, order
 from forensics.analysis.partitions import sweep_external
 from forensics.analysis.screening import screen
 from forensics.context import RunContext, StageResult
-from forensics.ingest.sqlrun import run_script
 from forensics.ledger.store import ledger_meta
 from forensics.options import AnalysisOptions
 from forensics.progress import ProgressFn, no_progress
-from forensics.resources import sql
 from forensics.schema_docs import apply_comments, main_tables
+from forensics.sql import run_script, sql, tables
 
 
 def analyze(
@@ -32,12 +31,12 @@ def analyze(
 ) -> dict[str, Any]:
     """Compute every analysis table in the case database in one transaction (a failure or kill
     leaves the previous tables); returns the summary figures."""
-    con.execute("BEGIN TRANSACTION")
+    con.begin()
     try:
         out = _analyze(con, options or AnalysisOptions(), progress)
-        con.execute("COMMIT")
+        con.commit()
     except BaseException:
-        con.execute("ROLLBACK")
+        con.rollback()
         raise
     return out
 
@@ -60,12 +59,9 @@ def _analyze(
         or sum(out["violations_by_kind"].values())
     )
     out["headline"] = headline(out)
-    run_script(con, sql("schema_views"))
-    if all(
-        con.execute(sql("analysis_table_count"), {"name": name}).fetchall()[0][0]
-        for name in ("node_starts", "node_disagreements")
-    ):
-        run_script(con, sql("schema_views_nodes"))
+    run_script(con, sql("schema/views"))
+    if {"node_starts", "node_disagreements"} <= set(tables(con)):
+        run_script(con, sql("schema/views_nodes"))
     apply_comments(con, in_transaction=True)  # the tables the analysis created or replaced
     out["parameters"] = {**asdict(screening), "workers": options.workers}
     if options.ray is not None:
@@ -112,7 +108,7 @@ def analyze_stage(ctx: RunContext) -> StageResult:
         summary=out,
         headline=str(out["headline"]),
         findings=bool(out["findings"]),
-        tables=main_tables("schema_analysis"),
+        tables=main_tables("schema/analysis"),
         files=(write_outputs(ctx.con, ctx.out_dir),),
     )
 
@@ -121,5 +117,5 @@ def write_outputs(con: duckdb.DuckDBPyConnection, out_dir: Path) -> Path:
     """OUT/exposures.parquet, sorted, so the same case gives a byte-identical file. (The
     notification lists are written from affected_accounts by the export stage.)"""
     path = out_dir / "exposures.parquet"
-    pq.write_table(con.sql(sql("analysis_export_exposures")).to_arrow_table(), path)
+    pq.write_table(con.sql(sql("analysis/export_exposures")).to_arrow_table(), path)
     return path

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from forensics.db import connect
-from forensics.resources import sql
+from forensics.sql import sql
 
 # Traffic of each mix: `short` is typical chat with, as in a real incident, a few over-pool
 # prompts (one in 2,000, between 70 % of the context and all of it: each is stubbed and reads
@@ -71,7 +71,7 @@ def scan_floor(case_dir: str) -> dict[str, Any]:
     con = connect(":memory:")
     try:
         pattern = str(Path(case_dir) / "kv_events" / "*.parquet")
-        row = con.execute(sql("bench_scan_floor"), {"pattern": pattern}).fetchone()
+        row = con.execute(sql("bench/scan_floor"), {"pattern": pattern}).fetchone()
     finally:
         con.close()
     return {"rows": int(row[0]) if row else 0}
@@ -83,9 +83,9 @@ def read_floor(case_dir: str) -> dict[str, Any]:
     con = connect(":memory:")
     try:
         pattern = str(Path(case_dir) / "kv_events" / "*.parquet")
-        events = con.execute(sql("bench_scan_floor"), {"pattern": pattern}).fetchall()
+        events = con.execute(sql("bench/scan_floor"), {"pattern": pattern}).fetchall()
         requests = con.execute(
-            sql("bench_read_floor_csv"), {"path": str(Path(case_dir) / "requests.csv")}
+            sql("bench/read_floor_csv"), {"path": str(Path(case_dir) / "requests.csv")}
         ).fetchall()
     finally:
         con.close()
@@ -99,7 +99,7 @@ def naive_per_slot(db_path: str) -> dict[str, Any]:
     differ from them."""
     con = connect(Path(db_path), read_only=True)
     try:
-        cur = con.execute(sql("bench_naive_per_slot"))
+        cur = con.execute(sql("bench/naive_per_slot"))
         names = [d[0] for d in cur.description]
         row = cur.fetchone()
     finally:
@@ -113,7 +113,7 @@ def slot_volume(db_path: str) -> int:
     """How many per-slot rows the naive approach would make (sum of write and read ranges)."""
     con = connect(Path(db_path), read_only=True)
     try:
-        row = con.execute(sql("bench_slot_volume")).fetchone()
+        row = con.execute(sql("bench/slot_volume")).fetchone()
     finally:
         con.close()
     return int(row[0]) if row and row[0] is not None else 0

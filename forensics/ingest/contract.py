@@ -77,4 +77,4 @@ KV_EVENTS = TableContract(
 # Load order matters: kv_events are checked against nodes (pool size) and requests.
 TABLES: tuple[TableContract, ...] = (NODES, ACCOUNTS, REQUESTS, CONTENTS, KV_EVENTS)
 BY_NAME = {t.name: t for t in TABLES}
-OPS = ("free", "alloc", "share", "write", "read")  # in op-rank order
+OPS = ("free", "alloc", "share", "write", "read")  # in op-rank order (the analysis' op codes)

@@ -16,7 +16,7 @@ from forensics import __version__
 from forensics.db import BOOKKEEPING_TABLES, INPUT_TABLES, connect, derived_tables
 from forensics.errors import InputError
 from forensics.ingest.chunks import jsonl_parts
-from forensics.ingest.contract import TABLES, TableContract
+from forensics.ingest.contract import OPS, TABLES, TableContract
 from forensics.ingest.discover import (
     HIDDEN,
     OUTSIDE,
@@ -26,14 +26,13 @@ from forensics.ingest.discover import (
     outside_case,
 )
 from forensics.ingest.hashing import sha256_file
-from forensics.ingest.readers import ident, stage_file
+from forensics.ingest.readers import stage_file
 from forensics.ingest.result import FileCounts, IngestResult
-from forensics.ingest.sqlrun import run_script
 from forensics.ledger.store import ExternalLedger, detach, validate_ledger, without_ledger
 from forensics.logs.discover import is_log_file
 from forensics.logs.load import load_logs
 from forensics.progress import ProgressFn, no_progress
-from forensics.resources import queries_used, record_queries_used, sql
+from forensics.sql import QueryLog, ident, recording, run, run_script, sql
 
 
 def ingest_case(
@@ -47,19 +46,20 @@ def ingest_case(
 ) -> IngestResult:
     """Open (or create) the case database at db_path and ingest case_dir into it."""
     discovery = discover(case_dir, follow_links)
-    con = connect(db_path)
-    try:
-        return ingest_into(
-            con,
-            case_dir,
-            discovery,
-            assume_utc=assume_utc,
-            follow_links=follow_links,
-            progress=progress,
-            ledger=ledger,
-        )
-    finally:
-        con.close()
+    with recording():
+        con = connect(db_path)
+        try:
+            return ingest_into(
+                con,
+                case_dir,
+                discovery,
+                assume_utc=assume_utc,
+                follow_links=follow_links,
+                progress=progress,
+                ledger=ledger,
+            )
+        finally:
+            con.close()
 
 
 def ingest_into(
@@ -79,17 +79,21 @@ def ingest_into(
     hashes = {f.rel: sha256_file(f.path) for f in discovery.files}
     hashes.update({rel: sha256_file(case_dir / rel) for rel in logs})
     params = {"assume_utc": assume_utc, "follow_links": follow_links}
-    stored = None if ledger else _stored_result(con, case_dir, discovery, hashes, params)
-    if stored is not None:
-        return stored
-    detach(con)
-    con.execute("BEGIN TRANSACTION")
-    try:
-        result = _load(con, case_dir, discovery, hashes, params, progress, ledger)
-        con.execute("COMMIT")
-    except BaseException:
-        con.execute("ROLLBACK")
-        raise
+    with recording() as queries:
+        stored = (
+            None if ledger else _stored_result(con, case_dir, discovery, hashes, params, queries)
+        )
+        if stored is not None:
+            return stored
+        detach(con)
+        con.begin()
+        try:
+            result = _load(con, case_dir, discovery, hashes, params, progress, ledger)
+            _record(con, result, params, queries)
+            con.commit()
+        except BaseException:
+            con.rollback()
+            raise
     return result
 
 
@@ -145,7 +149,7 @@ def _load(
             con, case_dir, ledger.location, params["assume_utc"], ledger.ray, progress
         )
         counts.update({c.path: c for c in checked})
-    run_script(con, sql("ingest_unknown_requests"))
+    run_script(con, sql("ingest/unknown_requests"))
     result = IngestResult(
         str(case_dir),
         [counts[rel] for rel in sorted(counts)],
@@ -154,7 +158,6 @@ def _load(
         unchanged=False,
         notes=order_notes(con),
     )
-    _record(con, result, params)
     progress("done", len(discovery.files), len(discovery.files))
     return result
 
@@ -181,7 +184,7 @@ def _load_tables(
         if table.name == "nodes":
             counts.update(_load_logs(con, discovery.case_dir, hashes))
         if table.name == "kv_events" and files:
-            run_script(con, sql("ingest_partial_seq"))
+            run_script(con, sql("ingest/partial_seq"))
     return counts
 
 
@@ -206,9 +209,9 @@ def _load_logs(
 
 def _clear(con: duckdb.DuckDBPyConnection) -> None:
     for name in derived_tables(con):
-        con.execute(sql("ingest_drop_table").format(table=ident(name)))
+        run(con, "ingest/drop_table", table=ident(name))
     for name in (*INPUT_TABLES, *BOOKKEEPING_TABLES, "case_meta"):
-        con.execute(sql("ingest_empty_table").format(table=ident(name)))
+        run(con, "ingest/empty_table", table=ident(name))
 
 
 def _load_file(
@@ -253,9 +256,10 @@ def _load_part(
 ) -> tuple[int, int, int]:
     scan = stage_file(con, f, table, workdir)
     if lines_before:
-        run_script(con, sql("stage_shift_rows"), {"lines_before": lines_before})
-    run_script(con, sql(f"validate_{table.name}"), {**params, "file_rank": rank})
-    read, loaded, quarantined = con.execute(sql("ingest_counts")).fetchone() or (0, 0, 0)
+        run_script(con, sql("ingest/stage_shift_rows"), {"lines_before": lines_before})
+    bound = {**params, "file_rank": rank, "ops": list(OPS)}
+    run_script(con, sql(f"ingest/validate_{table.name}"), bound)
+    read, loaded, quarantined = con.execute(sql("ingest/counts")).fetchone() or (0, 0, 0)
     if scan is not None and f.fmt == "csv" and read != scan.records:
         raise InputError(
             f"the file holds {scan.records:,} records on {scan.lines:,} non-blank data lines, but "
@@ -263,8 +267,7 @@ def _load_part(
             path=f.rel,
             fix="check the file's quotes and line endings (one kind of line ending per file)",
         )
-    insert = sql("ingest_insert").format(table=ident(table.name))
-    run_script(con, insert, {"file": f.rel, "table_name": table.name})
+    run(con, "ingest/insert", {"file": f.rel, "table_name": table.name}, table=ident(table.name))
     return read, loaded, quarantined
 
 
@@ -272,30 +275,36 @@ def _dedupe(
     con: duckdb.DuckDBPyConnection, table: TableContract, counts: dict[str, FileCounts]
 ) -> None:
     assert table.key is not None
-    script = sql("ingest_dedupe").format(table=ident(table.name), key=ident(table.key))
-    run_script(con, script, {"table_name": table.name, "key_name": table.key})
-    for rel, n in con.execute(sql("ingest_dup_counts")).fetchall():
+    params = {"table_name": table.name, "key_name": table.key}
+    run(con, "ingest/dedupe", params, table=ident(table.name), key=ident(table.key))
+    for rel, n in con.execute(sql("ingest/dup_counts")).fetchall():
         counts[rel].rows_loaded -= n
         counts[rel].rows_quarantined += n
 
 
 def _warning_count(con: duckdb.DuckDBPyConnection) -> int:
-    row = con.execute(sql("ingest_warning_count")).fetchone()
+    row = con.execute(sql("ingest/warning_count")).fetchone()
     return int(row[0]) if row else 0
 
 
-def _record(con: duckdb.DuckDBPyConnection, result: IngestResult, params: dict[str, bool]) -> None:
+def _record(
+    con: duckdb.DuckDBPyConnection,
+    result: IngestResult,
+    params: dict[str, bool],
+    queries: QueryLog,
+) -> None:
+    """The files read and the queries used, so that an unchanged case is not loaded again."""
     for f in result.files:
-        con.execute(sql("ingest_record_file"), f.as_row())
+        con.execute(sql("ingest/record_file"), f.as_row())
     meta = {
-        "ingest_queries": json.dumps(queries_used(), sort_keys=True),
+        "ingest_queries": json.dumps(queries.used(), sort_keys=True),
         "case_dir": result.case_dir,
         "ingest_params": json.dumps(params, sort_keys=True),
         "tool_version": __version__,
         "skipped": json.dumps(result.skipped),
     }
     for key, value in meta.items():
-        run_script(con, sql("case_meta_set"), {"key": key, "value": value})
+        run_script(con, sql("ingest/case_meta_set"), {"key": key, "value": value})
 
 
 def _stored_result(
@@ -304,11 +313,13 @@ def _stored_result(
     discovery: Discovery,
     hashes: dict[str, str],
     params: dict[str, bool],
+    queries: QueryLog,
 ) -> IngestResult | None:
-    """The last ingest's result when it read exactly these files with these parameters."""
-    rows = con.execute(sql("ingest_stored_files")).fetchall()
+    """The last ingest's result when it read exactly these files with these parameters (its
+    queries then count as used by this run)."""
+    rows = con.execute(sql("ingest/stored_files")).fetchall()
     stored = [FileCounts(*r) for r in rows]
-    meta = dict(con.execute(sql("case_meta_all")).fetchall())
+    meta = dict(con.execute(sql("ingest/case_meta_all")).fetchall())
     same = (
         {f.path: f.sha256 for f in stored} == hashes
         and meta.get("ingest_params") == json.dumps(params, sort_keys=True)
@@ -317,7 +328,7 @@ def _stored_result(
     if not same:
         return None
     stored.sort(key=lambda f: f.path)
-    record_queries_used(json.loads(meta.get("ingest_queries") or "{}"))
+    queries.vouch(json.loads(meta.get("ingest_queries") or "{}"))
     return IngestResult(
         str(case_dir),
         stored,
@@ -330,4 +341,4 @@ def _stored_result(
 
 def order_notes(con: duckdb.DuckDBPyConnection) -> list[str]:
     """Warnings that change how events are ordered (a node with seq on some rows only)."""
-    return [r[0] for r in con.execute(sql("ingest_order_notes")).fetchall()]
+    return [r[0] for r in con.execute(sql("ingest/order_notes")).fetchall()]

@@ -1,8 +1,9 @@
 """Read one input file into the temp table `staged`: the contract's columns as text, one row per
 record, with src_row, and parse_error/raw for records that do not parse.
 
-The SQL is in queries/stage_*.sql. The only text composed here is the column projection, built
-from the contract's own column names (never from file content) and quoted as identifiers."""
+The SQL is in queries/ingest/stage_*.sql. The only text composed here is the column projection,
+built with forensics.sql.template from the contract's own column names (never from file
+content), quoted as identifiers."""
 
 from __future__ import annotations
 
@@ -14,21 +15,17 @@ from forensics.errors import InputError, MissingColumnError
 from forensics.ingest.contract import TableContract
 from forensics.ingest.discover import InputFile
 from forensics.ingest.integrity import Scan, scan_file, text_blocks
-from forensics.ingest.sqlrun import run_script
-from forensics.resources import sql
+from forensics.sql import Fragment, ident, join, literal, run, run_script, sql, template
+
+_NULL = template("NULL::VARCHAR")
 
 
-def ident(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
+def _column(expression: Fragment, name: str) -> Fragment:
+    return template("{expression} AS {name}", expression=expression, name=ident(name))
 
 
-def literal(text: str) -> str:
-    """A quoted SQL string literal (only for file paths, where a parameter is not allowed)."""
-    return "'" + text.replace("'", "''") + "'"
-
-
-def _nulls(table: TableContract) -> str:
-    return ", ".join(f"NULL::VARCHAR AS {ident(c)}" for c in table.names)
+def _nulls(table: TableContract) -> Fragment:
+    return join(_column(_NULL, c) for c in table.names)
 
 
 def _check_columns(f: InputFile, table: TableContract, found: list[str]) -> None:
@@ -57,7 +54,7 @@ def _read_raw(
 
 
 def _stage_text(con: duckdb.DuckDBPyConnection, f: InputFile, header_lines: int) -> None:
-    run_script(con, sql("stage_rejects"), {"header_lines": header_lines})
+    run_script(con, sql("ingest/stage_rejects"), {"header_lines": header_lines})
 
 
 def stage_csv(
@@ -67,13 +64,13 @@ def stage_csv(
     header = scan.header
     found = [name or f"column{i + 1}" for i, name in enumerate(header)]
     _check_columns(f, table, found)
-    _read_raw(con, f, "stage_csv", dict.fromkeys(found, "VARCHAR"))
+    _read_raw(con, f, "ingest/stage_csv", dict.fromkeys(found, "VARCHAR"))
     _stage_text(con, f, header_lines=1)
-    projection = ", ".join(
-        f"{ident(c)}::VARCHAR AS {ident(c)}" if c in found else f"NULL::VARCHAR AS {ident(c)}"
+    projection = join(
+        _column(template("{c}::VARCHAR", c=ident(c)) if c in found else _NULL, c)
         for c in table.names
     )
-    run_script(con, sql("stage_csv_rows").format(projection=projection, nulls=_nulls(table)), {})
+    run(con, "ingest/stage_csv_rows", projection=projection, nulls=_nulls(table))
     return scan
 
 
@@ -81,18 +78,19 @@ def stage_jsonl(
     con: duckdb.DuckDBPyConnection, f: InputFile, table: TableContract, workdir: Path
 ) -> Scan | None:
     scan = scan_file(f)
-    _read_raw(con, f, "stage_lines")
+    _read_raw(con, f, "ingest/stage_lines")
     _stage_text(con, f, header_lines=0)
-    found = [r[0] for r in con.execute(sql("json_keys")).fetchall()]
+    found = [r[0] for r in con.execute(sql("ingest/json_keys")).fetchall()]
     _check_columns(f, table, found)
-    projection = ", ".join(f"vals[{i + 1}] AS {ident(c)}" for i, c in enumerate(table.names))
+    projection = join(_column(template(f"vals[{i + 1}]"), c) for i, c in enumerate(table.names))
     paths = ['$."' + c + '"' for c in table.names]
-    text = sql("stage_lines_rows").format(projection=projection, nulls=_nulls(table))
     scalar = [c.name for c in table.columns if c.kind != "ids"]
-    run_script(
+    run(
         con,
-        text,
+        "ingest/stage_lines_rows",
         {"paths": paths, "scalar_names": scalar, "scalar_paths": ['$."' + c + '"' for c in scalar]},
+        projection=projection,
+        nulls=_nulls(table),
     )
     return scan
 
@@ -107,7 +105,7 @@ def stage_parquet(
         path = workdir / f"{abs(hash(f.rel))}.parquet"
         decompress_to(f, path)
     try:
-        described = con.execute(sql("describe_parquet"), {"path": str(path)})
+        described = con.execute(sql("ingest/describe_parquet"), {"path": str(path)})
         types = {r[0]: r[1] for r in described.fetchall()}
     except duckdb.Error as exc:
         raise InputError(
@@ -117,11 +115,8 @@ def stage_parquet(
         ) from exc
     _check_columns(f, table, list(types))
     _check_scalar_types(f, table, types)
-    projection = ", ".join(
-        f"{ident(c) if c in types else 'NULL::VARCHAR'} AS {ident(c)}" for c in table.names
-    )
-    text = sql("stage_parquet_rows").format(projection=projection, path=literal(str(path)))
-    run_script(con, text)
+    projection = join(_column(ident(c) if c in types else _NULL, c) for c in table.names)
+    run(con, "ingest/stage_parquet_rows", projection=projection, path=literal(str(path)))
     return None
 
 

@@ -6,9 +6,8 @@ from forensics.context import RunContext, StageResult
 from forensics.db import BOOKKEEPING_TABLES
 from forensics.ingest.discover import discover
 from forensics.ingest.load import ingest_into
-from forensics.ingest.readers import literal
 from forensics.ledger.store import ExternalLedger
-from forensics.resources import sql
+from forensics.sql import sql
 
 
 def ingest_stage(ctx: RunContext) -> StageResult:
@@ -24,7 +23,7 @@ def ingest_stage(ctx: RunContext) -> StageResult:
         ledger=ExternalLedger(location, options.ray) if location else None,
     )
     quarantine = ctx.out_dir / "quarantine.csv"
-    ctx.con.execute(sql("export_quarantine").replace("$target", literal(str(quarantine))))
+    ctx.con.execute(sql("ingest/export_quarantine"), {"target": str(quarantine)})
     ctx.ingest = result
     return StageResult(
         summary=result.to_json(),

@@ -6,7 +6,7 @@ with `--ray`) with the same checks as a loaded ledger: the per-file counts and S
 input_files (and so the manifest), bad rows to quarantine, unknown requests to
 ingest_warnings. Only those and `ledger_files` (one row per part) are written to the case
 database. Each connection then sees `kv_events` as a temporary view over the parts
-(queries/ledger_view.sql), leaving out the quarantined rows, so every later stage reads it like
+(queries/ledger/view.sql), leaving out the quarantined rows, so every later stage reads it like
 the loaded table; the analysis sweeps each partition in its own task, which reads only that
 partition (forensics.ledger.tasks).
 """
@@ -23,11 +23,9 @@ import pyarrow as pa
 
 from forensics.dbopen import open_database
 from forensics.errors import InputError, MissingColumnError
-from forensics.ingest.contract import KV_EVENTS
-from forensics.ingest.readers import ident, literal
+from forensics.ingest.contract import KV_EVENTS, OPS
 from forensics.ingest.result import FileCounts
-from forensics.ingest.sqlrun import run_script
-from forensics.resources import sql
+from forensics.sql import Fragment, ident, join, literal, run, run_script, sql, template
 
 PARQUET = (".parquet", ".pq")
 
@@ -133,7 +131,7 @@ def sha256_of(url: str) -> tuple[str, int]:
 
 def columns_of(con: duckdb.DuckDBPyConnection, f: LedgerFile) -> list[str]:
     try:
-        rows = con.execute(sql("ledger_describe_part"), {"path": f.url}).fetchall()
+        rows = con.execute(sql("ledger/describe_part"), {"path": f.url}).fetchall()
     except duckdb.Error as exc:
         raise InputError(
             f"cannot read this Parquet file: {exc}",
@@ -150,17 +148,18 @@ def columns_of(con: duckdb.DuckDBPyConnection, f: LedgerFile) -> list[str]:
     return found
 
 
-def projection(found: list[str], node: str | None) -> str:
+def projection(found: list[str], node: str | None) -> Fragment:
     """The contract's columns from a part (NULL when absent; node from the folder when absent)."""
     out = []
     for c in KV_EVENTS.names:
         if c in found:
-            out.append(f"{ident(c)} AS {ident(c)}")
+            value = ident(c)
         elif c == "node" and node is not None:
-            out.append(f"{literal(node)} AS node")
+            value = literal(node)
         else:
-            out.append(f"NULL::VARCHAR AS {ident(c)}")
-    return ", ".join(out)
+            value = template("NULL::VARCHAR")
+        out.append(template("{value} AS {name}", value=value, name=ident(c)))
+    return join(out)
 
 
 @dataclass
@@ -173,32 +172,29 @@ class PartitionCheck:
 def check_partition(
     files: list[LedgerFile], nodes: pa.Table, request_ids: pa.Table, assume_utc: bool
 ) -> PartitionCheck:
-    """Validate one partition's parts with the ingest's own checks (queries/validate_kv_events.sql
-    and a check that each row's node is its folder's); nothing is loaded."""
+    """Validate one partition's parts with the ingest's own checks
+    (queries/ingest/validate_kv_events.sql and a check that each row's node is its folder's);
+    nothing is loaded."""
     con = open_connection([f.url for f in files])
     try:
         con.register("_nodes", nodes)
         con.register("_request_ids", request_ids)
-        run_script(con, sql("ledger_check_inputs"))
+        run_script(con, sql("ledger/check_inputs"))
         counts: list[FileCounts] = []
         quarantine: list[pa.Table] = []
         warnings: list[pa.Table] = []
         for f in files:
             found = columns_of(con, f)
-            text = sql("ledger_stage_part").format(
-                projection=projection(found, f.node), path=literal(f.url)
-            )
-            run_script(con, text)
-            run_script(
-                con, sql("validate_kv_events"), {"assume_utc": assume_utc, "file_rank": f.rank}
-            )
-            run_script(con, sql("ledger_check_node"), {"node": f.node})
-            read, loaded, bad = con.execute(sql("ingest_counts")).fetchall()[0]
+            run(con, "ledger/stage_part", projection=projection(found, f.node), path=literal(f.url))
+            bound = {"assume_utc": assume_utc, "file_rank": f.rank, "ops": list(OPS)}
+            run_script(con, sql("ingest/validate_kv_events"), bound)
+            run_script(con, sql("ledger/check_node"), {"node": f.node})
+            read, loaded, bad = con.execute(sql("ingest/counts")).fetchall()[0]
             digest, size = sha256_of(f.url)
             counts.append(FileCounts(f.rel, "kv_events", digest, size, read, loaded, bad))
             for rows, query in (
-                (quarantine, "ledger_quarantine_rows"),
-                (warnings, "ledger_unknown_requests"),
+                (quarantine, "ledger/quarantine_rows"),
+                (warnings, "ledger/unknown_requests"),
             ):
                 rows.append(con.sql(sql(query), params={"file": f.rel}).to_arrow_table())
     finally:

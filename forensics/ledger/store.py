@@ -14,9 +14,7 @@ import duckdb
 import pyarrow as pa
 
 from forensics.ingest.discover import Discovery
-from forensics.ingest.readers import literal
 from forensics.ingest.result import FileCounts
-from forensics.ingest.sqlrun import run_script
 from forensics.ledger.external import (
     LedgerFile,
     PartitionCheck,
@@ -30,7 +28,7 @@ from forensics.ledger.external import (
 )
 from forensics.ledger.tasks import check_on_ray
 from forensics.progress import ProgressFn, no_progress
-from forensics.resources import sql
+from forensics.sql import ident, literal, literals, run, run_script, sql, template
 
 META_KEY = "ledger_external"
 
@@ -72,8 +70,8 @@ def validate_ledger(
     database (inside the caller's transaction; nodes and requests must be loaded)."""
     files = list_files(case_dir, location)
     groups = partitions(files)
-    nodes = con.sql(sql("ledger_node_pools")).to_arrow_table()
-    ids = con.sql(sql("ledger_request_ids")).to_arrow_table()
+    nodes = con.sql(sql("ledger/node_pools")).to_arrow_table()
+    ids = con.sql(sql("ledger/request_ids")).to_arrow_table()
     checks: list[PartitionCheck] = []
     if ray is None:
         for i, group in enumerate(groups):
@@ -87,7 +85,7 @@ def validate_ledger(
     _record_files(con, files)
     columns = union_columns(files)
     meta = {"location": resolve(case_dir, location), "columns": columns, "assume_utc": assume_utc}
-    run_script(con, sql("case_meta_set"), {"key": META_KEY, "value": json.dumps(meta)})
+    run_script(con, sql("ingest/case_meta_set"), {"key": META_KEY, "value": json.dumps(meta)})
     attach(con)
     return [c for check in checks for c in check.counts]
 
@@ -108,13 +106,13 @@ def _append(con: duckdb.DuckDBPyConnection, table: str, rows: pa.Table) -> None:
         return
     con.register("_ledger_rows", rows)
     try:
-        con.execute(sql("ledger_append").format(table=table))
+        run(con, "ledger/append", table=ident(table))
     finally:
         con.unregister("_ledger_rows")
 
 
 def _record_files(con: duckdb.DuckDBPyConnection, files: list[LedgerFile]) -> None:
-    run_script(con, sql("ledger_files_create"))
+    run_script(con, sql("ledger/files_create"))
     table = pa.table(
         {
             "url": [f.url for f in files],
@@ -129,25 +127,25 @@ def _record_files(con: duckdb.DuckDBPyConnection, files: list[LedgerFile]) -> No
 def ledger_meta(con: duckdb.DuckDBPyConnection) -> dict[str, Any] | None:
     """Where and how the case's ledger is kept outside the database; None when it is loaded."""
     try:
-        rows = con.execute(sql("ledger_meta")).fetchall()
+        rows = con.execute(sql("ledger/meta")).fetchall()
     except duckdb.Error:
         return None
     return json.loads(rows[0][0]) if rows and rows[0][0] else None
 
 
 def ledger_files(con: duckdb.DuckDBPyConnection) -> list[LedgerFile]:
-    rows = con.execute(sql("ledger_files_all")).fetchall()
+    rows = con.execute(sql("ledger/files_all")).fetchall()
     return [LedgerFile(url, rel, node, int(rank)) for url, rel, node, rank in rows]
 
 
 def view_sql(files: list[LedgerFile], columns: list[str], assume_utc: bool) -> str:
-    """queries/ledger_view.sql for these parts (a view holds no parameters: the paths are
+    """queries/ledger/view.sql for these parts (a view holds no parameters: the paths are
     quoted literals, the projection is built from the contract's names)."""
-    listed = "[" + ", ".join(literal(f.url) for f in files) + "]"
-    return sql("ledger_view").format(
-        files=listed,
+    return template(
+        sql("ledger/view"),
+        files=literals(f.url for f in files),
         projection=projection(columns, None),
-        assume_utc="true" if assume_utc else "false",
+        assume_utc=template("true" if assume_utc else "false"),
     )
 
 
@@ -169,9 +167,9 @@ def attach(con: duckdb.DuckDBPyConnection) -> None:
             f"the external ledger of this case ({meta['location']}) cannot be read "
             f"({why}): make it readable again, or ingest the case anew"
         )
-        run_script(con, sql("ledger_unreadable").format(message=literal(message)))
+        run(con, "ledger/unreadable", message=literal(message))
 
 
 def detach(con: duckdb.DuckDBPyConnection) -> None:
     """Drop the temporary kv_events view (before an ingest replaces the case's inputs)."""
-    run_script(con, sql("ledger_detach"))
+    run_script(con, sql("ledger/detach"))

@@ -21,7 +21,7 @@ from forensics.logs.discover import is_log_file
 from forensics.logs.naming import read_node_map
 from forensics.logs.read import read_logs
 from forensics.logs.summary import LogsSummary
-from forensics.resources import sql
+from forensics.sql import sql
 
 NODE_MAP_NAME = "node_map.csv"  # logs/node_map.csv in a case folder, if present
 
@@ -93,7 +93,7 @@ def load_logs(
     triples = [(p, _naming(case_dir, p), _shown(case_dir, p)) for p in paths if is_log_file(p)]
     map_file = node_map or case_dir / "logs" / NODE_MAP_NAME
     summary = read_logs(triples, read_node_map(map_file) if map_file.is_file() else [])
-    con.execute(sql("schema_logs"))
+    con.execute(sql("schema/logs"))
     tables = {
         "logs_files_in": _files_table(summary, {shown: p for p, _, shown in triples}),
         "logs_nodes_in": pa.Table.from_pylist(_node_rows(summary.nodes), _NODES),
@@ -101,12 +101,12 @@ def load_logs(
         "logs_evidence_in": pa.Table.from_pylist(_evidence_rows(summary), _EVIDENCE),
     }
     with _registered(con, tables):
-        con.execute(sql("logs_clear"))
+        con.execute(sql("logs/clear"))
         for name in (
-            "logs_insert_files",
-            "logs_insert_nodes",
-            "logs_insert_facts",
-            "logs_insert_evidence",
+            "logs/insert_files",
+            "logs/insert_nodes",
+            "logs/insert_facts",
+            "logs/insert_evidence",
         ):
             con.execute(sql(name))
         summary.disagreements = _disagreements(con)
@@ -242,7 +242,7 @@ def _evidence_rows(summary: LogsSummary) -> list[dict[str, Any]]:
 
 
 def _disagreements(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
-    con.execute(sql("logs_disagreements"))
-    cursor = con.execute(sql("logs_disagreements_list"))
+    con.execute(sql("logs/disagreements"))
+    cursor = con.execute(sql("logs/disagreements_list"))
     names = [d[0] for d in cursor.description]
     return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]

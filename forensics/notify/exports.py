@@ -5,7 +5,7 @@ Cross-account exposures only (the analysis' affected_* tables hold nothing else)
 is only ever counted (counterpart_accounts, counterpart_requests), never named, and no prompt or
 output content is read, so none can reach a file.
 
-The lists are computed once, typed, in a TEMP table (queries/notify_lists.sql, deadlines
+The lists are computed once, typed, in a TEMP table (queries/notify/lists.sql, deadlines
 included), and each file is written from it by DuckDB's COPY: Parquet keeps UTC timestamps and
 int64 counts; JSON and CSV carry ISO-8601 times with a Z; a missing value is null (an empty,
 unquoted cell in CSV, where an empty text is a quoted ""); every CSV text cell goes through the
@@ -23,9 +23,8 @@ import duckdb
 
 from forensics import __version__
 from forensics.db import rows
-from forensics.ingest.sqlrun import run_script
 from forensics.notify.deadlines import Rule, iso_utc
-from forensics.resources import sql
+from forensics.sql import nested, run_script, sql, template
 
 SIDES = ("receiving", "leaking")
 LISTS = {  # list name -> the queries/notify_<kind>_{csv,json,parquet}.sql that write it
@@ -34,10 +33,10 @@ LISTS = {  # list name -> the queries/notify_<kind>_{csv,json,parquet}.sql that 
     "affected_requests": "requests",
 }
 COPY_OPTIONS = {  # queries/copy_<format>.sql: COPY (query) TO $path with these options
-    "csv": "copy_csv",
-    "json": "copy_json",
-    "jsonl": "copy_jsonl",
-    "parquet": "copy_parquet",
+    "csv": "notify/copy_csv",
+    "json": "notify/copy_json",
+    "jsonl": "notify/copy_jsonl",
+    "parquet": "notify/copy_parquet",
 }
 
 
@@ -62,12 +61,12 @@ def prepare_lists(
 ) -> None:
     """Create the TEMP table notify_lists from a case database whose missing tables have
     stand-ins."""
-    run_script(con, sql("macros"))
-    run_script(con, sql("macros_export"))
-    con.execute(sql("notify_rules_create"))
+    run_script(con, sql("schema/macros"))
+    run_script(con, sql("schema/macros_export"))
+    con.execute(sql("notify/rules_create"))
     for rule in rules.values():
         con.execute(
-            sql("notify_rules_insert"),
+            sql("notify/rules_insert"),
             {
                 "jurisdiction": rule.jurisdiction,
                 "notify_within_hours": rule.notify_within_hours,
@@ -75,13 +74,13 @@ def prepare_lists(
                 "basis": rule.basis,
             },
         )
-    con.execute(sql("notify_request_rows"))
-    con.execute(sql("notify_lists"), {"aware_at": aware_at})
+    con.execute(sql("notify/request_rows"))
+    con.execute(sql("notify/lists"), {"aware_at": aware_at})
 
 
 def read_lists(con: duckdb.DuckDBPyConnection) -> Exports:
     """The prepared lists as rows, in file order, with the JSON file's values."""
-    found = {name: rows(con, f"notify_{kind}_json", {"list": name}) for name, kind in LISTS.items()}
+    found = {name: rows(con, f"notify/{kind}_json", {"list": name}) for name, kind in LISTS.items()}
     return Exports(
         found["receiving_accounts"], found["leaking_accounts"], found["affected_requests"]
     )
@@ -96,7 +95,7 @@ def build_exports(
 
 
 def cleanup(con: duckdb.DuckDBPyConnection) -> None:
-    con.execute(sql("notify_cleanup"))
+    con.execute(sql("notify/cleanup"))
 
 
 def copy_to(
@@ -107,7 +106,7 @@ def copy_to(
     params: dict[str, Any] | None = None,
 ) -> Path:
     """Write the rows of queries/<query>.sql to `path` with DuckDB's COPY in `fmt`."""
-    statement = sql(COPY_OPTIONS[fmt]).replace("__QUERY__", sql(query).rstrip().rstrip(";"))
+    statement = template(sql(COPY_OPTIONS[fmt]), query=nested(query))
     con.execute(statement, {**(params or {}), "path": str(path)})
     return path
 
@@ -119,7 +118,7 @@ def write_exports(con: duckdb.DuckDBPyConnection, out_dir: Path) -> list[Path]:
     for name, kind in LISTS.items():
         for fmt in ("csv", "json", "parquet"):
             written.append(
-                copy_to(con, f"notify_{kind}_{fmt}", fmt, out_dir / f"{name}.{fmt}", {"list": name})
+                copy_to(con, f"notify/{kind}_{fmt}", fmt, out_dir / f"{name}.{fmt}", {"list": name})
             )
     return written
 

@@ -4,7 +4,7 @@ Timesketch needs `message`, `datetime` (ISO 8601) and `timestamp_desc`; `timesta
 (microseconds since the epoch) is optional; every other column becomes a searchable attribute.
 One line per exposure run, ownership violation, screened suspect, engine log finding and engine
 start, sorted by time, no event twice. Both files are written by DuckDB's COPY from one TEMP
-table (queries/timeline_events.sql): slots stay integers and a value that does not apply is
+table (queries/notify/timeline_events.sql): slots stay integers and a value that does not apply is
 NULL (an empty cell, or null)."""
 
 from __future__ import annotations
@@ -13,22 +13,21 @@ from pathlib import Path
 
 import duckdb
 
-from forensics.ingest.sqlrun import run_script
 from forensics.notify.exports import copy_to
-from forensics.resources import sql
+from forensics.sql import run_script, sql
 
 
 def write_timeline(con: duckdb.DuckDBPyConnection, out_dir: Path) -> list[Path]:
     """Write OUT/timeline.csv and OUT/timeline.jsonl from a case database whose missing tables
     have stand-ins; return both paths."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    run_script(con, sql("macros"))
-    run_script(con, sql("macros_export"))
-    con.execute(sql("timeline_events"))
+    run_script(con, sql("schema/macros"))
+    run_script(con, sql("schema/macros_export"))
+    con.execute(sql("notify/timeline_events"))
     try:
         return [
-            copy_to(con, "timeline_csv", "csv", out_dir / "timeline.csv"),
-            copy_to(con, "timeline_jsonl", "jsonl", out_dir / "timeline.jsonl"),
+            copy_to(con, "notify/timeline_csv", "csv", out_dir / "timeline.csv"),
+            copy_to(con, "notify/timeline_jsonl", "jsonl", out_dir / "timeline.jsonl"),
         ]
     finally:
-        con.execute(sql("timeline_cleanup"))
+        con.execute(sql("notify/timeline_cleanup"))

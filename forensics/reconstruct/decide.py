@@ -21,7 +21,7 @@ from forensics.replay import replay_available
 from forensics.replay.ledger import load_contents
 from forensics.replay.loader import load_model
 from forensics.replay.testmodel import TEST_MODEL_NAME
-from forensics.resources import sql
+from forensics.sql import sql
 
 CONFIRMED, CLEARED = "confirmed", "cleared"
 
@@ -81,7 +81,7 @@ class Decider:
 
     def _delivered_sha(self, request_id: str) -> str | None:
         row = self.con.execute(
-            sql("reconstruct_response_sha"), {"request_id": request_id}
+            sql("reconstruct/response_sha"), {"request_id": request_id}
         ).fetchone()
         return None if row is None or row[0] is None else str(row[0])
 
@@ -94,7 +94,7 @@ def load_decider(
     if budget <= 0 or not replay_available():
         return None
     if spec is None:
-        models = {m for (m,) in con.execute(sql("reconstruct_models")).fetchall()}
+        models = {m for (m,) in con.execute(sql("reconstruct/models")).fetchall()}
         if models != {TEST_MODEL_NAME}:
             return None
         spec = "test"

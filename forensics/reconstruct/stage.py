@@ -6,7 +6,7 @@ PagedTokenToKVPoolAllocator or vLLM's BlockPool, driven in the engines' environm
 (forensics.engines), chosen from the node's engine as the nodes table or its log states it;
 the simulator's LIFO pool when the engine is unknown. Requests that screening flags as over
 the pool, rejected by the engine or answered implausibly fast are modelled as 1-token stubs.
-Results go to the reconstructed_* tables (queries/schema_reconstruct.sql); the analysis turns
+Results go to the reconstructed_* tables (queries/schema/reconstruct.sql); the analysis turns
 their cross-account pairs into `reconstructed` exposures of the affected parties."""
 
 from __future__ import annotations
@@ -22,15 +22,14 @@ from forensics.analysis.screening import screen
 from forensics.context import RunContext, StageResult
 from forensics.engines.client import EngineAllocators
 from forensics.errors import UsageError
-from forensics.ingest.sqlrun import run_script
 from forensics.options import ReconstructOptions, ScreeningParams
 from forensics.progress import ProgressFn, no_progress
 from forensics.reconstruct.decide import Decider, load_decider
 from forensics.reconstruct.trace import Layout, NodeTrace, Req, replay
-from forensics.resources import sql
 from forensics.schema_docs import main_tables
 from forensics.simulate.allocator import PagePool
 from forensics.simulate.engine_pool import EnginePagePool
+from forensics.sql import run_script, sql
 
 STUB_REASONS = ("over-pool", "engine-rejected", "fast-ttft")
 
@@ -85,12 +84,12 @@ def reconstruct(
     rp = options or ReconstructOptions()
     aggregate.prepare(con)
     screen(con, ScreeningParams())  # the stub reasons
-    run_script(con, sql("reconstruct_clear"))
+    run_script(con, sql("reconstruct/clear"))
     pools = Pools()
     summary: dict[str, Any] = {"nodes": [], "skipped": []}
     decider = load_decider(con, rp.replay_model, rp.replay_device.value, rp.replay_budget)
     try:
-        nodes = con.execute(sql("reconstruct_nodes")).fetchall()
+        nodes = con.execute(sql("reconstruct/nodes")).fetchall()
         for k, (node, role, engine, version, page_size, pool_slots) in enumerate(nodes):
             progress("reconstruct", k, len(nodes))
             if not page_size or not pool_slots:
@@ -107,7 +106,7 @@ def reconstruct(
                 summary["skipped"].append({"node": node, "why": str(exc)})
                 continue
             con.execute(
-                sql("reconstruct_insert_node"),
+                sql("reconstruct/insert_node"),
                 {
                     **row,
                     "engine": engine,
@@ -118,7 +117,7 @@ def reconstruct(
             summary["nodes"].append({k2: row[k2] for k2 in ("node", "allocator", "orders")})
     finally:
         pools.close()
-    figures = con.execute(sql("reconstruct_summary")).fetchall()[0]
+    figures = con.execute(sql("reconstruct/summary")).fetchall()[0]
     names = ("events", "pairs", "cross_account_pairs", "confirmed", "cleared")
     summary.update(zip(names, figures, strict=True))
     summary["layouts_replayed"] = decider.replayed if decider is not None else 0
@@ -167,7 +166,7 @@ def _node(
                 verdicts[(receiver, leaker)] = verdict
     _store(con, trace, first.events, support, tokens, n_orders, verdicts)
     con.executemany(
-        sql("reconstruct_insert_request"),
+        sql("reconstruct/insert_request"),
         [
             {"request_id": r.request_id, "node": node, "stub": r.stub, "reasons": why}
             for r, why in zip(reqs, reasons, strict=True)
@@ -191,7 +190,7 @@ def _requests(
     con: duckdb.DuckDBPyConnection, node: str, role: str
 ) -> tuple[list[Req], list[list[str]]]:
     rows = con.execute(
-        sql("reconstruct_requests"),
+        sql("reconstruct/requests"),
         {"node": node, "role": role, "stub_reasons": list(STUB_REASONS)},
     ).fetchall()
     reqs, reasons = [], []
@@ -249,7 +248,7 @@ def _store(
     con.register("_rc_events", ev)
     con.register("_rc_exposures", ex)
     try:
-        run_script(con, sql("reconstruct_insert"))
+        run_script(con, sql("reconstruct/insert"))
     finally:
         con.unregister("_rc_events")
         con.unregister("_rc_exposures")
@@ -260,5 +259,5 @@ def reconstruct_stage(ctx: RunContext) -> StageResult:
     return StageResult(
         summary=summary,
         findings=bool(summary["findings"]),
-        tables=main_tables("schema_reconstruct"),
+        tables=main_tables("schema/reconstruct"),
     )

@@ -37,7 +37,7 @@ class DecodeResult:
 
     tokens: list[int]
     writer_share: dict[str, float] = field(default_factory=dict)  # attention on each writer
-    unwritten_share: float = 0.0  # attention on never-written (zero) slots
+    uninitialised_share: float = 0.0  # attention on never-written (zero) slots
     forwarded_tokens: int = 0  # token positions run through the model
 
 
@@ -139,7 +139,7 @@ def decode_with_evidence(
             model, (keys, values), len(slots), first_token, n_out, expected, shares=True, stop=False
         )
     result.forwarded_tokens += forwarded
-    _attribute_shares(result, slots, per_slot)
+    attribute_shares(result, slots, per_slot)
     return result
 
 
@@ -345,21 +345,21 @@ def _step_by_step(
     return result, per_slot
 
 
-def _attribute_shares(
+def attribute_shares(
     result: DecodeResult, slots: Sequence[Slot], per_slot: list[float] | None
 ) -> None:
     """Sum the first step's attention per writer (and over never-written slots)."""
     if per_slot is None:
         return
     shares: dict[str, float] = defaultdict(float)
-    unwritten = 0.0
+    uninitialised = 0.0
     for slot, weight in zip(slots, per_slot, strict=True):
         if slot is None:
-            unwritten += weight
+            uninitialised += weight
         else:
             shares[slot[0]] += weight
     result.writer_share = {w: round(s, 9) for w, s in sorted(shares.items())}
-    result.unwritten_share = round(unwritten, 9)
+    result.uninitialised_share = round(uninitialised, 9)
 
 
 def input_device(model: Any) -> torch.device:

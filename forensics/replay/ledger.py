@@ -26,7 +26,7 @@ import numpy as np
 
 from forensics.errors import ReplayError
 from forensics.replay.views import Source, StepViews, walk_steps
-from forensics.resources import sql
+from forensics.sql import sql
 
 Slot = tuple[str, int] | None
 
@@ -111,7 +111,7 @@ class SuspectPlan:
         return [self.prompt[p] for p in self.computed]
 
     @property
-    def unwritten(self) -> int:
+    def uninitialised(self) -> int:
         return sum(1 for slot in self.slots if slot is None)
 
 
@@ -173,7 +173,7 @@ def _replayed_writers(
     if depth <= 0 or not writers:
         return found
     params = {"node": node, "request_ids": sorted(writers)}
-    here = [str(r) for (r,) in con.execute(sql("replay_prefill_writers"), params).fetchall()]
+    here = [str(r) for (r,) in con.execute(sql("replay/prefill_writers"), params).fetchall()]
     for writer in here:
         try:
             plan = plan_suspect(con, writer, depth - 1)
@@ -226,7 +226,7 @@ def _later_changes(
 
 def _node_events(con: duckdb.DuckDBPyConnection, node: str, request_id: str) -> list[Any]:
     events = con.execute(
-        sql("replay_node_events"), {"node": node, "request_id": request_id}
+        sql("replay/node_events"), {"node": node, "request_id": request_id}
     ).fetchall()
     if not any(e[1] == "read" for e in events):
         raise ReplayError(f"the ledger has no read by the request on node {node}")
@@ -234,7 +234,7 @@ def _node_events(con: duckdb.DuckDBPyConnection, node: str, request_id: str) -> 
 
 
 def _request(con: duckdb.DuckDBPyConnection, request_id: str) -> dict[str, Any]:
-    cur = con.execute(sql("replay_request"), {"request_id": request_id})
+    cur = con.execute(sql("replay/request"), {"request_id": request_id})
     row = cur.fetchone()
     if row is None:
         raise ReplayError("the request is not in the request log")
@@ -250,14 +250,14 @@ def _output_length(request: dict[str, Any], own: Contents) -> int:
 
 
 def _last_read_node(con: duckdb.DuckDBPyConnection, request_id: str) -> str | None:
-    row = con.execute(sql("replay_last_read_node"), {"request_id": request_id}).fetchone()
+    row = con.execute(sql("replay/last_read_node"), {"request_id": request_id}).fetchone()
     return None if row is None else str(row[0])
 
 
 def load_contents(
     con: duckdb.DuckDBPyConnection, request_ids: Sequence[str]
 ) -> dict[str, Contents]:
-    rows = con.execute(sql("replay_contents"), {"request_ids": list(request_ids)}).fetchall()
+    rows = con.execute(sql("replay/contents"), {"request_ids": list(request_ids)}).fetchall()
     return {rid: Contents(_ints(p), _ints(o), _ints(c), b) for rid, p, o, c, b in rows}
 
 

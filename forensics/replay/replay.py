@@ -53,8 +53,8 @@ class SuspectResult:
     decode_node: str | None = None
     output_tokens: int | None = None
     foreign_slots: int | None = None
-    unwritten_slots: int | None = None
-    unwritten_share: float | None = None
+    uninitialised_slots: int | None = None
+    uninitialised_share: float | None = None
     attention: dict[str, tuple[float | None, int]] = field(default_factory=dict)
 
     @property
@@ -69,7 +69,7 @@ class Replayed:
     contaminated: list[int]
     clean: list[int]
     writer_share: dict[str, float]
-    unwritten_share: float
+    uninitialised_share: float
     forwarded: int
 
 
@@ -101,7 +101,7 @@ def replay_plan(
         dirty.tokens,
         clean.tokens,
         dirty.writer_share,
-        dirty.unwritten_share,
+        dirty.uninitialised_share,
         forwarded + dirty.forwarded_tokens,
     )
 
@@ -125,7 +125,7 @@ def judge(plan: SuspectPlan, replayed: Replayed) -> tuple[str, str]:
     if clean_ok:
         return NOT_REPRODUCED, "the clean replay from its own prompt also reproduces the output"
     return NOT_REPRODUCED, (
-        f"its decode read no other request's data ({plan.unwritten} "
+        f"its decode read no other request's data ({plan.uninitialised} "
         "never-written positions, replayed as zeros): no leak to confirm"
     )
 
@@ -243,7 +243,7 @@ def _planned_result(plan: SuspectPlan) -> SuspectResult:
         decode_node=plan.decode_node,
         output_tokens=plan.n_out,
         foreign_slots=sum(plan.foreign.values()),
-        unwritten_slots=plan.unwritten,
+        uninitialised_slots=plan.uninitialised,
     )
 
 
@@ -252,7 +252,7 @@ def _fill(result: SuspectResult, plan: SuspectPlan, replayed: Replayed, seconds:
     result.clean_sha256 = response_sha256(replayed.clean)
     result.tokens = replayed.forwarded
     result.seconds = round(seconds, 4)
-    result.unwritten_share = replayed.unwritten_share if replayed.writer_share else None
+    result.uninitialised_share = replayed.uninitialised_share if replayed.writer_share else None
     result.attention = {w: (replayed.writer_share.get(w), n) for w, n in plan.foreign.items()}
 
 

@@ -10,23 +10,22 @@ from typing import Any
 
 import duckdb
 
+from forensics.analysis.screening import SUSPECT_REASONS
 from forensics.context import RunContext, StageResult
 from forensics.errors import CaseError, StageUnavailable, UsageError
 from forensics.replay import INSTALL_HINT, replay_available
-from forensics.resources import sql
+from forensics.sql import sql, tables
 
 SUSPECT_QUERIES = {
-    "exposures": "replay_suspects_exposures",
-    "screening": "replay_suspects_screening",
+    "exposures": "replay/suspects_exposures",
+    "screening": "replay/suspects_screening",
 }
 
 
 def find_suspects(con: duckdb.DuckDBPyConnection) -> list[str]:
     """Receivers in exposures and screened requests, sorted; CaseError when neither table is."""
-    from forensics.replay.store import existing_tables
-
-    tables = existing_tables(con)
-    found = [t for t in SUSPECT_QUERIES if t in tables]
+    present = set(tables(con, views=True))
+    found = [t for t in SUSPECT_QUERIES if t in present]
     if not found:
         raise CaseError(
             "the case database has no exposures or screening table: run the "
@@ -34,7 +33,8 @@ def find_suspects(con: duckdb.DuckDBPyConnection) -> list[str]:
         )
     ids: set[str] = set()
     for table in found:
-        ids.update(row[0] for row in con.execute(sql(SUSPECT_QUERIES[table])).fetchall())
+        params = {"suspect_reasons": list(SUSPECT_REASONS)} if table == "screening" else {}
+        ids.update(row[0] for row in con.execute(sql(SUSPECT_QUERIES[table]), params).fetchall())
     return sorted(ids)
 
 
@@ -84,7 +84,7 @@ def _known(con: duckdb.DuckDBPyConnection, request_ids: Sequence[str]) -> None:
     unknown = [
         r[0]
         for r in con.execute(
-            sql("replay_unknown_requests"), {"request_ids": list(request_ids)}
+            sql("replay/unknown_requests"), {"request_ids": list(request_ids)}
         ).fetchall()
     ]
     if unknown:
@@ -101,7 +101,7 @@ def default_model(
     """('test', '') when every suspect was served by the test model; else (None, why)."""
     from forensics.replay.testmodel import TEST_MODEL, TEST_MODEL_NAME
 
-    rows = con.execute(sql("replay_request_models"), {"request_ids": list(suspects)}).fetchall()
+    rows = con.execute(sql("replay/request_models"), {"request_ids": list(suspects)}).fetchall()
     models = [r[0] for r in rows]
     if models and all(m == TEST_MODEL_NAME for m in models):
         return TEST_MODEL, ""
@@ -112,14 +112,12 @@ def default_model(
 
 
 def _ensure_tables(con: duckdb.DuckDBPyConnection) -> None:
-    from forensics.replay.store import existing_tables
-
-    missing = {"requests", "kv_events"} - existing_tables(con)
+    missing = {"requests", "kv_events"} - set(tables(con, views=True))
     if missing:
         raise CaseError(
             f"the case database lacks {', '.join(sorted(missing))}: run kvforensics ingest first"
         )
-    con.execute(sql("schema"))  # creates an empty contents table when none was kept
+    con.execute(sql("schema/case"))  # creates an empty contents table when none was kept
 
 
 def summarise(run: Any, timings: bool = True) -> dict[str, Any]:

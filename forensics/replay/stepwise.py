@@ -30,6 +30,7 @@ from forensics.replay.decode import (
     KV,
     DecodeResult,
     WriterStore,
+    attribute_shares,
     input_device,
     zero_kv,
 )
@@ -190,7 +191,9 @@ def decode_stepwise(
             first = int(first_token)
         tokens, per_slot, labels = _decode(cache, first, n_out, expected)
     result = DecodeResult(tokens, forwarded_tokens=cache.forwarded)
-    _attribute(result, labels, per_slot)
+    if per_slot:  # the first decode step's attention per writer
+        n = min(len(labels), len(per_slot))
+        attribute_shares(result, labels[:n], per_slot[:n])
     return result
 
 
@@ -235,18 +238,3 @@ def _decode(
         else:
             q += len(fed)
     return tokens[:n_out], per_slot, labels
-
-
-def _attribute(result: DecodeResult, labels: Sequence[Slot], per_slot: list[float] | None) -> None:
-    """Sum the first decode step's attention per writer (and over never-written positions)."""
-    if not per_slot:
-        return
-    shares: dict[str, float] = defaultdict(float)
-    unwritten = 0.0
-    for slot, weight in zip(labels, per_slot, strict=False):
-        if slot is None:
-            unwritten += weight
-        else:
-            shares[slot[0]] += weight
-    result.writer_share = {w: round(s, 9) for w, s in sorted(shares.items())}
-    result.unwritten_share = round(unwritten, 9)

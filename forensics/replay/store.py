@@ -11,31 +11,27 @@ import duckdb
 
 from forensics import __version__
 from forensics.replay.replay import ReplayRun, SuspectResult
-from forensics.resources import sql
+from forensics.sql import sql, tables
 
 CONFIRM_QUERIES = {
-    "exposures": "replay_confirm_exposures",
-    "affected_requests": "replay_confirm_affected_requests",
-    "affected_accounts": "replay_confirm_affected_accounts",
+    "exposures": "replay/confirm_exposures",
+    "affected_requests": "replay/confirm_affected_requests",
+    "affected_accounts": "replay/confirm_affected_accounts",
 }
-
-
-def existing_tables(con: duckdb.DuckDBPyConnection) -> set[str]:
-    return {row[0] for row in con.execute(sql("replay_tables")).fetchall()}
 
 
 def store_run(con: duckdb.DuckDBPyConnection, run: ReplayRun) -> list[str]:
     """Add the run and its rows; note what it matched and what earlier runs confirmed; update
     confidences. Returns the tables updated."""
-    con.execute(sql("schema_replay"))
-    count = con.execute(sql("replay_run_count")).fetchone()
+    con.execute(sql("schema/replay"))
+    count = con.execute(sql("replay/run_count")).fetchone()
     run.run_id = f"run-{(count[0] if count else 0) + 1:04d}"
-    con.execute(sql("replay_insert_run"), _run_row(run))
+    con.execute(sql("replay/insert_run"), _run_row(run))
     for result in sorted(run.results, key=lambda r: r.request_id):
-        con.execute(sql("replay_insert_result"), _result_row(result, run))
+        con.execute(sql("replay/insert_result"), _result_row(result, run))
         for leaker, (share, slots) in sorted(result.attention.items()):
             con.execute(
-                sql("replay_insert_attention"),
+                sql("replay/insert_attention"),
                 {
                     "request_id": result.request_id,
                     "leaker_request_id": leaker,
@@ -46,12 +42,12 @@ def store_run(con: duckdb.DuckDBPyConnection, run: ReplayRun) -> list[str]:
             )
     ids = [r.request_id for r in run.results]
     run.model_matches = dict(
-        con.execute(sql("replay_run_matches"), {"run_id": run.run_id}).fetchall()
+        con.execute(sql("replay/run_matches"), {"run_id": run.run_id}).fetchall()
     )
     run.kept_confirmed = [
         row[0]
         for row in con.execute(
-            sql("replay_earlier_confirmed"), {"run_id": run.run_id, "request_ids": ids}
+            sql("replay/earlier_confirmed"), {"run_id": run.run_id, "request_ids": ids}
         ).fetchall()
     ]
     return _confirm(con)
@@ -92,8 +88,8 @@ def _result_row(result: SuspectResult, run: ReplayRun) -> dict[str, object]:
         "decode_node": result.decode_node,
         "output_tokens": result.output_tokens,
         "foreign_slots": result.foreign_slots,
-        "unwritten_slots": result.unwritten_slots,
-        "unwritten_share": result.unwritten_share,
+        "uninitialised_slots": result.uninitialised_slots,
+        "uninitialised_share": result.uninitialised_share,
         "run_id": run.run_id,
         "served_model": run.served_model,
         "served_explicit": bool(run.identity is not None and run.identity.served_explicit),
@@ -101,12 +97,12 @@ def _result_row(result: SuspectResult, run: ReplayRun) -> dict[str, object]:
 
 
 def _confirm(con: duckdb.DuckDBPyConnection) -> list[str]:
-    tables = existing_tables(con)
-    if "affected_requests" in tables:  # keeps confirmations of reconstructed layouts
-        con.execute(sql("schema_reconstruct"))
+    present = set(tables(con, views=True))
+    if "affected_requests" in present:  # keeps confirmations of reconstructed layouts
+        con.execute(sql("schema/reconstruct"))
     updated = []
     for table, query in CONFIRM_QUERIES.items():
-        if table in tables and (table != "affected_requests" or "requests" in tables):
+        if table in present and (table != "affected_requests" or "requests" in present):
             con.execute(sql(query))
             updated.append(table)
     return updated

@@ -14,19 +14,10 @@ from pathlib import Path
 import duckdb
 
 from forensics.errors import CaseError
-from forensics.resources import resource_dir, sql
+from forensics.sql import ident, sql, statements, tables, template
 
-# The DDL files whose tables the report and the exports read; the first file defining a table
-# wins, so a stage's own DDL file (when this installation has it) comes before the fallbacks.
-SCHEMAS = (
-    "schema",
-    "schema_analysis",
-    "schema_logs",
-    "schema_replay",
-    "schema_reconstruct",
-    "report_optional_tables",
-)
-_COMMENT = re.compile(r"--.*$")
+# The DDL files whose tables the report and the exports read (each stage's own DDL).
+SCHEMAS = ("schema/case", "schema/analysis", "schema/logs", "schema/replay", "schema/reconstruct")
 _CREATE = re.compile(r"CREATE TABLE IF NOT EXISTS\s+(\w+)", re.IGNORECASE)
 
 
@@ -42,34 +33,21 @@ def open_case(db: Path) -> duckdb.DuckDBPyConnection:
     return con
 
 
-def _statements(text: str) -> list[str]:
-    """The statements of a DDL file, comments removed (a comment may contain ';')."""
-    lines = [_COMMENT.sub("", line) for line in text.splitlines()]
-    return [s.strip() for s in "\n".join(lines).split(";") if s.strip()]
-
-
 def schema_tables() -> dict[str, str]:
     """{table name: its CREATE statement} for every table the report may read."""
-    tables: dict[str, str] = {}
-    folder = resource_dir("queries")
+    found: dict[str, str] = {}
     for name in SCHEMAS:
-        if not (folder / f"{name}.sql").is_file():
-            continue
-        for statement in _statements(sql(name)):
+        for statement in statements(sql(name)):
             match = _CREATE.search(statement)
             if match:
-                tables.setdefault(match.group(1), statement)
-    return tables
-
-
-def present_tables(con: duckdb.DuckDBPyConnection) -> set[str]:
-    return {row[0] for row in con.execute(sql("case_tables")).fetchall()}
+                found.setdefault(match.group(1), statement)
+    return found
 
 
 @contextmanager
 def stand_ins(con: duckdb.DuckDBPyConnection) -> Iterator[list[str]]:
     """Create empty TEMP tables for the missing ones; yield their names (sorted); drop them."""
-    present = present_tables(con)
+    present = set(tables(con))
     missing = sorted(name for name in schema_tables() if name not in present)
     for name in missing:
         con.execute(_CREATE.sub(f"CREATE TEMP TABLE IF NOT EXISTS {name}", schema_tables()[name]))
@@ -77,4 +55,4 @@ def stand_ins(con: duckdb.DuckDBPyConnection) -> Iterator[list[str]]:
         yield missing
     finally:
         for name in missing:
-            con.execute(f"DROP TABLE IF EXISTS temp.main.{name}")
+            con.execute(template(sql("report/drop_stand_in"), table=ident(name)))

@@ -1,7 +1,7 @@
 """The typed context of OUT/report.html: everything the templates may use, documented.
 
 The templates see one variable, `r`, a ReportContext. Row types mirror the columns of the
-queries/report_*.sql that fill them (the constructors fail if a query's columns drift). A test
+queries/report/*.sql that fill them (the constructors fail if a query's columns drift). A test
 walks the templates and checks that every attribute they use is a field declared here."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from markupsafe import Markup
 
 @dataclass(frozen=True)
 class Headline:
-    """The summary figures (queries/report_headline.sql). Tokens as DESIGN.md §6 defines them."""
+    """The summary figures (queries/report/headline.sql). Tokens as DESIGN.md §6 defines them."""
 
     cross_runs: int  # cross-account exposure runs in the ledger
     cross_tokens: int  # cross-account token exposures
@@ -38,7 +38,7 @@ class Headline:
 
 @dataclass(frozen=True)
 class Bucket:
-    """Receiving requests per time bucket and node (queries/report_exposure_buckets.sql)."""
+    """Receiving requests per time bucket and node (queries/report/exposure_buckets.sql)."""
 
     bucket: datetime
     node: str
@@ -59,7 +59,7 @@ class TimelineRow:
 
 @dataclass(frozen=True)
 class NodeRow:
-    """One engine node (queries/report_nodes.sql)."""
+    """One engine node (queries/report/nodes.sql)."""
 
     node: str
     role: str | None
@@ -78,7 +78,7 @@ class NodeRow:
 
 @dataclass(frozen=True)
 class OverlongRow:
-    """A request answered 200 with a prompt longer than its node's pool (report_overlong.sql)."""
+    """A request answered 200 with a prompt longer than its node's pool (report/overlong.sql)."""
 
     request_id: str
     account_id: str
@@ -105,7 +105,7 @@ class TtftSummary:
 
 @dataclass(frozen=True)
 class ExposureRow:
-    """An exposure pair, receiver <- leaker on a node (queries/report_exposures_top.sql)."""
+    """An exposure pair, receiver <- leaker on a node (queries/report/exposures_top.sql)."""
 
     receiver_request_id: str
     receiver_account_id: str | None
@@ -123,7 +123,7 @@ class ExposureRow:
 
 @dataclass(frozen=True)
 class ReconstructedNodeRow:
-    """A node whose page trace was rebuilt (queries/report_reconstructed_nodes.sql)."""
+    """A node whose page trace was rebuilt (queries/report/reconstructed_nodes.sql)."""
 
     node: str
     role: str
@@ -142,7 +142,7 @@ class ReconstructedNodeRow:
 
 @dataclass(frozen=True)
 class ReconstructedPairRow:
-    """A reconstructed cross-account pair (queries/report_reconstructed_pairs.sql)."""
+    """A reconstructed cross-account pair (queries/report/reconstructed_pairs.sql)."""
 
     receiver_request_id: str
     receiver_account_id: str
@@ -193,7 +193,7 @@ class ReplayRow:
 
 @dataclass(frozen=True)
 class EvidenceRow:
-    """Engine log findings per node and kind (queries/report_evidence.sql)."""
+    """Engine log findings per node and kind (queries/report/evidence.sql)."""
 
     node: str
     kind: str

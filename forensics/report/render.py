@@ -42,12 +42,13 @@ from forensics.report.context import (
     TtftSummary,
     ViolationRow,
 )
-from forensics.resources import queries_used, resource_dir, sql
+from forensics.resources import resource_dir
+from forensics.sql import QueryLog, sql
 from forensics.textsafe import html_value
 
 T = TypeVar("T")
 ROW_LIMIT = 20
-OWN_QUERIES = ("report_", "notify_", "timeline_", "case_tables")
+OWN_QUERIES = ("report/", "notify/", "schema/tables")
 
 STAGE_OF_TABLE = {
     "requests": "ingest",
@@ -176,7 +177,12 @@ def _fact_value(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
 
 
-def _facts(manifest: dict[str, Any], con: duckdb.DuckDBPyConnection, command: str) -> list[Fact]:
+def _facts(
+    manifest: dict[str, Any],
+    con: duckdb.DuckDBPyConnection,
+    command: str,
+    queries: dict[str, str],
+) -> list[Fact]:
     """The manifest as key/value lines, one level of nesting spelled out. Its `inputs` are the
     input table above and its `stages` the figures of the report, so neither is repeated."""
     facts = [Fact("report.tool_version", f"kvforensics {__version__}")]
@@ -189,10 +195,10 @@ def _facts(manifest: dict[str, Any], con: duckdb.DuckDBPyConnection, command: st
             facts += [Fact(f"manifest.{key}.{k}", _fact_value(v)) for k, v in sorted(value.items())]
         else:
             facts.append(Fact(f"manifest.{key}", _fact_value(value)))
-    facts += [Fact(f"case_meta.{r['key']}", r["value"]) for r in rows(con, "report_meta")]
+    facts += [Fact(f"case_meta.{r['key']}", r["value"]) for r in rows(con, "report/meta")]
     facts += [
         Fact(f"query.{name}", digest)
-        for name, digest in queries_used().items()
+        for name, digest in queries.items()
         if name.startswith(OWN_QUERIES)
     ]
     return facts
@@ -223,19 +229,21 @@ def build_context(
     notify_plan: list[NotifyPlanRow] | None = None,
     accounts: dict[str, list[AccountRow]] | None = None,
     generated_at: str = "",
+    queries: QueryLog | None = None,
 ) -> ReportContext:
-    """The report context from a case database whose missing tables have stand-ins."""
+    """The report context from a case database whose missing tables have stand-ins; `queries`:
+    the run's query log, of which the report lists its own queries (once all are loaded)."""
     manifest = manifest or {}
-    con.execute(sql("report_exposure_pairs"))
-    headline = Headline(**rows(con, "report_headline")[0])
+    con.execute(sql("report/exposure_pairs"))
+    headline = Headline(**rows(con, "report/headline")[0])
     unit = _bucket_unit(headline)
-    buckets = _typed(Bucket, rows(con, "report_exposure_buckets", [unit]))
+    buckets = _typed(Bucket, rows(con, "report/exposure_buckets", [unit]))
     timeline_nodes, timeline = _pivot(buckets)
-    nodes = _typed(NodeRow, rows(con, "report_nodes"))
-    rebuilt = _typed(ReconstructedPairRow, rows(con, "report_reconstructed_pairs", [row_limit]))
+    nodes = _typed(NodeRow, rows(con, "report/nodes"))
+    rebuilt = _typed(ReconstructedPairRow, rows(con, "report/reconstructed_pairs", [row_limit]))
     points = [
         charts.TtftPoint(r["prompt_tokens"], float(r["ttft_ms"]), bool(r["suspect"]))
-        for r in rows(con, "report_ttft_points")
+        for r in rows(con, "report/ttft_points")
     ]
     context = ReportContext(
         title="KV-cache cross-customer exposure: impact report",
@@ -255,27 +263,27 @@ def build_context(
             charts.ttft_chart(points),
         ),
         nodes=nodes,
-        overlong=_typed(OverlongRow, rows(con, "report_overlong", [row_limit])),
+        overlong=_typed(OverlongRow, rows(con, "report/overlong", [row_limit])),
         ttft=_ttft(points),
-        exposures=_typed(ExposureRow, rows(con, "report_exposures_top", [row_limit])),
-        kinds=_typed(KindRow, rows(con, "report_kinds")),
-        violations=_typed(ViolationRow, rows(con, "report_violations")),
-        replay=_typed(ReplayRow, rows(con, "report_replay", [row_limit])),
-        evidence=_typed(EvidenceRow, rows(con, "report_evidence")),
-        screening=_typed(ScreeningRow, rows(con, "report_screening")),
+        exposures=_typed(ExposureRow, rows(con, "report/exposures_top", [row_limit])),
+        kinds=_typed(KindRow, rows(con, "report/kinds")),
+        violations=_typed(ViolationRow, rows(con, "report/violations")),
+        replay=_typed(ReplayRow, rows(con, "report/replay", [row_limit])),
+        evidence=_typed(EvidenceRow, rows(con, "report/evidence")),
+        screening=_typed(ScreeningRow, rows(con, "report/screening")),
         confidence_levels=_confidence(headline, rebuilt),
         notify_plan=notify_plan or [],
         receiving_accounts=(accounts or {}).get("receiving", []),
         leaking_accounts=(accounts or {}).get("leaking", []),
-        quarantine=_typed(QuarantineRow, rows(con, "report_quarantine")),
-        inputs=_typed(InputRow, rows(con, "report_inputs")),
+        quarantine=_typed(QuarantineRow, rows(con, "report/quarantine")),
+        inputs=_typed(InputRow, rows(con, "report/inputs")),
         manifest=[],
         row_limit=row_limit,
-        reconstructed_nodes=_typed(ReconstructedNodeRow, rows(con, "report_reconstructed_nodes")),
+        reconstructed_nodes=_typed(ReconstructedNodeRow, rows(con, "report/reconstructed_nodes")),
         reconstructed=rebuilt,
     )
-    con.execute(sql("report_cleanup"))
-    facts = _facts(manifest, con, command)
+    con.execute(sql("report/cleanup"))
+    facts = _facts(manifest, con, command, queries.used() if queries else {})
     return ReportContext(**{**context.__dict__, "manifest": facts})
 
 

@@ -13,7 +13,6 @@ from typing import Any
 import duckdb
 
 from forensics.context import RunContext, StageResult
-from forensics.db import table_exists
 from forensics.errors import CaseError
 from forensics.ingest.load import order_notes
 from forensics.notify.deadlines import iso_utc, load_rules, parse_aware_at
@@ -30,6 +29,7 @@ from forensics.notify.timeline import write_timeline
 from forensics.report.casedb import stand_ins
 from forensics.report.context import AccountRow, NotifyPlanRow
 from forensics.report.render import build_context, render_report
+from forensics.sql import QueryLog, recording, tables
 
 DEFAULT_SENDER = "our security incident team (reply to the address this notice came from)"
 
@@ -112,57 +112,61 @@ def write_all(
     command: str = "",
     sender: str = DEFAULT_SENDER,
     manifest: dict[str, Any] | None = None,
+    queries: QueryLog | None = None,
 ) -> ExportResult:
     """Write every export, notice, the timeline and the report under out_dir. `manifest` is
-    shown in the report's evidence section; None reads OUT/manifest.json if there is one."""
-    rules = load_rules(rules_file)
-    result = ExportResult(out_dir, aware_at=aware_at)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    with stand_ins(con) as missing:
-        result.missing_tables = missing
-        exports = build_exports(con, aware_at, rules)
-        notes = out_dir / "notifications"
-        result.written += write_exports(con, notes)
-        cleanup(con)
-        result.written.append(
-            write_summary(notes / "summary.json", exports, aware_at, rules, missing)
-        )
-        result.written += write_notices(exports, notes / "notices", sender)
-        result.written += write_timeline(con, out_dir)
-        plan = [NotifyPlanRow(**row) for row in notify_plan(exports)]
-        context = build_context(
-            con,
-            case_label=case_label,
-            missing=missing,
-            manifest=read_manifest(out_dir) if manifest is None else manifest,
-            command=command,
-            notify_plan=plan,
-            accounts=account_rows(exports),
-            generated_at=generation_time(),
-        )
-    if table_exists(con, "ingest_warnings"):
-        context.notes.extend(f"Input warning: {note}" for note in order_notes(con))
-    if aware_at is None:
-        context.notes.append(
-            "No awareness time was given (--aware-at), so the notify_by "
-            "deadlines in the notification lists are empty."
-        )
-    else:
-        context.notes.append(
-            f"Notification deadlines count from the awareness time {iso_utc(aware_at)}."
-        )
-    report = out_dir / "report.html"
-    report.write_text(render_report(context), encoding="utf-8")
-    result.written.append(report)
-    result.figures = {
-        **{
-            k: iso_utc(v) if isinstance(v, datetime) else v
-            for k, v in context.headline.__dict__.items()
-        },
-        "receiving_accounts_notifiable": len(exports.receiving_accounts),
-        "leaking_accounts_notifiable": len(exports.leaking_accounts),
-    }
-    return result
+    shown in the report's evidence section; None reads OUT/manifest.json if there is one.
+    `queries`: the run's query log (a new one where none is given or recording)."""
+    with recording(queries) as log:  # the report lists the queries it used
+        rules = load_rules(rules_file)
+        result = ExportResult(out_dir, aware_at=aware_at)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        with stand_ins(con) as missing:
+            result.missing_tables = missing
+            exports = build_exports(con, aware_at, rules)
+            notes = out_dir / "notifications"
+            result.written += write_exports(con, notes)
+            cleanup(con)
+            result.written.append(
+                write_summary(notes / "summary.json", exports, aware_at, rules, missing)
+            )
+            result.written += write_notices(exports, notes / "notices", sender)
+            result.written += write_timeline(con, out_dir)
+            plan = [NotifyPlanRow(**row) for row in notify_plan(exports)]
+            context = build_context(
+                con,
+                case_label=case_label,
+                missing=missing,
+                manifest=read_manifest(out_dir) if manifest is None else manifest,
+                command=command,
+                notify_plan=plan,
+                accounts=account_rows(exports),
+                generated_at=generation_time(),
+                queries=log,
+            )
+        if "ingest_warnings" in tables(con):
+            context.notes.extend(f"Input warning: {note}" for note in order_notes(con))
+        if aware_at is None:
+            context.notes.append(
+                "No awareness time was given (--aware-at), so the notify_by "
+                "deadlines in the notification lists are empty."
+            )
+        else:
+            context.notes.append(
+                f"Notification deadlines count from the awareness time {iso_utc(aware_at)}."
+            )
+        report = out_dir / "report.html"
+        report.write_text(render_report(context), encoding="utf-8")
+        result.written.append(report)
+        result.figures = {
+            **{
+                k: iso_utc(v) if isinstance(v, datetime) else v
+                for k, v in context.headline.__dict__.items()
+            },
+            "receiving_accounts_notifiable": len(exports.receiving_accounts),
+            "leaking_accounts_notifiable": len(exports.leaking_accounts),
+        }
+        return result
 
 
 def export_stage(ctx: RunContext) -> StageResult:
@@ -185,6 +189,7 @@ def export_stage(ctx: RunContext) -> StageResult:
         rules_file=rules,
         case_label=str(ctx.case_dir),
         manifest=this_run,
+        queries=ctx.queries,
     )
     notices = ctx.out_dir / "notifications" / "notices"
     files = [path for path in result.written if notices not in path.parents]

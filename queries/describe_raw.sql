@@ -1,2 +1,0 @@
--- Columns of the raw CSV just read.
-SELECT column_name FROM (DESCRIBE raw_rows);

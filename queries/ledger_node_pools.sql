@@ -1,2 +1,0 @@
--- Node pools for the partition checks of an external ledger (validate_kv_events.sql reads them).
-SELECT node, pool_slots FROM nodes;

@@ -1,0 +1,6 @@
+-- The settings of every connection to a case database: times in UTC, no progress bar on the
+-- terminal, and the memory budget ({memory_limit}: a quoted size such as '4GB'; SET takes no
+-- parameter).
+SET TimeZone = 'UTC';
+SET enable_progress_bar = false;
+SET memory_limit = {memory_limit};
