@@ -1,0 +1,94 @@
+"""The compiled building blocks of the sweep, each against a naive per-cell model: run maps
+(forensics.analysis.runmap) and holder maps (forensics.analysis.holders); and the compile
+options every analysis kernel must keep (nopython, cached, releasing the GIL)."""
+
+from __future__ import annotations
+
+import importlib
+
+import numpy as np
+import pytest
+from numba.core.registry import CPUDispatcher
+
+from forensics.analysis.holders import Holders, new_pool, update_holders
+from forensics.analysis.runmap import RunMap, bs_next, bs_prev, bs_test, new_map, rm_assign
+from forensics.simulate import kernels as sim_kernels
+from forensics.simulate.ledger import ROW
+
+KERNEL_MODULES = ("buffers", "coverage", "holders", "kinds", "runmap", "sweep", "violations")
+
+
+def _starts(m: RunMap) -> list[int]:
+    return [c for c in range(m.n) if bs_test(m, c)]
+
+
+def _maximal_runs(cells: list) -> list[int]:
+    """Where the maximal runs of equal values start."""
+    return [c for c in range(len(cells)) if c == 0 or cells[c] != cells[c - 1]]
+
+
+@pytest.mark.parametrize(
+    ("n", "ops", "seed"), [(1, 20, 0), (70, 400, 1), (300, 400, 2), (5000, 60, 3)]
+)
+def test_run_map_matches_a_per_cell_array(n: int, ops: int, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    m = new_map(n, -1)
+    cells = [-1] * n
+    for _ in range(ops):
+        a = int(rng.integers(0, n))
+        b = int(rng.integers(a + 1, n + 1))
+        v = int(rng.integers(-1, 3))
+        rm_assign(m, a, b, v)
+        cells[a:b] = [v] * (b - a)
+        assert _starts(m) == _maximal_runs(cells)
+    starts = _starts(m)
+    for c in range(n):
+        assert m.val[bs_prev(m, c)] == cells[c]
+        assert bs_prev(m, c) == max(s for s in starts if s <= c)
+        assert bs_next(m, c) == min([s for s in starts if s >= c], default=n)
+    assert bs_next(m, n) == n
+
+
+@pytest.mark.parametrize(("n", "ops", "seed"), [(40, 300, 4), (200, 300, 5), (3000, 80, 6)])
+def test_holder_map_matches_per_cell_dicts(n: int, ops: int, seed: int) -> None:
+    """Random acquisitions and releases in a pool that starts tiny, so it is compacted and
+    grown many times on the way."""
+    rng = np.random.default_rng(seed)
+    h = Holders(new_map(n, 0), new_pool(16))
+    cells: list[dict[int, int]] = [{} for _ in range(n)]
+    for t in range(ops):
+        a = int(rng.integers(0, n))
+        b = int(rng.integers(a + 1, min(n, a + n // 4 + 1) + 1))
+        r = int(rng.integers(0, 6))
+        acq = -1 if rng.random() < 0.4 else t
+        h = update_holders(h, a, b, r, acq)
+        for c in range(a, b):
+            if acq < 0:
+                cells[c].pop(r, None)
+            else:
+                cells[c][r] = acq
+        assert _starts(h.runs) == _maximal_runs(cells)
+    ent, sets = h.pool.ent, h.pool.sets
+    for c in range(n):
+        off, length = sets[h.runs.val[bs_prev(h.runs, c)]]
+        assert [tuple(e) for e in ent[off : off + length]] == sorted(cells[c].items())
+
+
+def test_every_analysis_kernel_is_cached_and_releases_the_gil() -> None:
+    kernels = [
+        (name, fn)
+        for module in KERNEL_MODULES
+        for name, fn in vars(importlib.import_module(f"forensics.analysis.{module}")).items()
+        if isinstance(fn, CPUDispatcher)
+    ]
+    assert len(kernels) > 20
+    for name, fn in kernels:
+        assert fn.targetoptions.get("nopython", True), name
+        assert fn.targetoptions.get("nogil"), name
+        assert type(fn._cache).__name__ != "NullCache", name
+
+
+def test_simulator_field_rows_follow_the_ledger_fields() -> None:
+    names = ("ts", "node", "rid", "op", "start", "count", "pos", "src", "hash", "emit")
+    got = [getattr(sim_kernels, n.upper()) for n in names]
+    assert got == [ROW[n] for n in names]
