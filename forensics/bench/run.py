@@ -60,6 +60,7 @@ class BenchResult:
             (m.peak_rss_mb for n, m in self.stages.items() if n in ("ingest", "analyze")), default=0
         )
         return {
+            **self._cpu_ratios(),
             "events": self.events,
             "requests": self.requests,
             "mix": self.options.mix,
@@ -83,6 +84,20 @@ class BenchResult:
             "naive_agrees": self.naive_agrees(),
             "stages": {n: _stage_json(m) for n, m in self.stages.items()},
             "notes": self.notes,
+        }
+
+    def _cpu_ratios(self) -> dict[str, float | None]:
+        """The same ratios in CPU seconds, which a busy machine disturbs less than wall time."""
+
+        def ratio(a: str, b: str) -> float | None:
+            ma, mb = self.stages.get(a), self.stages.get(b)
+            if not ma or not mb or ma.error or mb.error or mb.cpu_seconds <= 0:
+                return None
+            return round(ma.cpu_seconds / mb.cpu_seconds, 2)
+
+        return {
+            "ingest_over_read_floor_cpu": ratio("ingest", "read_floor"),
+            "analyze_over_floor_cpu": ratio("analyze", "scan_floor"),
         }
 
 

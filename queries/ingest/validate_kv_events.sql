@@ -1,6 +1,7 @@
 -- Type and check staged KV-ledger rows; q is NULL for a good row, else why it is quarantined.
 -- The slot range must lie inside the node's pool when the nodes table gives pool_slots; slot and
 -- position values stay below 2^40 (far above any pool), so no later sum of them can overflow.
+-- node and request_id are trimmed once (v_node, v_request_id) and used by every check.
 CREATE OR REPLACE TEMP TABLE checked AS
 WITH pools AS (
     SELECT node, min(pool_slots) AS pool_slots FROM nodes WHERE pool_slots IS NOT NULL GROUP BY node
@@ -8,7 +9,9 @@ WITH pools AS (
     SELECT s.*, kvf_ts(s.ts, $assume_utc) AS v_ts, kvf_int(s.seq) AS v_seq,
            kvf_int(s.slot_start) AS v_slot_start, kvf_int(s.slot_count) AS v_slot_count,
            kvf_int(s.pos_start) AS v_pos_start, p.pool_slots
-    FROM staged s LEFT JOIN pools p ON p.node = kvf_str(s.node)
+    FROM (
+        SELECT *, kvf_str(node) AS v_node, kvf_str(request_id) AS v_request_id FROM staged
+    ) s LEFT JOIN pools p ON p.node = s.v_node
 )
 SELECT src_row,
     CASE
@@ -16,8 +19,8 @@ SELECT src_row,
         WHEN ts IS NULL THEN kvf_bad('ts', NULL, 'missing required value')
         WHEN v_ts IS NULL THEN kvf_bad('ts', ts, kvf_ts_reason(ts, $assume_utc))
         WHEN seq IS NOT NULL AND v_seq IS NULL THEN kvf_bad('seq', seq, 'seq must be an integer')
-        WHEN kvf_str(node) IS NULL THEN kvf_bad('node', node, 'missing required value')
-        WHEN kvf_str(request_id) IS NULL
+        WHEN v_node IS NULL THEN kvf_bad('node', node, 'missing required value')
+        WHEN v_request_id IS NULL
             THEN kvf_bad('request_id', request_id, 'missing required value')
         WHEN op IS NULL THEN kvf_bad('op', NULL, 'missing required value')
         WHEN NOT list_contains($ops, op::VARCHAR)
@@ -43,9 +46,9 @@ SELECT src_row,
         WHEN op = 'write' AND source IS NOT NULL AND source NOT IN ('prefill', 'decode', 'transfer')
             THEN kvf_bad('source', source, 'source must be prefill, decode or transfer')
     END AS q,
-    v_ts AS ts, v_seq AS seq, kvf_str(node) AS node, kvf_str(request_id) AS request_id, op,
+    v_ts AS ts, v_seq AS seq, v_node AS node, v_request_id AS request_id, op,
     v_slot_start AS slot_start, v_slot_count AS slot_count, v_pos_start AS pos_start,
     kvf_str(source) AS source, kvf_str(content_hash) AS content_hash,
     $file_rank * 1099511627776 + src_row AS input_order,
-    kvf_str(request_id) IN (SELECT request_id FROM requests) AS request_known
+    v_request_id IN (SELECT request_id FROM requests) AS request_known
 FROM t;
