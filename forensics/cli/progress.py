@@ -33,7 +33,7 @@ def _stage_lines(console: Console, title: str) -> ProgressFn:
     counted steps inside a stage print nothing, so a log stays short."""
     started = time.monotonic()
 
-    def line(description: str, done: int, total: int | None) -> None:
+    def line(description: str, _done: int, total: int | None) -> None:
         if total is None:
             console.print(
                 f"{title}: {description} ({time.monotonic() - started:.1f} s)",

@@ -53,19 +53,19 @@ def _read_raw(
         ) from exc
 
 
-def _stage_text(con: duckdb.DuckDBPyConnection, f: InputFile, header_lines: int) -> None:
+def _stage_text(con: duckdb.DuckDBPyConnection, header_lines: int) -> None:
     run_script(con, sql("ingest/stage_rejects"), {"header_lines": header_lines})
 
 
 def stage_csv(
-    con: duckdb.DuckDBPyConnection, f: InputFile, table: TableContract, workdir: Path
+    con: duckdb.DuckDBPyConnection, f: InputFile, table: TableContract, _workdir: Path
 ) -> Scan | None:
     scan = scan_file(f)
     header = scan.header
     found = [name or f"column{i + 1}" for i, name in enumerate(header)]
     _check_columns(f, table, found)
     _read_raw(con, f, "ingest/stage_csv", dict.fromkeys(found, "VARCHAR"))
-    _stage_text(con, f, header_lines=1)
+    _stage_text(con, header_lines=1)
     projection = join(
         _column(template("{c}::VARCHAR", c=ident(c)) if c in found else _NULL, c)
         for c in table.names
@@ -75,11 +75,11 @@ def stage_csv(
 
 
 def stage_jsonl(
-    con: duckdb.DuckDBPyConnection, f: InputFile, table: TableContract, workdir: Path
+    con: duckdb.DuckDBPyConnection, f: InputFile, table: TableContract, _workdir: Path
 ) -> Scan | None:
     scan = scan_file(f)
     _read_raw(con, f, "ingest/stage_lines")
-    _stage_text(con, f, header_lines=0)
+    _stage_text(con, header_lines=0)
     found = [r[0] for r in con.execute(sql("ingest/json_keys")).fetchall()]
     _check_columns(f, table, found)
     projection = join(_column(template(f"vals[{i + 1}]"), c) for i, c in enumerate(table.names))

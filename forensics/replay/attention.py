@@ -102,19 +102,20 @@ def use(model: Any, kind: str = FAST) -> Any:
     return model
 
 
-def _no_mask(*args: Any, **kwargs: Any) -> None:
+def _no_mask(*_args: Any, **_kwargs: Any) -> None:
     """Replays run one unpadded sequence: causality is the kernels' own (lower-right)."""
     return None
 
 
 def fast_attention(
+    # transformers' attention interface: every argument is passed by keyword
     module: Any,
     query: torch.Tensor,
     key: torch.Tensor,
     value: torch.Tensor,
-    attention_mask: torch.Tensor | None,
+    attention_mask: torch.Tensor | None,  # noqa: ARG001
     scaling: float | None = None,
-    dropout: float = 0.0,
+    dropout: float = 0.0,  # noqa: ARG001
     **kwargs: Any,
 ) -> tuple[torch.Tensor, None]:
     """query [1, heads, q, d]; key, value [1, kv_heads, k, d] -> ([1, q, heads, d], None)."""
@@ -139,13 +140,14 @@ def fast_attention(
 
 
 def eager_attention(
-    module: Any,
+    # transformers' attention interface: every argument is passed by keyword
+    module: Any,  # noqa: ARG001
     query: torch.Tensor,
     key: torch.Tensor,
     value: torch.Tensor,
-    attention_mask: torch.Tensor | None,
+    attention_mask: torch.Tensor | None,  # noqa: ARG001
     scaling: float | None = None,
-    dropout: float = 0.0,
+    dropout: float = 0.0,  # noqa: ARG001
     **kwargs: Any,
 ) -> tuple[torch.Tensor, None]:
     """The same result as fast_attention, computed step by step with an explicit causal mask."""
