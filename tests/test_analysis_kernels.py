@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from numba.core.registry import CPUDispatcher
 
-from forensics.analysis.holders import Holders, new_pool, update_holders
+from forensics.analysis.holders import Holders, new_pool, update_holders, with_room
 from forensics.analysis.runmap import RunMap, bs_next, bs_prev, bs_test, new_map, rm_assign
 from forensics.simulate import kernels as sim_kernels
 from forensics.simulate.ledger import ROW
@@ -61,7 +61,8 @@ def test_holder_map_matches_per_cell_dicts(n: int, ops: int, seed: int) -> None:
         b = int(rng.integers(a + 1, min(n, a + n // 4 + 1) + 1))
         r = int(rng.integers(0, 6))
         acq = -1 if rng.random() < 0.4 else t
-        h = update_holders(h, a, b, r, acq)
+        h = with_room(h, a, b)
+        update_holders(h, a, b, r, acq)
         for c in range(a, b):
             if acq < 0:
                 cells[c].pop(r, None)

@@ -63,7 +63,7 @@ def push(buf, n, a, b, c, d, e):
     return buf
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def push_category(out: Pieces, t: int, category: int, x: int, e: int) -> Pieces:
     """Append [t, category, x, e], extending the previous row when it continues it (so a read
     makes one row per category run, not one per cell run of the maps)."""
@@ -75,7 +75,7 @@ def push_category(out: Pieces, t: int, category: int, x: int, e: int) -> Pieces:
     return Pieces(out.ex, out.nex, cat, n + 1, out.vio, out.nv)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def push_exposure(out: Pieces, t: int, x: int, e: int, w: int, kind: int) -> Pieces:
     """Append [t, x, e, w, kind], extending the previous row when it continues it."""
     ex, n = out.ex, out.nex
@@ -92,7 +92,7 @@ def push_exposure(out: Pieces, t: int, x: int, e: int, w: int, kind: int) -> Pie
     return Pieces(ex, n + 1, out.cat, out.ncat, out.vio, out.nv)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def push_violation(out: Pieces, t: int, x: int, e: int, kind: int, other: int) -> Pieces:
     """Append [t, x, e, kind, other] (other: another request code, or -1 for none)."""
     vio = push(out.vio, out.nv, t, x, e, kind, other)

@@ -43,7 +43,7 @@ def new_pool(capacity: int) -> HolderPool:
     return HolderPool(ent, sets, cnt)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def set_find(pool: HolderPool, sid: int, r: int) -> int:
     """Entry index of request r in set sid, or -1."""
     off = pool.sets[sid, 0]
@@ -53,7 +53,7 @@ def set_find(pool: HolderPool, sid: int, r: int) -> int:
     return -1
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def set_equal(pool: HolderPool, s1: int, s2: int) -> bool:
     """Whether sets s1 and s2 hold the same entries."""
     if s1 == s2:
@@ -119,7 +119,7 @@ def set_without(pool: HolderPool, sid: int, r: int) -> int:
     return _close_set(pool, new_off, k)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _close_set(pool: HolderPool, off: int, end: int) -> int:
     """Register entries [off, end) as a new set; returns its id."""
     sets, cnt = pool.sets, pool.cnt
@@ -148,9 +148,10 @@ def pool_reserve(h: Holders, need_ent: int, need_sets: int) -> HolderPool:
     new_sets[EMPTY_SET, 1] = 0
     ne = 0
     ns = EMPTY_SET + 1
+    val = runs.val
     j = 0
     while j < runs.n:
-        sid = runs.val[j]
+        sid = val[j]
         if remap[sid] < 0:
             length = sets[sid, 1]
             if ne + length > new_ent.shape[0]:
@@ -166,7 +167,7 @@ def pool_reserve(h: Holders, need_ent: int, need_sets: int) -> HolderPool:
             remap[sid] = ns
             ne += length
             ns += 1
-        runs.val[j] = remap[sid]
+        val[j] = remap[sid]
         j = bs_next(runs, j + 1)
     cnt[0] = ne
     cnt[1] = ns
@@ -191,16 +192,33 @@ def count_runs(m: RunMap, a: int, b: int) -> int:
 
 
 @njit(cache=True, nogil=True)
-def update_holders(h: Holders, a: int, b: int, r: int, acq: int) -> Holders:
+def short_of_room(h: Holders, a: int, b: int) -> bool:
+    """Whether updating [a, b) might overflow h's pool (a cheap bound: at most one new set per
+    cell, each at most one entry longer than the longest set so far)."""
+    cnt = h.pool.cnt
+    need = b - a + 2
+    return (
+        cnt[0] + need * (cnt[2] + 1) > h.pool.ent.shape[0] or cnt[1] + need > h.pool.sets.shape[0]
+    )
+
+
+@njit(cache=True, nogil=True)
+def with_room(h: Holders, a: int, b: int) -> Holders:
+    """h with room in its pool to update [a, b): when the cheap bound fails, the runs of [a, b)
+    are counted and the pool is compacted, then grown if still short."""
+    if not short_of_room(h, a, b):
+        return h
+    need = count_runs(h.runs, a, b) + 2
+    return Holders(h.runs, pool_reserve(h, need * (h.pool.cnt[2] + 1), need))
+
+
+@njit(cache=True, nogil=True)
+def update_holders(h: Holders, a: int, b: int, r: int, acq: int) -> None:
     """Add r, held since acq, to the holder sets of [a, b) (acq < 0 removes r), then merge
-    runs whose sets became equal. Returns the holder map with its (possibly new) pool."""
+    runs whose sets became equal. The pool must have room (with_room)."""
     runs, pool = h.runs, h.pool
-    cnt = pool.cnt
-    need = b - a + 2  # at most one new set per cell: count the runs only when that is short
-    if cnt[0] + need * (cnt[2] + 1) > pool.ent.shape[0] or cnt[1] + need > pool.sets.shape[0]:
-        need = count_runs(runs, a, b) + 2
-        pool = pool_reserve(h, need * (cnt[2] + 1), need)
-    hv = runs.val
+    hv = runs.val  # locals: attribute reads inside loops would cost reference counting
+    n = runs.n
     rm_split(runs, a)
     rm_split(runs, b)
     x = a
@@ -213,11 +231,10 @@ def update_holders(h: Holders, a: int, b: int, r: int, acq: int) -> Holders:
         x = nx
     prev_sid = hv[bs_prev(runs, a - 1)] if a > 0 else -1
     x = a
-    while x <= b and x < runs.n:
+    while x <= b and x < n:
         nx = bs_next(runs, x + 1)
         if prev_sid >= 0 and set_equal(pool, prev_sid, hv[x]):
             bs_clear(runs, x)
         else:
             prev_sid = hv[x]
         x = nx
-    return Holders(runs, pool)

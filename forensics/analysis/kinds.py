@@ -66,8 +66,9 @@ def foreign_run(
 ) -> Pieces:
     """Classify [x, e) of the read at event t, last written by another request wr, along the
     fine maps (maps.lw: the exact write; maps.hf: holders with their acquisition)."""
-    lw, hf = maps.lw, maps.hf.runs
+    lw, hf = maps.lw, maps.hf.runs  # locals: attribute reads in the loop count references
     pool = maps.hf.pool
+    lw_val, hf_val = lw.val, hf.val
     p_w = bs_prev(lw, x)  # the runs of lw and hf holding y, and where the next ones start
     n_w = bs_next(lw, x + 1)
     p_h = bs_prev(hf, x)
@@ -75,8 +76,8 @@ def foreign_run(
     y = x
     while y < e:
         z = min(n_w, n_h, e)
-        w = lw.val[p_w]
-        category, kind = classify(ev, t, w, wr, pool, hf.val[p_h])
+        w = lw_val[p_w]
+        category, kind = classify(ev, t, w, wr, pool, hf_val[p_h])
         out = push_category(out, t, category, y, z)
         if kind != NO_KIND:
             out = push_exposure(out, t, y, z, w, kind)
@@ -95,7 +96,9 @@ def read(ev: Events, t: int, maps: SweepMaps, out: Pieces) -> Pieces:
     """Everything the read at event t saw; returns the output with its rows added."""
     r = ev.req[t]
     b = ev.c1[t]
-    ww, hc = maps.ww, maps.hc.runs
+    ww, hc = maps.ww, maps.hc.runs  # locals: attribute reads in the loop count references
+    pool_c = maps.hc.pool
+    ww_val, hc_val = ww.val, hc.val
     x = ev.c0[t]
     p_l = bs_prev(ww, x)  # the runs of ww and hc holding x, and where the next ones start
     n_l = bs_next(ww, x + 1)
@@ -103,15 +106,15 @@ def read(ev: Events, t: int, maps: SweepMaps, out: Pieces) -> Pieces:
     n_h = bs_next(hc, x + 1)
     while x < b:
         e = min(n_l, n_h, b)
-        wr = ww.val[p_l]
+        wr = ww_val[p_l]
         if wr < 0:  # NOBODY
             out = push_category(out, t, UNINITIALISED, x, e)
         elif wr == r:
             out = push_category(out, t, OWN, x, e)
         else:
             out = foreign_run(ev, t, wr, x, e, maps, out)
-        if set_find(maps.hc.pool, hc.val[p_h], r) < 0:
-            out = push_holders(out, t, x, e, READ_UNHELD, maps.hc.pool, hc.val[p_h], r)
+        if set_find(pool_c, hc_val[p_h], r) < 0:
+            out = push_holders(out, t, x, e, READ_UNHELD, pool_c, hc_val[p_h], r)
         x = e
         if x == n_l:
             p_l = n_l

@@ -58,92 +58,96 @@ def new_map(n: int, value: int) -> RunMap:
     return m
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def bs_test(m: RunMap, i: int) -> bool:
     """Whether a run starts at cell i."""
     return (m.words[m.offs[0] + (i >> 6)] >> np.uint64(i & 63)) & _ONE != 0
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def bs_set(m: RunMap, i: int) -> None:
     """Make i a run start; upper levels get their bit only when the word below was empty."""
+    words, offs, nlev = m.words, m.offs, m.nlev  # locals: no reference counting per use
     idx = i
-    for lev in range(m.nlev):
-        w = m.offs[lev] + (idx >> 6)
-        was = m.words[w]
-        m.words[w] = was | (_ONE << np.uint64(idx & 63))
+    for lev in range(nlev):
+        w = offs[lev] + (idx >> 6)
+        was = words[w]
+        words[w] = was | (_ONE << np.uint64(idx & 63))
         if was != 0:
             return
         idx = idx >> 6
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def bs_clear(m: RunMap, i: int) -> None:
     """Make i no run start; upper levels lose their bit only when the word below empties."""
+    words, offs, nlev = m.words, m.offs, m.nlev  # locals: no reference counting per use
     idx = i
-    for lev in range(m.nlev):
-        w = m.offs[lev] + (idx >> 6)
-        m.words[w] = m.words[w] & ~(_ONE << np.uint64(idx & 63))
-        if m.words[w] != 0:
+    for lev in range(nlev):
+        w = offs[lev] + (idx >> 6)
+        words[w] = words[w] & ~(_ONE << np.uint64(idx & 63))
+        if words[w] != 0:
             return
         idx = idx >> 6
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def bs_next(m: RunMap, i: int) -> int:
     """Smallest run start >= i, or m.n when there is none."""
-    n = m.n
+    words, offs, nlev, n = m.words, m.offs, m.nlev, m.n  # locals: no reference counting per use
     if i >= n:
         return n
     idx = i
     lev = 0
-    while lev < m.nlev:  # climb until a word has a set bit at or after idx
+    while lev < nlev:  # climb until a word has a set bit at or after idx
         w = idx >> 6
-        if m.offs[lev] + w >= m.offs[lev + 1]:
+        if offs[lev] + w >= offs[lev + 1]:
             return n
-        bits = m.words[m.offs[lev] + w] & (_ALL << np.uint64(idx & 63))
+        bits = words[offs[lev] + w] & (_ALL << np.uint64(idx & 63))
         if bits != 0:
             idx = (w << 6) + trailing_zeros(bits)
             break
         idx = w + 1
         lev += 1
-    if lev == m.nlev:
+    if lev == nlev:
         return n
     while lev > 0:  # descend along the lowest set bit of each word
         lev -= 1
-        idx = (idx << 6) + trailing_zeros(m.words[m.offs[lev] + idx])
+        idx = (idx << 6) + trailing_zeros(words[offs[lev] + idx])
     return min(idx, n)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def bs_prev(m: RunMap, i: int) -> int:
     """Largest run start <= i (the start of the run holding cell i), or -1 when there is none."""
+    words, offs, nlev = m.words, m.offs, m.nlev  # locals: no reference counting per use
     idx = i
     lev = 0
-    while lev < m.nlev:  # climb until a word has a set bit at or before idx
+    while lev < nlev:  # climb until a word has a set bit at or before idx
         if idx < 0:
             return -1
         w = idx >> 6
-        bits = m.words[m.offs[lev] + w] & (_ALL >> np.uint64(63 - (idx & 63)))
+        bits = words[offs[lev] + w] & (_ALL >> np.uint64(63 - (idx & 63)))
         if bits != 0:
             idx = (w << 6) + 63 - leading_zeros(bits)
             break
         idx = w - 1
         lev += 1
-    if lev == m.nlev:
+    if lev == nlev:
         return -1
     while lev > 0:  # descend along the highest set bit of each word
         lev -= 1
-        idx = (idx << 6) + 63 - leading_zeros(m.words[m.offs[lev] + idx])
+        idx = (idx << 6) + 63 - leading_zeros(words[offs[lev] + idx])
     return idx
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def rm_split(m: RunMap, x: int) -> None:
     """Make x a run start (no-op at n or when it already is one)."""
     if x >= m.n or bs_test(m, x):
         return
-    m.val[x] = m.val[bs_prev(m, x)]
+    val = m.val
+    val[x] = val[bs_prev(m, x)]
     bs_set(m, x)
 
 
@@ -156,8 +160,9 @@ def rm_assign(m: RunMap, a: int, b: int, v: int) -> None:
     while j < b:
         bs_clear(m, j)
         j = bs_next(m, j + 1)
-    m.val[a] = v
-    if b < m.n and m.val[b] == v:
+    val = m.val
+    val[a] = v
+    if b < m.n and val[b] == v:
         bs_clear(m, b)
-    if a > 0 and m.val[bs_prev(m, a - 1)] == v:
+    if a > 0 and val[bs_prev(m, a - 1)] == v:
         bs_clear(m, a)

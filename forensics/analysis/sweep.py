@@ -46,7 +46,13 @@ from forensics.analysis.codes import (  # noqa: F401  (re-exported names)
     VIOLATIONS,
     WRITE,
 )
-from forensics.analysis.holders import Holders, new_pool, update_holders
+from forensics.analysis.holders import (
+    Holders,
+    new_pool,
+    short_of_room,
+    update_holders,
+    with_room,
+)
 from forensics.analysis.kinds import read
 from forensics.analysis.runmap import RunMap, new_map, rm_assign
 from forensics.analysis.violations import check_holders
@@ -79,27 +85,31 @@ class SweepMaps(NamedTuple):
 @njit(cache=True, nogil=True)
 def sweep_cells(ev: Events, maps: SweepMaps, out: Pieces) -> Pieces:
     """Run one node's ordered events through the maps; see the module docstring."""
-    for t in range(ev.req.shape[0]):
-        o = ev.op[t]
+    # Locals, read by name once: reading a structure's arrays inside the loop would count
+    # references on every event.
+    req, op, c0, c1 = ev.req, ev.op, ev.c0, ev.c1
+    lw, ww, hc, hf = maps.lw, maps.ww, maps.hc, maps.hf
+    for t in range(req.shape[0]):
+        o = op[t]
         if o == READ:
             out = read(ev, t, maps, out)
             continue
         if o == WRITE or o == ALLOC:
-            out = check_holders(ev, t, maps.hc, out)
-        r = ev.req[t]
-        a = ev.c0[t]
-        b = ev.c1[t]
+            out = check_holders(ev, t, hc, out)
+        r = req[t]
+        a = c0[t]
+        b = c1[t]
         if o == WRITE:
-            rm_assign(maps.lw, a, b, t)
-            rm_assign(maps.ww, a, b, r)
+            rm_assign(lw, a, b, t)
+            rm_assign(ww, a, b, r)
         else:
             since = t if o != FREE else -1  # acquired at t; -1 (FREE): drop the holding
-            maps = SweepMaps(
-                maps.lw,
-                maps.ww,
-                update_holders(maps.hc, a, b, r, min(since, 0)),
-                update_holders(maps.hf, a, b, r, since),
-            )
+            if short_of_room(hc, a, b) or short_of_room(hf, a, b):  # rare: a pool is full
+                hc = with_room(hc, a, b)
+                hf = with_room(hf, a, b)
+                maps = SweepMaps(lw, ww, hc, hf)
+            update_holders(hc, a, b, r, min(since, 0))
+            update_holders(hf, a, b, r, since)
     return out
 
 

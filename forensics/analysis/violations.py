@@ -27,10 +27,11 @@ def push_holders(
     """One row per holder in set sid other than skip; one row with NO_OTHER when there is none
     (except for double-allocation, which needs another holder)."""
     any_other = False
+    ent = pool.ent
     off = pool.sets[sid, 0]
     for i in range(off, off + pool.sets[sid, 1]):
-        if pool.ent[i, 0] != skip:
-            out = push_violation(out, t, x, e, kind, pool.ent[i, 0])
+        if ent[i, 0] != skip:
+            out = push_violation(out, t, x, e, kind, ent[i, 0])
             any_other = True
     if not any_other and kind != DOUBLE_ALLOCATION:
         out = push_violation(out, t, x, e, kind, NO_OTHER)
@@ -45,16 +46,17 @@ def unheld_write(
     holders are set sid): write-after-free where an earlier alloc/share of r covered the cells,
     write-unheld elsewhere."""
     r = ev.req[t]
-    lo = np.empty(ev.acq_ptr[r + 1] - ev.acq_ptr[r], dtype=np.int64)
+    acq_ptr, acq_idx, c0, c1 = ev.acq_ptr, ev.acq_idx, ev.c0, ev.c1  # locals, as in loops
+    lo = np.empty(acq_ptr[r + 1] - acq_ptr[r], dtype=np.int64)
     hi = np.empty_like(lo)
     k = 0
-    for i in range(ev.acq_ptr[r], ev.acq_ptr[r + 1]):  # r's holdings before t that meet [x, e)
-        j = ev.acq_idx[i]
+    for i in range(acq_ptr[r], acq_ptr[r + 1]):  # r's holdings before t that meet [x, e)
+        j = acq_idx[i]
         if j >= t:
             break
-        if max(x, ev.c0[j]) < min(e, ev.c1[j]):
-            lo[k] = max(x, ev.c0[j])
-            hi[k] = min(e, ev.c1[j])
+        if max(x, c0[j]) < min(e, c1[j]):
+            lo[k] = max(x, c0[j])
+            hi[k] = min(e, c1[j])
             k += 1
     order = np.arange(k)
     for i in range(1, k):  # insertion sort by start: an unheld write meets few holdings
@@ -87,15 +89,17 @@ def check_holders(ev: Events, t: int, h: Holders, out: Pieces) -> Pieces:
     r = ev.req[t]
     b = ev.c1[t]
     is_write = ev.op[t] == WRITE
+    runs, pool = h.runs, h.pool  # locals: attribute reads in the loop count references
+    hv = runs.val
     x = ev.c0[t]
-    p_h = bs_prev(h.runs, x)
+    p_h = bs_prev(runs, x)
     while x < b:
-        e = min(bs_next(h.runs, x + 1), b)
-        sid = h.runs.val[p_h]
+        e = min(bs_next(runs, x + 1), b)
+        sid = hv[p_h]
         if not is_write:
-            out = push_holders(out, t, x, e, DOUBLE_ALLOCATION, h.pool, sid, r)
-        elif set_find(h.pool, sid, r) < 0:
-            out = unheld_write(ev, t, x, e, h.pool, sid, out)
+            out = push_holders(out, t, x, e, DOUBLE_ALLOCATION, pool, sid, r)
+        elif set_find(pool, sid, r) < 0:
+            out = unheld_write(ev, t, x, e, pool, sid, out)
         x = e
         p_h = e
     return out
