@@ -1,41 +1,9 @@
-"""Growable integer row buffers for the compiled sweep's outputs.
-
-Compiled code cannot append to a list of rows cheaply, so each output is a 2-D array with a row
-count beside it; when it is full, `push` copies it into one twice as large and returns that.
-The three outputs travel together as Pieces.
-"""
+"""Growable integer row buffers for the compiled sweep's outputs."""
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 import numpy as np
 from numba import njit
-
-
-class Pieces(NamedTuple):
-    """The sweep's three output buffers and the rows used in each (see forensics.analysis.sweep
-    for the columns). Functions that push return a new Pieces: a buffer may have been grown."""
-
-    ex: np.ndarray  # int64 exposures [read event, c0, c1, write event, kind]
-    nex: int
-    cat: np.ndarray  # int32 categories [read event, category, c0, c1]
-    ncat: int
-    vio: np.ndarray  # int64 violations [event, c0, c1, violation, other request code or -1]
-    nv: int
-
-
-def new_pieces(cat_rows: int) -> Pieces:
-    """Empty buffers; cat_rows: the room to start with for categories (one row per read at
-    least)."""
-    return Pieces(
-        np.empty((1024, 5), np.int64),
-        0,
-        np.empty((max(16, cat_rows), 4), np.int32),
-        0,
-        np.empty((256, 5), np.int64),
-        0,
-    )
 
 
 @njit(cache=True, nogil=True)
@@ -63,22 +31,18 @@ def push(buf, n, a, b, c, d, e):
     return buf
 
 
-@njit(cache=True, nogil=True, inline="always")
-def push_category(out: Pieces, t: int, category: int, x: int, e: int) -> Pieces:
-    """Append [t, category, x, e], extending the previous row when it continues it (so a read
-    makes one row per category run, not one per cell run of the maps)."""
-    cat, n = out.cat, out.ncat
-    if n > 0 and cat[n - 1, 0] == t and cat[n - 1, 1] == category and cat[n - 1, 3] == x:
+@njit(cache=True, nogil=True)
+def push_category(cat, n, t, kind, x, e):
+    """Append [t, kind, x, e], extending the previous row when it continues it."""
+    if n > 0 and cat[n - 1, 0] == t and cat[n - 1, 1] == kind and cat[n - 1, 3] == x:
         cat[n - 1, 3] = e
-        return out
-    cat = push(cat, n, t, category, x, e, np.int64(0))
-    return Pieces(out.ex, out.nex, cat, n + 1, out.vio, out.nv)
+        return cat, n
+    return push(cat, n, t, kind, x, e, np.int64(0)), n + 1
 
 
-@njit(cache=True, nogil=True, inline="always")
-def push_exposure(out: Pieces, t: int, x: int, e: int, w: int, kind: int) -> Pieces:
+@njit(cache=True, nogil=True)
+def push_exposure(ex, n, t, x, e, w, kind):
     """Append [t, x, e, w, kind], extending the previous row when it continues it."""
-    ex, n = out.ex, out.nex
     if (
         n > 0
         and ex[n - 1, 0] == t
@@ -87,13 +51,5 @@ def push_exposure(out: Pieces, t: int, x: int, e: int, w: int, kind: int) -> Pie
         and ex[n - 1, 2] == x
     ):
         ex[n - 1, 2] = e
-        return out
-    ex = push(ex, n, t, x, e, w, kind)
-    return Pieces(ex, n + 1, out.cat, out.ncat, out.vio, out.nv)
-
-
-@njit(cache=True, nogil=True, inline="always")
-def push_violation(out: Pieces, t: int, x: int, e: int, kind: int, other: int) -> Pieces:
-    """Append [t, x, e, kind, other] (other: another request code, or -1 for none)."""
-    vio = push(out.vio, out.nv, t, x, e, kind, other)
-    return Pieces(out.ex, out.nex, out.cat, out.ncat, vio, out.nv + 1)
+        return ex, n
+    return push(ex, n, t, x, e, w, kind), n + 1

@@ -1,64 +1,42 @@
 """Holder sets for the compiled sweep: who holds a run of cells, and since which event.
 
 A holder set is an immutable, request-sorted list of (request code, acquisition event index)
-entries stored in a HolderPool. A holder map (Holders) is a run map whose values are set ids in
-its pool. Changing the holders of a run makes a new set (copy on write), so runs that split
-share their set. When the pool is full it is first compacted to the sets still referenced by the
-holder map, then grown.
+entries stored in a pool: `ent[i] = (request, acquired_at)`, `sets[sid] = (offset, length)`,
+`cnt = [entries used, sets used, longest set so far]`. Set 0 is the empty set. Changing the
+holders of a run makes a new set (copy on write), so runs that split share their set. When the
+pool is full it is first compacted to the sets still referenced by the holder map, then grown.
 """
 
 from __future__ import annotations
-
-from typing import NamedTuple
 
 import numpy as np
 from numba import njit
 
 from forensics.analysis.buffers import grown
-from forensics.analysis.runmap import RunMap, bs_clear, bs_next, bs_prev, rm_split
-
-EMPTY_SET = 0  # set id 0 is always the empty set, so a fresh holder map (all 0) holds nobody
+from forensics.analysis.runmap import bs_clear, bs_next, bs_prev, rm_split
 
 
-class HolderPool(NamedTuple):
-    """Append-only storage of holder sets (compiled code takes it as one argument)."""
-
-    ent: np.ndarray  # int64 (rows, 2): entry = [request code, event that acquired the holding]
-    sets: np.ndarray  # int64 (rows, 2): set id -> [offset in ent, length]
-    cnt: np.ndarray  # int64 [entries used, sets used, longest set so far], updated in place
-
-
-class Holders(NamedTuple):
-    """A holder map: cell runs -> set ids in `pool`."""
-
-    runs: RunMap
-    pool: HolderPool
-
-
-def new_pool(capacity: int) -> HolderPool:
-    """An empty pool with room for `capacity` entries and sets, holding only the empty set."""
+def new_pool(capacity: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     ent = np.zeros((max(16, capacity), 2), dtype=np.int64)
     sets = np.zeros((max(16, capacity), 2), dtype=np.int64)
-    cnt = np.array([0, EMPTY_SET + 1, 0], dtype=np.int64)
-    return HolderPool(ent, sets, cnt)
+    cnt = np.array([0, 1, 0], dtype=np.int64)  # used entries, used sets (0: empty), max length
+    return ent, sets, cnt
 
 
-@njit(cache=True, nogil=True, inline="always")
-def set_find(pool: HolderPool, sid: int, r: int) -> int:
+@njit(cache=True, nogil=True)
+def set_find(ent, sets, sid, r):
     """Entry index of request r in set sid, or -1."""
-    off = pool.sets[sid, 0]
-    for i in range(off, off + pool.sets[sid, 1]):
-        if pool.ent[i, 0] == r:
+    off = sets[sid, 0]
+    for i in range(off, off + sets[sid, 1]):
+        if ent[i, 0] == r:
             return i
     return -1
 
 
-@njit(cache=True, nogil=True, inline="always")
-def set_equal(pool: HolderPool, s1: int, s2: int) -> bool:
-    """Whether sets s1 and s2 hold the same entries."""
+@njit(cache=True, nogil=True)
+def set_equal(ent, sets, s1, s2):
     if s1 == s2:
         return True
-    ent, sets = pool.ent, pool.sets
     n = sets[s1, 1]
     if n != sets[s2, 1]:
         return False
@@ -71,18 +49,17 @@ def set_equal(pool: HolderPool, s1: int, s2: int) -> bool:
 
 
 @njit(cache=True, nogil=True)
-def set_with(pool: HolderPool, sid: int, r: int, acq: int) -> int:
+def set_with(ent, sets, cnt, sid, r, acq):
     """The set sid with r held since acq (replacing r's entry). The pool must have room."""
-    i = set_find(pool, sid, r)
-    ent = pool.ent
+    i = set_find(ent, sets, sid, r)
     if i >= 0 and ent[i, 1] == acq:
         return sid
-    off = pool.sets[sid, 0]
-    n = pool.sets[sid, 1]
-    new_off = pool.cnt[0]
+    off = sets[sid, 0]
+    n = sets[sid, 1]
+    new_off = cnt[0]
     k = new_off
     placed = False
-    for j in range(off, off + n):  # copy the entries, r placed in request order
+    for j in range(off, off + n):
         if ent[j, 0] == r:
             continue
         if not placed and ent[j, 0] > r:
@@ -97,32 +74,29 @@ def set_with(pool: HolderPool, sid: int, r: int, acq: int) -> int:
         ent[k, 0] = r
         ent[k, 1] = acq
         k += 1
-    return _close_set(pool, new_off, k)
+    return _close_set(sets, cnt, new_off, k)
 
 
 @njit(cache=True, nogil=True)
-def set_without(pool: HolderPool, sid: int, r: int) -> int:
+def set_without(ent, sets, cnt, sid, r):
     """The set sid without r. The pool must have room."""
-    if set_find(pool, sid, r) < 0:
+    if set_find(ent, sets, sid, r) < 0:
         return sid
-    if pool.sets[sid, 1] == 1:
-        return EMPTY_SET
-    ent = pool.ent
-    off = pool.sets[sid, 0]
-    new_off = pool.cnt[0]
+    if sets[sid, 1] == 1:
+        return 0
+    off = sets[sid, 0]
+    new_off = cnt[0]
     k = new_off
-    for j in range(off, off + pool.sets[sid, 1]):
+    for j in range(off, off + sets[sid, 1]):
         if ent[j, 0] != r:
             ent[k, 0] = ent[j, 0]
             ent[k, 1] = ent[j, 1]
             k += 1
-    return _close_set(pool, new_off, k)
+    return _close_set(sets, cnt, new_off, k)
 
 
-@njit(cache=True, nogil=True, inline="always")
-def _close_set(pool: HolderPool, off: int, end: int) -> int:
-    """Register entries [off, end) as a new set; returns its id."""
-    sets, cnt = pool.sets, pool.cnt
+@njit(cache=True, nogil=True)
+def _close_set(sets, cnt, off, end):
     sid = cnt[1]
     sets[sid, 0] = off
     sets[sid, 1] = end - off
@@ -133,24 +107,20 @@ def _close_set(pool: HolderPool, off: int, end: int) -> int:
 
 
 @njit(cache=True, nogil=True)
-def pool_reserve(h: Holders, need_ent: int, need_sets: int) -> HolderPool:
-    """Room for need_ent entries and need_sets sets: compact the pool to the sets the map still
-    uses (renumbering them in the map), then grow it if still short. Returns the pool to use."""
-    pool, runs = h.pool, h.runs
-    ent, sets, cnt = pool.ent, pool.sets, pool.cnt
+def pool_reserve(ent, sets, cnt, need_ent, need_sets, words, offs, nlev, val, n):
+    """Make room for need_ent entries and need_sets sets: compact, then grow if still short."""
     if cnt[0] + need_ent <= ent.shape[0] and cnt[1] + need_sets <= sets.shape[0]:
-        return pool
-    remap = np.full(cnt[1], -1, dtype=np.int64)  # old set id -> new one, -1: not copied yet
-    remap[EMPTY_SET] = EMPTY_SET
+        return ent, sets
+    remap = np.full(cnt[1], -1, dtype=np.int64)
+    remap[0] = 0
     new_ent = np.empty((max(ent.shape[0], 16), 2), dtype=np.int64)
     new_sets = np.empty((max(sets.shape[0], 16), 2), dtype=np.int64)
-    new_sets[EMPTY_SET, 0] = 0
-    new_sets[EMPTY_SET, 1] = 0
+    new_sets[0, 0] = 0
+    new_sets[0, 1] = 0
     ne = 0
-    ns = EMPTY_SET + 1
-    val = runs.val
+    ns = 1
     j = 0
-    while j < runs.n:
+    while j < n:
         sid = val[j]
         if remap[sid] < 0:
             length = sets[sid, 1]
@@ -168,7 +138,7 @@ def pool_reserve(h: Holders, need_ent: int, need_sets: int) -> HolderPool:
             ne += length
             ns += 1
         val[j] = remap[sid]
-        j = bs_next(runs, j + 1)
+        j = bs_next(words, offs, nlev, j + 1, n)
     cnt[0] = ne
     cnt[1] = ns
     want_ent = 2 * (ne + need_ent)
@@ -177,64 +147,46 @@ def pool_reserve(h: Holders, need_ent: int, need_sets: int) -> HolderPool:
         new_ent = grown(new_ent, ne, want_ent)
     if want_sets > new_sets.shape[0]:
         new_sets = grown(new_sets, ns, want_sets)
-    return HolderPool(new_ent, new_sets, cnt)
+    return new_ent, new_sets
 
 
 @njit(cache=True, nogil=True)
-def count_runs(m: RunMap, a: int, b: int) -> int:
+def count_runs(words, offs, nlev, a, b, n):
     """How many runs of the map meet [a, b)."""
     k = 1
-    j = bs_next(m, a + 1)
+    j = bs_next(words, offs, nlev, a + 1, n)
     while j < b:
         k += 1
-        j = bs_next(m, j + 1)
+        j = bs_next(words, offs, nlev, j + 1, n)
     return k
 
 
 @njit(cache=True, nogil=True)
-def short_of_room(h: Holders, a: int, b: int) -> bool:
-    """Whether updating [a, b) might overflow h's pool (a cheap bound: at most one new set per
-    cell, each at most one entry longer than the longest set so far)."""
-    cnt = h.pool.cnt
-    need = b - a + 2
-    return (
-        cnt[0] + need * (cnt[2] + 1) > h.pool.ent.shape[0] or cnt[1] + need > h.pool.sets.shape[0]
-    )
-
-
-@njit(cache=True, nogil=True)
-def with_room(h: Holders, a: int, b: int) -> Holders:
-    """h with room in its pool to update [a, b): when the cheap bound fails, the runs of [a, b)
-    are counted and the pool is compacted, then grown if still short."""
-    if not short_of_room(h, a, b):
-        return h
-    need = count_runs(h.runs, a, b) + 2
-    return Holders(h.runs, pool_reserve(h, need * (h.pool.cnt[2] + 1), need))
-
-
-@njit(cache=True, nogil=True)
-def update_holders(h: Holders, a: int, b: int, r: int, acq: int) -> None:
+def update_holders(hmap, ent, sets, cnt, a, b, r, acq, n):
     """Add r, held since acq, to the holder sets of [a, b) (acq < 0 removes r), then merge
-    runs whose sets became equal. The pool must have room (with_room)."""
-    runs, pool = h.runs, h.pool
-    hv = runs.val  # locals: attribute reads inside loops would cost reference counting
-    n = runs.n
-    rm_split(runs, a)
-    rm_split(runs, b)
+    runs whose sets became equal. Returns the (possibly reallocated) pool arrays."""
+    hw, ho, hn, hv = hmap
+    runs = b - a + 2  # at most one new set per cell: count the runs only when that is short
+    if cnt[0] + runs * (cnt[2] + 1) > ent.shape[0] or cnt[1] + runs > sets.shape[0]:
+        runs = count_runs(hw, ho, hn, a, b, n) + 2
+        ent, sets = pool_reserve(ent, sets, cnt, runs * (cnt[2] + 1), runs, hw, ho, hn, hv, n)
+    rm_split(hw, ho, hn, hv, a, n)
+    rm_split(hw, ho, hn, hv, b, n)
     x = a
     while x < b:
-        nx = bs_next(runs, x + 1)
+        nx = bs_next(hw, ho, hn, x + 1, n)
         if acq >= 0:
-            hv[x] = set_with(pool, hv[x], r, acq)
+            hv[x] = set_with(ent, sets, cnt, hv[x], r, acq)
         else:
-            hv[x] = set_without(pool, hv[x], r)
+            hv[x] = set_without(ent, sets, cnt, hv[x], r)
         x = nx
-    prev_sid = hv[bs_prev(runs, a - 1)] if a > 0 else -1
+    prev_sid = hv[bs_prev(hw, ho, hn, a - 1)] if a > 0 else -1
     x = a
     while x <= b and x < n:
-        nx = bs_next(runs, x + 1)
-        if prev_sid >= 0 and set_equal(pool, prev_sid, hv[x]):
-            bs_clear(runs, x)
+        nx = bs_next(hw, ho, hn, x + 1, n)
+        if prev_sid >= 0 and set_equal(ent, sets, prev_sid, hv[x]):
+            bs_clear(hw, ho, hn, x)
         else:
             prev_sid = hv[x]
         x = nx
+    return ent, sets

@@ -14,11 +14,10 @@ that acquired each holding) to classify, per docs/DESIGN.md §4:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+import numpy as np
 from numba import njit
 
-from forensics.analysis.buffers import Pieces, push_category, push_exposure
+from forensics.analysis.buffers import push_category, push_exposure
 from forensics.analysis.codes import (
     FOREIGN,
     OVERWRITTEN,
@@ -31,95 +30,86 @@ from forensics.analysis.codes import (
     STALE,
     UNINITIALISED,
 )
-from forensics.analysis.holders import HolderPool, set_find
+from forensics.analysis.holders import set_find
 from forensics.analysis.runmap import bs_next, bs_prev
 from forensics.analysis.violations import push_holders
 
-if TYPE_CHECKING:
-    from forensics.analysis.sweep import Events, SweepMaps
-
-NO_KIND = -1  # classify's exposure kind for what is no exposure
-NOBODY = -1  # ww's value where no write happened yet (and lw's: no write event)
-
 
 @njit(cache=True, nogil=True)
-def classify(ev: Events, t: int, w: int, wr: int, pool: HolderPool, sid: int) -> tuple[int, int]:
-    """(category, exposure kind or NO_KIND) of the read at event t, of cells last written by
-    event w of request wr, held by set sid."""
-    hi = set_find(pool, sid, ev.req[t])
-    acq = pool.ent[hi, 1] if hi >= 0 else -1  # the event whose holding covers the cells
-    if hi >= 0 and ev.op[acq] == SHARE and acq > w:
-        hsh = ev.hsh
-        if hsh[acq] < 0 or hsh[w] < 0:  # -1: the ledger gave no content hash
-            return SHARED_UNVERIFIED, NO_KIND
+def classify(r, w, wr, sid, op, hsh, ent, sets):
+    """(category, exposure kind or -1) of r reading cells last written by event w of wr."""
+    hi = set_find(ent, sets, sid, r)
+    acq = ent[hi, 1] if hi >= 0 else -1
+    if hi >= 0 and op[acq] == SHARE and acq > w:
+        if hsh[acq] < 0 or hsh[w] < 0:
+            return SHARED_UNVERIFIED, -1
         if hsh[acq] == hsh[w]:
-            return SHARED_VERIFIED, NO_KIND
+            return SHARED_VERIFIED, -1
         return FOREIGN, PREFIX_MISMATCH
-    if (hi >= 0 and w > acq) or set_find(pool, sid, wr) >= 0:
+    if (hi >= 0 and w > acq) or set_find(ent, sets, sid, wr) >= 0:
         return FOREIGN, OVERWRITTEN
     return FOREIGN, STALE
 
 
 @njit(cache=True, nogil=True)
-def foreign_run(
-    ev: Events, t: int, wr: int, x: int, e: int, maps: SweepMaps, out: Pieces
-) -> Pieces:
-    """Classify [x, e) of the read at event t, last written by another request wr, along the
-    fine maps (maps.lw: the exact write; maps.hf: holders with their acquisition)."""
-    lw, hf = maps.lw, maps.hf.runs  # locals: attribute reads in the loop count references
-    pool = maps.hf.pool
-    lw_val, hf_val = lw.val, hf.val
-    p_w = bs_prev(lw, x)  # the runs of lw and hf holding y, and where the next ones start
-    n_w = bs_next(lw, x + 1)
-    p_h = bs_prev(hf, x)
-    n_h = bs_next(hf, x + 1)
+def foreign_run(t, r, wr, x, e, n, lw, hf, ent, sets, op, hsh, ex, nex, cat, ncat):
+    """Classify [x, e), last written by another request wr, along the fine maps."""
+    lw_w, lw_o, lw_n, lw_v = lw
+    hw, ho, hn, hv = hf
+    p_w = bs_prev(lw_w, lw_o, lw_n, x)
+    n_w = bs_next(lw_w, lw_o, lw_n, x + 1, n)
+    p_h = bs_prev(hw, ho, hn, x)
+    n_h = bs_next(hw, ho, hn, x + 1, n)
     y = x
     while y < e:
         z = min(n_w, n_h, e)
-        w = lw_val[p_w]
-        category, kind = classify(ev, t, w, wr, pool, hf_val[p_h])
-        out = push_category(out, t, category, y, z)
-        if kind != NO_KIND:
-            out = push_exposure(out, t, y, z, w, kind)
+        w = lw_v[p_w]
+        category, kind = classify(r, w, wr, hv[p_h], op, hsh, ent, sets)
+        cat, ncat = push_category(cat, ncat, t, category, y, z)
+        if kind >= 0:
+            ex, nex = push_exposure(ex, nex, t, y, z, w, kind)
         y = z
         if y == n_w:
             p_w = n_w
-            n_w = bs_next(lw, n_w + 1)
+            n_w = bs_next(lw_w, lw_o, lw_n, n_w + 1, n)
         if y == n_h:
             p_h = n_h
-            n_h = bs_next(hf, n_h + 1)
-    return out
+            n_h = bs_next(hw, ho, hn, n_h + 1, n)
+    return ex, nex, cat, ncat
 
 
 @njit(cache=True, nogil=True)
-def read(ev: Events, t: int, maps: SweepMaps, out: Pieces) -> Pieces:
-    """Everything the read at event t saw; returns the output with its rows added."""
-    r = ev.req[t]
-    b = ev.c1[t]
-    ww, hc = maps.ww, maps.hc.runs  # locals: attribute reads in the loop count references
-    pool_c = maps.hc.pool
-    ww_val, hc_val = ww.val, hc.val
-    x = ev.c0[t]
-    p_l = bs_prev(ww, x)  # the runs of ww and hc holding x, and where the next ones start
-    n_l = bs_next(ww, x + 1)
-    p_h = bs_prev(hc, x)
-    n_h = bs_next(hc, x + 1)
+def read(t, r, a, b, n, lw, ww, hc, hf, pc, pf, op, hsh, ex, nex, cat, ncat, vio, nv):
+    """Everything the read by r of [a, b) at event t saw; returns the grown buffers."""
+    ww_w, ww_o, ww_n, ww_v = ww
+    cw, co, cn, cv = hc
+    ent_c, sets_c = pc
+    ent_f, sets_f = pf
+    p_l = bs_prev(ww_w, ww_o, ww_n, a)
+    n_l = bs_next(ww_w, ww_o, ww_n, a + 1, n)
+    p_h = bs_prev(cw, co, cn, a)
+    n_h = bs_next(cw, co, cn, a + 1, n)
+    x = a
     while x < b:
         e = min(n_l, n_h, b)
-        wr = ww_val[p_l]
-        if wr < 0:  # NOBODY
-            out = push_category(out, t, UNINITIALISED, x, e)
+        wr = ww_v[p_l]
+        if wr < 0:
+            cat, ncat = push_category(cat, ncat, t, np.int64(UNINITIALISED), x, e)
         elif wr == r:
-            out = push_category(out, t, OWN, x, e)
+            cat, ncat = push_category(cat, ncat, t, np.int64(OWN), x, e)
         else:
-            out = foreign_run(ev, t, wr, x, e, maps, out)
-        if set_find(pool_c, hc_val[p_h], r) < 0:
-            out = push_holders(out, t, x, e, READ_UNHELD, pool_c, hc_val[p_h], r)
+            ex, nex, cat, ncat = foreign_run(
+                t, r, wr, x, e, n, lw, hf, ent_f, sets_f, op, hsh, ex, nex, cat, ncat
+            )
+        if set_find(ent_c, sets_c, cv[p_h], r) < 0:
+            vio, nv = push_holders(
+                vio, nv, t, x, e, np.int64(READ_UNHELD), ent_c, sets_c, cv[p_h], r
+            )
         x = e
         if x == n_l:
             p_l = n_l
-            n_l = bs_next(ww, n_l + 1)
+            n_l = bs_next(ww_w, ww_o, ww_n, n_l + 1, n)
         if x == n_h:
             p_h = n_h
-            n_h = bs_next(hc, n_h + 1)
-    return out
+            n_h = bs_next(cw, co, cn, n_h + 1, n)
+    return ex, nex, cat, ncat, vio, nv

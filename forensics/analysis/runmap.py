@@ -1,46 +1,26 @@
 """An ordered run map over a node's compressed slot cells, for the compiled sweep.
 
-A run map splits the cells `[0, n)` into maximal runs (run-length encoding), each with one int64
-value: the sweep keeps the last writer, the last write and the holder sets this way, so updating
-a range costs the runs it touches, never its length in cells. Run starts are kept in a
-hierarchical 64-ary bitset, so finding the run that contains a cell, the next run start,
-splitting a run or wiping every start inside a range costs O(log64 n) per start touched.
-Cell 0 is always a run start.
+The map splits the cells `[0, n)` into maximal runs, each with one int64 value. Run starts are
+kept in a hierarchical 64-ary bitset, so finding the run that contains a cell, the next run
+start, splitting a run or wiping every start inside a range costs O(log64 n) per start touched:
+an operation costs the runs it touches, never the length of the range.
+
+A map is a tuple (words, offs, nlev, val): `words` holds every bitset level (level 0 first),
+`offs[k]` is where level k starts in `words`, `val[c]` is the value of the run starting at c
+(meaningful only where c is a run start). Cell 0 is always a run start.
 """
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
-
 import numpy as np
 from numba import njit
-from numba.cpython.unsafe import numbers
+from numba.cpython.unsafe.numbers import leading_zeros, trailing_zeros
 
 _ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
 _ONE = np.uint64(1)
-# Bit scans of a uint64 word, for compiled code only (typed Any: their static type is that of
-# the compile-time hook): the lowest set bit of w is trailing_zeros(w), the highest is
-# 63 - leading_zeros(w).
-trailing_zeros: Any = numbers.trailing_zeros
-leading_zeros: Any = numbers.leading_zeros
 
 
-class RunMap(NamedTuple):
-    """The runs of one map (a tuple of arrays, so compiled code takes it as one argument)."""
-
-    # Bit-packed run starts: bit c of level 0 is set when a run starts at cell c; bit k of
-    # level L + 1 is set when word k of level L is not zero, so empty stretches are skipped
-    # 64 words at a time. Every level lives in this one uint64 array, level 0 first.
-    words: np.ndarray
-    offs: np.ndarray  # int64: level L is words[offs[L]:offs[L + 1]]
-    nlev: int  # levels; the top level is a single word
-    # Run-length values: val[c] is the value of the run starting at c. Cells that start no run
-    # keep stale values, read only once a split makes them a start (rm_split copies the value).
-    val: np.ndarray
-    n: int  # cells; bs_next answers n for "no run start after i" (a sentinel, not a cell)
-
-
-def new_map(n: int, value: int) -> RunMap:
+def new_map(n: int, value: int) -> tuple[np.ndarray, np.ndarray, int, np.ndarray]:
     """A map over n cells holding one run [0, n) with `value`."""
     sizes = []
     size = max(1, n)
@@ -53,21 +33,17 @@ def new_map(n: int, value: int) -> RunMap:
     offs[1:] = np.cumsum(sizes)
     words = np.zeros(int(offs[-1]), dtype=np.uint64)
     val = np.full(max(1, n) + 1, value, dtype=np.int64)
-    m = RunMap(words, offs, len(sizes), val, n)
-    bs_set(m, 0)
-    return m
+    bs_set(words, offs, len(sizes), 0)
+    return words, offs, len(sizes), val
 
 
-@njit(cache=True, nogil=True, inline="always")
-def bs_test(m: RunMap, i: int) -> bool:
-    """Whether a run starts at cell i."""
-    return (m.words[m.offs[0] + (i >> 6)] >> np.uint64(i & 63)) & _ONE != 0
+@njit(cache=True, nogil=True)
+def bs_test(words, offs, _nlev, i):  # same arguments as the other bit-set kernels
+    return (words[offs[0] + (i >> 6)] >> np.uint64(i & 63)) & _ONE != 0
 
 
-@njit(cache=True, nogil=True, inline="always")
-def bs_set(m: RunMap, i: int) -> None:
-    """Make i a run start; upper levels get their bit only when the word below was empty."""
-    words, offs, nlev = m.words, m.offs, m.nlev  # locals: no reference counting per use
+@njit(cache=True, nogil=True)
+def bs_set(words, offs, nlev, i):
     idx = i
     for lev in range(nlev):
         w = offs[lev] + (idx >> 6)
@@ -78,10 +54,8 @@ def bs_set(m: RunMap, i: int) -> None:
         idx = idx >> 6
 
 
-@njit(cache=True, nogil=True, inline="always")
-def bs_clear(m: RunMap, i: int) -> None:
-    """Make i no run start; upper levels lose their bit only when the word below empties."""
-    words, offs, nlev = m.words, m.offs, m.nlev  # locals: no reference counting per use
+@njit(cache=True, nogil=True)
+def bs_clear(words, offs, nlev, i):
     idx = i
     for lev in range(nlev):
         w = offs[lev] + (idx >> 6)
@@ -91,78 +65,75 @@ def bs_clear(m: RunMap, i: int) -> None:
         idx = idx >> 6
 
 
-@njit(cache=True, nogil=True, inline="always")
-def bs_next(m: RunMap, i: int) -> int:
-    """Smallest run start >= i, or m.n when there is none."""
-    words, offs, nlev, n = m.words, m.offs, m.nlev, m.n  # locals: no reference counting per use
+@njit(cache=True, nogil=True)
+def bs_next(words, offs, nlev, i, n):
+    """Smallest set index >= i, or n when there is none."""
     if i >= n:
         return n
     idx = i
     lev = 0
-    while lev < nlev:  # climb until a word has a set bit at or after idx
+    while lev < nlev:
         w = idx >> 6
         if offs[lev] + w >= offs[lev + 1]:
             return n
-        bits = words[offs[lev] + w] & (_ALL << np.uint64(idx & 63))
-        if bits != 0:
-            idx = (w << 6) + trailing_zeros(bits)
+        m = words[offs[lev] + w] & (_ALL << np.uint64(idx & 63))
+        if m != 0:
+            idx = (w << 6) + trailing_zeros(m)
             break
         idx = w + 1
         lev += 1
     if lev == nlev:
         return n
-    while lev > 0:  # descend along the lowest set bit of each word
+    while lev > 0:
         lev -= 1
         idx = (idx << 6) + trailing_zeros(words[offs[lev] + idx])
     return min(idx, n)
 
 
-@njit(cache=True, nogil=True, inline="always")
-def bs_prev(m: RunMap, i: int) -> int:
-    """Largest run start <= i (the start of the run holding cell i), or -1 when there is none."""
-    words, offs, nlev = m.words, m.offs, m.nlev  # locals: no reference counting per use
+@njit(cache=True, nogil=True)
+def bs_prev(words, offs, nlev, i):
+    """Largest set index <= i, or -1 when there is none."""
     idx = i
     lev = 0
-    while lev < nlev:  # climb until a word has a set bit at or before idx
+    while lev < nlev:
         if idx < 0:
             return -1
         w = idx >> 6
-        bits = words[offs[lev] + w] & (_ALL >> np.uint64(63 - (idx & 63)))
-        if bits != 0:
-            idx = (w << 6) + 63 - leading_zeros(bits)
+        m = words[offs[lev] + w] & (_ALL >> np.uint64(63 - (idx & 63)))
+        if m != 0:
+            idx = (w << 6) + 63 - leading_zeros(m)
             break
         idx = w - 1
         lev += 1
     if lev == nlev:
         return -1
-    while lev > 0:  # descend along the highest set bit of each word
+    while lev > 0:
         lev -= 1
         idx = (idx << 6) + 63 - leading_zeros(words[offs[lev] + idx])
     return idx
 
 
-@njit(cache=True, nogil=True, inline="always")
-def rm_split(m: RunMap, x: int) -> None:
+@njit(cache=True, nogil=True)
+def rm_split(words, offs, nlev, val, x, n):
     """Make x a run start (no-op at n or when it already is one)."""
-    if x >= m.n or bs_test(m, x):
+    if x >= n or bs_test(words, offs, nlev, x):
         return
-    val = m.val
-    val[x] = val[bs_prev(m, x)]
-    bs_set(m, x)
+    p = bs_prev(words, offs, nlev, x)
+    val[x] = val[p]
+    bs_set(words, offs, nlev, x)
 
 
 @njit(cache=True, nogil=True)
-def rm_assign(m: RunMap, a: int, b: int, v: int) -> None:
+def rm_assign(words, offs, nlev, val, a, b, v, n):
     """Give [a, b) the value v, merging with equal neighbours."""
-    rm_split(m, a)
-    rm_split(m, b)
-    j = bs_next(m, a + 1)
+    rm_split(words, offs, nlev, val, a, n)
+    rm_split(words, offs, nlev, val, b, n)
+    j = bs_next(words, offs, nlev, a + 1, n)
     while j < b:
-        bs_clear(m, j)
-        j = bs_next(m, j + 1)
-    val = m.val
+        bs_clear(words, offs, nlev, j)
+        j = bs_next(words, offs, nlev, j + 1, n)
     val[a] = v
-    if b < m.n and val[b] == v:
-        bs_clear(m, b)
-    if a > 0 and val[bs_prev(m, a - 1)] == v:
-        bs_clear(m, a)
+    if b < n and val[b] == v:
+        bs_clear(words, offs, nlev, b)
+    if a > 0 and val[bs_prev(words, offs, nlev, a - 1)] == v:
+        bs_clear(words, offs, nlev, a)

@@ -1,7 +1,7 @@
 """The compiled per-node sweep: whose data every read saw, and every ownership violation.
 
-Input: one node's events already in their total order (see forensics.analysis.order), as integer
-arrays, with slot ranges compressed to cells (`[c0, c1)`; every event boundary is a cell
+Input: one node's events already in their total order (see forensics.analysis.order), as plain
+int64 arrays, with slot ranges compressed to cells (`[c0, c1)`; every event boundary is a cell
 boundary, so the state is constant inside a cell). The sweep keeps four run maps over cells:
 
 - `lw` cell run -> index of the last write event (-1: never written);
@@ -15,12 +15,8 @@ request does it walk `lw` and `hf` there and emit foreign pieces (forensics.anal
 Cost therefore grows with events, runs touched and foreign pieces, never with the number of
 slots in a range.
 
-The compiled kernels take a few named structures (numba compiles named tuples of arrays like
-plain arguments): Events (the input columns), SweepMaps (the four maps) and Pieces (the output
-buffers, forensics.analysis.buffers).
-
-Outputs of sweep_cells, in Pieces (2-D, one row per piece, cells not yet mapped back to slots;
-int64 except categories, int32 since there is at least one row per read):
+Outputs of sweep_cells (2-D, one row per piece, cells not yet mapped back to slots; int64
+except categories, int32 since there is at least one row per read):
 - exposures  `[read event, c0, c1, write event, kind]`  (kind: EXPOSURE_KINDS)
 - categories `[read event, category, c0, c1]`          (category: CATEGORIES)
 - violations `[event, c0, c1, violation, other request code or -1]` (violation: VIOLATIONS)
@@ -29,12 +25,10 @@ int64 except categories, int32 since there is at least one row per read):
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import NamedTuple
 
 import numpy as np
 from numba import njit
 
-from forensics.analysis.buffers import Pieces, new_pieces
 from forensics.analysis.codes import (  # noqa: F401  (re-exported names)
     ALLOC,
     CATEGORIES,
@@ -46,71 +40,68 @@ from forensics.analysis.codes import (  # noqa: F401  (re-exported names)
     VIOLATIONS,
     WRITE,
 )
-from forensics.analysis.holders import (
-    Holders,
-    new_pool,
-    short_of_room,
-    update_holders,
-    with_room,
-)
+from forensics.analysis.holders import new_pool, update_holders
 from forensics.analysis.kinds import read
-from forensics.analysis.runmap import RunMap, new_map, rm_assign
+from forensics.analysis.runmap import new_map, rm_assign
 from forensics.analysis.violations import check_holders
 
 
-class Events(NamedTuple):
-    """One node's events in their total order, as the compiled sweep reads them: event t is
-    request req[t] doing op[t] on cells [c0[t], c1[t])."""
-
-    req: np.ndarray  # int32 request codes (0 .. requests - 1)
-    op: np.ndarray  # int8 codes of OPS
-    c0: np.ndarray  # int32 first cell
-    c1: np.ndarray  # int32 end cell (exclusive)
-    hsh: np.ndarray  # int32 content-hash codes, -1 where the ledger gave none
-    # Each request's alloc/share events, in compressed sparse rows: those of request r are
-    # acq_idx[acq_ptr[r]:acq_ptr[r + 1]], in event order.
-    acq_ptr: np.ndarray  # int64
-    acq_idx: np.ndarray  # int64
-
-
-class SweepMaps(NamedTuple):
-    """The sweep's state: four run maps over the node's cells (see the module docstring)."""
-
-    lw: RunMap  # last write event, -1: never written
-    ww: RunMap  # request code of the last writer, -1: never written
-    hc: Holders  # holder requests, acquired_at 0 (so a request's allocations coalesce)
-    hf: Holders  # holder requests with the event that acquired each holding
-
-
 @njit(cache=True, nogil=True)
-def sweep_cells(ev: Events, maps: SweepMaps, out: Pieces) -> Pieces:
-    """Run one node's ordered events through the maps; see the module docstring."""
-    # Locals, read by name once: reading a structure's arrays inside the loop would count
-    # references on every event.
-    req, op, c0, c1 = ev.req, ev.op, ev.c0, ev.c1
-    lw, ww, hc, hf = maps.lw, maps.ww, maps.hc, maps.hf
+def sweep_cells(
+    req, op, c0, c1, hsh, acq_ptr, acq_idx, n, lw, ww, hc, hf, pool_c, pool_f, cat_rows
+):
+    """Run one node's ordered events through the maps; see the module docstring. cat_rows: the
+    room to start with for category rows (each read makes at least one)."""
+    ex = np.empty((1024, 5), dtype=np.int64)
+    cat = np.empty((cat_rows, 4), dtype=np.int32)
+    vio = np.empty((256, 5), dtype=np.int64)
+    nex = np.int64(0)
+    ncat = np.int64(0)
+    nv = np.int64(0)
+    ent_c, sets_c, cnt_c = pool_c
+    ent_f, sets_f, cnt_f = pool_f
     for t in range(req.shape[0]):
-        o = op[t]
-        if o == READ:
-            out = read(ev, t, maps, out)
-            continue
-        if o == WRITE or o == ALLOC:
-            out = check_holders(ev, t, hc, out)
         r = req[t]
+        o = op[t]
         a = c0[t]
         b = c1[t]
-        if o == WRITE:
-            rm_assign(lw, a, b, t)
-            rm_assign(ww, a, b, r)
+        if o == READ:
+            ex, nex, cat, ncat, vio, nv = read(
+                t,
+                r,
+                a,
+                b,
+                n,
+                lw,
+                ww,
+                hc,
+                hf,
+                (ent_c, sets_c),
+                (ent_f, sets_f),
+                op,
+                hsh,
+                ex,
+                nex,
+                cat,
+                ncat,
+                vio,
+                nv,
+            )
+        elif o == WRITE:
+            vio, nv = check_holders(
+                t, r, a, b, n, hc, ent_c, sets_c, vio, nv, o == WRITE, acq_ptr, acq_idx, c0, c1
+            )
+            rm_assign(lw[0], lw[1], lw[2], lw[3], a, b, t, n)
+            rm_assign(ww[0], ww[1], ww[2], ww[3], a, b, r, n)
         else:
-            since = t if o != FREE else -1  # acquired at t; -1 (FREE): drop the holding
-            if short_of_room(hc, a, b) or short_of_room(hf, a, b):  # rare: a pool is full
-                hc = with_room(hc, a, b)
-                hf = with_room(hf, a, b)
-                maps = SweepMaps(lw, ww, hc, hf)
-            update_holders(hc, a, b, r, min(since, 0))
-            update_holders(hf, a, b, r, since)
-    return out
+            if o == ALLOC:
+                vio, nv = check_holders(
+                    t, r, a, b, n, hc, ent_c, sets_c, vio, nv, o == WRITE, acq_ptr, acq_idx, c0, c1
+                )
+            since = t if o != FREE else -1
+            ent_c, sets_c = update_holders(hc, ent_c, sets_c, cnt_c, a, b, r, min(since, 0), n)
+            ent_f, sets_f = update_holders(hf, ent_f, sets_f, cnt_f, a, b, r, since, n)
+    return ex[:nex], cat[:ncat], vio[:nv]
 
 
 @dataclass(frozen=True)
@@ -198,15 +189,23 @@ def sweep_cells_of(
     n = max(1, len(cells.bounds) - 1)
     acq_ptr, acq_idx = acquisitions(req, op, int(req.max()) + 1)
     pool = min(2 * len(req), POOL_START)
-    events = Events(req, op, cells.c0, cells.c1, hsh, acq_ptr, acq_idx)
-    maps = SweepMaps(
+    ex, cat, vio = sweep_cells(
+        req,
+        op,
+        cells.c0,
+        cells.c1,
+        hsh,
+        acq_ptr,
+        acq_idx,
+        n,
         new_map(n, -1),
         new_map(n, -1),
-        Holders(new_map(n, 0), new_pool(pool)),
-        Holders(new_map(n, 0), new_pool(pool)),
+        new_map(n, 0),
+        new_map(n, 0),
+        new_pool(pool),
+        new_pool(pool),
+        int(np.count_nonzero(op == READ)) + 1024,
     )
-    out = sweep_cells(events, maps, new_pieces(int(np.count_nonzero(op == READ)) + 1024))
-    ex, cat, vio = out.ex[: out.nex], out.cat[: out.ncat], out.vio[: out.nv]
     for buf, cols in ((ex, (1, 2)), (vio, (1, 2))):
         for col in cols:
             buf[:, col] = cells.bounds[buf[:, col]]
