@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from forensics import __version__
-from forensics.ingest.hashing import sha256_file
+from forensics.hashing import sha256_file
 
 SCHEMA_VERSION = 2
 MANIFEST = "manifest.json"

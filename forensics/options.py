@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from forensics.errors import UsageError
-from forensics.ingest.hashing import sha256_file
+from forensics.hashing import sha256_file
 
 E = TypeVar("E", bound=StrEnum)
 

@@ -12,7 +12,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from forensics.errors import CaseError
-from forensics.ingest.hashing import sha256_file
+from forensics.hashing import sha256_file
 from forensics.manifest import MANIFEST
 
 

@@ -54,6 +54,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "forensics.outdir",
             "forensics.isotime",
             "forensics.sql",
+            "forensics.hashing",
         ),
     ),
 )

@@ -15,6 +15,7 @@ import duckdb
 from forensics import __version__
 from forensics.db import BOOKKEEPING_TABLES, INPUT_TABLES, connect, derived_tables
 from forensics.errors import InputError
+from forensics.hashing import sha256_file
 from forensics.ingest.chunks import jsonl_parts
 from forensics.ingest.contract import OPS, TABLES, TableContract
 from forensics.ingest.discover import (
@@ -25,7 +26,6 @@ from forensics.ingest.discover import (
     discover,
     outside_case,
 )
-from forensics.ingest.hashing import sha256_file
 from forensics.ingest.readers import stage_file
 from forensics.ingest.result import FileCounts, IngestResult
 from forensics.ledger.store import ExternalLedger, detach, validate_ledger, without_ledger
