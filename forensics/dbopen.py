@@ -42,10 +42,12 @@ def open_database(
             path.parent.mkdir(parents=True, exist_ok=True)
         con = duckdb.connect(str(path), read_only=read_only, config=config)
     except (OSError, duckdb.IOException, duckdb.InvalidInputException) as exc:
-        raise CaseError(
-            f"{path}: cannot open the case database ({exc}); give a file path "
-            "where it can be written, and no other process holding it"
-        ) from exc
+        fix = (
+            "give a complete case database written by `kvforensics ingest`"
+            if read_only
+            else "give a file path where it can be written, and no other process holding it"
+        )
+        raise CaseError(f"{path}: cannot open the case database ({exc}); {fix}") from exc
     run(con, "schema/settings", memory_limit=literal(_size(memory_limit)))
     run_script(con, sql("schema/macros"))
     if not read_only:

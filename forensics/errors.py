@@ -51,3 +51,9 @@ class StageUnavailable(KvfError):
 
 class ReplayError(KvfError):
     """A suspect cannot be replayed (missing contents, positions beyond a writer's tokens, ...)."""
+
+
+def first_line(exc: BaseException) -> str:
+    """An error's first line (DuckDB appends the statement it ran, which names no user input)."""
+    text = str(exc)
+    return text.splitlines()[0] if text else type(exc).__name__

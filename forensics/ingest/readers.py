@@ -11,7 +11,7 @@ from pathlib import Path
 
 import duckdb
 
-from forensics.errors import InputError, MissingColumnError
+from forensics.errors import InputError, MissingColumnError, first_line
 from forensics.ingest.contract import TableContract
 from forensics.ingest.discover import InputFile
 from forensics.ingest.integrity import Scan, scan_file, text_blocks
@@ -47,7 +47,7 @@ def _read_raw(
         run_script(con, sql(script), params)
     except duckdb.Error as exc:
         raise InputError(
-            f"cannot read this {f.fmt} file: {exc}",
+            f"cannot read this {f.fmt} file: {first_line(exc)}",
             path=f.rel,
             fix="check that the file is complete and in the format its name says",
         ) from exc
@@ -109,7 +109,7 @@ def stage_parquet(
         types = {r[0]: r[1] for r in described.fetchall()}
     except duckdb.Error as exc:
         raise InputError(
-            f"cannot read this Parquet file: {exc}",
+            f"cannot read this Parquet file: {first_line(exc)}",
             path=f.rel,
             fix="check that the file is complete Parquet",
         ) from exc

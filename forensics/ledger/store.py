@@ -13,6 +13,7 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
+from forensics.errors import first_line
 from forensics.ingest.discover import Discovery
 from forensics.ingest.result import FileCounts
 from forensics.ledger.external import (
@@ -162,7 +163,7 @@ def attach(con: duckdb.DuckDBPyConnection) -> None:
         register_filesystems(con, [f.url for f in files])
         run_script(con, view_sql(files, list(meta["columns"]), bool(meta["assume_utc"])))
     except (duckdb.Error, OSError, ImportError) as exc:
-        why = str(exc).splitlines()[0].replace(";", ",") if str(exc) else type(exc).__name__
+        why = first_line(exc).replace(";", ",")
         message = (
             f"the external ledger of this case ({meta['location']}) cannot be read "
             f"({why}): make it readable again, or ingest the case anew"

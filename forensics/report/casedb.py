@@ -13,6 +13,7 @@ from pathlib import Path
 
 import duckdb
 
+from forensics.dbopen import open_database
 from forensics.errors import CaseError
 from forensics.sql import ident, sql, statements, tables, template
 
@@ -26,11 +27,9 @@ def open_case(db: Path) -> duckdb.DuckDBPyConnection:
     if not db.is_file():
         raise CaseError(f"no case database at {db}; run `kvforensics ingest CASE --db {db}` first")
     try:
-        con = duckdb.connect(str(db), read_only=True)
+        return open_database(db, read_only=True)
     except duckdb.Error as exc:
         raise CaseError(f"{db} is not a readable DuckDB case database: {exc}") from exc
-    con.execute("SET TimeZone = 'UTC'")
-    return con
 
 
 def schema_tables() -> dict[str, str]:
@@ -48,9 +47,10 @@ def schema_tables() -> dict[str, str]:
 def stand_ins(con: duckdb.DuckDBPyConnection) -> Iterator[list[str]]:
     """Create empty TEMP tables for the missing ones; yield their names (sorted); drop them."""
     present = set(tables(con))
-    missing = sorted(name for name in schema_tables() if name not in present)
+    ddl = schema_tables()
+    missing = sorted(name for name in ddl if name not in present)
     for name in missing:
-        con.execute(_CREATE.sub(f"CREATE TEMP TABLE IF NOT EXISTS {name}", schema_tables()[name]))
+        con.execute(_CREATE.sub(f"CREATE TEMP TABLE IF NOT EXISTS {name}", ddl[name]))
     try:
         yield missing
     finally:
