@@ -4,13 +4,20 @@ redirected to a log), one plain line per stage as it starts, with the time since
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
+from typing import TypeVar
 
+import duckdb
 from rich.console import Console
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
+from forensics.db import connect
+from forensics.errors import CaseError
 from forensics.progress import ProgressFn
+
+T = TypeVar("T")
 
 
 @contextmanager
@@ -43,3 +50,22 @@ def _stage_lines(console: Console, title: str) -> ProgressFn:
             console.file.flush()
 
     return line
+
+
+def run_on_case(
+    console: Console,
+    db: Path,
+    title: str,
+    work: Callable[[duckdb.DuckDBPyConnection, ProgressFn], T],
+) -> T:
+    """Open an existing case database, run `work` on it with progress shown as `title`, close."""
+    if not db.is_file():
+        raise CaseError(
+            f"no case database at {db}; create it with `kvforensics ingest CASE --db {db}`"
+        )
+    con = connect(db)
+    try:
+        with progress_reporter(console, title) as progress:
+            return work(con, progress)
+    finally:
+        con.close()

@@ -13,8 +13,7 @@ from forensics.cli.params import (
     ReplayModel,
     SkewMs,
 )
-from forensics.cli.progress import progress_reporter
-from forensics.errors import CaseError
+from forensics.cli.progress import run_on_case
 from forensics.options import ReconstructOptions
 
 
@@ -32,7 +31,6 @@ def reconstruct(
     """Rebuild kv_events for nodes without a KV ledger by driving the node's real allocator
     with the allocations and frees the request log implies; `analyze` then lists the pairs it
     finds as `reconstructed` exposures. Exit code 1 when cross-account pairs were found."""
-    from forensics.db import connect
     from forensics.reconstruct.stage import reconstruct as run_reconstruct
 
     options = ReconstructOptions(
@@ -43,16 +41,9 @@ def reconstruct(
         replay_model=replay_model,
         replay_device=replay_device,
     )
-    if not db.is_file():
-        raise CaseError(
-            f"no case database at {db}; create it with `kvforensics ingest CASE --db {db}`"
-        )
-    con = connect(db)
-    try:
-        with progress_reporter(console, "reconstruct") as progress:
-            summary = run_reconstruct(con, options, progress)
-    finally:
-        con.close()
+    summary = run_on_case(
+        console, db, "reconstruct", lambda con, progress: run_reconstruct(con, options, progress)
+    )
     if json_out:
         emit_json(summary)
     else:

@@ -8,9 +8,7 @@ from rich.table import Table
 
 from forensics.cli.app import app, console, emit_json, finish
 from forensics.cli.params import Db, DeviceMap, Json, Model, ReplayOn, Request, ServedModel
-from forensics.cli.progress import progress_reporter
-from forensics.db import connect
-from forensics.errors import CaseError
+from forensics.cli.progress import run_on_case
 from forensics.options import ReplayOptions
 
 
@@ -32,22 +30,20 @@ def replay(
     options = ReplayOptions(model, served_model, device, device_map, tuple(request or ()))
     check_replay_options(options.model, options.device, ("--model", "--device"))
     require_replay()
-    if not db.is_file():
-        raise CaseError(f"{db}: no case database here; create it with kvforensics ingest")
-    con = connect(db)
-    try:
-        with progress_reporter(console, "replay") as progress:
-            run = run_case_replay(
-                con,
-                options.model,
-                options.device.value,
-                list(options.requests) or None,
-                progress,
-                device_map=options.device_map,
-                served_model=options.served_model,
-            )
-    finally:
-        con.close()
+    run = run_on_case(
+        console,
+        db,
+        "replay",
+        lambda con, progress: run_case_replay(
+            con,
+            options.model,
+            options.device.value,
+            list(options.requests) or None,
+            progress,
+            device_map=options.device_map,
+            served_model=options.served_model,
+        ),
+    )
     summary = summarise(run)
     if json_out:
         emit_json(summary)
