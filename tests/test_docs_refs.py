@@ -51,3 +51,18 @@ def test_design_references_name_the_file():
     bare = re.compile(r"(?<![./\w])DESIGN\s*§")
     hits = [name for name, text in _texts().items() if bare.search(text)]
     assert not [h for h in hits if h != THIS], hits
+
+
+def test_every_named_markdown_file_is_in_the_repository():
+    """A document named anywhere (`docs/engines.md`, `ENGINES.md`, …) is one the repository
+    holds. Output files (notices are `.md` too) are named in lower case outside docs/."""
+    held = {p.name for p in REPO.rglob("*.md") if ".venv" not in p.parts and ".git" not in p.parts}
+    named = re.compile(r"(?<![\w.-])((?:docs/[\w-]+|[A-Z][A-Z_]+)\.md)\b")
+    missing = sorted(
+        f"{name}: {ref}"
+        for name, text in _texts().items()
+        if name != THIS
+        for ref in named.findall(text)
+        if ref.rsplit("/", 1)[-1] not in held
+    )
+    assert not missing, missing

@@ -1,4 +1,4 @@
-"""Logs written from the engines' format strings (ENGINES.md) with random values, ranks,
+"""Logs written from the engines' format strings (docs/engines.md) with random values, ranks,
 variants and noise, read back: the parser must recover exactly what the writer put in."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """SGLang start-up lines: pool size, context length, page size, role and model.
 
-Formats (SGLang 0.5.x and older builds; see ENGINES.md):
+Formats (SGLang 0.5.x and older builds; see docs/engines.md):
   KV Cache is allocated. dtype: {dtype}, #tokens: {N}, K size: {x} GB, V size: {y} GB
   KV Cache is allocated. #tokens: {N}, K size: ...           (older: no dtype)
   KV Cache is allocated. dtype: {dtype}, #tokens: {N}, KV size: {z} GB   (MLA)

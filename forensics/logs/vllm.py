@@ -1,6 +1,6 @@
 """vLLM start-up lines: KV cache capacity, maximum model length, block size, version, model.
 
-Formats (vLLM 0.33 and older; see ENGINES.md):
+Formats (vLLM 0.33 and older; see docs/engines.md):
   {GPU} KV cache size: {N:,} tokens, Maximum concurrency for {L:,} tokens per request: {c}x
   GPU KV cache size: {N:,} tokens            (older v1: two lines)
   Maximum concurrency for {L:,} tokens per request: {c}x

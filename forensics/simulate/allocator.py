@@ -1,6 +1,6 @@
 """SGLang's paged KV allocator and radix prefix cache, as the simulator needs them.
 
-Facts followed (ENGINES.md): the allocator hands out token-slot ids in whole pages; page 0 is
+Facts followed (docs/engines.md): the allocator hands out token-slot ids in whole pages; page 0 is
 reserved as padding and never handed out; freed pages go back to the front of the free list, so
 the most recently freed pages are reused first; freed KV is never zeroed (the simulator keeps no
 contents here at all: what a slot holds is the ledger's business). The radix cache keeps the pages

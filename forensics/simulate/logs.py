@@ -1,4 +1,4 @@
-"""Engine logs per node in SGLang's format (ENGINES.md): the server_args dump and start-up
+"""Engine logs per node in SGLang's format (docs/engines.md): the server_args dump and start-up
 capacity lines, then per-request lines (rejections, batches) in time order.
 
 Line prefix: `[YYYY-mm-dd HH:MM:SS TP0] ` on prefill nodes and `[YYYY-mm-dd HH:MM:SS DP0 TP0] `
