@@ -20,6 +20,8 @@ import numpy as np
 from numba import njit
 from numba.cpython.unsafe import numbers
 
+import forensics.analysis.jitcache  # noqa: F401  (a stale compiled-code cache is recompiled)
+
 _ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
 _ONE = np.uint64(1)
 # Bit scans of a uint64 word, for compiled code only (typed Any: their static type is that of
