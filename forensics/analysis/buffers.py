@@ -4,8 +4,8 @@ Compiled code cannot append to a list of rows cheaply, so the three outputs are 
 travel together as Pieces, with their row counts in one small array updated in place: pushing a
 row never rebuilds the tuple. A push past the end of a buffer only counts the row; the sweep
 then sees that the event did not fit (`fits`), grows the buffers (`regrown`, dropping the
-event's rows) and runs the event again. Events that find something are rare, so the common
-path has no allocation and no tuple to rebuild.
+event's rows) and runs the event again. Buffers double when they grow, so that is rare, and
+the common path has no allocation and no tuple to rebuild.
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ request does it walk `lw` and `hf` there and emit foreign pieces (forensics.anal
 Cost therefore grows with events, runs touched and foreign pieces, never with the number of
 slots in a range.
 
-The compiled kernels take a few named structures (numba compiles named tuples of arrays like
+The compiled kernels take a few named structures (named tuples, which compiled code takes like
 plain arguments): Events (the input columns), SweepMaps (the four maps) and Pieces (the output
 buffers, forensics.analysis.buffers).
 
@@ -122,7 +122,7 @@ def sweep_cells(ev: Events, maps: SweepMaps, out: Pieces) -> Pieces:
                 )
                 hc, hf = borrowed_holders(maps.hc), borrowed_holders(maps.hf)
                 view = SweepMaps(lw, ww, hc, hf)
-            update_holders(hc, a, b, r, min(since, 0))
+            update_holders(hc, a, b, r, min(since, 0))  # hc: every holding acquired at 0
             update_holders(hf, a, b, r, since)
     return out
 
