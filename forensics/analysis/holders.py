@@ -1,30 +1,55 @@
 """Holder sets for the compiled sweep: who holds a run of cells, and since which event.
 
 A holder set is an immutable, request-sorted list of (request code, acquisition event index)
-entries stored in a pool: `ent[i] = (request, acquired_at)`, `sets[sid] = (offset, length)`,
-`cnt = [entries used, sets used, longest set so far]`. Set 0 is the empty set. Changing the
-holders of a run makes a new set (copy on write), so runs that split share their set. When the
-pool is full it is first compacted to the sets still referenced by the holder map, then grown.
+entries stored in a HolderPool. A holder map (Holders) is a run map whose values are set ids in
+its pool. Changing the holders of a run makes a new set (copy on write), so runs that split
+share their set. When the pool is full it is first compacted to the sets still referenced by the
+holder map, then grown.
+
+Kernels take a Holders map; the set helpers (set_*) take the pool arrays they touch, read out
+of the pool once by their callers (see forensics.analysis.runmap for why).
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit
 
 from forensics.analysis.buffers import grown
-from forensics.analysis.runmap import bs_clear, bs_next, bs_prev, rm_split
+from forensics.analysis.runmap import RunMap, bs_clear, bs_next, bs_prev, rm_split
+
+EMPTY_SET = 0  # set id 0 is always the empty set, so a fresh holder map (all 0) holds nobody
 
 
-def new_pool(capacity: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+class HolderPool(NamedTuple):
+    """Append-only storage of holder sets (compiled code takes it as one argument)."""
+
+    # Entries of every set, back to back: ent[i] = [request code, event that acquired the
+    # holding]; a set's entries are sorted by request code.
+    ent: np.ndarray  # int64 (rows, 2)
+    sets: np.ndarray  # int64 (rows, 2): set id -> [offset in ent, length]
+    cnt: np.ndarray  # int64 [entries used, sets used, longest set so far], updated in place
+
+
+class Holders(NamedTuple):
+    """A holder map: cell runs -> set ids in `pool`."""
+
+    runs: RunMap
+    pool: HolderPool
+
+
+def new_pool(capacity: int) -> HolderPool:
+    """An empty pool with room for `capacity` entries and sets, holding only the empty set."""
     ent = np.zeros((max(16, capacity), 2), dtype=np.int64)
     sets = np.zeros((max(16, capacity), 2), dtype=np.int64)
-    cnt = np.array([0, 1, 0], dtype=np.int64)  # used entries, used sets (0: empty), max length
-    return ent, sets, cnt
+    cnt = np.array([0, EMPTY_SET + 1, 0], dtype=np.int64)
+    return HolderPool(ent, sets, cnt)
 
 
 @njit(cache=True, nogil=True)
-def set_find(ent, sets, sid, r):
+def set_find(ent, sets, sid, r):  # type: ignore[no-untyped-def]
     """Entry index of request r in set sid, or -1."""
     off = sets[sid, 0]
     for i in range(off, off + sets[sid, 1]):
@@ -34,7 +59,8 @@ def set_find(ent, sets, sid, r):
 
 
 @njit(cache=True, nogil=True)
-def set_equal(ent, sets, s1, s2):
+def set_equal(ent, sets, s1, s2):  # type: ignore[no-untyped-def]
+    """Whether sets s1 and s2 hold the same entries."""
     if s1 == s2:
         return True
     n = sets[s1, 1]
@@ -49,7 +75,7 @@ def set_equal(ent, sets, s1, s2):
 
 
 @njit(cache=True, nogil=True)
-def set_with(ent, sets, cnt, sid, r, acq):
+def set_with(ent, sets, cnt, sid, r, acq):  # type: ignore[no-untyped-def]
     """The set sid with r held since acq (replacing r's entry). The pool must have room."""
     i = set_find(ent, sets, sid, r)
     if i >= 0 and ent[i, 1] == acq:
@@ -59,7 +85,7 @@ def set_with(ent, sets, cnt, sid, r, acq):
     new_off = cnt[0]
     k = new_off
     placed = False
-    for j in range(off, off + n):
+    for j in range(off, off + n):  # copy the entries, r placed in request order
         if ent[j, 0] == r:
             continue
         if not placed and ent[j, 0] > r:
@@ -78,12 +104,12 @@ def set_with(ent, sets, cnt, sid, r, acq):
 
 
 @njit(cache=True, nogil=True)
-def set_without(ent, sets, cnt, sid, r):
+def set_without(ent, sets, cnt, sid, r):  # type: ignore[no-untyped-def]
     """The set sid without r. The pool must have room."""
     if set_find(ent, sets, sid, r) < 0:
         return sid
     if sets[sid, 1] == 1:
-        return 0
+        return EMPTY_SET
     off = sets[sid, 0]
     new_off = cnt[0]
     k = new_off
@@ -96,7 +122,8 @@ def set_without(ent, sets, cnt, sid, r):
 
 
 @njit(cache=True, nogil=True)
-def _close_set(sets, cnt, off, end):
+def _close_set(sets, cnt, off, end):  # type: ignore[no-untyped-def]
+    """Register entries [off, end) as a new set; returns its id."""
     sid = cnt[1]
     sets[sid, 0] = off
     sets[sid, 1] = end - off
@@ -107,18 +134,21 @@ def _close_set(sets, cnt, off, end):
 
 
 @njit(cache=True, nogil=True)
-def pool_reserve(ent, sets, cnt, need_ent, need_sets, words, offs, nlev, val, n):
-    """Make room for need_ent entries and need_sets sets: compact, then grow if still short."""
+def pool_reserve(h: Holders, need_ent: int, need_sets: int) -> HolderPool:
+    """Room for need_ent entries and need_sets sets: compact the pool to the sets the map still
+    uses (renumbering them in the map), then grow it if still short. Returns the pool to use."""
+    ent, sets, cnt = h.pool.ent, h.pool.sets, h.pool.cnt
+    words, offs, nlev, val, n = h.runs.words, h.runs.offs, h.runs.nlev, h.runs.val, h.runs.n
     if cnt[0] + need_ent <= ent.shape[0] and cnt[1] + need_sets <= sets.shape[0]:
-        return ent, sets
-    remap = np.full(cnt[1], -1, dtype=np.int64)
-    remap[0] = 0
+        return h.pool
+    remap = np.full(cnt[1], -1, dtype=np.int64)  # old set id -> new one, -1: not copied yet
+    remap[EMPTY_SET] = EMPTY_SET
     new_ent = np.empty((max(ent.shape[0], 16), 2), dtype=np.int64)
     new_sets = np.empty((max(sets.shape[0], 16), 2), dtype=np.int64)
-    new_sets[0, 0] = 0
-    new_sets[0, 1] = 0
+    new_sets[EMPTY_SET, 0] = 0
+    new_sets[EMPTY_SET, 1] = 0
     ne = 0
-    ns = 1
+    ns = EMPTY_SET + 1
     j = 0
     while j < n:
         sid = val[j]
@@ -147,12 +177,13 @@ def pool_reserve(ent, sets, cnt, need_ent, need_sets, words, offs, nlev, val, n)
         new_ent = grown(new_ent, ne, want_ent)
     if want_sets > new_sets.shape[0]:
         new_sets = grown(new_sets, ns, want_sets)
-    return new_ent, new_sets
+    return HolderPool(new_ent, new_sets, cnt)
 
 
 @njit(cache=True, nogil=True)
-def count_runs(words, offs, nlev, a, b, n):
+def count_runs(m: RunMap, a: int, b: int) -> int:
     """How many runs of the map meet [a, b)."""
+    words, offs, nlev, n = m.words, m.offs, m.nlev, m.n
     k = 1
     j = bs_next(words, offs, nlev, a + 1, n)
     while j < b:
@@ -162,31 +193,48 @@ def count_runs(words, offs, nlev, a, b, n):
 
 
 @njit(cache=True, nogil=True)
-def update_holders(hmap, ent, sets, cnt, a, b, r, acq, n):
+def short_of_room(h: Holders, a: int, b: int) -> bool:
+    """Whether updating [a, b) might overflow h's pool (a cheap bound: at most one new set per
+    cell, each at most one entry longer than the longest set so far)."""
+    cnt = h.pool.cnt
+    need = b - a + 2
+    return (
+        cnt[0] + need * (cnt[2] + 1) > h.pool.ent.shape[0] or cnt[1] + need > h.pool.sets.shape[0]
+    )
+
+
+@njit(cache=True, nogil=True)
+def with_room(h: Holders, a: int, b: int) -> Holders:
+    """h with room in its pool to update [a, b): when the cheap bound fails, the runs of [a, b)
+    are counted and the pool is compacted, then grown if still short."""
+    if not short_of_room(h, a, b):
+        return h
+    need = count_runs(h.runs, a, b) + 2
+    return Holders(h.runs, pool_reserve(h, need * (h.pool.cnt[2] + 1), need))
+
+
+@njit(cache=True, nogil=True)
+def update_holders(h: Holders, a: int, b: int, r: int, acq: int) -> None:
     """Add r, held since acq, to the holder sets of [a, b) (acq < 0 removes r), then merge
-    runs whose sets became equal. Returns the (possibly reallocated) pool arrays."""
-    hw, ho, hn, hv = hmap
-    runs = b - a + 2  # at most one new set per cell: count the runs only when that is short
-    if cnt[0] + runs * (cnt[2] + 1) > ent.shape[0] or cnt[1] + runs > sets.shape[0]:
-        runs = count_runs(hw, ho, hn, a, b, n) + 2
-        ent, sets = pool_reserve(ent, sets, cnt, runs * (cnt[2] + 1), runs, hw, ho, hn, hv, n)
-    rm_split(hw, ho, hn, hv, a, n)
-    rm_split(hw, ho, hn, hv, b, n)
+    runs whose sets became equal. The pool must have room (with_room)."""
+    words, offs, nlev, hv, n = h.runs.words, h.runs.offs, h.runs.nlev, h.runs.val, h.runs.n
+    ent, sets, cnt = h.pool.ent, h.pool.sets, h.pool.cnt
+    rm_split(words, offs, nlev, hv, a, n)
+    rm_split(words, offs, nlev, hv, b, n)
     x = a
-    while x < b:
-        nx = bs_next(hw, ho, hn, x + 1, n)
+    while x < b:  # a new set for each run of [a, b)
+        nx = bs_next(words, offs, nlev, x + 1, n)
         if acq >= 0:
             hv[x] = set_with(ent, sets, cnt, hv[x], r, acq)
         else:
             hv[x] = set_without(ent, sets, cnt, hv[x], r)
         x = nx
-    prev_sid = hv[bs_prev(hw, ho, hn, a - 1)] if a > 0 else -1
+    prev_sid = hv[bs_prev(words, offs, nlev, a - 1)] if a > 0 else -1
     x = a
-    while x <= b and x < n:
-        nx = bs_next(hw, ho, hn, x + 1, n)
+    while x <= b and x < n:  # merge runs (from a's left neighbour to b) that now hold the same
+        nx = bs_next(words, offs, nlev, x + 1, n)
         if prev_sid >= 0 and set_equal(ent, sets, prev_sid, hv[x]):
-            bs_clear(hw, ho, hn, x)
+            bs_clear(words, offs, nlev, x)
         else:
             prev_sid = hv[x]
         x = nx
-    return ent, sets

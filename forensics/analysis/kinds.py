@@ -14,10 +14,11 @@ that acquired each holding) to classify, per docs/DESIGN.md §4:
 
 from __future__ import annotations
 
-import numpy as np
+from typing import TYPE_CHECKING
+
 from numba import njit
 
-from forensics.analysis.buffers import push_category, push_exposure
+from forensics.analysis.buffers import Pieces, push_category, push_exposure
 from forensics.analysis.codes import (
     FOREIGN,
     OVERWRITTEN,
@@ -30,21 +31,30 @@ from forensics.analysis.codes import (
     STALE,
     UNINITIALISED,
 )
-from forensics.analysis.holders import set_find
+from forensics.analysis.holders import HolderPool, set_find
 from forensics.analysis.runmap import bs_next, bs_prev
 from forensics.analysis.violations import push_holders
 
+if TYPE_CHECKING:
+    from forensics.analysis.sweep import Events, SweepMaps
+
+NO_KIND = -1  # classify's exposure kind for what is no exposure
+NOBODY = -1  # ww's value where no write happened yet (and lw's: no write event)
+
 
 @njit(cache=True, nogil=True)
-def classify(r, w, wr, sid, op, hsh, ent, sets):
-    """(category, exposure kind or -1) of r reading cells last written by event w of wr."""
-    hi = set_find(ent, sets, sid, r)
-    acq = ent[hi, 1] if hi >= 0 else -1
-    if hi >= 0 and op[acq] == SHARE and acq > w:
-        if hsh[acq] < 0 or hsh[w] < 0:
-            return SHARED_UNVERIFIED, -1
+def classify(ev: Events, t: int, w: int, wr: int, pool: HolderPool, sid: int) -> tuple[int, int]:
+    """(category, exposure kind or NO_KIND) of the read at event t, of cells last written by
+    event w of request wr, held by set sid of pool."""
+    ent, sets = pool.ent, pool.sets
+    hi = set_find(ent, sets, sid, ev.req[t])
+    acq = ent[hi, 1] if hi >= 0 else -1  # the event whose holding covers the cells
+    if hi >= 0 and ev.op[acq] == SHARE and acq > w:
+        hsh = ev.hsh
+        if hsh[acq] < 0 or hsh[w] < 0:  # -1: the ledger gave no content hash
+            return SHARED_UNVERIFIED, NO_KIND
         if hsh[acq] == hsh[w]:
-            return SHARED_VERIFIED, -1
+            return SHARED_VERIFIED, NO_KIND
         return FOREIGN, PREFIX_MISMATCH
     if (hi >= 0 and w > acq) or set_find(ent, sets, sid, wr) >= 0:
         return FOREIGN, OVERWRITTEN
@@ -52,64 +62,68 @@ def classify(r, w, wr, sid, op, hsh, ent, sets):
 
 
 @njit(cache=True, nogil=True)
-def foreign_run(t, r, wr, x, e, n, lw, hf, ent, sets, op, hsh, ex, nex, cat, ncat):
-    """Classify [x, e), last written by another request wr, along the fine maps."""
-    lw_w, lw_o, lw_n, lw_v = lw
-    hw, ho, hn, hv = hf
-    p_w = bs_prev(lw_w, lw_o, lw_n, x)
-    n_w = bs_next(lw_w, lw_o, lw_n, x + 1, n)
-    p_h = bs_prev(hw, ho, hn, x)
-    n_h = bs_next(hw, ho, hn, x + 1, n)
+def foreign_run(ev: Events, t: int, wr: int, x: int, e: int, maps: SweepMaps, out: Pieces) -> None:
+    """Classify [x, e) of the read at event t, last written by another request wr, along the
+    fine maps (maps.lw: the exact write; maps.hf: holders with their acquisition)."""
+    lw, hf, pool = maps.lw, maps.hf.runs, maps.hf.pool
+    n = lw.n
+    lw_words, lw_offs, lw_nlev, lw_val = lw.words, lw.offs, lw.nlev, lw.val
+    hf_words, hf_offs, hf_nlev, hf_val = hf.words, hf.offs, hf.nlev, hf.val
+    cat, ex, rows = out.cat, out.ex, out.rows
+    # The runs of lw and hf holding y, and where the next ones start.
+    p_w = bs_prev(lw_words, lw_offs, lw_nlev, x)
+    n_w = bs_next(lw_words, lw_offs, lw_nlev, x + 1, n)
+    p_h = bs_prev(hf_words, hf_offs, hf_nlev, x)
+    n_h = bs_next(hf_words, hf_offs, hf_nlev, x + 1, n)
     y = x
     while y < e:
         z = min(n_w, n_h, e)
-        w = lw_v[p_w]
-        category, kind = classify(r, w, wr, hv[p_h], op, hsh, ent, sets)
-        cat, ncat = push_category(cat, ncat, t, category, y, z)
-        if kind >= 0:
-            ex, nex = push_exposure(ex, nex, t, y, z, w, kind)
+        w = lw_val[p_w]
+        category, kind = classify(ev, t, w, wr, pool, hf_val[p_h])
+        push_category(cat, rows, t, category, y, z)
+        if kind != NO_KIND:
+            push_exposure(ex, rows, t, y, z, w, kind)
         y = z
         if y == n_w:
             p_w = n_w
-            n_w = bs_next(lw_w, lw_o, lw_n, n_w + 1, n)
+            n_w = bs_next(lw_words, lw_offs, lw_nlev, n_w + 1, n)
         if y == n_h:
             p_h = n_h
-            n_h = bs_next(hw, ho, hn, n_h + 1, n)
-    return ex, nex, cat, ncat
+            n_h = bs_next(hf_words, hf_offs, hf_nlev, n_h + 1, n)
 
 
 @njit(cache=True, nogil=True)
-def read(t, r, a, b, n, lw, ww, hc, hf, pc, pf, op, hsh, ex, nex, cat, ncat, vio, nv):
-    """Everything the read by r of [a, b) at event t saw; returns the grown buffers."""
-    ww_w, ww_o, ww_n, ww_v = ww
-    cw, co, cn, cv = hc
-    ent_c, sets_c = pc
-    ent_f, sets_f = pf
-    p_l = bs_prev(ww_w, ww_o, ww_n, a)
-    n_l = bs_next(ww_w, ww_o, ww_n, a + 1, n)
-    p_h = bs_prev(cw, co, cn, a)
-    n_h = bs_next(cw, co, cn, a + 1, n)
-    x = a
+def read(ev: Events, t: int, maps: SweepMaps, out: Pieces) -> None:
+    """Everything the read at event t saw, as rows added to out."""
+    r = ev.req[t]
+    b = ev.c1[t]
+    ww, hc, pool = maps.ww, maps.hc.runs, maps.hc.pool
+    n = ww.n
+    ww_words, ww_offs, ww_nlev, ww_val = ww.words, ww.offs, ww.nlev, ww.val
+    hc_words, hc_offs, hc_nlev, hc_val = hc.words, hc.offs, hc.nlev, hc.val
+    ent, sets = pool.ent, pool.sets
+    cat, rows = out.cat, out.rows
+    x = ev.c0[t]
+    # The runs of ww and hc holding x, and where the next ones start.
+    p_l = bs_prev(ww_words, ww_offs, ww_nlev, x)
+    n_l = bs_next(ww_words, ww_offs, ww_nlev, x + 1, n)
+    p_h = bs_prev(hc_words, hc_offs, hc_nlev, x)
+    n_h = bs_next(hc_words, hc_offs, hc_nlev, x + 1, n)
     while x < b:
         e = min(n_l, n_h, b)
-        wr = ww_v[p_l]
-        if wr < 0:
-            cat, ncat = push_category(cat, ncat, t, np.int64(UNINITIALISED), x, e)
+        wr = ww_val[p_l]
+        if wr == NOBODY:
+            push_category(cat, rows, t, UNINITIALISED, x, e)
         elif wr == r:
-            cat, ncat = push_category(cat, ncat, t, np.int64(OWN), x, e)
+            push_category(cat, rows, t, OWN, x, e)
         else:
-            ex, nex, cat, ncat = foreign_run(
-                t, r, wr, x, e, n, lw, hf, ent_f, sets_f, op, hsh, ex, nex, cat, ncat
-            )
-        if set_find(ent_c, sets_c, cv[p_h], r) < 0:
-            vio, nv = push_holders(
-                vio, nv, t, x, e, np.int64(READ_UNHELD), ent_c, sets_c, cv[p_h], r
-            )
+            foreign_run(ev, t, wr, x, e, maps, out)
+        if set_find(ent, sets, hc_val[p_h], r) < 0:
+            push_holders(out, t, x, e, READ_UNHELD, pool, hc_val[p_h], r)
         x = e
         if x == n_l:
             p_l = n_l
-            n_l = bs_next(ww_w, ww_o, ww_n, n_l + 1, n)
+            n_l = bs_next(ww_words, ww_offs, ww_nlev, n_l + 1, n)
         if x == n_h:
             p_h = n_h
-            n_h = bs_next(cw, co, cn, n_h + 1, n)
-    return ex, nex, cat, ncat, vio, nv
+            n_h = bs_next(hc_words, hc_offs, hc_nlev, n_h + 1, n)

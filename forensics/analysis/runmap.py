@@ -1,26 +1,52 @@
 """An ordered run map over a node's compressed slot cells, for the compiled sweep.
 
-The map splits the cells `[0, n)` into maximal runs, each with one int64 value. Run starts are
-kept in a hierarchical 64-ary bitset, so finding the run that contains a cell, the next run
-start, splitting a run or wiping every start inside a range costs O(log64 n) per start touched:
-an operation costs the runs it touches, never the length of the range.
+A run map splits the cells `[0, n)` into maximal runs (run-length encoding), each with one int64
+value: the sweep keeps the last writer, the last write and the holder sets this way, so updating
+a range costs the runs it touches, never its length in cells. Run starts are kept in a
+hierarchical 64-ary bitset, so finding the run that contains a cell, the next run start,
+splitting a run or wiping every start inside a range costs O(log64 n) per start touched.
+Cell 0 is always a run start.
 
-A map is a tuple (words, offs, nlev, val): `words` holds every bitset level (level 0 first),
-`offs[k]` is where level k starts in `words`, `val[c]` is the value of the run starting at c
-(meaningful only where c is a run start). Cell 0 is always a run start.
+Kernels take a RunMap; the bit-set helpers (bs_*, rm_split) take the arrays they touch, which
+callers read out of the map once, before their loops: they run several times per event, and
+reading a tuple's field inside a compiled loop counts a reference each time.
 """
 
 from __future__ import annotations
 
+from typing import Any, NamedTuple
+
 import numpy as np
 from numba import njit
-from numba.cpython.unsafe.numbers import leading_zeros, trailing_zeros
+from numba.cpython.unsafe import numbers
+
+import forensics.analysis.jitcache  # noqa: F401  (a stale compiled-code cache is recompiled)
 
 _ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
 _ONE = np.uint64(1)
+# Bit scans of a uint64 word, for compiled code only (typed Any: their static type is that of
+# the compile-time hook): the lowest set bit of w is trailing_zeros(w), the highest is
+# 63 - leading_zeros(w).
+trailing_zeros: Any = numbers.trailing_zeros
+leading_zeros: Any = numbers.leading_zeros
 
 
-def new_map(n: int, value: int) -> tuple[np.ndarray, np.ndarray, int, np.ndarray]:
+class RunMap(NamedTuple):
+    """The runs of one map (a tuple of arrays, so compiled code takes it as one argument)."""
+
+    # Bit-packed run starts: bit c of level 0 is set when a run starts at cell c; bit k of
+    # level L + 1 is set when word k of level L is not zero, so empty stretches are skipped
+    # 64 words at a time. Every level lives in this one uint64 array, level 0 first.
+    words: np.ndarray
+    offs: np.ndarray  # int64: level L is words[offs[L]:offs[L + 1]]
+    nlev: int  # levels; the top level is a single word
+    # Run-length values: val[c] is the value of the run starting at c. Cells that start no run
+    # keep stale values, read only once a split makes them a start (rm_split copies the value).
+    val: np.ndarray
+    n: int  # cells; bs_next answers n for "no run start after i" (a sentinel, not a cell)
+
+
+def new_map(n: int, value: int) -> RunMap:
     """A map over n cells holding one run [0, n) with `value`."""
     sizes = []
     size = max(1, n)
@@ -34,16 +60,18 @@ def new_map(n: int, value: int) -> tuple[np.ndarray, np.ndarray, int, np.ndarray
     words = np.zeros(int(offs[-1]), dtype=np.uint64)
     val = np.full(max(1, n) + 1, value, dtype=np.int64)
     bs_set(words, offs, len(sizes), 0)
-    return words, offs, len(sizes), val
+    return RunMap(words, offs, len(sizes), val, max(1, n))
 
 
 @njit(cache=True, nogil=True)
-def bs_test(words, offs, _nlev, i):  # same arguments as the other bit-set kernels
+def bs_test(words, offs, i):  # type: ignore[no-untyped-def]
+    """Whether a run starts at cell i."""
     return (words[offs[0] + (i >> 6)] >> np.uint64(i & 63)) & _ONE != 0
 
 
 @njit(cache=True, nogil=True)
-def bs_set(words, offs, nlev, i):
+def bs_set(words, offs, nlev, i):  # type: ignore[no-untyped-def]
+    """Make i a run start; upper levels get their bit only when the word below was empty."""
     idx = i
     for lev in range(nlev):
         w = offs[lev] + (idx >> 6)
@@ -55,7 +83,8 @@ def bs_set(words, offs, nlev, i):
 
 
 @njit(cache=True, nogil=True)
-def bs_clear(words, offs, nlev, i):
+def bs_clear(words, offs, nlev, i):  # type: ignore[no-untyped-def]
+    """Make i no run start; upper levels lose their bit only when the word below empties."""
     idx = i
     for lev in range(nlev):
         w = offs[lev] + (idx >> 6)
@@ -66,70 +95,71 @@ def bs_clear(words, offs, nlev, i):
 
 
 @njit(cache=True, nogil=True)
-def bs_next(words, offs, nlev, i, n):
-    """Smallest set index >= i, or n when there is none."""
+def bs_next(words, offs, nlev, i, n):  # type: ignore[no-untyped-def]
+    """Smallest run start >= i, or n (the map's cells) when there is none."""
     if i >= n:
         return n
     idx = i
     lev = 0
-    while lev < nlev:
+    while lev < nlev:  # climb until a word has a set bit at or after idx
         w = idx >> 6
         if offs[lev] + w >= offs[lev + 1]:
             return n
-        m = words[offs[lev] + w] & (_ALL << np.uint64(idx & 63))
-        if m != 0:
-            idx = (w << 6) + trailing_zeros(m)
+        bits = words[offs[lev] + w] & (_ALL << np.uint64(idx & 63))
+        if bits != 0:
+            idx = (w << 6) + trailing_zeros(bits)
             break
         idx = w + 1
         lev += 1
     if lev == nlev:
         return n
-    while lev > 0:
+    while lev > 0:  # descend along the lowest set bit of each word
         lev -= 1
         idx = (idx << 6) + trailing_zeros(words[offs[lev] + idx])
     return min(idx, n)
 
 
 @njit(cache=True, nogil=True)
-def bs_prev(words, offs, nlev, i):
-    """Largest set index <= i, or -1 when there is none."""
+def bs_prev(words, offs, nlev, i):  # type: ignore[no-untyped-def]
+    """Largest run start <= i (the start of the run holding cell i), or -1 when there is none."""
     idx = i
     lev = 0
-    while lev < nlev:
+    while lev < nlev:  # climb until a word has a set bit at or before idx
         if idx < 0:
             return -1
         w = idx >> 6
-        m = words[offs[lev] + w] & (_ALL >> np.uint64(63 - (idx & 63)))
-        if m != 0:
-            idx = (w << 6) + 63 - leading_zeros(m)
+        bits = words[offs[lev] + w] & (_ALL >> np.uint64(63 - (idx & 63)))
+        if bits != 0:
+            idx = (w << 6) + 63 - leading_zeros(bits)
             break
         idx = w - 1
         lev += 1
     if lev == nlev:
         return -1
-    while lev > 0:
+    while lev > 0:  # descend along the highest set bit of each word
         lev -= 1
         idx = (idx << 6) + 63 - leading_zeros(words[offs[lev] + idx])
     return idx
 
 
 @njit(cache=True, nogil=True)
-def rm_split(words, offs, nlev, val, x, n):
-    """Make x a run start (no-op at n or when it already is one)."""
-    if x >= n or bs_test(words, offs, nlev, x):
+def rm_split(words, offs, nlev, val, x, n):  # type: ignore[no-untyped-def]
+    """Make x a run start of the map (words, offs, nlev, val) over n cells, the new run keeping
+    the value of the run it splits (no-op at n or when x already starts a run)."""
+    if x >= n or bs_test(words, offs, x):
         return
-    p = bs_prev(words, offs, nlev, x)
-    val[x] = val[p]
+    val[x] = val[bs_prev(words, offs, nlev, x)]
     bs_set(words, offs, nlev, x)
 
 
 @njit(cache=True, nogil=True)
-def rm_assign(words, offs, nlev, val, a, b, v, n):
+def rm_assign(m: RunMap, a: int, b: int, v: int) -> None:
     """Give [a, b) the value v, merging with equal neighbours."""
+    words, offs, nlev, val, n = m.words, m.offs, m.nlev, m.val, m.n
     rm_split(words, offs, nlev, val, a, n)
     rm_split(words, offs, nlev, val, b, n)
     j = bs_next(words, offs, nlev, a + 1, n)
-    while j < b:
+    while j < b:  # wipe the run starts inside (a, b)
         bs_clear(words, offs, nlev, j)
         j = bs_next(words, offs, nlev, j + 1, n)
     val[a] = v

@@ -1,7 +1,7 @@
 """The compiled per-node sweep: whose data every read saw, and every ownership violation.
 
-Input: one node's events already in their total order (see forensics.analysis.order), as plain
-int64 arrays, with slot ranges compressed to cells (`[c0, c1)`; every event boundary is a cell
+Input: one node's events already in their total order (see forensics.analysis.order), as integer
+arrays, with slot ranges compressed to cells (`[c0, c1)`; every event boundary is a cell
 boundary, so the state is constant inside a cell). The sweep keeps four run maps over cells:
 
 - `lw` cell run -> index of the last write event (-1: never written);
@@ -15,8 +15,12 @@ request does it walk `lw` and `hf` there and emit foreign pieces (forensics.anal
 Cost therefore grows with events, runs touched and foreign pieces, never with the number of
 slots in a range.
 
-Outputs of sweep_cells (2-D, one row per piece, cells not yet mapped back to slots; int64
-except categories, int32 since there is at least one row per read):
+The compiled kernels take a few named structures (named tuples, which compiled code takes like
+plain arguments): Events (the input columns), SweepMaps (the four maps) and Pieces (the output
+buffers, forensics.analysis.buffers).
+
+Outputs of sweep_cells, in Pieces (2-D, one row per piece, cells not yet mapped back to slots;
+int64 except categories, int32 since there is at least one row per read):
 - exposures  `[read event, c0, c1, write event, kind]`  (kind: EXPOSURE_KINDS)
 - categories `[read event, category, c0, c1]`          (category: CATEGORIES)
 - violations `[event, c0, c1, violation, other request code or -1]` (violation: VIOLATIONS)
@@ -25,10 +29,13 @@ except categories, int32 since there is at least one row per read):
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit
 
+from forensics.analysis.borrow import borrowed, borrowed_holders, borrowed_map, borrowed_pieces
+from forensics.analysis.buffers import CAT, EX, VIO, Pieces, fits, new_pieces, regrown
 from forensics.analysis.codes import (  # noqa: F401  (re-exported names)
     ALLOC,
     CATEGORIES,
@@ -40,68 +47,108 @@ from forensics.analysis.codes import (  # noqa: F401  (re-exported names)
     VIOLATIONS,
     WRITE,
 )
-from forensics.analysis.holders import new_pool, update_holders
+from forensics.analysis.holders import (
+    Holders,
+    new_pool,
+    short_of_room,
+    update_holders,
+    with_room,
+)
 from forensics.analysis.kinds import read
-from forensics.analysis.runmap import new_map, rm_assign
+from forensics.analysis.runmap import RunMap, new_map, rm_assign
 from forensics.analysis.violations import check_holders
 
 
+class Events(NamedTuple):
+    """One node's events in their total order, as the compiled sweep reads them: event t is
+    request req[t] doing op[t] on cells [c0[t], c1[t])."""
+
+    req: np.ndarray  # int32 request codes (0 .. requests - 1)
+    op: np.ndarray  # int8 codes of OPS
+    c0: np.ndarray  # int32 first cell
+    c1: np.ndarray  # int32 end cell (exclusive)
+    hsh: np.ndarray  # int32 content-hash codes, -1 where the ledger gave none
+    # Each request's alloc/share events, in compressed sparse rows: those of request r are
+    # acq_idx[acq_ptr[r]:acq_ptr[r + 1]], in event order.
+    acq_ptr: np.ndarray  # int64
+    acq_idx: np.ndarray  # int64
+
+
+class SweepMaps(NamedTuple):
+    """The sweep's state: four run maps over the node's cells (see the module docstring)."""
+
+    lw: RunMap  # last write event, -1: never written
+    ww: RunMap  # request code of the last writer, -1: never written
+    hc: Holders  # holder requests, acquired_at 0 (so a request's allocations coalesce)
+    hf: Holders  # holder requests with the event that acquired each holding
+
+
 @njit(cache=True, nogil=True)
-def sweep_cells(
-    req, op, c0, c1, hsh, acq_ptr, acq_idx, n, lw, ww, hc, hf, pool_c, pool_f, cat_rows
-):
-    """Run one node's ordered events through the maps; see the module docstring. cat_rows: the
-    room to start with for category rows (each read makes at least one)."""
-    ex = np.empty((1024, 5), dtype=np.int64)
-    cat = np.empty((cat_rows, 4), dtype=np.int32)
-    vio = np.empty((256, 5), dtype=np.int64)
-    nex = np.int64(0)
-    ncat = np.int64(0)
-    nv = np.int64(0)
-    ent_c, sets_c, cnt_c = pool_c
-    ent_f, sets_f, cnt_f = pool_f
+def sweep_cells(ev: Events, maps: SweepMaps, out: Pieces) -> Pieces:
+    """Run one node's ordered events through the maps; see the module docstring. Returns the
+    output buffers (new ones where they had to grow)."""
+    # The loop works on borrowed views (forensics.analysis.borrow). The owners stay alive:
+    # ev's arrays belong to the caller, and maps and out are read again whenever a pool or a
+    # buffer grows, so they live through the loop; their views are taken again after a growth.
+    events = borrowed_events(ev)
+    req, op, c0, c1 = events.req, events.op, events.c0, events.c1
+    lw, ww = borrowed_map(maps.lw), borrowed_map(maps.ww)
+    hc, hf = borrowed_holders(maps.hc), borrowed_holders(maps.hf)
+    view = SweepMaps(lw, ww, hc, hf)
+    pieces = borrowed_pieces(out)
+    rows = pieces.rows
     for t in range(req.shape[0]):
-        r = req[t]
         o = op[t]
+        if o != FREE and o != SHARE:  # the events that may add rows: look at what they see
+            ex_rows, cat_rows, vio_rows = rows[EX], rows[CAT], rows[VIO]
+            looks(events, t, view, pieces)
+            while not fits(pieces):  # rare: drop the event's rows, grow the buffers, look again
+                out = regrown(out, ex_rows, cat_rows, vio_rows)
+                pieces = borrowed_pieces(out)
+                looks(events, t, view, pieces)
+            if o == READ:
+                continue
+        r = req[t]
         a = c0[t]
         b = c1[t]
-        if o == READ:
-            ex, nex, cat, ncat, vio, nv = read(
-                t,
-                r,
-                a,
-                b,
-                n,
-                lw,
-                ww,
-                hc,
-                hf,
-                (ent_c, sets_c),
-                (ent_f, sets_f),
-                op,
-                hsh,
-                ex,
-                nex,
-                cat,
-                ncat,
-                vio,
-                nv,
-            )
-        elif o == WRITE:
-            vio, nv = check_holders(
-                t, r, a, b, n, hc, ent_c, sets_c, vio, nv, o == WRITE, acq_ptr, acq_idx, c0, c1
-            )
-            rm_assign(lw[0], lw[1], lw[2], lw[3], a, b, t, n)
-            rm_assign(ww[0], ww[1], ww[2], ww[3], a, b, r, n)
+        if o == WRITE:
+            rm_assign(lw, a, b, t)
+            rm_assign(ww, a, b, r)
         else:
-            if o == ALLOC:
-                vio, nv = check_holders(
-                    t, r, a, b, n, hc, ent_c, sets_c, vio, nv, o == WRITE, acq_ptr, acq_idx, c0, c1
+            since = t if o != FREE else -1  # acquired at t; -1 (FREE): drop the holding
+            if short_of_room(hc, a, b) or short_of_room(hf, a, b):  # rare: a pool is full
+                maps = SweepMaps(
+                    maps.lw, maps.ww, with_room(maps.hc, a, b), with_room(maps.hf, a, b)
                 )
-            since = t if o != FREE else -1
-            ent_c, sets_c = update_holders(hc, ent_c, sets_c, cnt_c, a, b, r, min(since, 0), n)
-            ent_f, sets_f = update_holders(hf, ent_f, sets_f, cnt_f, a, b, r, since, n)
-    return ex[:nex], cat[:ncat], vio[:nv]
+                hc, hf = borrowed_holders(maps.hc), borrowed_holders(maps.hf)
+                view = SweepMaps(lw, ww, hc, hf)
+            update_holders(hc, a, b, r, min(since, 0))  # hc: every holding acquired at 0
+            update_holders(hf, a, b, r, since)
+    return out
+
+
+@njit(cache=True, nogil=True)
+def borrowed_events(ev: Events) -> Events:
+    """ev as borrowed views (forensics.analysis.borrow)."""
+    return Events(
+        borrowed(ev.req),
+        borrowed(ev.op),
+        borrowed(ev.c0),
+        borrowed(ev.c1),
+        borrowed(ev.hsh),
+        borrowed(ev.acq_ptr),
+        borrowed(ev.acq_idx),
+    )
+
+
+@njit(cache=True, nogil=True)
+def looks(ev: Events, t: int, maps: SweepMaps, out: Pieces) -> None:
+    """The rows of event t that depend only on the maps before it: what a read saw; the
+    violations of a write or an alloc."""
+    if ev.op[t] == READ:
+        read(ev, t, maps, out)
+    else:
+        check_holders(ev, t, maps.hc, out)
 
 
 @dataclass(frozen=True)
@@ -123,7 +170,7 @@ def compress(slot_start: np.ndarray, slot_count: np.ndarray) -> Cells:
 def cells_of(start: np.ndarray, end: np.ndarray) -> Cells:
     """The cells of ranges [start, end) (int64 arrays), holding at most one extra int64 copy of
     one of them at a time (a node can have tens of millions of events)."""
-    bounds = np.union1d(_distinct(start), _distinct(end))
+    bounds = _distinct(np.concatenate([_distinct(start), _distinct(end)]))
     if len(bounds) >= np.iinfo(np.int32).max:
         raise ValueError(f"{len(bounds)} cells do not fit int32")
     return Cells(bounds, _positions(bounds, start), _positions(bounds, end))
@@ -189,23 +236,16 @@ def sweep_cells_of(
     n = max(1, len(cells.bounds) - 1)
     acq_ptr, acq_idx = acquisitions(req, op, int(req.max()) + 1)
     pool = min(2 * len(req), POOL_START)
-    ex, cat, vio = sweep_cells(
-        req,
-        op,
-        cells.c0,
-        cells.c1,
-        hsh,
-        acq_ptr,
-        acq_idx,
-        n,
+    events = Events(req, op, cells.c0, cells.c1, hsh, acq_ptr, acq_idx)
+    maps = SweepMaps(
         new_map(n, -1),
         new_map(n, -1),
-        new_map(n, 0),
-        new_map(n, 0),
-        new_pool(pool),
-        new_pool(pool),
-        int(np.count_nonzero(op == READ)) + 1024,
+        Holders(new_map(n, 0), new_pool(pool)),
+        Holders(new_map(n, 0), new_pool(pool)),
     )
+    out = sweep_cells(events, maps, new_pieces(int(np.count_nonzero(op == READ)) + 1024))
+    nex, ncat, nv = (int(k) for k in out.rows[[EX, CAT, VIO]])
+    ex, cat, vio = out.ex[:nex], out.cat[:ncat], out.vio[:nv]
     for buf, cols in ((ex, (1, 2)), (vio, (1, 2))):
         for col in cols:
             buf[:, col] = cells.bounds[buf[:, col]]

@@ -4,40 +4,52 @@ write-after-free, write-unheld, double-allocation, read-unheld. Rows are
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 from numba import njit
 
-from forensics.analysis.buffers import push
-from forensics.analysis.codes import DOUBLE_ALLOCATION, WRITE_AFTER_FREE, WRITE_UNHELD
-from forensics.analysis.holders import set_find
+from forensics.analysis.buffers import Pieces, push_violation
+from forensics.analysis.codes import DOUBLE_ALLOCATION, WRITE, WRITE_AFTER_FREE, WRITE_UNHELD
+from forensics.analysis.holders import HolderPool, Holders, set_find
 from forensics.analysis.runmap import bs_next, bs_prev
 
+if TYPE_CHECKING:
+    from forensics.analysis.sweep import Events
+
+NO_OTHER = -1  # the "other request" column when no other request is involved
+
 
 @njit(cache=True, nogil=True)
-def push_holders(vio, n, t, x, e, kind, ent, sets, sid, skip):
-    """One row per holder in sid other than skip; one row with -1 when there is none (except
-    for double-allocation, which needs another holder)."""
+def push_holders(
+    out: Pieces, t: int, x: int, e: int, kind: int, pool: HolderPool, sid: int, skip: int
+) -> None:
+    """One row per holder in set sid other than skip; one row with NO_OTHER when there is none
+    (except for double-allocation, which needs another holder)."""
     any_other = False
-    off = sets[sid, 0]
-    for i in range(off, off + sets[sid, 1]):
+    ent, vio, rows = pool.ent, out.vio, out.rows
+    off = pool.sets[sid, 0]
+    for i in range(off, off + pool.sets[sid, 1]):
         if ent[i, 0] != skip:
-            vio = push(vio, n, t, x, e, kind, ent[i, 0])
-            n += 1
+            push_violation(vio, rows, t, x, e, kind, ent[i, 0])
             any_other = True
     if not any_other and kind != DOUBLE_ALLOCATION:
-        vio = push(vio, n, t, x, e, kind, np.int64(-1))
-        n += 1
-    return vio, n
+        push_violation(vio, rows, t, x, e, kind, NO_OTHER)
 
 
 @njit(cache=True, nogil=True)
-def unheld_write(vio, nv, t, x, e, r, acq_ptr, acq_idx, c0, c1, ent, sets, sid):
-    """Rows for a write by r of [x, e), which r does not hold: write-after-free where an earlier
-    alloc/share of r covered the cells, write-unheld elsewhere."""
+def unheld_write(
+    ev: Events, t: int, x: int, e: int, pool: HolderPool, sid: int, out: Pieces
+) -> None:
+    """Rows for the write at event t of cells [x, e), which its request r does not hold (the
+    holders are set sid): write-after-free where an earlier alloc/share of r covered the cells,
+    write-unheld elsewhere."""
+    r = ev.req[t]
+    acq_ptr, acq_idx, c0, c1 = ev.acq_ptr, ev.acq_idx, ev.c0, ev.c1
     lo = np.empty(acq_ptr[r + 1] - acq_ptr[r], dtype=np.int64)
     hi = np.empty_like(lo)
     k = 0
-    for i in range(acq_ptr[r], acq_ptr[r + 1]):
+    for i in range(acq_ptr[r], acq_ptr[r + 1]):  # r's holdings before t that meet [x, e)
         j = acq_idx[i]
         if j >= t:
             break
@@ -53,7 +65,7 @@ def unheld_write(vio, nv, t, x, e, r, acq_ptr, acq_idx, c0, c1, ent, sets, sid):
             j -= 1
     cur = x
     i = 0
-    while i < k:
+    while i < k:  # merge overlapping holdings; the gaps between them are write-unheld
         s0 = lo[order[i]]
         s1 = hi[order[i]]
         i += 1
@@ -61,27 +73,31 @@ def unheld_write(vio, nv, t, x, e, r, acq_ptr, acq_idx, c0, c1, ent, sets, sid):
             s1 = max(s1, hi[order[i]])
             i += 1
         if cur < s0:
-            vio, nv = push_holders(vio, nv, t, cur, s0, np.int64(WRITE_UNHELD), ent, sets, sid, r)
-        vio, nv = push_holders(vio, nv, t, s0, s1, np.int64(WRITE_AFTER_FREE), ent, sets, sid, r)
+            push_holders(out, t, cur, s0, WRITE_UNHELD, pool, sid, r)
+        push_holders(out, t, s0, s1, WRITE_AFTER_FREE, pool, sid, r)
         cur = s1
     if cur < e:
-        vio, nv = push_holders(vio, nv, t, cur, e, np.int64(WRITE_UNHELD), ent, sets, sid, r)
-    return vio, nv
+        push_holders(out, t, cur, e, WRITE_UNHELD, pool, sid, r)
 
 
 @njit(cache=True, nogil=True)
-def check_holders(t, r, a, b, n, hmap, ent, sets, vio, nv, is_write, acq_ptr, acq_idx, c0, c1):
-    """Violations of a write (cells r does not hold) or of an alloc (cells others hold)."""
-    hw, ho, hn, hv = hmap
-    x = a
-    p_h = bs_prev(hw, ho, hn, a)
-    while x < b:
-        e = min(bs_next(hw, ho, hn, x + 1, n), b)
+def check_holders(ev: Events, t: int, h: Holders, out: Pieces) -> None:
+    """Violations of event t against the holder map h: for a write, the cells its request does
+    not hold; for an alloc, the cells others hold."""
+    r = ev.req[t]
+    b = ev.c1[t]
+    is_write = ev.op[t] == WRITE
+    words, offs, nlev, hv, n = h.runs.words, h.runs.offs, h.runs.nlev, h.runs.val, h.runs.n
+    pool = h.pool
+    ent, sets = pool.ent, pool.sets
+    x = ev.c0[t]
+    p_h = bs_prev(words, offs, nlev, x)
+    while x < b:  # each run of holders in [x, b)
+        e = min(bs_next(words, offs, nlev, x + 1, n), b)
         sid = hv[p_h]
         if not is_write:
-            vio, nv = push_holders(vio, nv, t, x, e, np.int64(DOUBLE_ALLOCATION), ent, sets, sid, r)
+            push_holders(out, t, x, e, DOUBLE_ALLOCATION, pool, sid, r)
         elif set_find(ent, sets, sid, r) < 0:
-            vio, nv = unheld_write(vio, nv, t, x, e, r, acq_ptr, acq_idx, c0, c1, ent, sets, sid)
+            unheld_write(ev, t, x, e, pool, sid, out)
         x = e
         p_h = e
-    return vio, nv

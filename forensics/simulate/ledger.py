@@ -100,21 +100,8 @@ class EventBuffer:
             return
         if self.n + (p1 - p0) // page_size + 2 > self.cap:
             self._reserve((p1 - p0) // page_size + 2)
-        n = K.emit_runs(
-            self.data,
-            self.n,
-            self.emitted - self.n,
-            pages,
-            p0,
-            p1,
-            page_size,
-            ts,
-            node,
-            rid,
-            op,
-            src,
-            hash_id,
-        )
+        row = (ts, node, rid, op, 0, 0, 0, src, hash_id, self.emitted - self.n)
+        n = K.emit_runs(self.data, self.n, np.array(row), pages, page_size, p0, p1)
         self.emitted += n - self.n
         self.n = n
 
@@ -132,19 +119,9 @@ class EventBuffer:
     ) -> None:
         """Decode steps for positions [prompt, end) (see kernels.emit_steps)."""
         self._reserve(len(pages) - first_new + 2 * max(0, end - prompt))
+        row = (t, node, rid, ALLOC, 0, 0, 0, SRC_NONE, -1, self.emitted - self.n)
         n = K.emit_steps(
-            self.data,
-            self.n,
-            self.emitted - self.n,
-            pages,
-            first_new,
-            prompt,
-            end,
-            t,
-            tpot,
-            page_size,
-            node,
-            rid,
+            self.data, self.n, np.array(row), pages, page_size, first_new, prompt, end, tpot
         )
         self.emitted += n - self.n
         self.n = n

@@ -1,0 +1,148 @@
+"""The compiled building blocks of the sweep, each against a naive per-cell model: run maps
+(forensics.analysis.runmap) and holder maps (forensics.analysis.holders); the compile options
+every kernel must keep (nopython, cached, releasing the GIL); and a stale compiled-code cache,
+which must be recompiled rather than fail."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+from numba.core.registry import CPUDispatcher
+
+from forensics.analysis.holders import Holders, new_pool, update_holders, with_room
+from forensics.analysis.runmap import RunMap, bs_next, bs_prev, bs_test, new_map, rm_assign
+from forensics.simulate import kernels as sim_kernels
+from forensics.simulate.ledger import ROW
+
+KERNEL_MODULES = ("borrow", "buffers", "coverage", "holders", "kinds", "runmap", "sweep")
+KERNEL_MODULES += ("violations",)
+
+
+def _starts(m: RunMap) -> list[int]:
+    return [c for c in range(m.n) if bs_test(m.words, m.offs, c)]
+
+
+def _maximal_runs(cells: list) -> list[int]:
+    """Where the maximal runs of equal values start."""
+    return [c for c in range(len(cells)) if c == 0 or cells[c] != cells[c - 1]]
+
+
+@pytest.mark.parametrize(
+    ("n", "ops", "seed"), [(1, 20, 0), (70, 400, 1), (300, 400, 2), (5000, 60, 3)]
+)
+def test_run_map_matches_a_per_cell_array(n: int, ops: int, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    m = new_map(n, -1)
+    cells = [-1] * n
+    for _ in range(ops):
+        a = int(rng.integers(0, n))
+        b = int(rng.integers(a + 1, n + 1))
+        v = int(rng.integers(-1, 3))
+        rm_assign(m, a, b, v)
+        cells[a:b] = [v] * (b - a)
+        assert _starts(m) == _maximal_runs(cells)
+    starts = _starts(m)
+    for c in range(n):
+        prev = bs_prev(m.words, m.offs, m.nlev, c)
+        assert m.val[prev] == cells[c]
+        assert prev == max(s for s in starts if s <= c)
+        assert bs_next(m.words, m.offs, m.nlev, c, n) == min(
+            [s for s in starts if s >= c], default=n
+        )
+    assert bs_next(m.words, m.offs, m.nlev, n, n) == n
+
+
+@pytest.mark.parametrize(("n", "ops", "seed"), [(40, 300, 4), (200, 300, 5), (3000, 80, 6)])
+def test_holder_map_matches_per_cell_dicts(n: int, ops: int, seed: int) -> None:
+    """Random acquisitions and releases in a pool that starts tiny, so it is compacted and
+    grown many times on the way."""
+    rng = np.random.default_rng(seed)
+    h = Holders(new_map(n, 0), new_pool(16))
+    cells: list[dict[int, int]] = [{} for _ in range(n)]
+    for t in range(ops):
+        a = int(rng.integers(0, n))
+        b = int(rng.integers(a + 1, min(n, a + n // 4 + 1) + 1))
+        r = int(rng.integers(0, 6))
+        acq = -1 if rng.random() < 0.4 else t
+        h = with_room(h, a, b)
+        update_holders(h, a, b, r, acq)
+        for c in range(a, b):
+            if acq < 0:
+                cells[c].pop(r, None)
+            else:
+                cells[c][r] = acq
+        assert _starts(h.runs) == _maximal_runs(cells)
+    ent, sets = h.pool.ent, h.pool.sets
+    for c in range(n):
+        off, length = sets[h.runs.val[bs_prev(h.runs.words, h.runs.offs, h.runs.nlev, c)]]
+        assert [tuple(e) for e in ent[off : off + length]] == sorted(cells[c].items())
+
+
+def test_every_analysis_kernel_is_cached_and_releases_the_gil() -> None:
+    kernels = [
+        (name, fn)
+        for module in KERNEL_MODULES
+        for name, fn in vars(importlib.import_module(f"forensics.analysis.{module}")).items()
+        if isinstance(fn, CPUDispatcher)
+    ]
+    assert len(kernels) > 20
+    for name, fn in kernels:
+        assert fn.targetoptions.get("nopython", True), name
+        assert fn.targetoptions.get("nogil"), name
+        assert type(fn._cache).__name__ != "NullCache", name
+
+
+def test_simulator_field_rows_follow_the_ledger_fields() -> None:
+    names = ("ts", "node", "rid", "op", "start", "count", "pos", "src", "hash", "emit")
+    got = [getattr(sim_kernels, n.upper()) for n in names]
+    assert got == [ROW[n] for n in names]
+
+
+_STALE_MODULE = """
+    from typing import NamedTuple
+
+    import numpy as np
+    from numba import njit
+
+    import forensics.analysis.jitcache  # noqa: F401
+
+
+    class {name}(NamedTuple):
+        values: np.ndarray
+
+
+    @njit(cache=True)
+    def total(p):
+        return p.values.sum()
+
+
+    print(total({name}(np.arange(5))))
+"""
+
+
+def test_a_cache_naming_a_renamed_class_is_recompiled(tmp_path: Path) -> None:
+    """A cached signature names its named-tuple argument's class; once the class is renamed,
+    numba could no longer read the cache index (AttributeError). It must recompile instead."""
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=str(tmp_path))
+    module = tmp_path / "renamed.py"
+    outputs = []
+    for name in ("Pair", "Couple"):  # same function, same line; only the class name changes
+        module.write_text(textwrap.dedent(_STALE_MODULE.format(name=name)))
+        run = subprocess.run(
+            [sys.executable, "-c", "import renamed"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert run.returncode == 0, run.stderr
+        outputs.append(run.stdout.strip())
+    assert outputs == ["10", "10"]
+    assert list((tmp_path / "cache").rglob("*.nbi")), "the first run wrote no cache"
