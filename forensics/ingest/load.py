@@ -162,7 +162,8 @@ def _load(
             con, case_dir, ledger.location, params["assume_utc"], ledger.ray, progress
         )
         counts.update({c.path: c for c in checked})
-    run_script(con, sql("ingest/unknown_requests"))
+    if ledger is None:  # an external ledger's checks already warned of unknown requests
+        run_script(con, sql("ingest/unknown_requests"))
     result = IngestResult(
         str(case_dir),
         [counts[rel] for rel in sorted(counts)],

@@ -179,6 +179,7 @@ class PartitionCheck:
     counts: list[FileCounts]
     quarantine: pa.Table  # rows for the quarantine table
     warnings: pa.Table  # rows for ingest_warnings (requests not in the request log)
+    columns: list[str]  # the columns its parts hold
 
 
 def check_partition(
@@ -188,7 +189,8 @@ def check_partition(
     (queries/ingest/validate_kv_events.sql and a check that each row's node is its folder's),
     each part in one read that keeps only the rows it flags; nothing is loaded. A part's
     checksum is computed beside that read, in a thread."""
-    con = open_connection([f.url for f in files])
+    con = open_database(":memory:", schema=False)  # the checks need only the macros
+    register_filesystems(con, [f.url for f in files])
     try:
         con.register("_nodes", nodes)
         con.register("_request_ids", request_ids)
@@ -197,10 +199,12 @@ def check_partition(
         counts: list[FileCounts] = []
         quarantine: list[pa.Table] = []
         warnings: list[pa.Table] = []
+        columns: set[str] = set()
         with ThreadPoolExecutor(max_workers=1) as hasher:
             for f in files:
                 digest = hasher.submit(sha256_of, f.url)
                 found = columns_of(con, f)
+                columns.update(found)
                 run(
                     con,
                     "ledger/stage_part",
@@ -222,4 +226,6 @@ def check_partition(
                     rows.append(con.sql(sql(query), params={"file": f.rel}).to_arrow_table())
     finally:
         con.close()
-    return PartitionCheck(counts, pa.concat_tables(quarantine), pa.concat_tables(warnings))
+    return PartitionCheck(
+        counts, pa.concat_tables(quarantine), pa.concat_tables(warnings), sorted(columns)
+    )
