@@ -28,9 +28,14 @@ STORAGE_COMPATIBILITY = "v1.1.0"
 
 
 def open_database(
-    path: Path | str, *, read_only: bool = False, memory_limit: str | None = None
+    path: Path | str,
+    *,
+    read_only: bool = False,
+    memory_limit: str | None = None,
+    schema: bool = True,
 ) -> duckdb.DuckDBPyConnection:
-    """Connect, set UTC and the project's macros, and create the input schema if missing."""
+    """Connect, set UTC and the project's macros, and create the input schema if missing
+    (schema=False: settings and macros only, for a scratch connection that checks files)."""
     memory_limit = (
         memory_limit or os.environ.get("KVFORENSICS_MEMORY_LIMIT") or (DEFAULT_MEMORY_LIMIT)
     )
@@ -50,7 +55,7 @@ def open_database(
         raise CaseError(f"{path}: cannot open the case database ({exc}); {fix}") from exc
     run(con, "schema/settings", memory_limit=literal(_size(memory_limit)))
     run_script(con, sql("schema/macros"))
-    if not read_only:
+    if schema and not read_only:
         run_script(con, sql("schema/case"))
         run_script(con, sql("schema/logs"))
         apply_comments(con)

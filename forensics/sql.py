@@ -153,6 +153,18 @@ def run_script(
         con.execute(statement, bound) if bound else con.execute(statement)
 
 
+def first_row(
+    con: duckdb.DuckDBPyConnection, script: str, params: dict[str, Any] | None = None
+) -> tuple[Any, ...] | None:
+    """Execute a script of one statement, binding only the parameters it names; its first row
+    (an INSERT's is the number of rows it inserted)."""
+    (statement,) = statements(script)
+    names = _named(statement)
+    bound = {k: v for k, v in (params or {}).items() if k in names}
+    rows = con.execute(statement, bound).fetchall()
+    return rows[0] if rows else None
+
+
 def run(
     con: duckdb.DuckDBPyConnection,
     name: str,

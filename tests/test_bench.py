@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import duckdb
 import pytest
 
 from forensics.analysis.stage import analyze
@@ -83,3 +84,30 @@ def test_bench_prints_its_figures_as_json(cli, tmp_path):
     assert data["naive_agrees"] is True, data["notes"]
     assert data["stages"]["analyze"]["result"]["reads"] > 0
     assert not list(tmp_path.iterdir()), "the bench removes its ledger unless --keep"
+
+
+def test_bench_ledger_kept_outside_gives_what_the_loaded_ledger_gives(tmp_path):
+    """The stages of bench --ledger-external: the simulated parts moved into node=NAME/ folders
+    and ingested in place give the same rows and the same analysis as the loaded ledger, and
+    the floors read the same events."""
+    loaded, outside = tmp_path / "loaded", tmp_path / "outside"
+    for root in (loaded, outside):
+        stages.simulate_case(str(root / "case"), "short", 300, 7)
+    stages.partition_ledger(outside / "case" / stages.CASE_LEDGER)
+    assert len(list((outside / "case" / "kv_events").glob("node=*/*.parquet"))) == 4
+    assert not list((outside / "case" / "kv_events").glob("*.parquet"))
+    results = {}
+    for root, ledger in ((loaded, None), (outside, stages.CASE_LEDGER)):
+        case, db = str(root / "case"), str(root / "case.duckdb")
+        ingested = stages.ingest(case, db, None, ledger)
+        floors = (stages.read_floor(case), stages.scan_floor(case))
+        results[ledger] = (ingested, stages.analyze(db, None), floors)
+    assert results[stages.CASE_LEDGER] == results[None]
+    ingested, analysed, _ = results[None]
+    assert ingested["rows_loaded"] > 0 and analysed["reads"] > 0
+    con = duckdb.connect(str(outside / "case.duckdb"), read_only=True)  # no ledger view
+    try:
+        assert con.execute("SELECT count(*) FROM kv_events").fetchall() == [(0,)]
+        assert con.execute("SELECT count(*) FROM ledger_files").fetchall() == [(4,)]
+    finally:
+        con.close()

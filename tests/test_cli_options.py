@@ -110,6 +110,7 @@ def _value(command: str, option: Any, f: dict[str, Any]) -> list[Any]:
         ("bench", "--mix"): "long",
         ("bench", "--memory-limit"): "1GB",
         ("bench", "--workdir"): f["tmp"] / "bench",
+        ("bench", "--ledger-external"): "kv_events",
         ("simulate", "--bug"): "late-transfer",
         ("simulate", "--fixed-at"): "2026-09-01T00:00:00Z",
         ("simulate", "--model"): "test",

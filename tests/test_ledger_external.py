@@ -174,3 +174,16 @@ def test_an_unreadable_ledger_is_an_error_not_an_empty_ledger(tmp_path) -> None:
 def test_ingest_ray_without_an_external_ledger_is_a_usage_error(tmp_path) -> None:
     assert run(["ingest", str(SAMPLE), "--db", str(tmp_path / "c.duckdb"), "--ray"]) == 2
     assert not (tmp_path / "c.duckdb").exists()
+
+
+def test_unknown_requests_are_warned_of_once_as_for_the_loaded_ledger(tmp_path) -> None:
+    case = hive_sample(tmp_path)
+    lines = (case / "requests.csv").read_text().splitlines(keepends=True)
+    (case / "requests.csv").write_text("".join(lines[:1] + lines[3:]))  # two requests fewer
+    loaded, external = tmp_path / "loaded.duckdb", tmp_path / "external.duckdb"
+    assert run(["ingest", str(case), "--db", str(loaded)]) in (0, 1)
+    assert run(["ingest", str(case), "--db", str(external), "--ledger-external"]) in (0, 1)
+    text = 'SELECT file, "row", "value", reason FROM ingest_warnings ORDER BY ALL'
+    warned = query(loaded, text)
+    assert sum("request not in the request log" in r[3] for r in warned) >= 2, warned
+    assert query(external, text) == warned

@@ -30,6 +30,9 @@ class BenchOptions:
     keep: bool = False
     naive_timeout_s: float = 240.0
     naive: bool = True
+    # Ingest with the ledger kept outside the case database (`ingest --ledger-external`): the
+    # simulated parts are moved into kv_events/node=NAME/ folders and checked in place.
+    ledger_external: str | None = None
 
 
 @dataclass
@@ -64,6 +67,7 @@ class BenchResult:
             "events": self.events,
             "requests": self.requests,
             "mix": self.options.mix,
+            "ledger_external": self.options.ledger_external is not None,
             "memory_limit": self.options.memory_limit,
             "ingest_s": ingest,
             "analyze_s": analyze,
@@ -117,6 +121,11 @@ def run_bench(options: BenchOptions, progress: ProgressFn = no_progress) -> Benc
         raise UsageError(f"--mix must be one of {', '.join(stages.MIXES)}")
     if options.events < 1000:
         raise UsageError("--events must be at least 1000")
+    if options.ledger_external not in (None, stages.CASE_LEDGER):
+        raise UsageError(
+            "bench keeps its simulated ledger in its own case folder: give --ledger-external "
+            "without a location"
+        )
     root = Path(tempfile.mkdtemp(prefix="kvf-bench-", dir=options.workdir))
     try:
         return _run(options, root, progress)
@@ -137,8 +146,13 @@ def _run(options: BenchOptions, root: Path, progress: ProgressFn = no_progress) 
     result.stages["simulate"] = sim
     result.events, result.requests = sim.result["events"], sim.result["requests"]
     limit = options.memory_limit
+    ledger = options.ledger_external
+    if ledger is not None:
+        stages.partition_ledger(case / ledger)
     progress(f"ingest ({result.events:,} events)", 0, None)
-    result.stages["ingest"] = _checked(measure("ingest", stages.ingest, str(case), str(db), limit))
+    result.stages["ingest"] = _checked(
+        measure("ingest", stages.ingest, str(case), str(db), limit, ledger)
+    )
     progress("analyze", 0, None)
     result.stages["analyze"] = _checked(measure("analyze", stages.analyze, str(db), limit))
     progress("scan floor", 0, None)

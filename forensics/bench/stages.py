@@ -23,6 +23,14 @@ MIXES: dict[str, tuple[tuple[str, Any], ...]] = {
 REQUESTS_PER_DAY = 20_000
 
 
+CASE_LEDGER = "kv_events"  # where a case keeps its ledger; `ingest --ledger-external` alone
+
+
+def ledger_parts(case_dir: str) -> str:
+    """The glob of the ledger's Parquet parts: kv_events/, or its node=NAME/ folders."""
+    return str(Path(case_dir) / CASE_LEDGER / "**" / "*.parquet")
+
+
 def simulate_case(case_dir: str, mix: str, requests: int, seed: int) -> dict[str, Any]:
     from forensics.simulate.run import SimOptions, simulate
 
@@ -42,13 +50,28 @@ def simulate_case(case_dir: str, mix: str, requests: int, seed: int) -> dict[str
     }
 
 
-def ingest(case_dir: str, db_path: str, memory_limit: str | None) -> dict[str, Any]:
+def partition_ledger(folder: Path) -> None:
+    """Move the simulator's parts (NODE-part-N.parquet) into node=NODE/ folders, the layout of a
+    ledger kept outside the case database."""
+    for part in sorted(folder.glob("*.parquet")):
+        node = part.name.rsplit("-part-", 1)[0]
+        (folder / f"node={node}").mkdir(exist_ok=True)
+        part.rename(folder / f"node={node}" / part.name)
+
+
+def ingest(
+    case_dir: str, db_path: str, memory_limit: str | None, ledger: str | None = None
+) -> dict[str, Any]:
+    """Ingest the case; with `ledger` (a folder of the case), the ledger is checked in place and
+    kept outside the database, as `ingest --ledger-external` does."""
     from forensics.ingest.discover import discover
     from forensics.ingest.load import ingest_into
+    from forensics.ledger.store import ExternalLedger
 
     con = connect(Path(db_path), memory_limit=memory_limit)
     try:
-        result = ingest_into(con, Path(case_dir), discover(Path(case_dir)))
+        external = ExternalLedger(ledger) if ledger is not None else None
+        result = ingest_into(con, Path(case_dir), discover(Path(case_dir)), ledger=external)
     finally:
         con.close()
     return {"rows_loaded": result.rows_loaded, "rows_quarantined": result.rows_quarantined}
@@ -70,7 +93,7 @@ def scan_floor(case_dir: str) -> dict[str, Any]:
     """DuckDB reading every column of every kv_events Parquet file: the floor for any analysis."""
     con = connect(":memory:")
     try:
-        pattern = str(Path(case_dir) / "kv_events" / "*.parquet")
+        pattern = ledger_parts(case_dir)
         row = con.execute(sql("bench/scan_floor"), {"pattern": pattern}).fetchone()
     finally:
         con.close()
@@ -82,7 +105,7 @@ def read_floor(case_dir: str) -> dict[str, Any]:
     and of the request log): the floor for ingest."""
     con = connect(":memory:")
     try:
-        pattern = str(Path(case_dir) / "kv_events" / "*.parquet")
+        pattern = ledger_parts(case_dir)
         events = con.execute(sql("bench/scan_floor"), {"pattern": pattern}).fetchall()
         requests = con.execute(
             sql("bench/read_floor_csv"), {"path": str(Path(case_dir) / "requests.csv")}

@@ -12,6 +12,7 @@ from forensics.cli.params import (
     Events,
     Json,
     Keep,
+    LedgerExternal,
     MemoryLimit,
     Naive,
     Workdir,
@@ -29,14 +30,24 @@ def bench(
     workdir: Workdir = BenchOptions.workdir,
     keep: Keep = BenchOptions.keep,
     naive: Naive = BenchOptions.naive,
+    ledger_external: LedgerExternal = BenchOptions.ledger_external,
     json_out: Json = False,
 ) -> None:
-    """Time ingest and analysis on a simulated ledger of N events, beside the scan floor."""
+    """Time ingest and analysis on a simulated ledger of N events, beside the scan floor (for
+    the analysis) and the read floor (for ingest); with --ledger-external, ingest keeps the
+    ledger outside the case database."""
+    options = BenchOptions(
+        events,
+        mix.value,
+        seed,
+        memory_limit,
+        workdir,
+        keep,
+        naive=naive,
+        ledger_external=ledger_external,
+    )
     with progress_reporter(console, "bench") as progress:
-        result = run_bench(
-            BenchOptions(events, mix.value, seed, memory_limit, workdir, keep, naive=naive),
-            progress,
-        )
+        result = run_bench(options, progress)
     if json_out:
         emit_json(result.to_json())
     else:

@@ -32,7 +32,17 @@ from forensics.ledger.store import ExternalLedger, detach, validate_ledger, with
 from forensics.logs.discover import is_log_file
 from forensics.logs.load import load_logs
 from forensics.progress import ProgressFn, no_progress
-from forensics.sql import QueryLog, ident, recording, run, run_script, sql
+from forensics.sql import (
+    QueryLog,
+    first_row,
+    ident,
+    nested,
+    recording,
+    run,
+    run_script,
+    sql,
+    template,
+)
 
 
 def ingest_case(
@@ -86,6 +96,7 @@ def ingest_into(
         if stored is not None:
             return stored
         detach(con)
+        run_script(con, sql("ingest/settings"))
         con.begin()
         try:
             result = _load(con, case_dir, discovery, hashes, params, progress, ledger)
@@ -94,6 +105,8 @@ def ingest_into(
         except BaseException:
             con.rollback()
             raise
+        finally:
+            run_script(con, sql("ingest/settings_reset"))
     return result
 
 
@@ -149,7 +162,8 @@ def _load(
             con, case_dir, ledger.location, params["assume_utc"], ledger.ray, progress
         )
         counts.update({c.path: c for c in checked})
-    run_script(con, sql("ingest/unknown_requests"))
+    if ledger is None:  # an external ledger's checks already warned of unknown requests
+        run_script(con, sql("ingest/unknown_requests"))
     result = IngestResult(
         str(case_dir),
         [counts[rel] for rel in sorted(counts)],
@@ -257,9 +271,8 @@ def _load_part(
     scan = stage_file(con, f, table, workdir)
     if lines_before:
         run_script(con, sql("ingest/stage_shift_rows"), {"lines_before": lines_before})
-    bound = {**params, "file_rank": rank, "ops": list(OPS)}
-    run_script(con, sql(f"ingest/validate_{table.name}"), bound)
-    read, loaded, quarantined = con.execute(sql("ingest/counts")).fetchone() or (0, 0, 0)
+    row = first_row(con, sql("ingest/counts"))
+    read = int(row[0]) if row else 0
     if scan is not None and f.fmt == "csv" and read != scan.records:
         raise InputError(
             f"the file holds {scan.records:,} records on {scan.lines:,} non-blank data lines, but "
@@ -267,8 +280,15 @@ def _load_part(
             path=f.rel,
             fix="check the file's quotes and line endings (one kind of line ending per file)",
         )
-    run(con, "ingest/insert", {"file": f.rel, "table_name": table.name}, table=ident(table.name))
-    return read, loaded, quarantined
+    bound = {**params, "file_rank": rank, "ops": list(OPS), "file": f.rel}
+    checks = nested(f"ingest/validate_{table.name}")
+    insert = template(sql("ingest/insert"), table=ident(table.name), checks=checks)
+    inserted = first_row(con, insert, bound)
+    loaded = int(inserted[0]) if inserted else 0
+    if loaded < read:  # only a file with bad rows is checked a second time, for them
+        bound["table_name"] = table.name
+        run(con, "ingest/quarantine_rows", bound, checks=checks)
+    return read, loaded, read - loaded
 
 
 def _dedupe(

@@ -14,6 +14,7 @@ partition (forensics.ledger.tasks).
 from __future__ import annotations
 
 import hashlib
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,18 @@ from forensics.dbopen import open_database
 from forensics.errors import InputError, MissingColumnError
 from forensics.ingest.contract import KV_EVENTS, OPS
 from forensics.ingest.result import FileCounts
-from forensics.sql import Fragment, ident, join, literal, run, run_script, sql, template
+from forensics.sql import (
+    Fragment,
+    first_row,
+    ident,
+    join,
+    literal,
+    nested,
+    run,
+    run_script,
+    sql,
+    template,
+)
 
 PARQUET = (".parquet", ".pq")
 
@@ -167,36 +179,53 @@ class PartitionCheck:
     counts: list[FileCounts]
     quarantine: pa.Table  # rows for the quarantine table
     warnings: pa.Table  # rows for ingest_warnings (requests not in the request log)
+    columns: list[str]  # the columns its parts hold
 
 
 def check_partition(
     files: list[LedgerFile], nodes: pa.Table, request_ids: pa.Table, assume_utc: bool
 ) -> PartitionCheck:
     """Validate one partition's parts with the ingest's own checks
-    (queries/ingest/validate_kv_events.sql and a check that each row's node is its folder's);
-    nothing is loaded."""
-    con = open_connection([f.url for f in files])
+    (queries/ingest/validate_kv_events.sql and a check that each row's node is its folder's),
+    each part in one read that keeps only the rows it flags; nothing is loaded. A part's
+    checksum is computed beside that read, in a thread."""
+    con = open_database(":memory:", schema=False)  # the checks need only the macros
+    register_filesystems(con, [f.url for f in files])
     try:
         con.register("_nodes", nodes)
         con.register("_request_ids", request_ids)
         run_script(con, sql("ledger/check_inputs"))
+        checks = template(sql("ledger/check_part"), checks=nested("ingest/validate_kv_events"))
         counts: list[FileCounts] = []
         quarantine: list[pa.Table] = []
         warnings: list[pa.Table] = []
-        for f in files:
-            found = columns_of(con, f)
-            run(con, "ledger/stage_part", projection=projection(found, f.node), path=literal(f.url))
-            bound = {"assume_utc": assume_utc, "file_rank": f.rank, "ops": list(OPS)}
-            run_script(con, sql("ingest/validate_kv_events"), bound)
-            run_script(con, sql("ledger/check_node"), {"node": f.node})
-            read, loaded, bad = con.execute(sql("ingest/counts")).fetchall()[0]
-            digest, size = sha256_of(f.url)
-            counts.append(FileCounts(f.rel, "kv_events", digest, size, read, loaded, bad))
-            for rows, query in (
-                (quarantine, "ledger/quarantine_rows"),
-                (warnings, "ledger/unknown_requests"),
-            ):
-                rows.append(con.sql(sql(query), params={"file": f.rel}).to_arrow_table())
+        columns: set[str] = set()
+        with ThreadPoolExecutor(max_workers=1) as hasher:
+            for f in files:
+                digest = hasher.submit(sha256_of, f.url)
+                found = columns_of(con, f)
+                columns.update(found)
+                run(
+                    con,
+                    "ledger/stage_part",
+                    projection=projection(found, f.node),
+                    path=literal(f.url),
+                )
+                row = first_row(con, sql("ingest/counts"))
+                read = int(row[0]) if row else 0
+                bound = {"assume_utc": assume_utc, "file_rank": f.rank, "ops": list(OPS)}
+                run_script(con, checks, {**bound, "node": f.node})
+                flagged = first_row(con, sql("ledger/flagged_count"))
+                bad = int(flagged[0]) if flagged else 0
+                sha, size = digest.result()
+                counts.append(FileCounts(f.rel, "kv_events", sha, size, read, read - bad, bad))
+                for rows, query in (
+                    (quarantine, "ledger/quarantine_rows"),
+                    (warnings, "ledger/unknown_requests"),
+                ):
+                    rows.append(con.sql(sql(query), params={"file": f.rel}).to_arrow_table())
     finally:
         con.close()
-    return PartitionCheck(counts, pa.concat_tables(quarantine), pa.concat_tables(warnings))
+    return PartitionCheck(
+        counts, pa.concat_tables(quarantine), pa.concat_tables(warnings), sorted(columns)
+    )

@@ -20,9 +20,7 @@ from forensics.ledger.external import (
     LedgerFile,
     PartitionCheck,
     check_partition,
-    columns_of,
     list_files,
-    open_connection,
     projection,
     register_filesystems,
     resolve,
@@ -84,22 +82,11 @@ def validate_ledger(
         _append(con, "quarantine", check.quarantine)
         _append(con, "ingest_warnings", check.warnings)
     _record_files(con, files)
-    columns = union_columns(files)
+    columns = sorted({c for check in checks for c in check.columns})
     meta = {"location": resolve(case_dir, location), "columns": columns, "assume_utc": assume_utc}
     run_script(con, sql("ingest/case_meta_set"), {"key": META_KEY, "value": json.dumps(meta)})
     attach(con)
     return [c for check in checks for c in check.counts]
-
-
-def union_columns(files: list[LedgerFile]) -> list[str]:
-    con = open_connection([f.url for f in files])
-    try:
-        found: set[str] = set()
-        for f in files:
-            found.update(columns_of(con, f))
-    finally:
-        con.close()
-    return sorted(found)
 
 
 def _append(con: duckdb.DuckDBPyConnection, table: str, rows: pa.Table) -> None:

@@ -12,6 +12,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import lru_cache
 from pathlib import Path
 from typing import BinaryIO
 
@@ -101,7 +102,9 @@ def _zstd_error() -> type[Exception]:
 
 def clean(line: str) -> str:
     """Drop terminal colour codes, a byte-order mark and trailing blanks."""
-    return _ANSI.sub("", line).lstrip("\ufeff").rstrip()
+    if "\x1b" in line:
+        line = _ANSI.sub("", line)
+    return line.lstrip("\ufeff").rstrip()
 
 
 def _parse_ts(text: str) -> datetime | None:
@@ -116,7 +119,9 @@ def _parse_ts(text: str) -> datetime | None:
         return None
 
 
+@lru_cache(maxsize=4096)
 def _ranks(text: str) -> Ranks:
+    """The ranks of a prefix (' DP0 TP3'); a file repeats a few, so each is read once."""
     return tuple((name, int(num)) for name, num in _RANK.findall(text))
 
 

@@ -76,7 +76,7 @@ def parse_file(log: LogFile) -> FileResult:
 
 def _parse_line(result: FileResult, lineno: int, raw: str) -> None:
     damaged = "\x00" in raw
-    records = split_records(clean(raw.replace("\x00", "")))
+    records = split_records(clean(raw.replace("\x00", "") if damaged else raw))
     result.spliced += sum(r.prefixed for r in records) > 1
     statuses = [_parse_record(result, lineno, rec) for rec in records]
     if damaged or "truncated" in statuses:

@@ -31,7 +31,10 @@ class Match:
 
 
 def _groups(pattern: re.Pattern[str], body: str) -> dict[str, str]:
-    found = pattern.search(body)
+    return _values(pattern.search(body))
+
+
+def _values(found: re.Match[str] | None) -> dict[str, str]:
     if not found:
         return {}
     return {k: v for k, v in found.groupdict().items() if v is not None}
@@ -41,8 +44,9 @@ def match_spec(spec: Spec, body: str) -> Match | None:
     """Match one spec against a record body: None, a complete match or a truncated one."""
     if spec.needle not in body or not spec.head.search(body):
         return None
-    values = _groups(spec.full, body)
-    complete = bool(values) or spec.full.search(body) is not None
+    found = spec.full.search(body)  # searched once: its values, and whether it is whole
+    values = _values(found)
+    complete = found is not None
     if not complete:
         for pattern in spec.partial:
             values.update(_groups(pattern, body))

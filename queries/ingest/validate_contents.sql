@@ -1,5 +1,5 @@
--- Type and check staged contents rows (token id lists as JSON arrays of integers).
-CREATE OR REPLACE TEMP TABLE checked AS
+-- One statement, nested by queries/ingest/insert_checked.sql and quarantine_checked.sql:
+-- type and check staged contents rows (token id lists as JSON arrays of integers).
 WITH t AS (
     SELECT *, kvf_ids(prompt_token_ids) AS v_prompt, kvf_ids(output_token_ids) AS v_output,
            kvf_ids(processed_token_ids) AS v_processed
@@ -22,4 +22,4 @@ SELECT src_row,
     END AS q,
     kvf_str(request_id) AS request_id, v_prompt AS prompt_token_ids, v_output AS output_token_ids,
     v_processed AS processed_token_ids
-FROM t;
+FROM t

@@ -1,8 +1,8 @@
--- Type and check staged KV-ledger rows; q is NULL for a good row, else why it is quarantined.
+-- One statement, nested by queries/ingest/insert_checked.sql and quarantine_checked.sql:
+-- type and check staged KV-ledger rows; q is NULL for a good row, else why it is quarantined.
 -- The slot range must lie inside the node's pool when the nodes table gives pool_slots; slot and
 -- position values stay below 2^40 (far above any pool), so no later sum of them can overflow.
 -- node and request_id are trimmed once (v_node, v_request_id) and used by every check.
-CREATE OR REPLACE TEMP TABLE checked AS
 WITH pools AS (
     SELECT node, min(pool_slots) AS pool_slots FROM nodes WHERE pool_slots IS NOT NULL GROUP BY node
 ), t AS (
@@ -51,4 +51,4 @@ SELECT src_row,
     kvf_str(source) AS source, kvf_str(content_hash) AS content_hash,
     $file_rank * 1099511627776 + src_row AS input_order,
     v_request_id IN (SELECT request_id FROM requests) AS request_known
-FROM t;
+FROM t

@@ -1,5 +1,5 @@
--- Type and check staged nodes rows; q is NULL for a good row, else why it is quarantined.
-CREATE OR REPLACE TEMP TABLE checked AS
+-- One statement, nested by queries/ingest/insert_checked.sql and quarantine_checked.sql:
+-- type and check staged nodes rows; q is NULL for a good row, else why it is quarantined.
 WITH t AS (
     SELECT *, kvf_int(page_size) AS v_page_size, kvf_int(pool_slots) AS v_pool_slots,
            kvf_int(context_len) AS v_context_len, kvf_ts(started_at, $assume_utc) AS v_started_at
@@ -22,4 +22,4 @@ SELECT src_row,
     END AS q,
     kvf_str(node) AS node, role, model, engine, engine_version, v_page_size AS page_size,
     v_pool_slots AS pool_slots, v_context_len AS context_len, v_started_at AS started_at
-FROM t;
+FROM t

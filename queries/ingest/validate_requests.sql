@@ -1,5 +1,5 @@
--- Type and check staged request-log rows; q is NULL for a good row, else why it is quarantined.
-CREATE OR REPLACE TEMP TABLE checked AS
+-- One statement, nested by queries/ingest/insert_checked.sql and quarantine_checked.sql:
+-- type and check staged request-log rows; q is NULL for a good row, else why it is quarantined.
 WITH t AS (
     SELECT *, kvf_ts(received_at, $assume_utc) AS v_received_at,
            kvf_ts(first_token_at, $assume_utc) AS v_first_token_at,
@@ -41,4 +41,4 @@ SELECT src_row,
     v_prompt_tokens AS prompt_tokens, v_completion_tokens AS completion_tokens,
     kvf_str(prefill_node) AS prefill_node, kvf_str(decode_node) AS decode_node,
     kvf_str(node) AS node, lower(response_sha256) AS response_sha256
-FROM t;
+FROM t

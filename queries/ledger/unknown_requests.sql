@@ -3,5 +3,5 @@
 SELECT 'kv_events' AS table_name, $file AS file, min(src_row) AS "row", 'request_id' AS "column",
        request_id AS "value", 'request not in the request log (' || count(*) || ' events); kept'
            AS reason
-FROM checked WHERE q IS NULL AND NOT request_known
+FROM flagged WHERE q IS NULL AND NOT request_known
 GROUP BY request_id ORDER BY request_id;
