@@ -305,6 +305,13 @@ MUTATIONS: list[Callable[[random.Random, Path], str]] = [
 ]
 
 
+def damaged_case(seed: int, n: int, root: Path) -> list[str]:
+    """Case n of a seed: the small valid case with one to three mutations; returns the steps."""
+    rng = random.Random(seed * 1_000_003 + n)
+    base_case(rng, root)
+    return [rng.choice(MUTATIONS)(rng, root) for _ in range(rng.randint(1, 3))]
+
+
 def _cli(args: list[str]) -> tuple[int, str, str]:
     from forensics.cli import run
 
@@ -405,10 +412,8 @@ def run_fuzz(cases: int, seed: int, investigate_every: int, keep: Path | None) -
     con.execute("SET threads = 1")  # tiny files: one thread is fastest
     with tempfile.TemporaryDirectory(prefix="kvf-fuzz-") as tmp:
         for n in range(cases):
-            rng = random.Random(seed * 1_000_003 + n)
             root = Path(tmp) / f"case-{n}"
-            base_case(rng, root)
-            steps = [rng.choice(MUTATIONS)(rng, root) for _ in range(rng.randint(1, 3))]
+            steps = damaged_case(seed, n, root)
             problems = check_ingest(root, con)
             if investigate_every and n % investigate_every == 0:
                 problems += check_investigate(root, Path(tmp) / f"out-{n}")

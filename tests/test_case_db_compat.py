@@ -50,9 +50,10 @@ def _old_python(cache_dir: Path) -> Path:
     probe = [str(python), "-c", "import duckdb; print(duckdb.__version__)"]
     if python.exists() and subprocess.run(probe, capture_output=True).returncode == 0:
         return python
-    venv.create(cache_dir, with_pip=True, clear=True)
+    venv.create(cache_dir, with_pip=False, clear=True)  # this pip installs into it (--python)
     done = subprocess.run(
-        [str(python), "-m", "pip", "install", "-q", f"duckdb=={OLD_DUCKDB}"],
+        [sys.executable, "-m", "pip", "--python", str(python), "install", "-q"]
+        + [f"duckdb=={OLD_DUCKDB}"],
         capture_output=True,
         text=True,
         timeout=600,

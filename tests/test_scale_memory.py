@@ -24,7 +24,7 @@ TABLES = {
 def ledger(tmp_path_factory) -> Path:
     case = tmp_path_factory.mktemp("pressure") / "case"
     opts = SimOptions(
-        requests=6000,
+        requests=2000,
         seed=11,
         scale=0.02,
         truth=False,
@@ -49,9 +49,9 @@ def _tables(case: Path, db: Path, limit: str) -> tuple[dict[str, list[tuple]], i
 
 
 def test_same_answer_with_memory_limit_below_the_data(ledger, tmp_path):
-    tight, events = _tables(ledger, tmp_path / "tight.duckdb", "128MB")
+    tight, events = _tables(ledger, tmp_path / "tight.duckdb", "64MB")
     roomy, _ = _tables(ledger, tmp_path / "roomy.duckdb", "4GB")
     # the ledger's ten numeric columns alone, uncompressed, exceed the tight budget
-    assert events * 10 * 8 > 128 * 2**20, events
+    assert events * 10 * 8 > 64 * 2**20, events
     assert tight["exposures"], "the scenario must produce exposures"
     assert tight == roomy

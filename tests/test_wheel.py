@@ -53,7 +53,7 @@ def test_wheel_carries_queries_and_templates(wheel):
 
 def test_installed_wheel_runs_ingest(wheel, tmp_path):
     env_dir = tmp_path / "venv"
-    venv.EnvBuilder(with_pip=True).create(env_dir)
+    venv.EnvBuilder(with_pip=False).create(env_dir)  # this pip installs into it (--python)
     python = env_dir / "bin" / "python"
     # Dependencies come from this test environment (a plain path entry: its .pth files, such as
     # an editable install of this checkout, are not processed); the package itself from the wheel.
@@ -65,7 +65,11 @@ def test_installed_wheel_runs_ingest(wheel, tmp_path):
     )
     deps = sysconfig.get_paths()["purelib"]
     (Path(site_dir.stdout.strip()) / "kvf_test_deps.pth").write_text(deps + "\n")
-    subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps", str(wheel)], check=True)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps"]
+        + [str(wheel)],
+        check=True,
+    )
     clean_env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     proc = subprocess.run(
         [
