@@ -34,6 +34,7 @@ import numpy as np  # noqa: E402
 
 from forensics.db import connect  # noqa: E402
 from forensics.ingest.load import ingest_case  # noqa: E402
+from forensics.replay import SpeedOptions  # noqa: E402
 from forensics.replay.decode import greedy_decode, prefill_first_token  # noqa: E402
 from forensics.replay.replay import CANNOT_REPLAY, CONFIRMED, NOT_REPRODUCED  # noqa: E402
 from forensics.replay.stage import run_case_replay  # noqa: E402
@@ -154,19 +155,14 @@ def speed(args: argparse.Namespace) -> int:
     import torch
 
     from forensics.replay import speed
-    from forensics.replay.testmodel import resolve_device
 
-    device = resolve_device(args.device)
-    contexts = [int(c) for c in args.contexts.split(",")]
-    leakers = [int(n) for n in args.leakers.split(",")] if args.leakers else [1]
-    leakers = (leakers + [leakers[-1]] * len(contexts))[: len(contexts)]
-    model_name = args.model or "test"
-    if device == "cpu" and args.threads:
+    if args.device == "cpu" and args.threads:
         torch.set_num_threads(args.threads)
-    model = speed.speed_model(model_name, device, args.dtype, max(contexts) + 64, args.device_map)
-    print(speed.describe(model, model_name, args.output_tokens), flush=True)
-    rows = speed.run_rows(
-        model, contexts, leakers, args.output_tokens, args.repeat, sys.stdout, sys.stderr
+    options = SpeedOptions(
+        args.model or SpeedOptions.model, args.contexts, args.leakers, args.output_tokens
+    )
+    rows = speed.run(
+        options, args.device, sys.stdout, sys.stderr, args.dtype, args.device_map, args.repeat
     )
     return 0 if all(r.verdict == "confirmed" for r in rows) else 1
 
@@ -174,8 +170,10 @@ def speed(args: argparse.Namespace) -> int:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--speed", action="store_true", help="replay vs plain prefill speed")
-    parser.add_argument("--contexts", default="8192,131072,1048576")
-    parser.add_argument("--leakers", default="1", help="writers per suspect, per context")
+    parser.add_argument("--contexts", default=SpeedOptions.contexts)
+    parser.add_argument(
+        "--leakers", default=SpeedOptions.leakers, help="writers per suspect, per context"
+    )
     parser.add_argument("--dtype", help="bfloat16, float16 or float32 (random models)")
     parser.add_argument("--device-map", help="auto: spread a model folder over the GPUs")
     parser.add_argument("--threads", type=int, help="CPU threads (default: torch's)")

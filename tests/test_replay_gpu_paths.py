@@ -6,6 +6,7 @@ and the check script's own syntax."""
 from __future__ import annotations
 
 import io
+import json
 import shutil
 import subprocess
 from pathlib import Path
@@ -156,3 +157,31 @@ def test_a_suspect_beyond_free_memory_never_runs(big_on_meta, monkeypatch):
 def test_the_shell_scripts_parse(script):
     done = subprocess.run(["bash", "-n", str(ROOT / "scripts" / script)], capture_output=True)
     assert done.returncode == 0, done.stderr.decode()
+
+
+def test_bench_replay_prints_the_speed_table(cli):
+    code, out, err = cli(
+        "bench", "--replay", "--device", "cpu", "--model", "random-tiny",
+        "--contexts", "64,96", "--leakers", "1,2", "--json",
+    )  # fmt: skip
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["title"].startswith("replay speed: random-tiny")
+    assert [(r["context"], r["leakers"], r["verdict"]) for r in data["rows"]] == [
+        (64, 1, "confirmed"),
+        (96, 2, "confirmed"),
+    ]
+    assert all(r["ratio"] > 0 for r in data["rows"])
+    assert "96 tokens: plain prefill" in err
+
+
+@pytest.mark.parametrize(
+    "flags,message",
+    [
+        (["--contexts", "64,x"], "--contexts '64,x': give positive whole numbers"),
+        (["--contexts", "64", "--leakers", "65"], "--leakers 65 is more than the 64-token"),
+    ],
+)
+def test_bench_replay_usage_errors_exit_2(cli, flags, message):
+    code, _, err = cli("bench", "--replay", "--device", "cpu", "--model", "random-tiny", *flags)
+    assert code == 2 and message in err

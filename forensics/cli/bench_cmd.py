@@ -1,23 +1,29 @@
-"""`kvforensics bench`: the scale benchmark."""
+"""`kvforensics bench`: the scale benchmark, or with --replay the replay speed table."""
 
 from __future__ import annotations
 
 from rich.table import Table
 
 from forensics.bench.run import BenchOptions, BenchResult, run_bench
-from forensics.cli.app import app, console, emit_json
+from forensics.cli.app import app, console, emit_json, finish
 from forensics.cli.params import (
     BenchMix,
+    BenchReplay,
     BenchSeed,
+    Contexts,
     Events,
     Json,
     Keep,
+    Leakers,
     MemoryLimit,
     Naive,
+    ReplayOn,
+    SpeedModel,
     Workdir,
 )
 from forensics.cli.progress import progress_reporter
-from forensics.options import Mix
+from forensics.options import Device, Mix
+from forensics.replay import SpeedOptions
 
 
 @app.command()
@@ -29,9 +35,18 @@ def bench(
     workdir: Workdir = BenchOptions.workdir,
     keep: Keep = BenchOptions.keep,
     naive: Naive = BenchOptions.naive,
+    replay: BenchReplay = False,
+    model: SpeedModel = SpeedOptions.model,
+    device: ReplayOn = Device.AUTO,
+    contexts: Contexts = SpeedOptions.contexts,
+    leakers: Leakers = SpeedOptions.leakers,
     json_out: Json = False,
 ) -> None:
-    """Time ingest and analysis on a simulated ledger of N events, beside the scan floor."""
+    """Time ingest and analysis on a simulated ledger of N events, beside the scan floor; or,
+    with --replay, replay against the model's own prefill speed."""
+    if replay:
+        _replay_speed(SpeedOptions(model, contexts, leakers), device, json_out)
+        return
     with progress_reporter(console, "bench") as progress:
         result = run_bench(
             BenchOptions(events, mix.value, seed, memory_limit, workdir, keep, naive=naive),
@@ -79,3 +94,22 @@ def _print(result: BenchResult) -> None:
         )
     for note in result.notes:
         console.print(note, markup=False)
+
+
+def _replay_speed(options: SpeedOptions, device: Device, json_out: bool) -> None:
+    """Rows print as they are measured (phases on stderr); exit 1 when a row's replay did not
+    confirm its stub suspect."""
+    import io
+    import sys
+
+    from forensics.replay import speed
+    from forensics.replay.stage import require_replay
+
+    options.leaker_list()  # usage errors before the model is built
+    require_replay()
+    captured = io.StringIO()
+    rows = speed.run(options, device.value, captured if json_out else sys.stdout, sys.stderr)
+    if json_out:
+        title = captured.getvalue().splitlines()[0]
+        emit_json({"title": title, "rows": [speed.as_json(r) for r in rows]})
+    finish(any(r.verdict != "confirmed" for r in rows))

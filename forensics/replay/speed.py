@@ -23,10 +23,11 @@ from typing import Any, TextIO
 import numpy as np
 import torch
 
-from forensics.replay import attention, memory
+from forensics.replay import SpeedOptions, attention, memory
 from forensics.replay.decode import WriterStore, decode_with_evidence, prefill_first_token
 from forensics.replay.ledger import SuspectPlan
 from forensics.replay.replay import response_sha256, run_planned
+from forensics.replay.testmodel import resolve_device
 
 # A Llama shape of about 1.2 B parameters (16 layers, hidden 2048, GQA 32/8 heads).
 RANDOM_SHAPES: dict[str, dict[str, Any]] = {
@@ -255,6 +256,46 @@ def run_rows(
         rows.append(measure(model, context, n, n_out, repeat, lambda line: _note(line, notes)))
         print(row_line(rows[-1]), file=out, flush=True)
     return rows
+
+
+def run(
+    options: SpeedOptions,
+    device: str,
+    out: TextIO,
+    notes: TextIO,
+    dtype: str | None = None,
+    device_map: str | None = None,
+    repeat: int = 1,
+) -> list[SpeedRow]:
+    """Build the model on `device` ('auto', 'cpu' or 'cuda'), print the table's title to
+    `out`, then its rows as they are measured (run_rows)."""
+    contexts = options.context_list()
+    leakers = options.leaker_list()
+    resolved = resolve_device(device)
+    model = speed_model(options.model, resolved, dtype, max(contexts) + 64, device_map)
+    print(describe(model, options.model, options.output_tokens), file=out, flush=True)
+    return run_rows(model, contexts, leakers, options.output_tokens, repeat, out, notes)
+
+
+def as_json(row: SpeedRow) -> dict[str, Any]:
+    """A row for --json output (rates rounded to tokens/s, ratio to 3 places)."""
+    return {
+        "context": row.context,
+        "leakers": row.leakers,
+        "prefill_tokens_per_s": _rounded(row.prefill_tokens_per_s, 0),
+        "replay_tokens_per_s": _rounded(row.replay_tokens_per_s, 0),
+        "ratio": _rounded(row.ratio, 3),
+        "replay_tokens": row.replay_tokens,
+        "replay_seconds": round(row.replay_seconds, 3),
+        "peak_gib": _rounded(row.peak_gib, 2),
+        "verdict": row.verdict,
+        "reason": row.reason,
+        "prefill_attention": row.prefill_attention,
+    }
+
+
+def _rounded(value: float | None, places: int) -> float | None:
+    return None if value is None else round(value, places)
 
 
 def _note(line: str, notes: TextIO) -> None:
