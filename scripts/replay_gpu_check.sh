@@ -33,7 +33,9 @@
 # PYTHON chooses the interpreter (default python3); DEVICE=cpu dry-runs the same steps without a
 # GPU (with small CONTEXTS, e.g. CONTEXTS=256,1024 LEAKERS=1,4 MODEL=random-tiny); CONTEXTS and
 # LEAKERS are comma-separated (the largest context runs last, on its own); MODEL is random-1b,
-# random-tiny, test or a model folder; KEEP=FOLDER keeps every step's output there.
+# random-tiny, test or a model folder; KEEP=FOLDER keeps every step's output there; STEPS
+# (default sample,short,long) runs only the steps named, e.g. STEPS=long alone in a second
+# run when one run's time is too short for all three.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 ROOT="$PWD"
@@ -82,8 +84,14 @@ import transformers
 
 if os.environ["DEVICE"] != "cpu" and not torch.cuda.is_available():
     sys.exit(f"torch {torch.__version__} sees no CUDA device (a CPU-only build?)")
+from importlib.metadata import version
+
 line = f"python {sys.version.split()[0]}, torch {torch.__version__}, "
-line += f"transformers {transformers.__version__}, "
+line += ", ".join(
+    f"{name} {version(name)}"
+    for name in ("transformers", "accelerate", "numpy", "numba", "pyarrow", "duckdb", "typer")
+)
+line += ", "
 line += f"flash-attn {'installed' if find_spec('flash_attn') else 'not installed (SDPA)'}, "
 if torch.cuda.is_available():
     free, total = torch.cuda.mem_get_info()
@@ -104,6 +112,8 @@ fi
 GUARD=(timeout -k 10)
 command -v timeout > /dev/null || { GUARD=(); echo "(no timeout command: steps run unguarded)"; }
 FAILED=0
+STEPS=",${STEPS:-sample,short,long},"
+has() { [[ "$STEPS" == *",$1,"* ]]; }
 
 # guard BUDGET COMMAND...: run COMMAND for at most BUDGET seconds and no longer than what is
 # left of TOTAL_S (10 s are kept for the summary).
@@ -134,30 +144,34 @@ json_ok() {
 }
 
 TRUTH="$CASE/ground_truth/receiving_requests.csv"
-SAMPLE_END=$((SECONDS + SAMPLE_S))
-echo "== 1. sample incident $CASE: $DEVICE against cpu (budget ${SAMPLE_S} s)"
-: > "$OUT/sample.txt"
-guard "$SAMPLE_S" "$PY" -m forensics ingest "$CASE" --db "$OUT/case.duckdb" --json \
-  > "$OUT/ingest.json"
-if json_ok ingest $? "$OUT/ingest.json"; then
-  picked=ok
-  if [ ! -f "$TRUTH" ] || [ "${ANALYZE:-0}" = 1 ]; then
-    guard $((SAMPLE_END - SECONDS)) "$PY" -m forensics analyze --db "$OUT/case.duckdb" --json \
-      > "$OUT/analyze.json"
-    json_ok analyze $? "$OUT/analyze.json" || picked=
-  fi
-  truth=()
-  [ -f "$TRUTH" ] && truth=(--truth "$TRUTH")
-  if [ -n "$picked" ]; then
-    guard $((SAMPLE_END - SECONDS)) "$PY" scripts/replay_bench.py --db "$OUT/case.duckdb" \
-      --model test --device "$DEVICE" "${truth[@]}" --compare cpu | tee "$OUT/sample.txt"
-    [ "${PIPESTATUS[0]}" -eq 0 ] || FAILED=1
+sample_step() {
+  local picked truth
+  SAMPLE_END=$((SECONDS + SAMPLE_S))
+  echo "== 1. sample incident $CASE: $DEVICE against cpu (budget ${SAMPLE_S} s)"
+  guard "$SAMPLE_S" "$PY" -m forensics ingest "$CASE" --db "$OUT/case.duckdb" --json \
+    > "$OUT/ingest.json"
+  if json_ok ingest $? "$OUT/ingest.json"; then
+    picked=ok
+    if [ ! -f "$TRUTH" ] || [ "${ANALYZE:-0}" = 1 ]; then
+      guard $((SAMPLE_END - SECONDS)) "$PY" -m forensics analyze --db "$OUT/case.duckdb" --json \
+        > "$OUT/analyze.json"
+      json_ok analyze $? "$OUT/analyze.json" || picked=
+    fi
+    truth=()
+    [ -f "$TRUTH" ] && truth=(--truth "$TRUTH")
+    if [ -n "$picked" ]; then
+      guard $((SAMPLE_END - SECONDS)) "$PY" scripts/replay_bench.py --db "$OUT/case.duckdb" \
+        --model test --device "$DEVICE" "${truth[@]}" --compare cpu | tee "$OUT/sample.txt"
+      [ "${PIPESTATUS[0]}" -eq 0 ] || FAILED=1
+    else
+      FAILED=1
+    fi
   else
     FAILED=1
   fi
-else
-  FAILED=1
-fi
+}
+: > "$OUT/sample.txt"
+if has sample; then sample_step; else echo "== 1. sample: not in STEPS"; fi
 SAMPLE_DONE=$SECONDS
 echo "(${SAMPLE_DONE} s so far)"
 
@@ -166,11 +180,11 @@ IFS=, read -ra ctx <<< "$CONTEXTS"
 IFS=, read -ra lk <<< "$LEAKERS"
 largest=0
 for c in "${ctx[@]}"; do [ "$c" -gt "$largest" ] && largest=$c; done
-short_c="" short_l="" long_l=""
+short_c="" short_l="" long_l="" long_i=""
 for i in "${!ctx[@]}"; do
   n="${lk[$i]:-${lk[${#lk[@]} - 1]}}"
   if [ "${ctx[$i]}" -eq "$largest" ] && [ -z "$long_l" ]; then
-    long_l="$n"
+    long_l="$n" long_i="$i"
   else
     short_c="${short_c:+$short_c,}${ctx[$i]}"
     short_l="${short_l:+$short_l,}$n"
@@ -187,8 +201,9 @@ speed() {
   [ "${PIPESTATUS[0]}" -eq 0 ] || FAILED=1
 }
 : > "$OUT/speed-short.txt"
-[ -n "$short_c" ] && speed speed-short "$SHORT_S" "$short_c" "$short_l"
-speed speed-long "$TOTAL_S" "$largest" "$long_l"
+: > "$OUT/speed-long.txt"
+if [ -n "$short_c" ] && has short; then speed speed-short "$SHORT_S" "$short_c" "$short_l"; fi
+if has long; then speed speed-long "$TOTAL_S" "$largest" "$long_l"; fi
 
 echo
 echo "== summary (${SECONDS} s in all; sample ${SAMPLE_DONE} s)"
@@ -197,10 +212,16 @@ grep -E "verdicts and output hashes|suspect\(s\) in| of [0-9]+ confirmed" "$OUT/
 title="$(grep -h "^replay speed:" "$OUT/speed-short.txt" "$OUT/speed-long.txt" | head -1)"
 echo "${title:-replay speed: no result}"
 grep -h -m1 "^ *context " "$OUT/speed-short.txt" "$OUT/speed-long.txt" | head -1
-for c in "${ctx[@]}"; do
+for i in "${!ctx[@]}"; do
+  c="${ctx[$i]}"
+  if [ "$i" = "$long_i" ]; then has long || continue; else has short || continue; fi
   with_commas="$(sed -E ':a;s/([0-9])([0-9]{3})($|,)/\1,\2\3/;ta' <<< "$c")"
   row="$(grep -hE "^ *$with_commas " "$OUT/speed-short.txt" "$OUT/speed-long.txt" | head -1)"
-  echo "${row:-$(printf '%10s  not measured (failed or cut short: see above)' "$c")}"
+  if [ -z "$row" ]; then
+    row="$(printf '%10s  not measured (failed or cut short: see above)' "$c")"
+    FAILED=1
+  fi
+  echo "$row"
 done
 if grep -qE "DIFFER|cannot-replay|not-reproduced" "$OUT/sample.txt" \
   "$OUT/speed-short.txt" "$OUT/speed-long.txt"; then

@@ -185,3 +185,34 @@ def test_bench_replay_prints_the_speed_table(cli):
 def test_bench_replay_usage_errors_exit_2(cli, flags, message):
     code, _, err = cli("bench", "--replay", "--device", "cpu", "--model", "random-tiny", *flags)
     assert code == 2 and message in err
+
+
+@pytest.mark.slow
+def test_the_gpu_check_dry_runs_on_a_cpu(tmp_path):
+    """The whole check script, on the CPU at a tiny size (about a minute and a half)."""
+    import os
+    import sys
+
+    env = {
+        **os.environ,
+        "PYTHON": sys.executable,
+        "DEVICE": "cpu",
+        "MODEL": "random-tiny",
+        "CONTEXTS": "128,512",
+        "LEAKERS": "1,2",
+        "KEEP": str(tmp_path),
+    }
+    done = subprocess.run(
+        ["bash", str(ROOT / "scripts" / "replay_gpu_check.sh")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    summary = done.stdout.split("== summary")[1]
+    assert summary.count("cpu: 7 of 7 confirmed") == 2
+    assert "cpu and cpu verdicts and output hashes identical" in summary
+    rows = [line.split() for line in summary.splitlines() if line[:10].strip().isdigit()]
+    assert [(row[0], row[-1]) for row in rows] == [("128", "confirmed"), ("512", "confirmed")]
+    assert summary.rstrip().endswith("check passed")
