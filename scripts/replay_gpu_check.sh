@@ -49,6 +49,8 @@ TOTAL_S="${TOTAL_S:-540}"
 SAMPLE_S="${SAMPLE_S:-150}"
 SHORT_S="${SHORT_S:-120}"
 export DEVICE PYTHONUNBUFFERED=1
+# Nothing is downloaded: no library should wait on a network that is not there.
+export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 SECONDS=0
 
 if [ -n "${WHEELS:-}" ]; then

@@ -216,3 +216,30 @@ def test_the_gpu_check_dry_runs_on_a_cpu(tmp_path):
     rows = [line.split() for line in summary.splitlines() if line[:10].strip().isdigit()]
     assert [(row[0], row[-1]) for row in rows] == [("128", "confirmed"), ("512", "confirmed")]
     assert summary.rstrip().endswith("check passed")
+
+
+@pytest.mark.parametrize(
+    "error,falls_back",
+    [
+        (RuntimeError("CUDA error: out of memory (cuBLAS workspace)"), True),
+        (RuntimeError("expected all tensors to be on the same device"), False),
+    ],
+)
+def test_plain_prefill_falls_back_only_when_memory_runs_out(
+    tiny_bf16, monkeypatch, error, falls_back
+):
+    real = type(tiny_bf16).forward
+
+    def forward(self, *args, **kwargs):
+        if self.config._attn_implementation == "sdpa":
+            raise error
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(type(tiny_bf16), "forward", forward)
+    if falls_back:
+        rate, how = speed.plain_prefill(tiny_bf16, 64, 1024)
+        assert rate and how == attention.FAST
+    else:
+        with pytest.raises(RuntimeError, match="same device"):
+            speed.plain_prefill(tiny_bf16, 64, 1024)
+    assert tiny_bf16.config._attn_implementation == attention.FAST

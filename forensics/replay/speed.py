@@ -26,7 +26,7 @@ import torch
 from forensics.replay import SpeedOptions, attention, memory
 from forensics.replay.decode import WriterStore, decode_with_evidence, prefill_first_token
 from forensics.replay.ledger import SuspectPlan
-from forensics.replay.replay import response_sha256, run_planned
+from forensics.replay.replay import is_out_of_memory, response_sha256, run_planned
 from forensics.replay.testmodel import resolve_device
 
 # A Llama shape of about 1.2 B parameters (16 layers, hidden 2048, GQA 32/8 heads).
@@ -182,7 +182,9 @@ def plain_prefill(model: Any, context: int, vocab: int) -> tuple[float | None, s
                 model(input_ids=ids, use_cache=False, logits_to_keep=1)
                 _sync(device)
                 return context / (time.perf_counter() - started), kind
-        except torch.OutOfMemoryError:
+        except (MemoryError, RuntimeError) as exc:  # CUDA's OOM, or cuBLAS's "out of memory"
+            if not is_out_of_memory(exc):
+                raise
             continue
         finally:
             model.set_attn_implementation(attention.FAST)
