@@ -13,10 +13,13 @@
 #      tokens/s (one SDPA forward pass), the replay tokens/s of one stub suspect over the same
 #      context, their ratio and the verdict. A 128k prefill costs about 1/64 of a 1M one
 #      (attention grows with the square of the context), so it runs before the 1M row.
-#   3. speed at 1M tokens (whatever is left of TOTAL_S=540 s; estimated 4 to 7 minutes): the
-#      same row with 64 leakers of 16k tokens each. It runs two 1M prefills (the plain one and
-#      the suspect's clean one), each about 72 PFLOP of attention plus 2.5 PFLOP of weights:
-#      about 1.5 min at 790 TFLOP/s, nearer 3 min at the 40% of peak SDPA usually reaches.
+#   3. speed at 1M tokens (whatever is left of TOTAL_S=540 s, about 7.5 min): the same row
+#      with 64 leakers of 16k tokens each. It runs two 1M prefills (the plain one and the
+#      suspect's clean one), each about 72 PFLOP of causal attention plus 2 PFLOP of weights:
+#      1.6 min at the H200's 790 TFLOP/s bf16 peak, 2 to 4 min at the 40 to 75% of peak that
+#      SDPA's kernels reach; with the rest of the row (writers, decodes: under a minute) 4 to 9
+#      minutes. A row cut short still shows its plain prefill figure; STEPS=long reruns it
+#      alone with the whole budget.
 #
 # Each step runs under `timeout` with the smaller of its budget and what is left of TOTAL_S,
 # and prints as it goes (a row as soon as it is measured, the phases of a row as they end), so
