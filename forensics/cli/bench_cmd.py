@@ -44,14 +44,25 @@ def bench(
 ) -> None:
     """Time ingest and analysis on a simulated ledger of N events, beside the scan floor; or,
     with --replay, replay against the model's own prefill speed."""
+    run_chosen(
+        BenchOptions(events, mix.value, seed, memory_limit, workdir, keep, naive=naive),
+        SpeedOptions(model, contexts, leakers),
+        device,
+        replay,
+        json_out,
+    )
+
+
+def run_chosen(
+    options: BenchOptions, speed_options: SpeedOptions, device: Device, replay: bool, json_out: bool
+) -> None:
+    """The scale benchmark, or with `replay` the replay speed table (each ignores the other's
+    options)."""
     if replay:
-        _replay_speed(SpeedOptions(model, contexts, leakers), device, json_out)
+        _replay_speed(speed_options, device, json_out)
         return
     with progress_reporter(console, "bench") as progress:
-        result = run_bench(
-            BenchOptions(events, mix.value, seed, memory_limit, workdir, keep, naive=naive),
-            progress,
-        )
+        result = run_bench(options, progress)
     if json_out:
         emit_json(result.to_json())
     else:
