@@ -34,9 +34,13 @@ import numpy as np  # noqa: E402
 
 from forensics.db import connect  # noqa: E402
 from forensics.ingest.load import ingest_case  # noqa: E402
+from forensics.replay import SpeedOptions  # noqa: E402
 from forensics.replay.decode import greedy_decode, prefill_first_token  # noqa: E402
+from forensics.replay.replay import CANNOT_REPLAY, CONFIRMED, NOT_REPRODUCED  # noqa: E402
 from forensics.replay.stage import run_case_replay  # noqa: E402
 from forensics.replay.testmodel import TEST_MODEL_NAME, build_test_model  # noqa: E402
+
+VERDICTS = (CONFIRMED, NOT_REPRODUCED, CANNOT_REPLAY)
 
 
 def synthetic_case(folder: Path, pairs: int, context: int, n_out: int) -> list[str]:
@@ -122,6 +126,9 @@ def replay_on(
             f"{r.request_id:<34}{r.verdict:<16}{r.seconds:>9.3f}{r.tokens:>9}"
             f"{(r.tokens_per_s or 0):>11.1f}"
         )
+    counts = {v: sum(r.verdict == v for r in run.results) for v in VERDICTS}
+    others = "".join(f", {n} {v}" for v, n in counts.items() if n and v != CONFIRMED)
+    print(f"{device}: {counts[CONFIRMED]} of {len(run.results)} confirmed{others}")
     done = [r for r in run.results if r.seconds > 0]
     if done:
         secs, toks = sum(r.seconds for r in done), sum(r.tokens for r in done)
@@ -147,53 +154,26 @@ def _first_column(path: Path) -> list[str]:
 def speed(args: argparse.Namespace) -> int:
     import torch
 
-    from forensics.replay import attention, speed
-    from forensics.replay.loader import load_model
-    from forensics.replay.testmodel import resolve_device
+    from forensics.replay import speed
 
-    device = resolve_device(args.device)
-    contexts = [int(c) for c in args.contexts.split(",")]
-    leakers = [int(n) for n in args.leakers.split(",")] if args.leakers else [1]
-    leakers += [leakers[-1]] * (len(contexts) - len(leakers))
-    model_name = args.model or "test"
-    if model_name in speed.RANDOM_SHAPES:
-        default = torch.bfloat16 if device.startswith("cuda") else torch.float32
-        dtype = getattr(torch, args.dtype) if args.dtype else default
-        model = speed.random_llama(model_name, device, dtype, max(contexts) + 64)
-    else:
-        model = load_model(model_name, device, args.device_map)
-    if device == "cpu":
-        torch.set_num_threads(args.threads or torch.get_num_threads())
-    param = next(model.parameters())
-    kernel = attention.kernel_name(str(param.device), param.dtype)
-    params = sum(p.numel() for p in model.parameters())
-    title = (
-        f"replay speed: {model_name} ({params / 1e9:.2f} B parameters, "
-        f"{str(param.dtype).removeprefix('torch.')}) on {_device_label(device)}, "
-        f"replay attention {kernel}, {args.output_tokens} output tokens"
+    if args.device == "cpu" and args.threads:
+        torch.set_num_threads(args.threads)
+    options = SpeedOptions(
+        args.model or SpeedOptions.model, args.contexts, args.leakers, args.output_tokens
     )
-    speed.warm_up(model)
-    rows = []
-    for context, n in zip(contexts, leakers, strict=True):
-        rows.append(speed.measure(model, context, n, args.output_tokens, args.repeat))
-        print(speed.table(rows[-1:], f"[{context:,} tokens done]"), file=sys.stderr, flush=True)
-    print(speed.table(rows, title))
-    return 0
-
-
-def _device_label(device: str) -> str:
-    import torch
-
-    if device.startswith("cuda"):
-        return f"{device} ({torch.cuda.get_device_name(torch.device(device))})"
-    return f"cpu ({torch.get_num_threads()} threads)"
+    rows = speed.run(
+        options, args.device, sys.stdout, sys.stderr, args.dtype, args.device_map, args.repeat
+    )
+    return 0 if all(r.verdict == "confirmed" for r in rows) else 1
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--speed", action="store_true", help="replay vs plain prefill speed")
-    parser.add_argument("--contexts", default="8192,131072,1048576")
-    parser.add_argument("--leakers", default="1", help="writers per suspect, per context")
+    parser.add_argument("--contexts", default=SpeedOptions.contexts)
+    parser.add_argument(
+        "--leakers", default=SpeedOptions.leakers, help="writers per suspect, per context"
+    )
     parser.add_argument("--dtype", help="bfloat16, float16 or float32 (random models)")
     parser.add_argument("--device-map", help="auto: spread a model folder over the GPUs")
     parser.add_argument("--threads", type=int, help="CPU threads (default: torch's)")

@@ -167,7 +167,11 @@ def test_the_chunk_shrinks_to_what_fits(fast):
     roomy = memory.plan(fast, shape, 1000, 1000, 4, free=1 << 40)
     assert roomy.fits and roomy.chunk == memory.CHUNK_CAP["cpu"]
     kv = roomy.kv_bytes
-    assert kv == shape.kv_per_token * (1004 + 1000) + 768 * 1004 // 3
+    # the 1004 keys twice (the rebuilt KV and the decode cache's copy) + one layer's
+    assert kv == shape.kv_per_token * 2 * 1004 + 768 * 1004 // 3
+    # a writer longer than the context: the keys and that writer
+    longer = memory.plan(fast, shape, 100, 1000, 4, free=1 << 40).kv_bytes
+    assert longer == shape.kv_per_token * (104 + 1000) + 768 * 104 // 3
     tight = memory.plan(fast, shape, 1000, 1000, 4, free=kv + shape.activations(64, 1004, True))
     assert tight.fits and tight.chunk == 64
     assert not memory.plan(fast, shape, 1000, 1000, 4, free=kv).fits

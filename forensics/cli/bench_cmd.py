@@ -1,24 +1,30 @@
-"""`kvforensics bench`: the scale benchmark."""
+"""`kvforensics bench`: the scale benchmark, or with --replay the replay speed table."""
 
 from __future__ import annotations
 
 from rich.table import Table
 
 from forensics.bench.run import BenchOptions, BenchResult, run_bench
-from forensics.cli.app import app, console, emit_json
+from forensics.cli.app import app, console, emit_json, finish
 from forensics.cli.params import (
     BenchMix,
+    BenchReplay,
     BenchSeed,
+    Contexts,
     Events,
     Json,
     Keep,
     LedgerExternal,
+    Leakers,
     MemoryLimit,
     Naive,
+    ReplayOn,
+    SpeedModel,
     Workdir,
 )
 from forensics.cli.progress import progress_reporter
-from forensics.options import Mix
+from forensics.options import Device, Mix
+from forensics.replay import SpeedOptions
 
 
 @app.command()
@@ -31,21 +37,43 @@ def bench(
     keep: Keep = BenchOptions.keep,
     naive: Naive = BenchOptions.naive,
     ledger_external: LedgerExternal = BenchOptions.ledger_external,
+    replay: BenchReplay = False,
+    model: SpeedModel = SpeedOptions.model,
+    device: ReplayOn = Device.AUTO,
+    contexts: Contexts = SpeedOptions.contexts,
+    leakers: Leakers = SpeedOptions.leakers,
     json_out: Json = False,
 ) -> None:
     """Time ingest and analysis on a simulated ledger of N events, beside the scan floor (for
     the analysis) and the read floor (for ingest); with --ledger-external, ingest keeps the
-    ledger outside the case database."""
-    options = BenchOptions(
-        events,
-        mix.value,
-        seed,
-        memory_limit,
-        workdir,
-        keep,
-        naive=naive,
-        ledger_external=ledger_external,
+    ledger outside the case database. With --replay, time replay against the model's own
+    prefill speed instead."""
+    run_chosen(
+        BenchOptions(
+            events,
+            mix.value,
+            seed,
+            memory_limit,
+            workdir,
+            keep,
+            naive=naive,
+            ledger_external=ledger_external,
+        ),
+        SpeedOptions(model, contexts, leakers),
+        device,
+        replay,
+        json_out,
     )
+
+
+def run_chosen(
+    options: BenchOptions, speed_options: SpeedOptions, device: Device, replay: bool, json_out: bool
+) -> None:
+    """The scale benchmark, or with `replay` the replay speed table (each ignores the other's
+    options)."""
+    if replay:
+        _replay_speed(speed_options, device, json_out)
+        return
     with progress_reporter(console, "bench") as progress:
         result = run_bench(options, progress)
     if json_out:
@@ -90,3 +118,22 @@ def _print(result: BenchResult) -> None:
         )
     for note in result.notes:
         console.print(note, markup=False)
+
+
+def _replay_speed(options: SpeedOptions, device: Device, json_out: bool) -> None:
+    """Rows print as they are measured (phases on stderr); exit 1 when a row's replay did not
+    confirm its stub suspect."""
+    import io
+    import sys
+
+    from forensics.replay import speed
+    from forensics.replay.stage import require_replay
+
+    options.leaker_list()  # usage errors before the model is built
+    require_replay()
+    captured = io.StringIO()
+    rows = speed.run(options, device.value, captured if json_out else sys.stdout, sys.stderr)
+    if json_out:
+        title = captured.getvalue().splitlines()[0]
+        emit_json({"title": title, "rows": [speed.as_json(r) for r in rows]})
+    finish(any(r.verdict != "confirmed" for r in rows))

@@ -21,7 +21,8 @@ from forensics.options import Allocator, Bug, Device, Engine, Mix, OutputModel, 
 
 # Flags whose meaning differs between commands, each command with its own alias below.
 PER_COMMAND = {
-    "--model": "simulate: what makes the simulated outputs; replay: the model replayed with",
+    "--model": "simulate: what makes the simulated outputs; replay: the model replayed with; "
+    "bench --replay: the model timed (random weights allowed)",
     "--allocator": "simulate: the simulator's page pool; reconstruct: also auto, per node",
     "--seed": "bench keeps its own seed so that its figures compare from run to run",
 }
@@ -255,6 +256,35 @@ Naive = Annotated[
     typer.Option(
         "--naive/--no-naive",
         help="Also run the naive per-slot approach where it fits in a few minutes.",
+    ),
+]
+BenchReplay = Annotated[
+    bool,
+    typer.Option(
+        "--replay",
+        help="Time replay instead: per context, the model's own prefill tokens/s, the replay "
+        "tokens/s of one stub suspect that read other requests' KV over that context, their "
+        "ratio and the verdict (needs the replay extra; the options below apply).",
+    ),
+]
+SpeedModel = Annotated[
+    str,
+    typer.Option(
+        "--model",
+        help="With --replay: random-1b or random-tiny (a Llama shape with random weights made "
+        "on the device, bfloat16 on CUDA), 'test', or a local model folder.",
+    ),
+]
+Contexts = Annotated[
+    str,
+    typer.Option("--contexts", help="With --replay: context lengths in tokens, e.g. 8192,131072."),
+]
+Leakers = Annotated[
+    str,
+    typer.Option(
+        "--leakers",
+        help="With --replay: per context, how many earlier requests wrote the KV the suspect "
+        "read (the last one repeats).",
     ),
 ]
 

@@ -2,8 +2,9 @@
 against the free memory of the device(s) the model sits on (available RAM on a CPU).
 
 A suspect's replay holds at once: the KV its decode read (its context plus the decoded tokens),
-the KV of the longest writer being rebuilt, one more layer's KV while a decode step extends the
-cache, and one forward pass's activations. The chunk (tokens per forward pass) is the largest
+and either the KV of the longest writer being rebuilt or the decode cache's copy of the first
+(whichever is larger), one more layer's KV while a decode step extends the cache, and one forward
+pass's activations. The chunk (tokens per forward pass) is the largest
 power of two up to the device's cap that fits; a suspect that does not fit even at one token per
 pass is not run, and its reason gives the numbers and what would fit."""
 
@@ -97,10 +98,12 @@ class MemoryPlan:
         ]
         if self.device.startswith("cuda") and self.device_bytes:
             gpus = math.ceil(total / (self.device_bytes * (1 - RESERVE)))
-            parts.append(
-                f"would fit: a GPU with at least {_gib(total)} of memory, or {gpus} "
-                f"GPUs like this one with --device-map auto"
+            alike = (
+                "this GPU with nothing else on it"
+                if gpus == 1
+                else f"{gpus} GPUs like this one with --device-map auto"
             )
+            parts.append(f"would fit: a GPU with at least {_gib(total)} of memory, or {alike}")
         else:
             parts.append(f"would fit: a machine with at least {_gib(total)} of free memory")
         parts.append("the chunk is already the smallest (1 token per pass)")
@@ -115,7 +118,11 @@ def plan(
     cpu = device == "cpu"
     available = free_bytes(model) if free is None else free
     keys = context + max(n_out, 1)
-    kv = shape.kv_per_token * (keys + writer_tokens) + shape.kv_per_token * keys // shape.layers
+    # Held at once: the rebuilt KV the decode reads and either the writer being rebuilt into it
+    # or the decode cache's own copy of it (transformers' cache concatenates what it is given),
+    # plus one layer's KV while a step extends the cache.
+    held = max(keys + writer_tokens, 2 * keys)
+    kv = shape.kv_per_token * held + shape.kv_per_token * keys // shape.layers
     span = max(keys, writer_tokens)
     chunk = CHUNK_CAP["cpu" if cpu else "cuda"]
     while chunk > 1 and kv + shape.activations(chunk, span, cpu) > available:

@@ -175,7 +175,7 @@ def run_planned(
         result.verdict, result.reason = CANNOT_REPLAY, str(exc)
         return result
     except (MemoryError, RuntimeError) as exc:
-        if not _is_out_of_memory(exc):
+        if not is_out_of_memory(exc):
             raise
         store.release()
         _free_memory()
@@ -256,7 +256,7 @@ def _fill(result: SuspectResult, plan: SuspectPlan, replayed: Replayed, seconds:
     result.attention = {w: (replayed.writer_share.get(w), n) for w, n in plan.foreign.items()}
 
 
-def _is_out_of_memory(exc: BaseException) -> bool:
+def is_out_of_memory(exc: BaseException) -> bool:
     return isinstance(exc, MemoryError) or "out of memory" in str(exc).lower()
 
 
