@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from forensics.analysis.codes import CATEGORIES, READ, WRITE
-from forensics.analysis.coverage import read_counts, run_numbers
+from forensics.analysis.coverage import _by_request_category_start, read_counts, run_numbers
 
 ranges = st.lists(
     st.tuples(st.integers(0, 3), st.integers(0, 2), st.integers(0, 40), st.integers(1, 12)),
@@ -72,3 +72,17 @@ def test_read_counts_are_distinct_slots_per_request_and_category(rows, readers):
                 slots[c].update(range(s, e))
         want[r] = [int((req[reads] == r).sum())] + [len(x) for x in slots]
     assert got == want
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 5), st.integers(0, 4), st.integers(0, 2**40)), max_size=50),
+    st.sampled_from([6, 2**25]),  # 2**25 requests and slots near 2**40 do not fit one key
+)
+def test_rows_sort_by_request_category_and_start(rows, n_req):
+    who = np.array([r[0] for r in rows], np.int32)
+    cat = np.array([r[1] for r in rows], np.int32)
+    lo = np.array([r[2] for r in rows], np.int64)
+    order = _by_request_category_start(who, cat, lo, n_req)
+    got = list(zip(who[order].tolist(), cat[order].tolist(), lo[order].tolist(), strict=True))
+    assert got == sorted(zip(who.tolist(), cat.tolist(), lo.tolist(), strict=True))

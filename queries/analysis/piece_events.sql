@@ -1,12 +1,13 @@
 -- The ledger events that the pieces of the sweep name (reads and writes of exposure pieces, events
 -- of violation pieces), with the columns the exposures and violations queries use: a small
--- table, so that those queries join it instead of the whole ledger. (For a ledger kept outside
--- the database and swept by Ray tasks, the tasks return these rows instead.)
-CREATE OR REPLACE TABLE work.analysis_piece_events AS
+-- table, so that those queries join it instead of the whole ledger, which is read here once.
+-- (For a ledger kept outside the database and swept by Ray tasks, the tasks return these rows
+-- instead.) Temporary, like the pieces (queries/analysis/pieces_create.sql).
+CREATE OR REPLACE TEMP TABLE analysis_piece_events AS
 SELECT input_order AS event_key, ts, request_id, slot_start, pos_start, source
 FROM kv_events
 WHERE input_order IN (
-    SELECT read_key FROM work.analysis_exposure_pieces
-    UNION SELECT write_key FROM work.analysis_exposure_pieces
-    UNION SELECT event_key FROM work.analysis_violation_pieces
+    SELECT read_key FROM temp.analysis_exposure_pieces
+    UNION SELECT write_key FROM temp.analysis_exposure_pieces
+    UNION SELECT event_key FROM temp.analysis_violation_pieces
 );

@@ -2,18 +2,24 @@
 -- their kv_events.input_order (*_key); codes as in forensics/analysis/codes.py; slots are real
 -- slots, [slot_start, slot_end). Exposure pieces carry the receiver's and leaker's request
 -- codes and the number of the run they coalesce into (per node).
+-- Temporary tables: only the analysis' own SQL reads them, within its connection, so they are
+-- never written into the case database (nor are the copies older releases kept there).
 CREATE SCHEMA IF NOT EXISTS work;  -- the analysis' working tables, apart from results
+DROP TABLE IF EXISTS work.analysis_exposure_pieces;
+DROP TABLE IF EXISTS work.analysis_violation_pieces;
+DROP TABLE IF EXISTS work.analysis_read_counts;
+DROP TABLE IF EXISTS work.analysis_piece_events;
 
-CREATE OR REPLACE TABLE work.analysis_exposure_pieces (
+CREATE OR REPLACE TEMP TABLE analysis_exposure_pieces (
     node VARCHAR, read_key BIGINT, write_key BIGINT, kind_code TINYINT,
     slot_start BIGINT, slot_end BIGINT, receiver_code INTEGER, leaker_code INTEGER, run_no BIGINT
 );
-CREATE OR REPLACE TABLE work.analysis_violation_pieces (
+CREATE OR REPLACE TEMP TABLE analysis_violation_pieces (
     node VARCHAR, event_key BIGINT, violation_code TINYINT, other_code INTEGER,
     slot_start BIGINT, slot_end BIGINT
 );
 -- Per (node, reading request): reads, and the distinct slots its reads saw per category.
-CREATE OR REPLACE TABLE work.analysis_read_counts (
+CREATE OR REPLACE TEMP TABLE analysis_read_counts (
     node VARCHAR, req_code INTEGER, reads BIGINT, own_slots BIGINT, shared_verified BIGINT,
     shared_unverified BIGINT, foreign_slots BIGINT, uninitialised_slots BIGINT
 );

@@ -6,6 +6,6 @@ DELETE FROM read_stats;
 INSERT INTO read_stats BY NAME
 SELECT c.request_id, n.node, n.reads, n.own_slots, n.shared_verified, n.shared_unverified,
        n.foreign_slots, n.uninitialised_slots
-FROM work.analysis_read_counts n
+FROM temp.analysis_read_counts n
 JOIN work.analysis_request_codes c USING (req_code)
 ORDER BY n.node, c.request_id;

@@ -8,8 +8,8 @@ WITH piece AS (
     SELECT e.request_id, p.node, p.slot_start, p.slot_end, e.ts,
            ($violations)[p.violation_code + 1] AS violation,
            o.request_id AS other_request_id
-    FROM work.analysis_violation_pieces p
-    JOIN kv_events e ON e.input_order = p.event_key
+    FROM temp.analysis_violation_pieces p
+    JOIN temp.analysis_piece_events e ON e.event_key = p.event_key
     LEFT JOIN work.analysis_request_codes o ON o.req_code = p.other_code
 ), reach AS (
     SELECT *, max(slot_end) OVER (
