@@ -1,5 +1,5 @@
 """The sweep of a ledger kept outside the case database (forensics.ledger): one task per
-partition, which reads only its node's Parquet parts, here in turn or as Ray tasks.
+partition, which reads only its node's Parquet parts, here in threads or as Ray tasks.
 
 A task opens its own in-memory DuckDB over its parts (the same typed view as the case's, less
 the quarantined rows), codes requests and content hashes locally, orders, sweeps and stores the
@@ -10,6 +10,7 @@ tables that follow are those of a loaded ledger."""
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -98,9 +99,13 @@ def sweep_external(
     args = [(g, columns, utc, _quarantined(con, g)) for g in groups]
     results: list[PartitionFindings] = []
     if ray is None:
-        for i, a in enumerate(args):
-            progress("sweep", i, len(args))
-            results.append(sweep_partition(*a))
+        # Each task has its own DuckDB and the sweep releases the GIL: `workers` partitions run
+        # at once in threads; results are taken in partition order, so the tables are the same.
+        with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+            progress("sweep", 0, len(args))
+            for found in pool.map(lambda a: sweep_partition(*a), args):
+                results.append(found)
+                progress("sweep", len(results), len(args))
     else:
         with ray_session(ray, workers) as session:
             task = session.remote(num_cpus=1, max_retries=1)(sweep_partition)
