@@ -43,9 +43,8 @@ def _sweep_facts(node: str, evs: list[dict]) -> tuple[set, set]:
     return reads, viol
 
 
-@settings(max_examples=300, deadline=None)
-@given(ledger())
-def test_sweep_matches_oracle_per_slot(events: list[dict]) -> None:
+def _assert_sweep_matches_oracle(events: list[dict]) -> None:
+    """Per read and per violation, the sweep's facts over every node equal the oracle's."""
     facts = oracle.run(events)
     reads: set = set()
     viol: set = set()
@@ -55,6 +54,12 @@ def test_sweep_matches_oracle_per_slot(events: list[dict]) -> None:
         viol |= v
     assert reads == facts.per_read
     assert viol == facts.per_violation
+
+
+@settings(max_examples=300, deadline=None)
+@given(ledger())
+def test_sweep_matches_oracle_per_slot(events: list[dict]) -> None:
+    _assert_sweep_matches_oracle(events)
 
 
 def test_foreign_category_covers_exactly_the_exposures() -> None:
@@ -79,15 +84,7 @@ def test_foreign_category_covers_exactly_the_exposures() -> None:
 @settings(max_examples=200, deadline=None)
 @given(busy_ledger())
 def test_sweep_matches_oracle_on_busy_ledgers(events: list[dict]) -> None:
-    facts = oracle.run(events)
-    reads: set = set()
-    viol: set = set()
-    for node, evs in oracle.ordered(events).items():
-        r, v = _sweep_facts(node, evs)
-        reads |= r
-        viol |= v
-    assert reads == facts.per_read
-    assert viol == facts.per_violation
+    _assert_sweep_matches_oracle(events)
 
 
 @settings(max_examples=60, deadline=None)
@@ -104,14 +101,6 @@ def test_sweep_matches_oracle_when_its_buffers_start_tiny(events: list[dict]) ->
             np.zeros(3, np.int64),
         )
 
-    facts = oracle.run(events)
-    reads: set = set()
-    viol: set = set()
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(sweep, "new_pieces", tiny)
-        for node, evs in oracle.ordered(events).items():
-            r, v = _sweep_facts(node, evs)
-            reads |= r
-            viol |= v
-    assert reads == facts.per_read
-    assert viol == facts.per_violation
+        _assert_sweep_matches_oracle(events)
