@@ -187,3 +187,26 @@ def test_unknown_requests_are_warned_of_once_as_for_the_loaded_ledger(tmp_path) 
     warned = query(loaded, text)
     assert sum("request not in the request log" in r[3] for r in warned) >= 2, warned
     assert query(external, text) == warned
+
+
+def test_a_node_with_seq_on_some_rows_is_warned_of_as_for_the_loaded_ledger(tmp_path) -> None:
+    """decode-1 loses seq on two rows (one of them also quarantined for its slot_count): both
+    ways of ingesting warn once that its events are ordered by ts, with the same counts."""
+    case = hive_sample(tmp_path)
+    part = next((case / "kv_events" / "node=decode-1").glob("*.parquet"))
+    edit_part(part, 7, "seq", None)
+    edit_part(part, 9, "seq", None)
+    edit_part(part, 9, "slot_count", 0)
+    loaded, external = tmp_path / "loaded.duckdb", tmp_path / "external.duckdb"
+    assert run(["ingest", str(case), "--db", str(loaded)]) == 1
+    assert run(["ingest", str(case), "--db", str(external), "--ledger-external"]) == 1
+    text = """SELECT file, "row", "value", reason FROM ingest_warnings WHERE "column" = 'seq'"""
+    warned = query(loaded, text)
+    kept = pq.read_metadata(part).num_rows - 1
+    rel = f"kv_events/node=decode-1/{part.name}"
+    reason = (
+        f"node decode-1: {kept - 1} event(s) carry seq and 1 do not, so its events are "
+        "ordered by ts, not seq"
+    )
+    assert warned == [(rel, None, "decode-1", reason)]
+    assert query(external, text) == warned

@@ -200,6 +200,7 @@ def check_partition(
         quarantine: list[pa.Table] = []
         warnings: list[pa.Table] = []
         columns: set[str] = set()
+        with_seq = 0  # kept rows that carry seq, over the partition's parts
         with ThreadPoolExecutor(max_workers=1) as hasher:
             for f in files:
                 digest = hasher.submit(sha256_of, f.url)
@@ -219,13 +220,28 @@ def check_partition(
                 bad = int(flagged[0]) if flagged else 0
                 sha, size = digest.result()
                 counts.append(FileCounts(f.rel, "kv_events", sha, size, read, read - bad, bad))
+                kept_seq = first_row(con, sql("ledger/kept_with_seq"))
+                with_seq += int(kept_seq[0]) if kept_seq else 0
                 for rows, query in (
                     (quarantine, "ledger/quarantine_rows"),
                     (warnings, "ledger/unknown_requests"),
                 ):
                     rows.append(con.sql(sql(query), params={"file": f.rel}).to_arrow_table())
+        warnings.append(_partial_seq(con, files[0].node, counts, with_seq))
     finally:
         con.close()
     return PartitionCheck(
         counts, pa.concat_tables(quarantine), pa.concat_tables(warnings), sorted(columns)
     )
+
+
+def _partial_seq(
+    con: duckdb.DuckDBPyConnection, node: str, counts: list[FileCounts], with_seq: int
+) -> pa.Table:
+    """The partition's partial-seq warning (no row unless some, not all, kept events carry seq),
+    as a loaded ledger gets it; the file named is the first part with kept rows."""
+    kept = [c for c in counts if c.rows_loaded]
+    total = sum(c.rows_loaded for c in kept)
+    first = min((c.path for c in kept), default="")
+    params = {"file": first, "node": node, "with_seq": with_seq, "total": total}
+    return con.sql(sql("ledger/partial_seq"), params=params).to_arrow_table()

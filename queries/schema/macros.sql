@@ -80,6 +80,12 @@ CREATE OR REPLACE TEMP MACRO kvf_ids(x) AS
             THEN TRY_CAST(trim(x::VARCHAR) AS BIGINT[])
     END;
 
+-- The warning for a node whose kept events carry seq on some rows only (ingest/partial_seq.sql
+-- for a loaded ledger, ledger/partial_seq.sql for one kept outside the database).
+CREATE OR REPLACE TEMP MACRO kvf_partial_seq_reason(node, with_seq, total) AS
+    'node ' || node || ': ' || with_seq || ' event(s) carry seq and ' || (total - with_seq)
+    || ' do not, so its events are ordered by ts, not seq';
+
 -- The quarantine record of a failed check.
 CREATE OR REPLACE TEMP MACRO kvf_bad(col, val, why) AS
     struct_pack("column" := col::VARCHAR, "value" := val::VARCHAR, reason := why::VARCHAR);
