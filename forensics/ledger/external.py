@@ -220,8 +220,9 @@ def check_partition(
                 bad = int(flagged[0]) if flagged else 0
                 sha, size = digest.result()
                 counts.append(FileCounts(f.rel, "kv_events", sha, size, read, read - bad, bad))
-                kept_seq = first_row(con, sql("ledger/kept_with_seq"))
-                with_seq += int(kept_seq[0]) if kept_seq else 0
+                with_seq += _count(con, "ledger/seq_rows")
+                if bad:
+                    with_seq -= _count(con, "ledger/seq_rows_bad")
                 for rows, query in (
                     (quarantine, "ledger/quarantine_rows"),
                     (warnings, "ledger/unknown_requests"),
@@ -233,6 +234,11 @@ def check_partition(
     return PartitionCheck(
         counts, pa.concat_tables(quarantine), pa.concat_tables(warnings), sorted(columns)
     )
+
+
+def _count(con: duckdb.DuckDBPyConnection, name: str) -> int:
+    row = first_row(con, sql(name))
+    return int(row[0]) if row else 0
 
 
 def _partial_seq(
