@@ -5,7 +5,9 @@ which must be recompiled rather than fail."""
 
 from __future__ import annotations
 
+import ast
 import importlib
+import inspect
 import os
 import subprocess
 import sys
@@ -21,7 +23,7 @@ from forensics.analysis.runmap import RunMap, bs_next, bs_prev, bs_test, new_map
 from forensics.simulate import kernels as sim_kernels
 from forensics.simulate.ledger import ROW
 
-KERNEL_MODULES = ("borrow", "buffers", "coverage", "holders", "kinds", "runmap", "sweep")
+KERNEL_MODULES = ("buffers", "coverage", "holders", "kinds", "runmap", "sweep")
 KERNEL_MODULES += ("violations",)
 
 
@@ -97,6 +99,38 @@ def test_every_analysis_kernel_is_cached_and_releases_the_gil() -> None:
         assert fn.targetoptions.get("nopython", True), name
         assert fn.targetoptions.get("nogil"), name
         assert type(fn._cache).__name__ != "NullCache", name
+
+
+def _called_kernels(fn: CPUDispatcher) -> list[CPUDispatcher]:
+    """The compiled functions fn's source calls by name (in fn's module namespace)."""
+    tree = ast.parse(textwrap.dedent(inspect.getsource(fn.py_func)))
+    names = {
+        n.func.id
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+    }
+    found = (fn.py_func.__globals__.get(name) for name in sorted(names))
+    return [k for k in found if isinstance(k, CPUDispatcher)]
+
+
+def test_the_event_loop_and_all_it_calls_count_no_references() -> None:
+    """sweep_until and every kernel it reaches are compiled with _nrt=False: counting a
+    reference per array passed per call took more than half of the sweep's time."""
+    from forensics.analysis.sweep import sweep_until
+
+    seen: dict[str, CPUDispatcher] = {}
+    todo = [sweep_until]
+    while todo:
+        fn = todo.pop()
+        if fn.py_func.__qualname__ not in seen:
+            seen[fn.py_func.__qualname__] = fn
+            todo.extend(_called_kernels(fn))
+    assert {"looks", "read", "foreign_run", "classify", "check_holders", "update_holders"} <= set(
+        seen
+    )
+    assert {"bs_next", "bs_prev", "set_find", "push_category", "rm_assign"} <= set(seen)
+    for name, fn in seen.items():
+        assert fn.targetoptions.get("_nrt") is False, name
 
 
 def test_simulator_field_rows_follow_the_ledger_fields() -> None:

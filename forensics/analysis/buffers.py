@@ -16,6 +16,7 @@ import numpy as np
 from numba import njit
 
 import forensics.analysis.jitcache  # noqa: F401  (a stale compiled-code cache is recompiled)
+from forensics.analysis.compiled import loop_kernel
 
 EX, CAT, VIO = 0, 1, 2  # Pieces.rows: the row counts of ex, cat and vio, in that order
 
@@ -51,7 +52,7 @@ def grown(buf, n, rows):  # type: ignore[no-untyped-def]
     return out
 
 
-@njit(cache=True, nogil=True)
+@loop_kernel
 def fits(out: Pieces) -> bool:
     """Whether every row counted so far was written (no buffer ran out of room)."""
     rows = out.rows
@@ -76,7 +77,7 @@ def regrown(out: Pieces, ex_rows: int, cat_rows: int, vio_rows: int) -> Pieces:
     return Pieces(ex, cat, vio, rows)
 
 
-@njit(cache=True, nogil=True)
+@loop_kernel
 def push_category(cat, rows, t, category, x, e):  # type: ignore[no-untyped-def]
     """Append [t, category, x, e] to cat (Pieces.cat, rows: Pieces.rows), extending the previous
     row when it continues it (so a read makes one row per category run, not one per cell run of
@@ -96,7 +97,7 @@ def push_category(cat, rows, t, category, x, e):  # type: ignore[no-untyped-def]
         cat[n, 3] = e
 
 
-@njit(cache=True, nogil=True)
+@loop_kernel
 def push_exposure(ex, rows, t, x, e, w, kind):  # type: ignore[no-untyped-def]
     """Append [t, x, e, w, kind] to ex (Pieces.ex), extending the previous row when it continues
     it."""
@@ -122,7 +123,7 @@ def push_exposure(ex, rows, t, x, e, w, kind):  # type: ignore[no-untyped-def]
         ex[n, 4] = kind
 
 
-@njit(cache=True, nogil=True)
+@loop_kernel
 def push_violation(vio, rows, t, x, e, kind, other):  # type: ignore[no-untyped-def]
     """Append [t, x, e, kind, other] to vio (Pieces.vio; other: another request code, or -1 for
     none)."""

@@ -18,6 +18,7 @@ import numpy as np
 from numba import njit
 
 from forensics.analysis.buffers import grown
+from forensics.analysis.compiled import loop_kernel
 from forensics.analysis.runmap import RunMap, bs_clear, bs_next, bs_prev, rm_split
 
 EMPTY_SET = 0  # set id 0 is always the empty set, so a fresh holder map (all 0) holds nobody
@@ -48,7 +49,7 @@ def new_pool(capacity: int) -> HolderPool:
     return HolderPool(ent, sets, cnt)
 
 
-@njit(cache=True, nogil=True)
+@loop_kernel
 def set_find(ent, sets, sid, r):  # type: ignore[no-untyped-def]
     """Entry index of request r in set sid, or -1."""
     off = sets[sid, 0]
@@ -58,7 +59,7 @@ def set_find(ent, sets, sid, r):  # type: ignore[no-untyped-def]
     return -1
 
 
-@njit(cache=True, nogil=True)
+@loop_kernel
 def set_equal(ent, sets, s1, s2):  # type: ignore[no-untyped-def]
     """Whether sets s1 and s2 hold the same entries."""
     if s1 == s2:
@@ -74,7 +75,7 @@ def set_equal(ent, sets, s1, s2):  # type: ignore[no-untyped-def]
     return True
 
 
-@njit(cache=True, nogil=True)
+@loop_kernel
 def set_with(ent, sets, cnt, sid, r, acq):  # type: ignore[no-untyped-def]
     """The set sid with r held since acq (replacing r's entry). The pool must have room."""
     i = set_find(ent, sets, sid, r)
@@ -103,7 +104,7 @@ def set_with(ent, sets, cnt, sid, r, acq):  # type: ignore[no-untyped-def]
     return _close_set(sets, cnt, new_off, k)
 
 
-@njit(cache=True, nogil=True)
+@loop_kernel
 def set_without(ent, sets, cnt, sid, r):  # type: ignore[no-untyped-def]
     """The set sid without r. The pool must have room."""
     if set_find(ent, sets, sid, r) < 0:
@@ -121,7 +122,7 @@ def set_without(ent, sets, cnt, sid, r):  # type: ignore[no-untyped-def]
     return _close_set(sets, cnt, new_off, k)
 
 
-@njit(cache=True, nogil=True)
+@loop_kernel
 def _close_set(sets, cnt, off, end):  # type: ignore[no-untyped-def]
     """Register entries [off, end) as a new set; returns its id."""
     sid = cnt[1]
@@ -180,7 +181,7 @@ def pool_reserve(h: Holders, need_ent: int, need_sets: int) -> HolderPool:
     return HolderPool(new_ent, new_sets, cnt)
 
 
-@njit(cache=True, nogil=True)
+@loop_kernel
 def count_runs(m: RunMap, a: int, b: int) -> int:
     """How many runs of the map meet [a, b)."""
     words, offs, nlev, n = m.words, m.offs, m.nlev, m.n
@@ -192,7 +193,7 @@ def count_runs(m: RunMap, a: int, b: int) -> int:
     return k
 
 
-@njit(cache=True, nogil=True)
+@loop_kernel
 def short_of_room(h: Holders, a: int, b: int) -> bool:
     """Whether updating [a, b) might overflow h's pool (a cheap bound: at most one new set per
     cell, each at most one entry longer than the longest set so far)."""
@@ -213,7 +214,7 @@ def with_room(h: Holders, a: int, b: int) -> Holders:
     return Holders(h.runs, pool_reserve(h, need * (h.pool.cnt[2] + 1), need))
 
 
-@njit(cache=True, nogil=True)
+@loop_kernel
 def update_holders(h: Holders, a: int, b: int, r: int, acq: int) -> None:
     """Add r, held since acq, to the holder sets of [a, b) (acq < 0 removes r), then merge
     runs whose sets became equal. The pool must have room (with_room)."""

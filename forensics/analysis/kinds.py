@@ -16,8 +16,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from numba import njit
-
 from forensics.analysis.buffers import Pieces, push_category, push_exposure
 from forensics.analysis.codes import (
     FOREIGN,
@@ -31,6 +29,7 @@ from forensics.analysis.codes import (
     STALE,
     UNINITIALISED,
 )
+from forensics.analysis.compiled import loop_kernel
 from forensics.analysis.holders import HolderPool, set_find
 from forensics.analysis.runmap import bs_next, bs_prev
 from forensics.analysis.violations import push_holders
@@ -42,7 +41,7 @@ NO_KIND = -1  # classify's exposure kind for what is no exposure
 NOBODY = -1  # ww's value where no write happened yet (and lw's: no write event)
 
 
-@njit(cache=True, nogil=True)
+@loop_kernel
 def classify(ev: Events, t: int, w: int, wr: int, pool: HolderPool, sid: int) -> tuple[int, int]:
     """(category, exposure kind or NO_KIND) of the read at event t, of cells last written by
     event w of request wr, held by set sid of pool."""
@@ -61,7 +60,7 @@ def classify(ev: Events, t: int, w: int, wr: int, pool: HolderPool, sid: int) ->
     return FOREIGN, STALE
 
 
-@njit(cache=True, nogil=True)
+@loop_kernel
 def foreign_run(ev: Events, t: int, wr: int, x: int, e: int, maps: SweepMaps, out: Pieces) -> None:
     """Classify [x, e) of the read at event t, last written by another request wr, along the
     fine maps (maps.lw: the exact write; maps.hf: holders with their acquisition)."""
@@ -92,7 +91,7 @@ def foreign_run(ev: Events, t: int, wr: int, x: int, e: int, maps: SweepMaps, ou
             n_h = bs_next(hf_words, hf_offs, hf_nlev, n_h + 1, n)
 
 
-@njit(cache=True, nogil=True)
+@loop_kernel
 def read(ev: Events, t: int, maps: SweepMaps, out: Pieces) -> None:
     """Everything the read at event t saw, as rows added to out."""
     r = ev.req[t]

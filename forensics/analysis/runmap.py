@@ -8,8 +8,11 @@ splitting a run or wiping every start inside a range costs O(log64 n) per start 
 Cell 0 is always a run start.
 
 Kernels take a RunMap; the bit-set helpers (bs_*, rm_split) take the arrays they touch, which
-callers read out of the map once, before their loops: they run several times per event, and
-reading a tuple's field inside a compiled loop counts a reference each time.
+callers read out of the map once, before their loops: they run several times per event.
+
+Everything the sweep's event loop calls is compiled with `_nrt=False` (no reference counting;
+see forensics.analysis.sweep.sweep_until): such a kernel must not make an array, only read and
+write those its caller owns.
 """
 
 from __future__ import annotations
@@ -17,10 +20,10 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 import numpy as np
-from numba import njit
 from numba.cpython.unsafe import numbers
 
 import forensics.analysis.jitcache  # noqa: F401  (a stale compiled-code cache is recompiled)
+from forensics.analysis.compiled import loop_kernel
 
 _ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
 _ONE = np.uint64(1)
@@ -63,13 +66,13 @@ def new_map(n: int, value: int) -> RunMap:
     return RunMap(words, offs, len(sizes), val, max(1, n))
 
 
-@njit(cache=True, nogil=True)
+@loop_kernel
 def bs_test(words, offs, i):  # type: ignore[no-untyped-def]
     """Whether a run starts at cell i."""
     return (words[offs[0] + (i >> 6)] >> np.uint64(i & 63)) & _ONE != 0
 
 
-@njit(cache=True, nogil=True)
+@loop_kernel
 def bs_set(words, offs, nlev, i):  # type: ignore[no-untyped-def]
     """Make i a run start; upper levels get their bit only when the word below was empty."""
     idx = i
@@ -82,7 +85,7 @@ def bs_set(words, offs, nlev, i):  # type: ignore[no-untyped-def]
         idx = idx >> 6
 
 
-@njit(cache=True, nogil=True)
+@loop_kernel
 def bs_clear(words, offs, nlev, i):  # type: ignore[no-untyped-def]
     """Make i no run start; upper levels lose their bit only when the word below empties."""
     idx = i
@@ -94,7 +97,7 @@ def bs_clear(words, offs, nlev, i):  # type: ignore[no-untyped-def]
         idx = idx >> 6
 
 
-@njit(cache=True, nogil=True)
+@loop_kernel
 def bs_next(words, offs, nlev, i, n):  # type: ignore[no-untyped-def]
     """Smallest run start >= i, or n (the map's cells) when there is none."""
     if i >= n:
@@ -119,7 +122,7 @@ def bs_next(words, offs, nlev, i, n):  # type: ignore[no-untyped-def]
     return min(idx, n)
 
 
-@njit(cache=True, nogil=True)
+@loop_kernel
 def bs_prev(words, offs, nlev, i):  # type: ignore[no-untyped-def]
     """Largest run start <= i (the start of the run holding cell i), or -1 when there is none."""
     idx = i
@@ -142,7 +145,7 @@ def bs_prev(words, offs, nlev, i):  # type: ignore[no-untyped-def]
     return idx
 
 
-@njit(cache=True, nogil=True)
+@loop_kernel
 def rm_split(words, offs, nlev, val, x, n):  # type: ignore[no-untyped-def]
     """Make x a run start of the map (words, offs, nlev, val) over n cells, the new run keeping
     the value of the run it splits (no-op at n or when x already starts a run)."""
@@ -152,7 +155,7 @@ def rm_split(words, offs, nlev, val, x, n):  # type: ignore[no-untyped-def]
     bs_set(words, offs, nlev, x)
 
 
-@njit(cache=True, nogil=True)
+@loop_kernel
 def rm_assign(m: RunMap, a: int, b: int, v: int) -> None:
     """Give [a, b) the value v, merging with equal neighbours."""
     words, offs, nlev, val, n = m.words, m.offs, m.nlev, m.val, m.n

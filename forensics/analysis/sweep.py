@@ -34,7 +34,6 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from forensics.analysis.borrow import borrowed, borrowed_holders, borrowed_map, borrowed_pieces
 from forensics.analysis.buffers import CAT, EX, VIO, Pieces, fits, new_pieces, regrown
 from forensics.analysis.codes import (  # noqa: F401  (re-exported names)
     ALLOC,
@@ -47,6 +46,7 @@ from forensics.analysis.codes import (  # noqa: F401  (re-exported names)
     VIOLATIONS,
     WRITE,
 )
+from forensics.analysis.compiled import loop_kernel
 from forensics.analysis.holders import (
     Holders,
     new_pool,
@@ -72,6 +72,9 @@ class Events(NamedTuple):
     # acq_idx[acq_ptr[r]:acq_ptr[r + 1]], in event order.
     acq_ptr: np.ndarray  # int64
     acq_idx: np.ndarray  # int64
+    # Scratch room for the checks of one write (forensics.analysis.violations.unheld_write):
+    # int64 (most alloc/share events of one request, 2).
+    span: np.ndarray
 
 
 class SweepMaps(NamedTuple):
@@ -86,62 +89,68 @@ class SweepMaps(NamedTuple):
 @njit(cache=True, nogil=True)
 def sweep_cells(ev: Events, maps: SweepMaps, out: Pieces) -> Pieces:
     """Run one node's ordered events through the maps; see the module docstring. Returns the
-    output buffers (new ones where they had to grow)."""
-    # The loop works on borrowed views (forensics.analysis.borrow). The owners stay alive:
-    # ev's arrays belong to the caller, and maps and out are read again whenever a pool or a
-    # buffer grows, so they live through the loop; their views are taken again after a growth.
-    events = borrowed_events(ev)
-    req, op, c0, c1 = events.req, events.op, events.c0, events.c1
-    lw, ww = borrowed_map(maps.lw), borrowed_map(maps.ww)
-    hc, hf = borrowed_holders(maps.hc), borrowed_holders(maps.hf)
-    view = SweepMaps(lw, ww, hc, hf)
-    pieces = borrowed_pieces(out)
-    rows = pieces.rows
-    for t in range(req.shape[0]):
+    output buffers (new ones where they had to grow).
+
+    The events run in sweep_until, which stops at an event that needs more room; the room is
+    made here, and the sweep goes on from that event."""
+    t = 0
+    room_at = -1
+    while True:
+        t, need, ex_rows, cat_rows, vio_rows = sweep_until(ev, t, room_at, maps, out)
+        if need == DONE:
+            return out
+        if need == MORE_ROWS:  # drop event t's rows, grow the buffers; t runs again
+            out = regrown(out, ex_rows, cat_rows, vio_rows)
+        else:  # MORE_HOLDERS: room in both pools for event t's update
+            a, b = ev.c0[t], ev.c1[t]
+            maps = SweepMaps(maps.lw, maps.ww, with_room(maps.hc, a, b), with_room(maps.hf, a, b))
+            room_at = t
+
+
+DONE, MORE_ROWS, MORE_HOLDERS = 0, 1, 2  # why sweep_until stopped
+
+
+@loop_kernel
+def sweep_until(
+    ev: Events, t0: int, room_at: int, maps: SweepMaps, out: Pieces
+) -> tuple[int, int, int, int, int]:
+    """Run events t0, t0 + 1, ... through the maps until one needs room that is not there:
+    returns (that event, MORE_ROWS or MORE_HOLDERS, and for MORE_ROWS the rows each buffer
+    had before it), or (events, DONE, ...) at the end. The pools have room for event room_at
+    (the caller made it).
+
+    Compiled without reference counting (_nrt=False), as is everything it calls: they only
+    read and write arrays their caller owns and never make one, and counting references to
+    the arrays they pass each other cost as much as the sweep's own work."""
+    req, op, c0, c1 = ev.req, ev.op, ev.c0, ev.c1
+    lw, ww, hc, hf = maps.lw, maps.ww, maps.hc, maps.hf
+    rows = out.rows
+    for t in range(t0, req.shape[0]):
         o = op[t]
-        if o != FREE and o != SHARE:  # the events that may add rows: look at what they see
-            ex_rows, cat_rows, vio_rows = rows[EX], rows[CAT], rows[VIO]
-            looks(events, t, view, pieces)
-            while not fits(pieces):  # rare: drop the event's rows, grow the buffers, look again
-                out = regrown(out, ex_rows, cat_rows, vio_rows)
-                pieces = borrowed_pieces(out)
-                looks(events, t, view, pieces)
-            if o == READ:
-                continue
         r = req[t]
         a = c0[t]
         b = c1[t]
+        if (o == ALLOC or o == SHARE or o == FREE) and t != room_at:
+            if short_of_room(hc, a, b) or short_of_room(hf, a, b):  # rare: a pool is full
+                return t, MORE_HOLDERS, 0, 0, 0
+        if o != FREE and o != SHARE:  # the events that may add rows: look at what they see
+            ex_rows, cat_rows, vio_rows = rows[EX], rows[CAT], rows[VIO]
+            looks(ev, t, maps, out)
+            if not fits(out):  # rare: a buffer ran out of room
+                return t, MORE_ROWS, ex_rows, cat_rows, vio_rows
+            if o == READ:
+                continue
         if o == WRITE:
             rm_assign(lw, a, b, t)
             rm_assign(ww, a, b, r)
         else:
             since = t if o != FREE else -1  # acquired at t; -1 (FREE): drop the holding
-            if short_of_room(hc, a, b) or short_of_room(hf, a, b):  # rare: a pool is full
-                maps = SweepMaps(
-                    maps.lw, maps.ww, with_room(maps.hc, a, b), with_room(maps.hf, a, b)
-                )
-                hc, hf = borrowed_holders(maps.hc), borrowed_holders(maps.hf)
-                view = SweepMaps(lw, ww, hc, hf)
             update_holders(hc, a, b, r, min(since, 0))  # hc: every holding acquired at 0
             update_holders(hf, a, b, r, since)
-    return out
+    return req.shape[0], DONE, 0, 0, 0
 
 
-@njit(cache=True, nogil=True)
-def borrowed_events(ev: Events) -> Events:
-    """ev as borrowed views (forensics.analysis.borrow)."""
-    return Events(
-        borrowed(ev.req),
-        borrowed(ev.op),
-        borrowed(ev.c0),
-        borrowed(ev.c1),
-        borrowed(ev.hsh),
-        borrowed(ev.acq_ptr),
-        borrowed(ev.acq_idx),
-    )
-
-
-@njit(cache=True, nogil=True)
+@loop_kernel
 def looks(ev: Events, t: int, maps: SweepMaps, out: Pieces) -> None:
     """The rows of event t that depend only on the maps before it: what a read saw; the
     violations of a write or an alloc."""
@@ -236,7 +245,8 @@ def sweep_cells_of(
     n = max(1, len(cells.bounds) - 1)
     acq_ptr, acq_idx = acquisitions(req, op, int(req.max()) + 1)
     pool = min(2 * len(req), POOL_START)
-    events = Events(req, op, cells.c0, cells.c1, hsh, acq_ptr, acq_idx)
+    span = np.empty((max(1, int(np.diff(acq_ptr).max(initial=0))), 2), np.int64)
+    events = Events(req, op, cells.c0, cells.c1, hsh, acq_ptr, acq_idx, span)
     maps = SweepMaps(
         new_map(n, -1),
         new_map(n, -1),

@@ -6,11 +6,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import numpy as np
-from numba import njit
-
 from forensics.analysis.buffers import Pieces, push_violation
 from forensics.analysis.codes import DOUBLE_ALLOCATION, WRITE, WRITE_AFTER_FREE, WRITE_UNHELD
+from forensics.analysis.compiled import loop_kernel
 from forensics.analysis.holders import HolderPool, Holders, set_find
 from forensics.analysis.runmap import bs_next, bs_prev
 
@@ -20,7 +18,7 @@ if TYPE_CHECKING:
 NO_OTHER = -1  # the "other request" column when no other request is involved
 
 
-@njit(cache=True, nogil=True)
+@loop_kernel
 def push_holders(
     out: Pieces, t: int, x: int, e: int, kind: int, pool: HolderPool, sid: int, skip: int
 ) -> None:
@@ -37,7 +35,7 @@ def push_holders(
         push_violation(vio, rows, t, x, e, kind, NO_OTHER)
 
 
-@njit(cache=True, nogil=True)
+@loop_kernel
 def unheld_write(
     ev: Events, t: int, x: int, e: int, pool: HolderPool, sid: int, out: Pieces
 ) -> None:
@@ -45,32 +43,31 @@ def unheld_write(
     holders are set sid): write-after-free where an earlier alloc/share of r covered the cells,
     write-unheld elsewhere."""
     r = ev.req[t]
-    acq_ptr, acq_idx, c0, c1 = ev.acq_ptr, ev.acq_idx, ev.c0, ev.c1
-    lo = np.empty(acq_ptr[r + 1] - acq_ptr[r], dtype=np.int64)
-    hi = np.empty_like(lo)
+    acq_ptr, acq_idx, c0, c1, span = ev.acq_ptr, ev.acq_idx, ev.c0, ev.c1, ev.span
     k = 0
     for i in range(acq_ptr[r], acq_ptr[r + 1]):  # r's holdings before t that meet [x, e)
         j = acq_idx[i]
         if j >= t:
             break
-        if max(x, c0[j]) < min(e, c1[j]):
-            lo[k] = max(x, c0[j])
-            hi[k] = min(e, c1[j])
+        lo = max(x, c0[j])
+        hi = min(e, c1[j])
+        if lo < hi:
+            m = k  # insertion by start: an unheld write meets few holdings
+            while m > 0 and span[m - 1, 0] > lo:
+                span[m, 0] = span[m - 1, 0]
+                span[m, 1] = span[m - 1, 1]
+                m -= 1
+            span[m, 0] = lo
+            span[m, 1] = hi
             k += 1
-    order = np.arange(k)
-    for i in range(1, k):  # insertion sort by start: an unheld write meets few holdings
-        j = i
-        while j > 0 and lo[order[j - 1]] > lo[order[j]]:
-            order[j - 1], order[j] = order[j], order[j - 1]
-            j -= 1
     cur = x
     i = 0
     while i < k:  # merge overlapping holdings; the gaps between them are write-unheld
-        s0 = lo[order[i]]
-        s1 = hi[order[i]]
+        s0 = span[i, 0]
+        s1 = span[i, 1]
         i += 1
-        while i < k and lo[order[i]] <= s1:
-            s1 = max(s1, hi[order[i]])
+        while i < k and span[i, 0] <= s1:
+            s1 = max(s1, span[i, 1])
             i += 1
         if cur < s0:
             push_holders(out, t, cur, s0, WRITE_UNHELD, pool, sid, r)
@@ -80,7 +77,7 @@ def unheld_write(
         push_holders(out, t, cur, e, WRITE_UNHELD, pool, sid, r)
 
 
-@njit(cache=True, nogil=True)
+@loop_kernel
 def check_holders(ev: Events, t: int, h: Holders, out: Pieces) -> None:
     """Violations of event t against the holder map h: for a write, the cells its request does
     not hold; for an alloc, the cells others hold."""

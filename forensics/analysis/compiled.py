@@ -1,0 +1,27 @@
+"""How the kernels of the sweep's event loop are compiled.
+
+`loop_kernel` compiles like the other kernels (nopython, cached on disk, releasing the GIL)
+and also without reference counting (numba's `_nrt=False`). Compiled code otherwise adds and
+drops a reference, with an atomic instruction and a call, for every array it hands to another
+function; the loop makes several such calls per event with named tuples of up to 30 arrays,
+and that counting took more than half of the sweep's time. A loop kernel may only read and
+write arrays its caller owns: it cannot make one (numba refuses to compile it then). What
+makes arrays, growing an output buffer or a holder pool, runs outside the loop
+(forensics.analysis.sweep.sweep_cells).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from numba import njit
+
+import forensics.analysis.jitcache  # noqa: F401  (a stale compiled-code cache is recompiled)
+
+_LOOP_OPTIONS: dict[str, Any] = {"cache": True, "nogil": True, "_nrt": False}
+
+
+def loop_kernel(fn: Callable[..., Any]) -> Any:
+    """fn compiled as a kernel of the sweep's event loop (see the module docstring)."""
+    return njit(**_LOOP_OPTIONS)(fn)
