@@ -180,3 +180,58 @@ def test_a_cache_naming_a_renamed_class_is_recompiled(tmp_path: Path) -> None:
         outputs.append(run.stdout.strip())
     assert outputs == ["10", "10"]
     assert list((tmp_path / "cache").rglob("*.nbi")), "the first run wrote no cache"
+
+
+_CALLEE = """
+    from numba import njit
+
+
+    @njit(cache=True)
+    def step(x):
+        return x + {inc}
+"""
+
+_CALLER = """
+    from pathlib import Path
+
+    import forensics.analysis.jitcache as jitcache
+
+    jitcache.SHARED_FOLDERS.add(Path(__file__).resolve().parent)
+
+    from numba import njit
+
+    from kernelpkg.callee import step
+
+
+    @njit(cache=True)
+    def twice(x):
+        return step(step(x))
+
+
+    print(twice(1))
+"""
+
+
+def test_a_change_to_a_called_kernel_recompiles_its_cached_callers(tmp_path: Path) -> None:
+    """A cached kernel's code includes the kernels it calls from other modules of its folder;
+    numba judges a cache by the kernel's own file alone, so after a change to the callee only
+    the caller would run stale code. The stamp covers the folder, so it is compiled again."""
+    package = tmp_path / "kernelpkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "caller.py").write_text(textwrap.dedent(_CALLER))
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=str(tmp_path))
+    outputs = []
+    for inc in (1, 10):  # only the callee changes between the two runs
+        (package / "callee.py").write_text(textwrap.dedent(_CALLEE.format(inc=inc)))
+        run = subprocess.run(
+            [sys.executable, "-c", "import kernelpkg.caller"],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert run.returncode == 0, run.stderr
+        outputs.append(run.stdout.split())
+    assert list((tmp_path / "cache").rglob("*.nbi")), "the first run wrote no cache"
+    assert outputs == [["3"], ["21"]]

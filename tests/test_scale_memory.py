@@ -1,12 +1,16 @@
-"""Correct under memory pressure: with DuckDB's memory limit far below the ledger's size the
-analysis spills to disk and gives exactly the same tables as with the default budget."""
+"""Correct under memory pressure: with the memory limit far below the ledger's size the
+analysis spills to disk, sweeps one node at a time, and gives exactly the same tables as with
+the default budget (which sweeps two nodes at once)."""
 
 from __future__ import annotations
 
+import threading
+import time
 from pathlib import Path
 
 import pytest
 
+from forensics.analysis import order
 from forensics.analysis.stage import analyze
 from forensics.db import connect
 from forensics.ingest.discover import discover
@@ -36,21 +40,41 @@ def ledger(tmp_path_factory) -> Path:
     return case
 
 
-def _tables(case: Path, db: Path, limit: str) -> tuple[dict[str, list[tuple]], int]:
+def _tables(
+    case: Path, db: Path, limit: str, patch: pytest.MonkeyPatch
+) -> tuple[dict[str, list[tuple]], int, int]:
+    """The tables, the ledger's events, and the most nodes swept at the same time."""
     con = connect(db, memory_limit=limit)
     con.execute("SET threads = 1")  # each thread pins its own buffers
+    at_once = [0, 0]  # now, most
+    lock = threading.Lock()
+    find = order.find_on_node
+
+    def counted(ev: order.NodeEvents) -> order.NodeFindings:
+        with lock:
+            at_once[0] += 1
+            at_once[1] = max(at_once)
+        time.sleep(0.2)  # long enough for a second node to start, if the budget lets it
+        try:
+            return find(ev)
+        finally:
+            with lock:
+                at_once[0] -= 1
+
+    patch.setattr(order, "find_on_node", counted)
     try:
         ingest_into(con, case, discover(case))
         events = con.execute("SELECT count(*) FROM kv_events").fetchone()[0]
         analyze(con)
-        return {name: con.execute(q).fetchall() for name, q in TABLES.items()}, events
+        return {name: con.execute(q).fetchall() for name, q in TABLES.items()}, events, at_once[1]
     finally:
         con.close()
 
 
-def test_same_answer_with_memory_limit_below_the_data(ledger, tmp_path):
-    tight, events = _tables(ledger, tmp_path / "tight.duckdb", "64MB")
-    roomy, _ = _tables(ledger, tmp_path / "roomy.duckdb", "4GB")
+def test_same_answer_with_memory_limit_below_the_data(ledger, tmp_path, monkeypatch):
+    tight, events, tight_at_once = _tables(ledger, tmp_path / "tight.duckdb", "64MB", monkeypatch)
+    roomy, _, roomy_at_once = _tables(ledger, tmp_path / "roomy.duckdb", "4GB", monkeypatch)
+    assert (tight_at_once, roomy_at_once) == (1, 2)
     # the ledger's ten numeric columns alone, uncompressed, exceed the tight budget
     assert events * 10 * 8 > 64 * 2**20, events
     assert tight["exposures"], "the scenario must produce exposures"

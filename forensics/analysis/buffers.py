@@ -66,11 +66,16 @@ def fits(out: Pieces) -> bool:
 @njit(cache=True, nogil=True)
 def regrown(out: Pieces, ex_rows: int, cat_rows: int, vio_rows: int) -> Pieces:
     """Pieces keeping the first rows of each buffer (the rows before the event that did not
-    fit), each buffer at least twice the size the event asked for."""
+    fit); a buffer that ran out of room becomes twice the size the event asked for, the
+    others stay as they are (the categories alone take a row per read)."""
     rows = out.rows
-    ex = grown(out.ex, ex_rows, max(out.ex.shape[0], 2 * rows[EX]))
-    cat = grown(out.cat, cat_rows, max(out.cat.shape[0], 2 * rows[CAT]))
-    vio = grown(out.vio, vio_rows, max(out.vio.shape[0], 2 * rows[VIO]))
+    ex, cat, vio = out.ex, out.cat, out.vio
+    if rows[EX] > ex.shape[0]:
+        ex = grown(ex, ex_rows, 2 * rows[EX])
+    if rows[CAT] > cat.shape[0]:
+        cat = grown(cat, cat_rows, 2 * rows[CAT])
+    if rows[VIO] > vio.shape[0]:
+        vio = grown(vio, vio_rows, 2 * rows[VIO])
     rows[EX] = ex_rows
     rows[CAT] = cat_rows
     rows[VIO] = vio_rows

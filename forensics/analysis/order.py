@@ -21,6 +21,7 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
+from forensics.analysis.budget import MemoryBudget, sweep_budget
 from forensics.analysis.codes import OPS
 from forensics.analysis.coverage import read_counts, run_numbers
 from forensics.analysis.sweep import cells_of, sweep_cells_of
@@ -39,7 +40,9 @@ class NodeEvents:
     req: np.ndarray  # int32 request codes
     op: np.ndarray  # int8 op codes (forensics.analysis.codes.OPS)
     content_hash: np.ndarray  # int32 hash codes, -1 when absent
-    slots: list[np.ndarray]  # [slot_start, slot_count] int64; emptied when made into cells
+    # [slot_start, slot_end]: int32 where the node's slots fit (NodeInfo.slot_dtype), else
+    # int64; emptied when made into cells.
+    slots: list[np.ndarray]
 
 
 @dataclass(frozen=True)
@@ -58,6 +61,12 @@ class NodeInfo:
     node: str
     events: int
     by_seq: bool
+    slot_end_max: int = 0  # the node's highest slot end
+
+    @property
+    def slot_dtype(self) -> type[np.signedinteger]:
+        """int32 when every slot of the node fits (slots are >= 0), else int64."""
+        return np.int32 if self.slot_end_max <= np.iinfo(np.int32).max else np.int64
 
 
 def make_codes(con: duckdb.DuckDBPyConnection) -> None:
@@ -73,7 +82,9 @@ def prepare_pieces(con: duckdb.DuckDBPyConnection) -> None:
 
 def node_list(con: duckdb.DuckDBPyConnection) -> list[NodeInfo]:
     rows = con.execute(sql("analysis/nodes")).fetchall()
-    return [NodeInfo(node, int(events), bool(by_seq)) for node, events, by_seq in rows]
+    return [
+        NodeInfo(node, int(events), bool(by_seq), int(end)) for node, events, by_seq, end in rows
+    ]
 
 
 _FETCHED = (
@@ -81,8 +92,8 @@ _FETCHED = (
     ("event_key", np.int64),
     ("op_code", np.int8),
     ("req_code", np.int32),
-    ("slot_start", np.int64),
-    ("slot_count", np.int64),
+    ("slot_start", None),  # NodeInfo.slot_dtype
+    ("slot_end", None),
     ("hash_code", np.int32),
 )
 
@@ -102,7 +113,7 @@ def fetch_batches(con: duckdb.DuckDBPyConnection, info: NodeInfo) -> pa.RecordBa
 
 def events_of(info: NodeInfo, batches: Iterable[pa.RecordBatch]) -> NodeEvents:
     """The node's events in order, from the batches of fetch_batches."""
-    cols = {name: np.empty(info.events, dtype) for name, dtype in _FETCHED}
+    cols = {name: np.empty(info.events, dtype or info.slot_dtype) for name, dtype in _FETCHED}
     at = 0
     for batch in batches:
         end = at + batch.num_rows
@@ -146,7 +157,7 @@ def _in_order(node: str, cols: dict[str, np.ndarray]) -> NodeEvents:
     req = take("req_code")
     op = take("op_code")
     content_hash = take("hash_code")
-    slots = [take("slot_start"), take("slot_count")]
+    slots = [take("slot_start"), take("slot_end")]
     return NodeEvents(node, key, req, op, content_hash, slots)
 
 
@@ -154,7 +165,6 @@ def find_on_node(ev: NodeEvents) -> NodeFindings:
     """Sweep one node and turn event positions into event keys and read counts. The slot
     ranges are taken out of `ev` and dropped once they are cells."""
     end, start = ev.slots.pop(), ev.slots.pop()
-    np.add(end, start, out=end)  # slot_count -> end, in place
     cells = cells_of(start, end)
     del start, end
     ex, cat, vio = sweep_cells_of(ev.req, ev.op, cells, ev.content_hash)
@@ -185,24 +195,48 @@ def sweep_case(
     con: duckdb.DuckDBPyConnection, workers: int = 2, progress: ProgressFn = no_progress
 ) -> dict[str, int]:
     """Sweep every node and store what it found. Nodes run `workers` at a time in threads; the
-    main thread fetches the next node meanwhile, so at most workers + 1 nodes are held.
-    Returns the rows stored per table."""
+    main thread loads the next node meanwhile, when its arrays fit in the memory budget
+    beside those of the nodes being swept (forensics.analysis.budget). Returns the rows stored
+    per table."""
     prepare_pieces(con)
     nodes = node_list(con)
     counts = dict.fromkeys(_TABLES, 0)
     pending: deque[Future[NodeFindings]] = deque()
     workers = max(1, workers)
     done = 0
-    with ThreadPoolExecutor(max_workers=workers) as pool:
+
+    def store_oldest() -> None:
+        nonlocal done
+        for table, rows in store_findings(con, pending.popleft().result()).items():
+            counts[table] += rows
+        done += 1
+        progress("sweep", done, len(nodes))
+
+    with sweep_budget(con) as budget, ThreadPoolExecutor(max_workers=workers) as pool:
         for i, info in enumerate(nodes):
             progress("load events", i + 1, len(nodes))
-            pending.append(pool.submit(find_on_node, load_node(con, info)))
-            while len(pending) > workers or (pending and i == len(nodes) - 1):
-                for table, rows in store_findings(con, pending.popleft().result()).items():
-                    counts[table] += rows
-                done += 1
-                progress("sweep", done, len(nodes))
+            need = budget.need(info.events)
+            budget.take(need)  # waits for sweeps to finish when the node does not fit yet
+            try:
+                events = load_node(con, info)
+            except BaseException:
+                budget.give(need)
+                raise
+            pending.append(pool.submit(_find_within, events, budget, need))
+            del events
+            while len(pending) > workers:
+                store_oldest()
+        while pending:
+            store_oldest()
     return counts
+
+
+def _find_within(ev: NodeEvents, budget: MemoryBudget, held: int) -> NodeFindings:
+    """find_on_node, giving the node's share of the budget back when done."""
+    try:
+        return find_on_node(ev)
+    finally:
+        budget.give(held)
 
 
 _TABLES = {

@@ -177,47 +177,49 @@ def compress(slot_start: np.ndarray, slot_count: np.ndarray) -> Cells:
 
 
 def cells_of(start: np.ndarray, end: np.ndarray) -> Cells:
-    """The cells of ranges [start, end) (int64 arrays, start <= end), holding at most one extra
-    int64 copy of one of them at a time (a node can have tens of millions of events).
+    """The cells of ranges [start, end) (int32 or int64 arrays, 0 <= start <= end), holding at
+    most one extra copy of one of them at a time (a node can have tens of millions of events).
 
-    When the slots the ranges span are few next to the ranges (a KV pool is reused again and
+    When the slots the ranges reach are few next to the ranges (a KV pool is reused again and
     again), a table over those slots numbers the cells: one pass, no sort. Otherwise the
     distinct range ends are sorted and searched."""
     if len(start) == 0:
         return Cells(np.zeros(1, np.int64), np.empty(0, np.int32), np.empty(0, np.int32))
     lo, hi = int(start.min()), int(end.max())
-    if hi - lo < min(DENSE_SLOTS_PER_RANGE * len(start) + DENSE_SLOTS_MIN, np.iinfo(np.int32).max):
-        return _cells_by_table(start, end, lo, hi)
-    bounds = _distinct(np.concatenate([_distinct(start), _distinct(end)]))
-    if len(bounds) >= np.iinfo(np.int32).max:
+    base = lo if lo > hi - lo else 0  # the table starts at slot 0 unless that wastes over half
+    if hi - base < min(DENSE_SLOTS_PER_RANGE * len(start) + DENSE_SLOTS_MIN, _INT32_MAX):
+        return _cells_by_table(start, end, base, hi)
+    bounds = _distinct(np.concatenate([_distinct(start), _distinct(end)])).astype(np.int64)
+    if len(bounds) >= _INT32_MAX:
         raise ValueError(f"{len(bounds)} cells do not fit int32")
     return Cells(bounds, _positions(bounds, start), _positions(bounds, end))
 
 
-# cells_of numbers cells through a table when the ranges span fewer slots than this many per
+# cells_of numbers cells through a table when it would cover fewer slots than this many per
 # range, plus this many: the table costs a byte and an int32 per slot, the sort a few passes
 # over every range.
 DENSE_SLOTS_PER_RANGE = 8
 DENSE_SLOTS_MIN = 1 << 20
+_INT32_MAX = int(np.iinfo(np.int32).max)
 
 
-def _cells_by_table(start: np.ndarray, end: np.ndarray, lo: int, hi: int) -> Cells:
-    """cells_of for ranges within slots [lo, hi]: mark every range end in a table over those
-    slots; a cell's number is the count of marks before it."""
-    mark = np.zeros(hi - lo + 1, dtype=np.bool_)
+def _cells_by_table(start: np.ndarray, end: np.ndarray, base: int, hi: int) -> Cells:
+    """cells_of through a table over slots [base, hi]: mark every range end; a cell's number
+    is the count of marks before it."""
+    mark = np.zeros(hi - base + 1, dtype=np.bool_)
     for values in (start, end):
-        mark[_shifted(values, lo)] = True
-    bounds = np.flatnonzero(mark)
+        mark[_shifted(values, base)] = True
+    bounds = np.flatnonzero(mark).astype(np.int64, copy=False)
     number = np.cumsum(mark, dtype=np.int32)  # slot s -> marks at or before s
     del mark
     number -= 1  # slot s -> the cell holding s (s being a range end)
-    c0 = number[_shifted(start, lo)]
-    c1 = number[_shifted(end, lo)]
-    return Cells(bounds + lo if lo else bounds.astype(np.int64), c0, c1)
+    c0 = number[_shifted(start, base)]
+    c1 = number[_shifted(end, base)]
+    return Cells(bounds + base if base else bounds, c0, c1)
 
 
-def _shifted(values: np.ndarray, lo: int) -> np.ndarray:
-    return values - lo if lo else values
+def _shifted(values: np.ndarray, base: int) -> np.ndarray:
+    return values - base if base else values
 
 
 def _distinct(a: np.ndarray) -> np.ndarray:

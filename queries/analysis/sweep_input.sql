@@ -4,6 +4,7 @@
 -- the position in $ops (free=0 < alloc=1 < share=2 < write=3 < read=4; op rank < 8, so
 -- ts * 8 + rank sorts both).
 -- event_key is the event's input_order, unique in the case: the sweep's pieces name events by it.
+-- The event covers slots [slot_start, slot_end).
 WITH coded AS (
     SELECT e.*, CAST(list_position($ops, e.op) - 1
                      AS TINYINT) AS op_code
@@ -11,7 +12,8 @@ WITH coded AS (
     WHERE e.node = $node
 )
 SELECT CASE WHEN $by_seq THEN c.seq ELSE epoch_us(c.ts) * 8 + c.op_code END AS rank,
-       c.input_order AS event_key, c.op_code, r.req_code, c.slot_start, c.slot_count,
+       c.input_order AS event_key, c.op_code, r.req_code, c.slot_start,
+       c.slot_start + c.slot_count AS slot_end,
        coalesce(h.hash_code, -1) AS hash_code
 FROM coded c
 JOIN work.analysis_request_codes r USING (request_id)

@@ -4,3 +4,6 @@
 SET TimeZone = 'UTC';
 SET enable_progress_bar = false;
 SET memory_limit = {memory_limit};
+-- The limit as given, kept exactly: DuckDB reports its setting rounded ('3.7 GiB'), and the
+-- analysis lowers DuckDB's limit while the sweep runs and sets this one back afterwards.
+SET VARIABLE kvf_memory_limit = {memory_limit};

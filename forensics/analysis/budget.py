@@ -1,0 +1,87 @@
+"""The analysis' memory: DuckDB and the sweep's arrays share the case's memory limit.
+
+DuckDB keeps its own work within the connection's memory limit, but the compiled sweep's
+arrays live beside it: a node's events, its cells, the sweep's maps and output buffers (about
+BYTES_PER_EVENT per event at the worst moment, measured). While the sweep runs, DuckDB only
+streams each node's events out, so it gets DUCKDB_SHARE of the limit (at least DUCKDB_FLOOR)
+and the sweep the rest; its limit is set back, as DuckDB reported it, afterwards. The sweep
+holds at once only as many nodes as fit in its part (the largest first, so two big nodes may
+be swept one after the other). A node that alone needs more runs alone.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import duckdb
+
+from forensics.sql import literal, run, sql
+
+BYTES_PER_EVENT = 48  # a node's arrays at their peak (loading, or the sweep with its outputs)
+BYTES_PER_NODE = 96 << 20  # the holder pools and first output buffers of a node's sweep
+DUCKDB_SHARE = 0.25  # of the memory limit, for DuckDB while the sweep runs,
+DUCKDB_FLOOR = 256 << 20  # but at least this much (or the whole limit, when it is smaller)
+
+_UNITS = {"": 1, "B": 1, "BYTES": 1, "KB": 1000, "MB": 1000**2, "GB": 1000**3, "TB": 1000**4}
+_UNITS |= {"KIB": 1 << 10, "MIB": 1 << 20, "GIB": 1 << 30, "TIB": 1 << 40}
+
+
+def size_bytes(text: str) -> int:
+    """Bytes of a DuckDB size such as '3.7 GiB', '512MB' or '1048576KiB'."""
+    m = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([A-Za-z]*)\s*", text)
+    if m is None or m.group(2).upper() not in _UNITS:
+        raise ValueError(f"not a size: {text!r}")
+    return int(float(m.group(1)) * _UNITS[m.group(2).upper()])
+
+
+def memory_limit(con: duckdb.DuckDBPyConnection) -> int:
+    """DuckDB's memory limit in bytes (as precise as DuckDB reports it)."""
+    return size_bytes(_setting(con))
+
+
+class MemoryBudget:
+    """Bytes the sweep may hold at once; threads take a node's share before they load it and
+    give it back once the node is swept."""
+
+    def __init__(self, total: int) -> None:
+        self.total = max(1, total)
+        self.held = 0
+        self._changed = threading.Condition()
+
+    def need(self, events: int) -> int:
+        """A node's share: its estimated peak, at most the whole budget."""
+        return min(self.total, BYTES_PER_NODE + BYTES_PER_EVENT * events)
+
+    def take(self, nbytes: int) -> None:
+        """Wait until nbytes fit beside what is held (or nothing is held), then hold them."""
+        with self._changed:
+            while self.held and self.held + nbytes > self.total:
+                self._changed.wait()
+            self.held += nbytes
+
+    def give(self, nbytes: int) -> None:
+        with self._changed:
+            self.held -= nbytes
+            self._changed.notify_all()
+
+
+@contextmanager
+def sweep_budget(con: duckdb.DuckDBPyConnection) -> Iterator[MemoryBudget]:
+    """The sweep's budget, with DuckDB's limit lowered to its share while the sweep runs and
+    set back afterwards."""
+    setting = _setting(con)
+    limit = size_bytes(setting)
+    duckdb_part = min(limit, max(int(limit * DUCKDB_SHARE), DUCKDB_FLOOR))
+    run(con, "analysis/memory_limit_set", limit=literal(f"{max(1, duckdb_part >> 10)}KiB"))
+    try:
+        yield MemoryBudget(limit - duckdb_part)
+    finally:
+        run(con, "analysis/memory_limit_set", limit=literal(setting))
+
+
+def _setting(con: duckdb.DuckDBPyConnection) -> str:
+    row = con.execute(sql("analysis/memory_limit")).fetchone()
+    return str(row[0]) if row else "0B"

@@ -1,0 +1,85 @@
+"""The sweep's memory budget (forensics.analysis.budget): sizes as DuckDB writes them, and
+nodes held at once only while they fit."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import duckdb
+import pytest
+
+from forensics.analysis.budget import MemoryBudget, memory_limit, size_bytes, sweep_budget
+from forensics.db import connect
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("3.7 GiB", int(3.7 * 2**30)),
+        ("95.3 MiB", int(95.3 * 2**20)),
+        ("512MB", 512 * 10**6),
+        ("1048576KiB", 2**30),
+        ("4GB", 4 * 10**9),
+        ("17 bytes", 17),
+    ],
+)
+def test_sizes_as_duckdb_writes_them(text: str, expected: int) -> None:
+    assert size_bytes(text) == expected
+
+
+@pytest.mark.parametrize("text", ["", "GB", "4 parsecs", "-1GB"])
+def test_what_is_no_size_is_refused(text: str) -> None:
+    with pytest.raises(ValueError, match="not a size"):
+        size_bytes(text)
+
+
+def _duckdb_limit(con: duckdb.DuckDBPyConnection) -> int:
+    return size_bytes(con.execute("SELECT current_setting('memory_limit')").fetchone()[0])
+
+
+def test_duckdb_gets_its_share_during_the_sweep_and_its_limit_back_after() -> None:
+    con = connect(":memory:", memory_limit="4GB")
+    assert memory_limit(con) == 4 * 10**9  # exactly as given, not as DuckDB rounds it
+    before = _duckdb_limit(con)
+    for _ in range(3):  # again and again on one connection: no drift
+        with sweep_budget(con) as budget:
+            during = _duckdb_limit(con)
+            assert during == pytest.approx(10**9, rel=0.02)
+            assert budget.total == 4 * 10**9 - 10**9
+        assert _duckdb_limit(con) == before
+    small = connect(":memory:", memory_limit="64MB")
+    with sweep_budget(small) as budget:  # below DuckDB's floor: DuckDB keeps it all
+        assert _duckdb_limit(small) == pytest.approx(64 * 10**6, rel=0.02)
+        assert budget.total == 1  # so the sweep holds one node at a time
+
+
+def test_nodes_are_held_together_only_while_they_fit() -> None:
+    """Three nodes of 40, 40 and 30 bytes in a budget of 100: the third waits until one of
+    the first two gives its share back; a node bigger than the budget waits for all."""
+    budget = MemoryBudget(100)
+    log: list[str] = []
+    budget.take(40)
+    budget.take(40)
+    started = threading.Event()
+
+    def third() -> None:
+        started.set()
+        budget.take(30)
+        log.append("third took")
+
+    worker = threading.Thread(target=third)
+    worker.start()
+    started.wait()
+    time.sleep(0.1)
+    assert log == []  # 40 + 40 + 30 > 100: it waits
+    log.append("first gave")
+    budget.give(40)
+    worker.join(timeout=5)
+    assert log == ["first gave", "third took"]
+    assert budget.held == 70
+    assert budget.need(10**12) == 100  # a node bigger than the budget needs all of it
+    budget.give(40)
+    budget.give(30)
+    budget.take(budget.need(10**12))  # nothing held: it goes at once, alone
+    assert budget.held == 100
