@@ -10,6 +10,7 @@ tables that follow are those of a loaded ledger."""
 
 from __future__ import annotations
 
+import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any
@@ -26,7 +27,7 @@ from forensics.ledger.store import _append, ledger_meta, part_views_of
 from forensics.ledger.view import PartView, view_sql
 from forensics.progress import ProgressFn, no_progress
 from forensics.raytasks import cluster_cpus, ray_session, run_tasks
-from forensics.sql import run_script, sql
+from forensics.sql import run, run_script, sql, template
 
 
 @dataclass
@@ -37,12 +38,13 @@ class PartitionFindings:
 
 
 def sweep_partition(
-    parts: list[PartView], assume_utc: bool, quarantine: pa.Table
+    parts: list[PartView], assume_utc: bool, quarantine: pa.Table, threads: int = 1
 ) -> PartitionFindings:
-    """The task: read, order and sweep one partition (its parts only)."""
+    """The task: read, order and sweep one partition (its parts only), its DuckDB on `threads`
+    threads."""
     files = [p.file for p in parts]
     try:
-        return _sweep_partition(parts, assume_utc, quarantine)
+        return _sweep_partition(parts, assume_utc, quarantine, threads)
     except (duckdb.IOException, OSError) as exc:
         raise InputError(
             f"the partition node={files[0].node} cannot be read: {exc}",
@@ -53,10 +55,11 @@ def sweep_partition(
 
 
 def _sweep_partition(
-    parts: list[PartView], assume_utc: bool, quarantine: pa.Table
+    parts: list[PartView], assume_utc: bool, quarantine: pa.Table, threads: int
 ) -> PartitionFindings:
     con = open_connection([p.file.url for p in parts])
     try:
+        run(con, "ledger/task_threads", threads=template(str(max(1, int(threads)))))
         _append(con, "quarantine", quarantine)
         run_script(con, view_sql(parts, assume_utc))
         order.prepare_pieces(con)
@@ -84,7 +87,10 @@ def sweep_external(
     assert meta is not None, "the case's ledger is loaded, not external"
     groups = by_node(part_views_of(con, meta))
     utc = bool(meta["assume_utc"])
-    args = [(g, utc, _quarantined(con, [p.file for p in g])) for g in groups]
+    # Each task's DuckDB gets its share of the cores (a Ray task holds one CPU): tasks that each
+    # use every core only contend for them (a fifth more CPU for the same work on two cores).
+    threads = task_threads(workers) if ray is None else 1
+    args = [(g, utc, _quarantined(con, [p.file for p in g]), threads) for g in groups]
     results: list[PartitionFindings] = []
     if ray is None:
         # Each task has its own DuckDB and the sweep releases the GIL: `workers` partitions run
@@ -108,6 +114,11 @@ def sweep_external(
                 session, args, submit, take, in_flight=2 * cluster_cpus(session), progress=progress
             )
     _store(con, results)
+
+
+def task_threads(workers: int) -> int:
+    """DuckDB threads for each of `workers` partition tasks run at once on this machine."""
+    return max(1, (os.cpu_count() or 1) // max(1, workers))
 
 
 def by_node(parts: list[PartView]) -> list[list[PartView]]:

@@ -60,8 +60,9 @@ def schema_of(types: dict[str, str]) -> Schema:
 
 def typed(column: str, found: str | None, exact: bool, assume_utc: bool) -> Fragment:
     """The typed value of a column of a part that holds it as `found` (None: absent). `exact`:
-    every row of the part is kept, so a typed instant can be taken without the range checks
-    (ingest refused none of its values)."""
+    every row of the part is kept, so a timestamp needs none of the tests that only refuse a
+    value (ingest refused none of its values): a typed instant is taken as it is, text is
+    parsed by kvf_ts_kept."""
     kind = KIND[column]
     if found is None:
         return template(_ABSENT[kind])
@@ -74,6 +75,8 @@ def typed(column: str, found: str | None, exact: bool, assume_utc: bool) -> Frag
         return c if found == "BIGINT" else template("kvf_int({c})", c=c)
     if found == "TIMESTAMP WITH TIME ZONE" and exact:
         return template("make_timestamp(epoch_us({c}))", c=c)
+    if found == "VARCHAR" and exact:
+        return template("kvf_ts_kept({c})", c=c)
     utc = template("true" if assume_utc else "false")
     return template("kvf_ts({c}, {utc})", c=c, utc=utc)
 
