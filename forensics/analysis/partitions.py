@@ -10,6 +10,7 @@ tables that follow are those of a loaded ledger."""
 
 from __future__ import annotations
 
+import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any
@@ -22,10 +23,11 @@ from forensics.analysis import order
 from forensics.analysis.order import NodeFindings
 from forensics.errors import InputError
 from forensics.ledger.external import LedgerFile, open_connection
-from forensics.ledger.store import _append, ledger_files, ledger_meta, partitions, view_sql
+from forensics.ledger.store import _append, ledger_meta, part_views_of
+from forensics.ledger.view import PartView, view_sql
 from forensics.progress import ProgressFn, no_progress
 from forensics.raytasks import cluster_cpus, ray_session, run_tasks
-from forensics.sql import run_script, sql
+from forensics.sql import run, run_script, sql, template
 
 
 @dataclass
@@ -36,11 +38,13 @@ class PartitionFindings:
 
 
 def sweep_partition(
-    files: list[LedgerFile], columns: list[str], assume_utc: bool, quarantine: pa.Table
+    parts: list[PartView], assume_utc: bool, quarantine: pa.Table, threads: int = 1
 ) -> PartitionFindings:
-    """The task: read, order and sweep one partition (its parts only)."""
+    """The task: read, order and sweep one partition (its parts only), its DuckDB on `threads`
+    threads."""
+    files = [p.file for p in parts]
     try:
-        return _sweep_partition(files, columns, assume_utc, quarantine)
+        return _sweep_partition(parts, assume_utc, quarantine, threads)
     except (duckdb.IOException, OSError) as exc:
         raise InputError(
             f"the partition node={files[0].node} cannot be read: {exc}",
@@ -51,15 +55,13 @@ def sweep_partition(
 
 
 def _sweep_partition(
-    files: list[LedgerFile], columns: list[str], assume_utc: bool, quarantine: pa.Table
+    parts: list[PartView], assume_utc: bool, quarantine: pa.Table, threads: int
 ) -> PartitionFindings:
-    con = open_connection([f.url for f in files])
+    con = open_connection([p.file.url for p in parts])
     try:
-        for table, rows in (("quarantine", quarantine), ("ledger_files", _files_table(files))):
-            if table == "ledger_files":
-                run_script(con, sql("ledger/files_create"))
-            _append(con, table, rows)
-        run_script(con, view_sql(files, columns, assume_utc))
+        run(con, "ledger/task_threads", threads=template(str(max(1, int(threads)))))
+        _append(con, "quarantine", quarantine)
+        run_script(con, view_sql(parts, assume_utc))
         order.prepare_pieces(con)
         found = []
         for info in order.node_list(con):
@@ -73,17 +75,6 @@ def _sweep_partition(
     return PartitionFindings(found, ids, events)
 
 
-def _files_table(files: list[LedgerFile]) -> pa.Table:
-    return pa.table(
-        {
-            "url": [f.url for f in files],
-            "rel": [f.rel for f in files],
-            "node": [f.node for f in files],
-            "rank": [f.rank for f in files],
-        }
-    )
-
-
 def sweep_external(
     con: duckdb.DuckDBPyConnection,
     ray: str | None,
@@ -94,9 +85,12 @@ def sweep_external(
     request codes and analysis_piece_events in the case database."""
     meta = ledger_meta(con)
     assert meta is not None, "the case's ledger is loaded, not external"
-    groups = partitions(ledger_files(con))
-    columns, utc = list(meta["columns"]), bool(meta["assume_utc"])
-    args = [(g, columns, utc, _quarantined(con, g)) for g in groups]
+    groups = by_node(part_views_of(con, meta))
+    utc = bool(meta["assume_utc"])
+    # Each task's DuckDB gets its share of the cores (a Ray task holds one CPU): tasks that each
+    # use every core only contend for them (a fifth more CPU for the same work on two cores).
+    threads = task_threads(workers) if ray is None else 1
+    args = [(g, utc, _quarantined(con, [p.file for p in g]), threads) for g in groups]
     results: list[PartitionFindings] = []
     if ray is None:
         # Each task has its own DuckDB and the sweep releases the GIL: `workers` partitions run
@@ -120,6 +114,19 @@ def sweep_external(
                 session, args, submit, take, in_flight=2 * cluster_cpus(session), progress=progress
             )
     _store(con, results)
+
+
+def task_threads(workers: int) -> int:
+    """DuckDB threads for each of `workers` partition tasks run at once on this machine."""
+    return max(1, (os.cpu_count() or 1) // max(1, workers))
+
+
+def by_node(parts: list[PartView]) -> list[list[PartView]]:
+    """The partitions: the parts grouped by node, in node order, each in path order."""
+    out: dict[str, list[PartView]] = {}
+    for p in parts:
+        out.setdefault(p.file.node, []).append(p)
+    return [out[n] for n in sorted(out)]
 
 
 def _quarantined(con: duckdb.DuckDBPyConnection, group: list[LedgerFile]) -> pa.Table:

@@ -14,6 +14,7 @@ partition (forensics.ledger.tasks).
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -141,7 +142,8 @@ def sha256_of(url: str) -> tuple[str, int]:
     return digest.hexdigest(), size
 
 
-def columns_of(con: duckdb.DuckDBPyConnection, f: LedgerFile) -> list[str]:
+def columns_of(con: duckdb.DuckDBPyConnection, f: LedgerFile) -> dict[str, str]:
+    """The part's columns and their DuckDB types, in file order."""
     try:
         rows = con.execute(sql("ledger/describe_part"), {"path": f.url}).fetchall()
     except duckdb.Error as exc:
@@ -150,19 +152,22 @@ def columns_of(con: duckdb.DuckDBPyConnection, f: LedgerFile) -> list[str]:
             path=f.rel,
             fix="check that the file is complete Parquet",
         ) from exc
-    found = [r[0] for r in rows]
+    found = {str(r[0]): str(r[1]) for r in rows}
     for column in KV_EVENTS.required:
         if column not in found and column != "node":  # node may come from the folder name
             import difflib
 
-            near = difflib.get_close_matches(column, found, n=1, cutoff=0.6)
-            raise MissingColumnError(f.rel, "kv_events", column, found, near[0] if near else None)
+            near = difflib.get_close_matches(column, list(found), n=1, cutoff=0.6)
+            raise MissingColumnError(
+                f.rel, "kv_events", column, list(found), near[0] if near else None
+            )
     return found
 
 
-def projection(found: list[str], node: str | None) -> Fragment:
+def projection(found: Iterable[str], node: str | None) -> Fragment:
     """The contract's columns from a part (NULL when absent; node from the folder when absent)."""
     out = []
+    found = set(found)
     for c in KV_EVENTS.names:
         if c in found:
             value = ident(c)
@@ -180,6 +185,7 @@ class PartitionCheck:
     quarantine: pa.Table  # rows for the quarantine table
     warnings: pa.Table  # rows for ingest_warnings (requests not in the request log)
     columns: list[str]  # the columns its parts hold
+    schemas: dict[str, dict[str, str]]  # per part (by name): its columns and their types
 
 
 def check_partition(
@@ -200,12 +206,14 @@ def check_partition(
         quarantine: list[pa.Table] = []
         warnings: list[pa.Table] = []
         columns: set[str] = set()
+        schemas: dict[str, dict[str, str]] = {}
         with_seq = 0  # kept rows that carry seq, over the partition's parts
         with ThreadPoolExecutor(max_workers=1) as hasher:
             for f in files:
                 digest = hasher.submit(sha256_of, f.url)
                 found = columns_of(con, f)
                 columns.update(found)
+                schemas[f.rel] = found
                 run(
                     con,
                     "ledger/stage_part",
@@ -232,7 +240,11 @@ def check_partition(
     finally:
         con.close()
     return PartitionCheck(
-        counts, pa.concat_tables(quarantine), pa.concat_tables(warnings), sorted(columns)
+        counts,
+        pa.concat_tables(quarantine),
+        pa.concat_tables(warnings),
+        sorted(columns),
+        schemas,
     )
 
 

@@ -21,13 +21,13 @@ from forensics.ledger.external import (
     PartitionCheck,
     check_partition,
     list_files,
-    projection,
     register_filesystems,
     resolve,
 )
 from forensics.ledger.tasks import check_on_ray
+from forensics.ledger.view import PartView, part_views, view_sql
 from forensics.progress import ProgressFn, no_progress
-from forensics.sql import ident, literal, literals, run, run_script, sql, template
+from forensics.sql import ident, literal, run, run_script, sql
 
 META_KEY = "ledger_external"
 
@@ -83,7 +83,12 @@ def validate_ledger(
         _append(con, "ingest_warnings", check.warnings)
     _record_files(con, files)
     columns = sorted({c for check in checks for c in check.columns})
-    meta = {"location": resolve(case_dir, location), "columns": columns, "assume_utc": assume_utc}
+    meta = {
+        "location": resolve(case_dir, location),
+        "columns": columns,
+        "assume_utc": assume_utc,
+        "schemas": {rel: types for check in checks for rel, types in check.schemas.items()},
+    }
     run_script(con, sql("ingest/case_meta_set"), {"key": META_KEY, "value": json.dumps(meta)})
     attach(con)
     return [c for check in checks for c in check.counts]
@@ -126,15 +131,9 @@ def ledger_files(con: duckdb.DuckDBPyConnection) -> list[LedgerFile]:
     return [LedgerFile(url, rel, node, int(rank)) for url, rel, node, rank in rows]
 
 
-def view_sql(files: list[LedgerFile], columns: list[str], assume_utc: bool) -> str:
-    """queries/ledger/view.sql for these parts (a view holds no parameters: the paths are
-    quoted literals, the projection is built from the contract's names)."""
-    return template(
-        sql("ledger/view"),
-        files=literals(f.url for f in files),
-        projection=projection(columns, None),
-        assume_utc=template("true" if assume_utc else "false"),
-    )
+def part_views_of(con: duckdb.DuckDBPyConnection, meta: dict[str, Any]) -> list[PartView]:
+    """The case's ledger parts as the kv_events view reads them."""
+    return part_views(con, ledger_files(con), dict(meta.get("schemas") or {}))
 
 
 def attach(con: duckdb.DuckDBPyConnection) -> None:
@@ -148,7 +147,7 @@ def attach(con: duckdb.DuckDBPyConnection) -> None:
         return
     try:
         register_filesystems(con, [f.url for f in files])
-        run_script(con, view_sql(files, list(meta["columns"]), bool(meta["assume_utc"])))
+        run_script(con, view_sql(part_views_of(con, meta), bool(meta["assume_utc"])))
     except (duckdb.Error, OSError, ImportError) as exc:
         why = first_line(exc).replace(";", ",")
         message = (

@@ -1,0 +1,146 @@
+"""The kv_events view over a ledger kept outside the case database (queries/ledger/view.sql).
+
+Ingest records each part's columns and their types (the Parquet schema), so the view types a
+column with a plain expression where the part holds it already typed (TIMESTAMPTZ, BIGINT)
+and keeps the text-tolerant kvf_* macros for text and other types; parts of a node with the
+same schema are read in one scan whose file_index gives each row its part's rank and name.
+Only a part that has quarantined rows is anti-joined to the quarantine, and only one whose kept
+rows name a request missing from the request log is checked against the requests: the others
+are known, at ingest, to need neither. The rows and values are those of the loaded ledger.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import duckdb
+
+from forensics.ingest.contract import KV_EVENTS
+from forensics.ledger.external import LedgerFile, columns_of
+from forensics.sql import Fragment, ident, literal, literals, sql, template
+
+# How each column of the contract is typed: the kvf_* macro ingest uses, and the part's types
+# that need no macro (the value is the same for every kept row).
+_TS, _INT, _STR, _OP = "ts", "int", "str", "op"
+KIND = {
+    "ts": _TS,
+    "seq": _INT,
+    "request_id": _STR,
+    "op": _OP,
+    "slot_start": _INT,
+    "slot_count": _INT,
+    "pos_start": _INT,
+    "source": _STR,
+    "content_hash": _STR,
+}
+_ABSENT = {
+    _TS: "NULL::TIMESTAMP",
+    _INT: "NULL::BIGINT",
+    _STR: "NULL::VARCHAR",
+    _OP: "NULL::VARCHAR",
+}
+
+Schema = tuple[tuple[str, str], ...]  # (column, DuckDB type) of the contract's columns a part holds
+
+
+@dataclass(frozen=True)
+class PartView:
+    """What the view needs of one part, all known once the ledger is ingested."""
+
+    file: LedgerFile
+    schema: Schema
+    flagged: bool  # ingest quarantined some of its rows
+    unknown: bool  # some of its kept rows name a request not in the request log
+
+
+def schema_of(types: dict[str, str]) -> Schema:
+    """A part's schema as the view keys it: the contract's columns it holds, in contract order."""
+    return tuple((c, types[c]) for c in KV_EVENTS.names if c in types)
+
+
+def typed(column: str, found: str | None, exact: bool, assume_utc: bool) -> Fragment:
+    """The typed value of a column of a part that holds it as `found` (None: absent). `exact`:
+    every row of the part is kept, so a timestamp needs none of the tests that only refuse a
+    value (ingest refused none of its values): a typed instant is taken as it is, text is
+    parsed by kvf_ts_kept."""
+    kind = KIND[column]
+    if found is None:
+        return template(_ABSENT[kind])
+    c = ident(column)
+    if kind == _OP:
+        return template("{c}::VARCHAR", c=c)
+    if kind == _STR:
+        return template("kvf_str({c})", c=c)
+    if kind == _INT:
+        return c if found == "BIGINT" else template("kvf_int({c})", c=c)
+    if found == "TIMESTAMP WITH TIME ZONE" and exact:
+        return template("make_timestamp(epoch_us({c}))", c=c)
+    if found == "VARCHAR" and exact:
+        return template("kvf_ts_kept({c})", c=c)
+    utc = template("true" if assume_utc else "false")
+    return template("kvf_ts({c}, {utc})", c=c, utc=utc)
+
+
+def _numbers(values: list[int]) -> Fragment:
+    return template("[" + ", ".join(str(int(v)) for v in values) + "]")
+
+
+def group_sql(parts: list[PartView], assume_utc: bool) -> Fragment:
+    """The SELECT of one group of parts (same node, schema and flags)."""
+    first = parts[0]
+    types = dict(first.schema)
+    exact = not first.flagged
+    cols = {c: typed(c, types.get(c), exact, assume_utc) for c in KIND}
+    rels = literals(p.file.rel for p in parts)
+    known = (
+        template("{rid} IN (SELECT request_id FROM requests)", rid=cols["request_id"])
+        if first.unknown
+        else template("true")
+    )
+    kept = template(sql("ledger/view_kept"), rels=rels) if first.flagged else template("")
+    return template(
+        sql("ledger/view_group"),
+        **{c: v for c, v in cols.items()},
+        node=literal(first.file.node),
+        ranks=_numbers([p.file.rank for p in parts]),
+        rels=rels,
+        files=literals(p.file.url for p in parts),
+        known=known,
+        kept=kept,
+    )
+
+
+def groups(parts: list[PartView]) -> list[list[PartView]]:
+    """Parts read alike, each group in path order, groups in the order of their first part."""
+    out: dict[tuple[str, Schema, bool, bool], list[PartView]] = {}
+    for p in sorted(parts, key=lambda p: p.file.rank):
+        out.setdefault((p.file.node, p.schema, p.flagged, p.unknown), []).append(p)
+    return list(out.values())
+
+
+def view_sql(parts: list[PartView], assume_utc: bool) -> str:
+    """queries/ledger/view.sql for these parts (a view holds no parameters: the paths, names
+    and ranks are literals)."""
+    selects = [group_sql(g, assume_utc) for g in groups(parts)]
+    union = selects[0]
+    for s in selects[1:]:
+        union = template("{a}\nUNION ALL\n{b}", a=union, b=s)
+    return template(sql("ledger/view"), groups=union)
+
+
+def part_views(
+    con: duckdb.DuckDBPyConnection, files: list[LedgerFile], schemas: dict[str, dict[str, str]]
+) -> list[PartView]:
+    """The parts of the case database's ledger (ledger_files) with their schema, as ingest
+    recorded it (a case ingested before it did: read from the part's footer), and flags."""
+    flags = {
+        rel: (bool(q), bool(u)) for rel, q, u in con.execute(sql("ledger/part_flags")).fetchall()
+    }
+    out = []
+    for f in files:
+        types = schemas.get(f.rel)
+        if types is None:
+            types = columns_of(con, f)
+        flagged, unknown = flags.get(f.rel, (True, True))
+        out.append(PartView(f, schema_of(types), flagged, unknown))
+    return out

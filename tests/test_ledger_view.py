@@ -1,0 +1,165 @@
+"""The kv_events view over an external ledger reads each group of parts with its own typing: a
+partition whose parts hold typed columns (TIMESTAMPTZ, BIGINT) beside parts that hold them as
+text (numbers as text, timestamps with offsets), some of their rows quarantined, gives the rows
+and values of the loaded ledger, and the same analysis tables; so does a case whose ingest did
+not record the parts' schemas."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from datetime import UTC, datetime, timedelta, timezone
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from forensics.cli import run
+from forensics.db import connect
+from tests.test_ledger_external import differences, hive_sample, query
+
+# Every column of kv_events, ts as microseconds (the table holds TIMESTAMPTZ, the view TIMESTAMP)
+# and input_order as the event's place in input order (a loaded ledger's ranks count the case's
+# other input files too).
+ROWS = """SELECT epoch_us(ts) AS ts, seq, node, request_id, op, slot_start, slot_count,
+                 pos_start, source, content_hash, request_known, src_file, src_row,
+                 row_number() OVER (ORDER BY input_order) AS place
+          FROM kv_events"""
+PLUS9 = timezone(timedelta(hours=9))
+
+
+def as_text(table: pa.Table) -> pa.Table:
+    """The part as a CSV-like export writes it: timestamps as text with a +09:00 offset, numbers
+    as text (some with blanks around them), ids with blanks around them."""
+    out = {}
+    for name in table.column_names:
+        values = table[name].to_pylist()
+        if name == "ts":
+            out[name] = [v.astimezone(PLUS9).isoformat() if v else None for v in values]
+        elif name in ("seq", "slot_start", "slot_count", "pos_start"):
+            out[name] = [
+                None if v is None else f" {v} " if i % 3 else str(v) for i, v in enumerate(values)
+            ]
+        elif name == "request_id":
+            out[name] = [None if v is None else f"  {v} " for v in values]
+        else:
+            out[name] = values
+    return pa.table({k: pa.array(v, pa.string()) for k, v in out.items()})
+
+
+def split_decode0(case: Path) -> tuple[Path, Path]:
+    """decode-0's part split in two: the first half typed, the second as text, with bad rows in
+    each (a slot_count 0 in the typed part; a timestamp that is no timestamp, one with an offset
+    beyond 14:00 and one without an offset in the text part)."""
+    folder = case / "kv_events" / "node=decode-0"
+    (part,) = folder.glob("*.parquet")
+    table = pq.read_table(part)
+    part.unlink()
+    half = table.num_rows // 2
+    typed, text = table.slice(0, half), as_text(table.slice(half))
+    counts = typed["slot_count"].to_pylist()
+    counts[4] = 0
+    typed = typed.set_column(
+        typed.schema.get_field_index("slot_count"), "slot_count", pa.array(counts, pa.int64())
+    )
+    ts = text["ts"].to_pylist()
+    ts[3] = "yesterday"
+    ts[5] = "2026-08-27T09:00:00+15:00"
+    ts[8] = "2026-08-27T09:00:00"
+    text = text.set_column(0, "ts", pa.array(ts, pa.string()))
+    first, second = folder / "decode-0-part-00001.parquet", folder / "decode-0-part-00002.parquet"
+    pq.write_table(typed, first)
+    pq.write_table(text, second)
+    return first, second
+
+
+def view_text(db: Path) -> str:
+    con = connect(db, read_only=True)
+    try:
+        row = con.execute(
+            "SELECT sql FROM duckdb_views() WHERE view_name = 'kv_events' AND temporary"
+        ).fetchone()
+    finally:
+        con.close()
+    assert row is not None
+    return str(row[0])
+
+
+def rows_differ(a: Path, b: Path) -> tuple[int, int]:
+    """Rows of kv_events in one case and not the other, each way (as multisets)."""
+    ca, cb = connect(a, read_only=True), connect(b, read_only=True)
+    try:
+        ra, rb = Counter(ca.execute(ROWS).fetchall()), Counter(cb.execute(ROWS).fetchall())
+    finally:
+        ca.close()
+        cb.close()
+    return sum((ra - rb).values()), sum((rb - ra).values())
+
+
+def test_typed_and_text_parts_of_a_partition_give_the_loaded_ledger(tmp_path) -> None:
+    case = hive_sample(tmp_path)
+    split_decode0(case)
+    loaded, external = tmp_path / "loaded.duckdb", tmp_path / "external.duckdb"
+    assert run(["ingest", str(case), "--db", str(loaded)]) == 1
+    assert run(["ingest", str(case), "--db", str(external), "--ledger-external"]) == 1
+    assert query(loaded, "SELECT count(*) FROM quarantine") == [(4,)]
+    # the view reads each kind of part its own way: typed and clean, typed with quarantined rows
+    # (range-checked), text with quarantined rows (the full macro), text and clean (prefill)
+    text = view_text(external)
+    assert "make_timestamp(epoch_us" in text
+    assert "kvf_ts_kept(" in text
+    assert "kvf_ts(" in text
+    assert rows_differ(loaded, external) == (0, 0)
+    assert run(["analyze", "--db", str(loaded)]) == 1
+    assert run(["analyze", "--db", str(external)]) == 1
+    assert differences(loaded, external) == {}
+
+
+def test_a_case_ingested_without_the_parts_schemas_reads_them_from_the_parts(tmp_path) -> None:
+    case = hive_sample(tmp_path)
+    split_decode0(case)
+    loaded, external = tmp_path / "loaded.duckdb", tmp_path / "external.duckdb"
+    assert run(["ingest", str(case), "--db", str(loaded)]) == 1
+    assert run(["ingest", str(case), "--db", str(external), "--ledger-external"]) == 1
+    con = connect(external)
+    try:
+        (value,) = con.execute(
+            "SELECT value FROM case_meta WHERE key = 'ledger_external'"
+        ).fetchone() or ("",)
+        meta = json.loads(value)
+        del meta["schemas"]
+        con.execute(
+            "UPDATE case_meta SET value = ? WHERE key = 'ledger_external'", [json.dumps(meta)]
+        )
+    finally:
+        con.close()
+    assert rows_differ(loaded, external) == (0, 0)
+    assert run(["analyze", "--db", str(loaded)]) == 1
+    assert run(["analyze", "--db", str(external)]) == 1
+    assert differences(loaded, external) == {}
+
+
+def test_text_timestamps_of_kept_rows_parse_as_ingest_parses_them() -> None:
+    """kvf_ts_kept gives what kvf_ts gives for every text it accepts (a naive oracle: the
+    datetime each string names, in UTC)."""
+    from forensics.dbopen import open_database
+
+    base = datetime(2026, 8, 27, 0, 0, 1, 938555, tzinfo=UTC)
+    cases = {
+        base.isoformat(): base,
+        base.astimezone(PLUS9).isoformat(): base,
+        "2026-08-27T00:00:01Z": base.replace(microsecond=0),
+        "  2026-08-26 19:30:01.5-04:30 ": datetime(2026, 8, 27, 0, 0, 1, 500000, tzinfo=UTC),
+        str(int(base.timestamp() * 1_000_000)): base,
+        "-1000000": datetime(1969, 12, 31, 23, 59, 59, tzinfo=UTC),
+    }
+    con = open_database(":memory:", schema=False)
+    try:
+        for text, when in cases.items():
+            got = con.execute(
+                "SELECT kvf_ts_kept(?::VARCHAR), kvf_ts(?::VARCHAR, false)", [text, text]
+            ).fetchone()
+            assert got is not None
+            assert got[0] == got[1] == when.replace(tzinfo=None), text
+    finally:
+        con.close()
