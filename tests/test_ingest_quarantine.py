@@ -148,3 +148,24 @@ def test_unknown_files_are_listed_not_loaded(case, cli, tmp_path):
     skipped = {s["path"]: s["why"] for s in json.loads(out)["skipped"]}
     assert "did you mean 'requests'" in skipped["request.csv"]
     assert "not a data file" in skipped["notes.txt"]
+
+
+def test_json_lines_parsed_in_small_chunks_give_the_same_rows(case, cli, tmp_path, monkeypatch):
+    """A JSON Lines file is parsed chunk by chunk (lines of a million token ids are megabytes).
+    With chunks smaller than one line, every line is its own chunk, and a key used only by a
+    later line must still be found (here the first line is no JSON object, so it has no keys):
+    the same rows are loaded and quarantined, with the same reasons, as in one chunk."""
+    from forensics.ingest import readers
+
+    events = "not json\n" + _events()
+    root = case({"nodes.csv": NODES, "requests.csv": REQUESTS, "kv_events.jsonl": events})
+    tables = "SELECT * EXCLUDE (input_order) FROM kv_events ORDER BY src_row"
+    results = []
+    for chunk_bytes in (readers.JSON_CHUNK_BYTES, 1):
+        monkeypatch.setattr(readers, "JSON_CHUNK_BYTES", chunk_bytes)
+        db = tmp_path / f"c{chunk_bytes}.duckdb"
+        code, _, err = cli("ingest", root, "--db", db)
+        assert code == 1, err  # quarantined rows
+        results.append((query(db, tables), _quarantine(db)))
+    assert results[0] == results[1]
+    assert len(results[1][0]) == 2  # lines 2 and 10 (the unknown request) are loaded

@@ -80,19 +80,36 @@ def stage_jsonl(
     scan = scan_file(f)
     _read_raw(con, f, "ingest/stage_lines")
     _stage_text(con, header_lines=0)
-    found = [r[0] for r in con.execute(sql("ingest/json_keys")).fetchall()]
+    run_script(con, sql("ingest/stage_lines_chunks"), {"chunk_bytes": JSON_CHUNK_BYTES})
+    chunks = [c for (c,) in con.execute(sql("ingest/stage_lines_chunk_list")).fetchall()]
+    found = sorted(
+        {
+            k
+            for c in chunks
+            for (k,) in con.execute(sql("ingest/json_keys"), {"chunk": c}).fetchall()
+        }
+    )
     _check_columns(f, table, found)
     projection = join(_column(template(f"vals[{i + 1}]"), c) for i, c in enumerate(table.names))
     paths = ['$."' + c + '"' for c in table.names]
     scalar = [c.name for c in table.columns if c.kind != "ids"]
+    scalar_paths = ['$."' + c + '"' for c in scalar]
+    for chunk in chunks:
+        params = {"paths": paths, "scalar_paths": scalar_paths, "chunk": chunk}
+        run_script(con, sql("ingest/stage_lines_parse"), params)
     run(
         con,
         "ingest/stage_lines_rows",
-        {"paths": paths, "scalar_names": scalar, "scalar_paths": ['$."' + c + '"' for c in scalar]},
+        {"scalar_names": scalar},
         projection=projection,
         nulls=_nulls(table),
     )
     return scan
+
+
+# JSON Lines are parsed in chunks of about this much text (queries/ingest/stage_lines_chunks.sql):
+# a chunk's parsed documents take several times its size while they are worked on.
+JSON_CHUNK_BYTES = 16 << 20
 
 
 def stage_parquet(

@@ -1,5 +1,7 @@
--- The keys used by the JSON objects of a JSON Lines file.
-SELECT DISTINCT unnest(json_keys(line)) AS key
-FROM numbered_rows
-WHERE CASE WHEN json_valid(line) THEN json_type(line) = 'OBJECT' ELSE false END
-ORDER BY key;
+-- The keys used by the JSON objects of one chunk of a JSON Lines file's lines
+-- (queries/ingest/stage_lines_chunks.sql).
+SELECT DISTINCT unnest(json_keys(n.line)) AS key
+FROM numbered_rows n
+JOIN line_chunks c USING (src_row)
+WHERE c.chunk = $chunk
+  AND CASE WHEN json_valid(n.line) THEN json_type(n.line) = 'OBJECT' ELSE false END;

@@ -1,19 +1,7 @@
--- One staged row per non-blank JSON Lines line: the contract's fields as text (paths lists their
--- JSON paths in the contract's column order), or why the line is unusable. A nested object or
--- array where one value belongs (scalar_paths and scalar_names: the columns that want one
--- value) is quarantined, never loaded as its JSON text. Each line is parsed once into
--- lines_parsed (a table, so that no later reference parses it again).
-CREATE OR REPLACE TEMP TABLE lines_parsed AS
-SELECT src_row, line,
-       CASE WHEN json_valid(line) THEN
-           CASE WHEN json_type(line) = 'OBJECT' THEN json_extract_string(line, $paths) END
-       END AS vals,
-       CASE WHEN json_valid(line) THEN
-           CASE WHEN json_type(line) = 'OBJECT' THEN json_type(line, $scalar_paths) END
-       END AS types,
-       CASE WHEN json_valid(line) THEN json_type(line) END AS line_type
-FROM numbered_rows
-WHERE line IS NOT NULL AND trim(line) <> '';
+-- One staged row per non-blank JSON Lines line, from lines_parsed
+-- (queries/ingest/stage_lines_parse.sql): the contract's fields as text, or why the line is
+-- unusable. A nested object or array where one value belongs ($scalar_names: the columns that
+-- want one value) is quarantined, never loaded as its JSON text.
 CREATE OR REPLACE TEMP TABLE staged_rows AS
 SELECT src_row,
        CASE
@@ -39,4 +27,5 @@ UNION ALL
 SELECT rec, 'line does not parse: ' || reason, raw, {nulls}
 FROM bad_rows;
 DROP TABLE lines_parsed;
+DROP TABLE line_chunks;
 CREATE OR REPLACE TEMP VIEW staged AS SELECT * FROM staged_rows;
