@@ -46,8 +46,9 @@ class MemoryBudget:
     """Bytes the sweep may hold at once; threads take a node's share before they load it and
     give it back once the node is swept."""
 
-    def __init__(self, total: int) -> None:
+    def __init__(self, total: int, duckdb_bytes: int = 0) -> None:
         self.total = max(1, total)
+        self.duckdb_bytes = duckdb_bytes  # what DuckDB has meanwhile (its limit during the sweep)
         self.held = 0
         self._changed = threading.Condition()
 
@@ -77,7 +78,7 @@ def sweep_budget(con: duckdb.DuckDBPyConnection) -> Iterator[MemoryBudget]:
     duckdb_part = min(limit, max(int(limit * DUCKDB_SHARE), DUCKDB_FLOOR))
     run(con, "analysis/memory_limit_set", limit=literal(f"{max(1, duckdb_part >> 10)}KiB"))
     try:
-        yield MemoryBudget(limit - duckdb_part)
+        yield MemoryBudget(limit - duckdb_part, duckdb_part)
     finally:
         run(con, "analysis/memory_limit_set", limit=literal(setting))
 

@@ -20,6 +20,7 @@ import numpy as np
 import pyarrow as pa
 
 from forensics.analysis import order
+from forensics.analysis.budget import sweep_budget
 from forensics.analysis.order import NodeFindings
 from forensics.errors import InputError
 from forensics.ledger.external import LedgerFile, open_connection
@@ -38,13 +39,17 @@ class PartitionFindings:
 
 
 def sweep_partition(
-    parts: list[PartView], assume_utc: bool, quarantine: pa.Table, threads: int = 1
+    parts: list[PartView],
+    assume_utc: bool,
+    quarantine: pa.Table,
+    threads: int = 1,
+    memory_limit: str | None = None,
 ) -> PartitionFindings:
     """The task: read, order and sweep one partition (its parts only), its DuckDB on `threads`
-    threads."""
+    threads and within memory_limit (None: the default)."""
     files = [p.file for p in parts]
     try:
-        return _sweep_partition(parts, assume_utc, quarantine, threads)
+        return _sweep_partition(parts, assume_utc, quarantine, threads, memory_limit)
     except (duckdb.IOException, OSError) as exc:
         raise InputError(
             f"the partition node={files[0].node} cannot be read: {exc}",
@@ -55,9 +60,13 @@ def sweep_partition(
 
 
 def _sweep_partition(
-    parts: list[PartView], assume_utc: bool, quarantine: pa.Table, threads: int
+    parts: list[PartView],
+    assume_utc: bool,
+    quarantine: pa.Table,
+    threads: int,
+    memory_limit: str | None,
 ) -> PartitionFindings:
-    con = open_connection([p.file.url for p in parts])
+    con = open_connection([p.file.url for p in parts], memory_limit)
     try:
         run(con, "ledger/task_threads", threads=template(str(max(1, int(threads)))))
         _append(con, "quarantine", quarantine)
@@ -94,10 +103,23 @@ def sweep_external(
     results: list[PartitionFindings] = []
     if ray is None:
         # Each task has its own DuckDB and the sweep releases the GIL: `workers` partitions run
-        # at once in threads; results are taken in partition order, so the tables are the same.
-        with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        # at once in threads, as many as fit in the memory budget (forensics.analysis.budget;
+        # each task's DuckDB gets its share of DuckDB's part); results are taken in partition
+        # order, so the tables are the same.
+        rows = [_partition_rows(con, g) for g in groups]
+        with sweep_budget(con) as budget, ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+            task_limit = f"{max(1, budget.duckdb_bytes // max(1, workers)) >> 10}KiB"
+
+            def within_budget(i: int) -> PartitionFindings:
+                need = budget.need(rows[i])
+                budget.take(need)
+                try:
+                    return sweep_partition(*args[i], memory_limit=task_limit)
+                finally:
+                    budget.give(need)
+
             progress("sweep", 0, len(args))
-            for found in pool.map(lambda a: sweep_partition(*a), args):
+            for found in pool.map(within_budget, range(len(args))):
                 results.append(found)
                 progress("sweep", len(results), len(args))
     else:
@@ -127,6 +149,12 @@ def by_node(parts: list[PartView]) -> list[list[PartView]]:
     for p in parts:
         out.setdefault(p.file.node, []).append(p)
     return [out[n] for n in sorted(out)]
+
+
+def _partition_rows(con: duckdb.DuckDBPyConnection, group: list[PartView]) -> int:
+    files = [p.file.rel for p in group]
+    row = con.execute(sql("ledger/partition_rows"), {"files": files}).fetchone()
+    return int(row[0]) if row else 0
 
 
 def _quarantined(con: duckdb.DuckDBPyConnection, group: list[LedgerFile]) -> pa.Table:

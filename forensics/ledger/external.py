@@ -114,9 +114,10 @@ def filesystem(url: str) -> Any:
     return fsspec.core.url_to_fs(url)[0]
 
 
-def open_connection(urls: list[str]) -> duckdb.DuckDBPyConnection:
-    """An in-memory DuckDB with the project's macros, able to read the given URLs."""
-    con = open_database(":memory:")
+def open_connection(urls: list[str], memory_limit: str | None = None) -> duckdb.DuckDBPyConnection:
+    """An in-memory DuckDB with the project's macros, able to read the given URLs (within
+    memory_limit; None: the default)."""
+    con = open_database(":memory:", memory_limit=memory_limit)
     register_filesystems(con, urls)
     return con
 
