@@ -4,8 +4,11 @@ errors, exceptions and network requests, read values from the page, save a scree
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
+import os
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -112,7 +115,10 @@ def visit(
     With `pdf`, also print the page to that PDF file as the browser's print dialog would (the
     page's own @page size and margins, backgrounds on)."""
     port = _free_port()
-    with tempfile.TemporaryDirectory() as profile:
+    # The browser's helper processes may still write to the profile for a moment after the
+    # browser exits: they are stopped with it (own process group), and what they leave behind
+    # in the temporary profile does not fail the test.
+    with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as profile:
         proc = subprocess.Popen(
             [
                 browser,
@@ -124,12 +130,14 @@ def visit(
             ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
+            start_new_session=True,
         )
         try:
             session = _Session(_page_socket_url(port, time.monotonic() + 30))
             return _drive(session, page, shots, expression, pdf)
         finally:
-            proc.terminate()
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGTERM)
             proc.wait(timeout=15)
 
 
