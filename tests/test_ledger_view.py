@@ -96,12 +96,19 @@ def rows_differ(a: Path, b: Path) -> tuple[int, int]:
     return sum((ra - rb).values()), sum((rb - ra).values())
 
 
-def test_typed_and_text_parts_of_a_partition_give_the_loaded_ledger(tmp_path) -> None:
+def ingested_both_ways(tmp_path: Path) -> tuple[Path, Path]:
+    """The sample with decode-0 split into a typed and a text part, ingested loaded and with
+    the ledger kept outside (both quarantine rows: exit code 1)."""
     case = hive_sample(tmp_path)
     split_decode0(case)
     loaded, external = tmp_path / "loaded.duckdb", tmp_path / "external.duckdb"
     assert run(["ingest", str(case), "--db", str(loaded)]) == 1
     assert run(["ingest", str(case), "--db", str(external), "--ledger-external"]) == 1
+    return loaded, external
+
+
+def test_typed_and_text_parts_of_a_partition_give_the_loaded_ledger(tmp_path) -> None:
+    loaded, external = ingested_both_ways(tmp_path)
     assert query(loaded, "SELECT count(*) FROM quarantine") == [(4,)]
     # the view reads each kind of part its own way: typed and clean, typed with quarantined rows
     # (range-checked), text with quarantined rows (the full macro), text and clean (prefill)
@@ -116,11 +123,7 @@ def test_typed_and_text_parts_of_a_partition_give_the_loaded_ledger(tmp_path) ->
 
 
 def test_a_case_ingested_without_the_parts_schemas_reads_them_from_the_parts(tmp_path) -> None:
-    case = hive_sample(tmp_path)
-    split_decode0(case)
-    loaded, external = tmp_path / "loaded.duckdb", tmp_path / "external.duckdb"
-    assert run(["ingest", str(case), "--db", str(loaded)]) == 1
-    assert run(["ingest", str(case), "--db", str(external), "--ledger-external"]) == 1
+    loaded, external = ingested_both_ways(tmp_path)
     con = connect(external)
     try:
         (value,) = con.execute(

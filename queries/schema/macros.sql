@@ -17,6 +17,14 @@ CREATE OR REPLACE TEMP MACRO kvf_offset_minutes(x) AS
                  trim(x::VARCHAR), '([0-9]{2}):?([0-9]{2})?$', 2), '') AS INTEGER), 0)
     END;
 
+-- The two ways text becomes a timestamp (kvf_ts_any decides which applies; kvf_ts_kept applies
+-- them to text ingest accepted): integer epoch microseconds, and ISO-8601 cast in the
+-- connection's UTC. Result: TIMESTAMP in UTC, NULL when the text does not parse.
+CREATE OR REPLACE TEMP MACRO kvf_ts_epoch_text(x) AS
+    TRY(make_timestamp(TRY_CAST(trim(x::VARCHAR) AS BIGINT)));
+CREATE OR REPLACE TEMP MACRO kvf_ts_iso_text(x) AS
+    TRY_CAST(TRY_CAST(trim(x::VARCHAR) AS TIMESTAMPTZ) AS TIMESTAMP);
+
 -- A timestamp: integer epoch microseconds, or ISO-8601 with an offset ('Z', '+09:00').
 -- Text without an offset is rejected unless assume_utc is true. Result: TIMESTAMP in UTC.
 -- A typed instant (TIMESTAMPTZ, as Parquet ledgers hold) keeps its microseconds since the epoch:
@@ -29,11 +37,10 @@ CREATE OR REPLACE TEMP MACRO kvf_ts_any(x, assume_utc) AS
         WHEN typeof(x) LIKE 'TIMESTAMP%' THEN TRY_CAST(x AS TIMESTAMP)
         WHEN kvf_is_int_type(x) THEN TRY(make_timestamp(TRY_CAST(x AS BIGINT)))
         WHEN typeof(x) <> 'VARCHAR' THEN NULL
-        WHEN regexp_full_match(trim(x::VARCHAR), '-?[0-9]+')
-            THEN TRY(make_timestamp(TRY_CAST(trim(x::VARCHAR) AS BIGINT)))
+        WHEN regexp_full_match(trim(x::VARCHAR), '-?[0-9]+') THEN kvf_ts_epoch_text(x)
         WHEN kvf_offset_minutes(x) > 840 THEN NULL
         WHEN assume_utc OR regexp_matches(trim(x::VARCHAR), '([Zz]|[+-][0-9]{2}(:?[0-9]{2})?)$')
-            THEN TRY_CAST(TRY_CAST(trim(x::VARCHAR) AS TIMESTAMPTZ) AS TIMESTAMP)
+            THEN kvf_ts_iso_text(x)
     END;
 
 -- kvf_ts limited to the years 0001-9999 (what every later stage and file format can hold).
@@ -50,9 +57,8 @@ CREATE OR REPLACE TEMP MACRO kvf_ts(x, assume_utc) AS
 -- outside the database that have no quarantined row (queries/ledger/view_group.sql).
 CREATE OR REPLACE TEMP MACRO kvf_ts_kept(x) AS
     CASE
-        WHEN regexp_full_match(trim(x::VARCHAR), '-?[0-9]+')
-            THEN TRY(make_timestamp(TRY_CAST(trim(x::VARCHAR) AS BIGINT)))
-        ELSE TRY_CAST(TRY_CAST(trim(x::VARCHAR) AS TIMESTAMPTZ) AS TIMESTAMP)
+        WHEN regexp_full_match(trim(x::VARCHAR), '-?[0-9]+') THEN kvf_ts_epoch_text(x)
+        ELSE kvf_ts_iso_text(x)
     END;
 
 -- Why kvf_ts returned NULL for a non-empty value.
