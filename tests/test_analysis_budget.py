@@ -9,7 +9,13 @@ import time
 import duckdb
 import pytest
 
-from forensics.analysis.budget import MemoryBudget, memory_limit, size_bytes, sweep_budget
+from forensics.analysis.budget import (
+    MemoryBudget,
+    memory_limit,
+    reset_limit,
+    size_bytes,
+    sweep_budget,
+)
 from forensics.db import connect
 
 
@@ -83,3 +89,17 @@ def test_nodes_are_held_together_only_while_they_fit() -> None:
     budget.give(30)
     budget.take(budget.need(10**12))  # nothing held: it goes at once, alone
     assert budget.held == 100
+
+
+def test_an_error_in_the_sweep_is_reported_not_the_refused_reset() -> None:
+    """A DuckDB error aborts the analysis' transaction, which then refuses to set the limit
+    back: the sweep's own error must come out, not that refusal."""
+    con = connect(":memory:", memory_limit="4GB")
+    before = _duckdb_limit(con)
+    con.begin()
+    with pytest.raises(duckdb.BinderException), sweep_budget(con):
+        con.execute("SELECT no_such_column FROM range(1)")
+    con.rollback()
+    assert _duckdb_limit(con) < before  # the aborted transaction refused to set it back
+    reset_limit(con)  # as analyze does once it has rolled back
+    assert _duckdb_limit(con) == before

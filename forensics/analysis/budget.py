@@ -11,6 +11,7 @@ be swept one after the other). A node that alone needs more runs alone.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import threading
 from collections.abc import Iterator
@@ -73,14 +74,30 @@ class MemoryBudget:
 def sweep_budget(con: duckdb.DuckDBPyConnection) -> Iterator[MemoryBudget]:
     """The sweep's budget, with DuckDB's limit lowered to its share while the sweep runs and
     set back afterwards."""
-    setting = _setting(con)
+    setting = _setting(con)  # set back as read (a connection opened otherwise has no variable)
     limit = size_bytes(setting)
     duckdb_part = min(limit, max(int(limit * DUCKDB_SHARE), DUCKDB_FLOOR))
-    run(con, "analysis/memory_limit_set", limit=literal(f"{max(1, duckdb_part >> 10)}KiB"))
+    _set_limit(con, f"{max(1, duckdb_part >> 10)}KiB")
     try:
         yield MemoryBudget(limit - duckdb_part, duckdb_part)
-    finally:
-        run(con, "analysis/memory_limit_set", limit=literal(setting))
+    except BaseException:
+        # A DuckDB error aborts the transaction, which then refuses the SET: the error that
+        # stopped the sweep is the one to report (the caller resets the limit once it has
+        # rolled back: reset_limit).
+        with contextlib.suppress(duckdb.Error):
+            _set_limit(con, setting)
+        raise
+    _set_limit(con, setting)
+
+
+def reset_limit(con: duckdb.DuckDBPyConnection) -> None:
+    """DuckDB's memory limit back to the one the connection was opened with (as
+    forensics.dbopen recorded it)."""
+    _set_limit(con, _setting(con))
+
+
+def _set_limit(con: duckdb.DuckDBPyConnection, size: str) -> None:
+    run(con, "analysis/memory_limit_set", limit=literal(size))
 
 
 def _setting(con: duckdb.DuckDBPyConnection) -> str:

@@ -6,6 +6,7 @@ export stage then writes the notification lists from affected_accounts)."""
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ import duckdb
 import pyarrow.parquet as pq
 
 from forensics.analysis import aggregate, distributed, order
+from forensics.analysis.budget import reset_limit
 from forensics.analysis.partitions import sweep_external
 from forensics.analysis.screening import screen
 from forensics.context import RunContext, StageResult
@@ -37,6 +39,8 @@ def analyze(
         con.commit()
     except BaseException:
         con.rollback()
+        with contextlib.suppress(duckdb.Error):  # the error that stopped it is the one to see
+            reset_limit(con)  # the sweep lowers it; an aborted transaction refused it back
         raise
     return out
 

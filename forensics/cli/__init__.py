@@ -8,6 +8,7 @@ from __future__ import annotations
 import sys
 import traceback
 
+import duckdb
 from rich.markup import escape
 from typer.exceptions import Abort, TyperException
 
@@ -26,7 +27,7 @@ from forensics.cli import (  # noqa: F401  (each module registers its commands)
 )
 from forensics.cli.app import app, command, console
 from forensics.cli.ray_option import optional_values
-from forensics.errors import KvfError
+from forensics.errors import KvfError, first_line
 
 __all__ = ["app", "main", "run"]
 
@@ -45,6 +46,14 @@ def run(argv: list[str] | None = None) -> int:
         return 2
     except (Abort, KeyboardInterrupt):
         console.print("interrupted; nothing was changed by the step in progress")
+        return 2
+    except duckdb.OutOfMemoryException as exc:  # a budget too small for the case: not a bug
+        console.print(
+            f"[bold red]error:[/] DuckDB ran out of its memory limit: {escape(first_line(exc))}\n"
+            "nothing was changed by the step in progress; fix: give it more memory "
+            "(KVFORENSICS_MEMORY_LIMIT=8GB, or bench's --memory-limit), or free some on "
+            "this machine"
+        )
         return 2
     except Exception:  # the last boundary: never a bare traceback without an exit code
         console.print("[bold red]internal error[/] (please report it with this traceback):")
