@@ -63,3 +63,22 @@ def test_messages_are_not_wrapped_when_piped(tmp_path: Path) -> None:
     assert done.returncode == 2
     assert any(str(deep) in line for line in done.stderr.splitlines()), done.stderr
     assert not (tmp_path / "out").exists()  # nothing created for a missing case folder
+
+
+def test_running_out_of_duckdbs_memory_is_an_error_with_its_fix(cli, monkeypatch, tmp_path) -> None:
+    """A memory limit too small for the case is the user's to raise, not a bug to report."""
+    import duckdb
+
+    from forensics.analysis import stage
+
+    def out_of_memory(*_args: object, **_kwargs: object) -> None:
+        raise duckdb.OutOfMemoryException("Out of Memory Error: could not allocate block")
+
+    monkeypatch.setattr(stage, "analyze", out_of_memory)
+    db = tmp_path / "c.duckdb"
+    code, _, err = cli("ingest", EXAMPLES / "semantics-seq", "--db", db)
+    code, out, err = cli("analyze", "--db", db)
+    text = out + err
+    assert code == 2
+    assert "ran out of its memory limit" in text and "KVFORENSICS_MEMORY_LIMIT" in text
+    assert "internal error" not in text
