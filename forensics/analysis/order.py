@@ -70,7 +70,9 @@ class NodeInfo:
 
 
 def make_codes(con: duckdb.DuckDBPyConnection) -> None:
-    """Write work.analysis_request_codes and work.analysis_hash_codes."""
+    """Write work.analysis_request_codes and work.analysis_hash_codes (and, on the way,
+    temp.analysis_request_nodes)."""
+    run_script(con, sql("analysis/request_nodes"))
     run_script(con, sql("analysis/codes"))
 
 
@@ -81,6 +83,9 @@ def prepare_pieces(con: duckdb.DuckDBPyConnection) -> None:
 
 
 def node_list(con: duckdb.DuckDBPyConnection) -> list[NodeInfo]:
+    """The nodes to sweep, from one pass over the ledger that also keeps what screening and
+    the summary need of it (temp.analysis_ledger_nodes)."""
+    run_script(con, sql("analysis/ledger_nodes"))
     rows = con.execute(sql("analysis/nodes")).fetchall()
     return [
         NodeInfo(node, int(events), bool(by_seq), int(end)) for node, events, by_seq, end in rows

@@ -28,7 +28,7 @@ from forensics.ledger.store import _append, ledger_meta, part_views_of
 from forensics.ledger.view import PartView, view_sql
 from forensics.progress import ProgressFn, no_progress
 from forensics.raytasks import cluster_cpus, ray_session, run_tasks
-from forensics.sql import run, run_script, sql, template
+from forensics.sql import ident, run, run_script, sql, template
 
 
 @dataclass
@@ -36,6 +36,8 @@ class PartitionFindings:
     found: list[NodeFindings]  # request codes local to the partition
     request_ids: pa.Table  # request_id, req_code (local)
     piece_events: pa.Table  # rows of analysis_piece_events
+    ledger_nodes: pa.Table  # rows of temp.analysis_ledger_nodes
+    request_nodes: pa.Table  # rows of temp.analysis_request_nodes
 
 
 def sweep_partition(
@@ -79,9 +81,16 @@ def _sweep_partition(
         run_script(con, sql("analysis/piece_events"))
         ids = con.sql(sql("analysis/request_code_list")).to_arrow_table()
         events = con.sql(sql("analysis/piece_events_all")).to_arrow_table()
+        facts = [
+            _rows(con, t) for t in ("temp.analysis_ledger_nodes", "temp.analysis_request_nodes")
+        ]
     finally:
         con.close()
-    return PartitionFindings(found, ids, events)
+    return PartitionFindings(found, ids, events, *facts)
+
+
+def _rows(con: duckdb.DuckDBPyConnection, table: str) -> pa.Table:
+    return con.sql(template(sql("analysis/ledger_facts_rows"), table=ident(table))).to_arrow_table()
 
 
 def sweep_external(
@@ -169,6 +178,17 @@ def _store(con: duckdb.DuckDBPyConnection, results: list[PartitionFindings]) -> 
         run_script(con, sql("analysis/codes_from_ids"))
     finally:
         con.unregister("_ids")
+    facts = {
+        "_ledger_nodes": pa.concat_tables([r.ledger_nodes for r in results]),
+        "_request_nodes": pa.concat_tables([r.request_nodes for r in results]),
+    }
+    for name, rows in facts.items():
+        con.register(name, rows)
+    try:
+        run_script(con, sql("analysis/ledger_facts_from_tasks"))
+    finally:
+        for name in facts:
+            con.unregister(name)
     run_script(con, sql("analysis/pieces_create"))
     run_script(con, sql("analysis/piece_events_create"))
     for r in results:

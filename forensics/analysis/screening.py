@@ -44,8 +44,15 @@ SUSPECT_REASONS = (
 __all__ = ["ScreeningParams", "screen"]
 
 
-def screen(con: duckdb.DuckDBPyConnection, params: ScreeningParams) -> None:
-    """Write screening and possible_exposures."""
+def screen(
+    con: duckdb.DuckDBPyConnection, params: ScreeningParams, ledger_scanned: bool = False
+) -> None:
+    """Write screening and possible_exposures. ledger_scanned: the analysis has just made
+    temp.analysis_ledger_nodes and temp.analysis_request_nodes (its sweep's pass over the
+    ledger); otherwise they are made here."""
+    if not ledger_scanned:
+        run_script(con, sql("analysis/ledger_nodes"))
+        run_script(con, sql("analysis/request_nodes"))
     if "engine_evidence" not in tables(con):
         run_script(con, sql("analysis/engine_evidence_empty"))  # a case database without logs
     bound = {**asdict(params), "suspect_reasons": list(SUSPECT_REASONS)}

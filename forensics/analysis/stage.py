@@ -53,7 +53,7 @@ def _analyze(
     progress("aggregate", 0, None)
     aggregate.ledger_tables(con, piece_events)
     screening = options.screening()
-    screen(con, screening)
+    screen(con, screening, ledger_scanned=True)
     aggregate.affected_tables(con)
     out = aggregate.summary(con)
     out["findings"] = bool(

@@ -11,7 +11,8 @@
 --               requests per node, else no verdict;
 --   engine-rejected  the engine logged exceeds-max-tokens / input-too-long for it, yet 200;
 --   kv-checksum-mismatch, kv-canary-violation, deferred-release-timeout  engine evidence for it.
--- ledger_covered: the ledger of its decode node spans its received_at, or logs it.
+-- ledger_covered: the ledger of its decode node spans its received_at, or logs it (from the
+-- analysis' pass over the ledger: queries/analysis/ledger_nodes.sql and codes.sql).
 DELETE FROM screening;
 
 INSERT INTO screening BY NAME
@@ -56,9 +57,9 @@ WITH pool AS (
                               THEN 'engine-rejected' ELSE e.kind END) AS kinds
     FROM engine_evidence e WHERE e.request_id IS NOT NULL GROUP BY e.request_id
 ), span AS (
-    SELECT node, min(ts) AS first_ts, max(ts) AS last_ts FROM kv_events GROUP BY node
+    SELECT node, first_ts, last_ts FROM temp.analysis_ledger_nodes
 ), logged AS (
-    SELECT DISTINCT request_id, node FROM kv_events
+    SELECT request_id, node FROM temp.analysis_request_nodes
 )
 SELECT j.request_id, j.account_id, j.serving_prefill_node AS prefill_node,
        j.serving_decode_node AS decode_node,

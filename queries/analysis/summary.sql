@@ -1,8 +1,8 @@
--- The figures `kvforensics analyze` prints.
+-- The figures `kvforensics analyze` prints (the ledger's from queries/analysis/ledger_nodes.sql).
 SELECT
-    (SELECT count(*) FROM kv_events WHERE op = 'read') AS reads,
-    (SELECT count(*) FROM kv_events) AS events,
-    (SELECT count(DISTINCT node) FROM kv_events) AS ledger_nodes,
+    (SELECT coalesce(sum(reads), 0) FROM temp.analysis_ledger_nodes) AS reads,
+    (SELECT coalesce(sum(events), 0) FROM temp.analysis_ledger_nodes) AS events,
+    (SELECT count(*) FROM temp.analysis_ledger_nodes) AS ledger_nodes,
     (SELECT coalesce(map_from_entries(list({'k': kind, 'v': n})), MAP {})
        FROM (SELECT kind, count(*) AS n FROM exposures GROUP BY kind)) AS exposures_by_kind,
     (SELECT count(*) FROM exposures) AS exposure_runs,
