@@ -153,6 +153,14 @@ def run_script(
         con.execute(statement, bound) if bound else con.execute(statement)
 
 
+def one_row(cur: duckdb.DuckDBPyConnection) -> tuple[Any, ...] | None:
+    """The first row of an executed statement, its result read to the end. (A result left
+    unfinished, as fetchone leaves it, keeps the connection from registering a table or
+    running a relation until the next statement.)"""
+    rows = cur.fetchall()
+    return rows[0] if rows else None
+
+
 def first_row(
     con: duckdb.DuckDBPyConnection, script: str, params: dict[str, Any] | None = None
 ) -> tuple[Any, ...] | None:
@@ -161,8 +169,7 @@ def first_row(
     (statement,) = statements(script)
     names = _named(statement)
     bound = {k: v for k, v in (params or {}).items() if k in names}
-    rows = con.execute(statement, bound).fetchall()
-    return rows[0] if rows else None
+    return one_row(con.execute(statement, bound))
 
 
 def run(

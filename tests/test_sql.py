@@ -22,6 +22,7 @@ from forensics.sql import (
     join,
     literal,
     load_query,
+    one_row,
     query_names,
     statements,
     template,
@@ -197,3 +198,21 @@ def test_report_lists_its_own_queries_each_time(tmp_path: Path) -> None:
     assert all(n.startswith(("report/", "notify/")) or n == "schema/tables" for n in names)
     for name, digest in listed[0].items():
         assert digest == hashlib.sha256((QUERIES / f"{name}.sql").read_bytes()).hexdigest()
+
+
+def test_one_row_leaves_the_connection_free_for_the_next_step() -> None:
+    """fetchone leaves a result unfinished, and DuckDB then refuses to register a table or run
+    a relation on that connection: the package reads first rows with one_row, never fetchone."""
+    import pyarrow as pa
+
+    con = duckdb.connect()
+    assert one_row(con.execute("SELECT 1 UNION ALL SELECT 2 ORDER BY 1")) == (1,)
+    con.register("_t", pa.table({"a": [3]}))
+    assert con.sql("SELECT a FROM _t").fetchall() == [(3,)]
+    assert one_row(con.execute("SELECT 1 WHERE false")) is None
+    users = [
+        str(p.relative_to(REPO))
+        for p in sorted((REPO / "forensics").rglob("*.py"))
+        if ".fetchone(" in p.read_text()
+    ]
+    assert users == []

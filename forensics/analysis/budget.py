@@ -19,7 +19,7 @@ from contextlib import contextmanager
 
 import duckdb
 
-from forensics.sql import literal, run, sql
+from forensics.sql import literal, one_row, run, sql
 
 BYTES_PER_EVENT = 48  # a node's arrays at their peak (loading, or the sweep with its outputs)
 BYTES_PER_NODE = 96 << 20  # the holder pools and first output buffers of a node's sweep
@@ -101,5 +101,5 @@ def _set_limit(con: duckdb.DuckDBPyConnection, size: str) -> None:
 
 
 def _setting(con: duckdb.DuckDBPyConnection) -> str:
-    row = con.execute(sql("analysis/memory_limit")).fetchone()
+    row = one_row(con.execute(sql("analysis/memory_limit")))
     return str(row[0]) if row else "0B"

@@ -28,7 +28,7 @@ from forensics.ledger.store import _append, ledger_meta, part_views_of
 from forensics.ledger.view import PartView, view_sql
 from forensics.progress import ProgressFn, no_progress
 from forensics.raytasks import cluster_cpus, ray_session, run_tasks
-from forensics.sql import ident, run, run_script, sql, template
+from forensics.sql import ident, one_row, run, run_script, sql, template
 
 
 @dataclass
@@ -162,7 +162,7 @@ def by_node(parts: list[PartView]) -> list[list[PartView]]:
 
 def _partition_rows(con: duckdb.DuckDBPyConnection, group: list[PartView]) -> int:
     files = [p.file.rel for p in group]
-    row = con.execute(sql("ledger/partition_rows"), {"files": files}).fetchone()
+    row = one_row(con.execute(sql("ledger/partition_rows"), {"files": files}))
     return int(row[0]) if row else 0
 
 

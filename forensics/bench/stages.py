@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from forensics.db import connect
-from forensics.sql import sql
+from forensics.sql import one_row, sql
 
 # Traffic of each mix: `short` is typical chat with, as in a real incident, a few over-pool
 # prompts (one in 2,000, between 70 % of the context and all of it: each is stubbed and reads
@@ -94,7 +94,7 @@ def scan_floor(case_dir: str) -> dict[str, Any]:
     con = connect(":memory:")
     try:
         pattern = ledger_parts(case_dir)
-        row = con.execute(sql("bench/scan_floor"), {"pattern": pattern}).fetchone()
+        row = one_row(con.execute(sql("bench/scan_floor"), {"pattern": pattern}))
     finally:
         con.close()
     return {"rows": int(row[0]) if row else 0}
@@ -124,7 +124,7 @@ def naive_per_slot(db_path: str) -> dict[str, Any]:
     try:
         cur = con.execute(sql("bench/naive_per_slot"))
         names = [d[0] for d in cur.description]
-        row = cur.fetchone()
+        row = one_row(cur)
     finally:
         con.close()
     out = {n: int(v or 0) for n, v in zip(names, row or (), strict=True)}
@@ -136,7 +136,7 @@ def slot_volume(db_path: str) -> int:
     """How many per-slot rows the naive approach would make (sum of write and read ranges)."""
     con = connect(Path(db_path), read_only=True)
     try:
-        row = con.execute(sql("bench/slot_volume")).fetchone()
+        row = one_row(con.execute(sql("bench/slot_volume")))
     finally:
         con.close()
     return int(row[0]) if row and row[0] is not None else 0

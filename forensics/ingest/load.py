@@ -37,6 +37,7 @@ from forensics.sql import (
     first_row,
     ident,
     nested,
+    one_row,
     recording,
     run,
     run_script,
@@ -303,7 +304,7 @@ def _dedupe(
 
 
 def _warning_count(con: duckdb.DuckDBPyConnection) -> int:
-    row = con.execute(sql("ingest/warning_count")).fetchone()
+    row = one_row(con.execute(sql("ingest/warning_count")))
     return int(row[0]) if row else 0
 
 

@@ -21,7 +21,7 @@ from forensics.replay import replay_available
 from forensics.replay.ledger import load_contents
 from forensics.replay.loader import load_model
 from forensics.replay.testmodel import TEST_MODEL_NAME
-from forensics.sql import sql
+from forensics.sql import one_row, sql
 
 CONFIRMED, CLEARED = "confirmed", "cleared"
 
@@ -80,9 +80,7 @@ class Decider:
         return {w: CONFIRMED if w in reproducing else CLEARED for w in candidates}
 
     def _delivered_sha(self, request_id: str) -> str | None:
-        row = self.con.execute(
-            sql("reconstruct/response_sha"), {"request_id": request_id}
-        ).fetchone()
+        row = one_row(self.con.execute(sql("reconstruct/response_sha"), {"request_id": request_id}))
         return None if row is None or row[0] is None else str(row[0])
 
 

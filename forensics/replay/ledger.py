@@ -26,7 +26,7 @@ import numpy as np
 
 from forensics.errors import ReplayError
 from forensics.replay.views import Source, StepViews, walk_steps
-from forensics.sql import sql
+from forensics.sql import one_row, sql
 
 Slot = tuple[str, int] | None
 
@@ -235,7 +235,7 @@ def _node_events(con: duckdb.DuckDBPyConnection, node: str, request_id: str) -> 
 
 def _request(con: duckdb.DuckDBPyConnection, request_id: str) -> dict[str, Any]:
     cur = con.execute(sql("replay/request"), {"request_id": request_id})
-    row = cur.fetchone()
+    row = one_row(cur)
     if row is None:
         raise ReplayError("the request is not in the request log")
     return dict(zip([d[0] for d in cur.description], row, strict=True))
@@ -250,7 +250,7 @@ def _output_length(request: dict[str, Any], own: Contents) -> int:
 
 
 def _last_read_node(con: duckdb.DuckDBPyConnection, request_id: str) -> str | None:
-    row = con.execute(sql("replay/last_read_node"), {"request_id": request_id}).fetchone()
+    row = one_row(con.execute(sql("replay/last_read_node"), {"request_id": request_id}))
     return None if row is None else str(row[0])
 
 

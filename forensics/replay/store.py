@@ -11,7 +11,7 @@ import duckdb
 
 from forensics import __version__
 from forensics.replay.replay import ReplayRun, SuspectResult
-from forensics.sql import sql, tables
+from forensics.sql import one_row, sql, tables
 
 CONFIRM_QUERIES = {
     "exposures": "replay/confirm_exposures",
@@ -24,7 +24,7 @@ def store_run(con: duckdb.DuckDBPyConnection, run: ReplayRun) -> list[str]:
     """Add the run and its rows; note what it matched and what earlier runs confirmed; update
     confidences. Returns the tables updated."""
     con.execute(sql("schema/replay"))
-    count = con.execute(sql("replay/run_count")).fetchone()
+    count = one_row(con.execute(sql("replay/run_count")))
     run.run_id = f"run-{(count[0] if count else 0) + 1:04d}"
     con.execute(sql("replay/insert_run"), _run_row(run))
     for result in sorted(run.results, key=lambda r: r.request_id):
