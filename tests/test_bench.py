@@ -114,3 +114,18 @@ def test_bench_ledger_kept_outside_gives_what_the_loaded_ledger_gives(tmp_path):
         assert con.execute("SELECT count(*) FROM ledger_files").fetchall() == [(4,)]
     finally:
         con.close()
+
+
+def test_write_floor_writes_every_event(tmp_path):
+    """The write floor writes every ledger event: as many as the scan floor reads and ingest
+    loads into kv_events; its database file is removed afterwards."""
+    case = str(tmp_path / "case")
+    stages.simulate_case(case, "short", 300, 7)
+    stages.ingest(case, str(tmp_path / "case.duckdb"), None)
+    con = duckdb.connect(str(tmp_path / "case.duckdb"), read_only=True)
+    row = con.execute("SELECT count(*) FROM kv_events").fetchone()
+    con.close()
+    floor_db = tmp_path / "floor.duckdb"
+    written = stages.write_floor(case, str(floor_db), None)
+    assert row is not None and written["rows"] == stages.scan_floor(case)["rows"] == row[0] > 0
+    assert not floor_db.exists() and not Path(f"{floor_db}.wal").exists()
