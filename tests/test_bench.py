@@ -78,10 +78,13 @@ def test_naive_per_slot_notices_a_wrong_answer(tmp_path):
 
 
 def test_bench_prints_its_figures_as_json(cli, tmp_path):
-    code, out, err = cli("bench", "--events", "20000", "--json", "--workdir", str(tmp_path))
+    code, out, err = cli(
+        "bench", "--events", "20000", "--json", "--workdir", str(tmp_path), "--write-floor"
+    )
     assert code == 0, err
     data = json.loads(out)
-    for key in ("events", "ingest_s", "analyze_s", "scan_floor_s", "peak_rss_mb"):
+    assert data["stages"]["write_floor"]["result"]["rows"] == data["events"]
+    for key in ("events", "ingest_s", "analyze_s", "scan_floor_s", "write_floor_s", "peak_rss_mb"):
         assert data[key] and data[key] > 0, key
     assert 10_000 <= data["events"] <= 40_000, data["events"]
     assert data["naive_agrees"] is True, data["notes"]
