@@ -78,10 +78,13 @@ def test_naive_per_slot_notices_a_wrong_answer(tmp_path):
 
 
 def test_bench_prints_its_figures_as_json(cli, tmp_path):
-    code, out, err = cli("bench", "--events", "20000", "--json", "--workdir", str(tmp_path))
+    code, out, err = cli(
+        "bench", "--events", "20000", "--json", "--workdir", str(tmp_path), "--write-floor"
+    )
     assert code == 0, err
     data = json.loads(out)
-    for key in ("events", "ingest_s", "analyze_s", "scan_floor_s", "peak_rss_mb"):
+    assert data["stages"]["write_floor"]["result"]["rows"] == data["events"]
+    for key in ("events", "ingest_s", "analyze_s", "scan_floor_s", "write_floor_s", "peak_rss_mb"):
         assert data[key] and data[key] > 0, key
     assert 10_000 <= data["events"] <= 40_000, data["events"]
     assert data["naive_agrees"] is True, data["notes"]
@@ -114,3 +117,18 @@ def test_bench_ledger_kept_outside_gives_what_the_loaded_ledger_gives(tmp_path):
         assert con.execute("SELECT count(*) FROM ledger_files").fetchall() == [(4,)]
     finally:
         con.close()
+
+
+def test_write_floor_writes_every_event(tmp_path):
+    """The write floor writes every ledger event: as many as the scan floor reads and ingest
+    loads into kv_events; its database file is removed afterwards."""
+    case = str(tmp_path / "case")
+    stages.simulate_case(case, "short", 300, 7)
+    stages.ingest(case, str(tmp_path / "case.duckdb"), None)
+    con = duckdb.connect(str(tmp_path / "case.duckdb"), read_only=True)
+    row = con.execute("SELECT count(*) FROM kv_events").fetchone()
+    con.close()
+    floor_db = tmp_path / "floor.duckdb"
+    written = stages.write_floor(case, str(floor_db), None)
+    assert row is not None and written["rows"] == stages.scan_floor(case)["rows"] == row[0] > 0
+    assert not floor_db.exists() and not Path(f"{floor_db}.wal").exists()

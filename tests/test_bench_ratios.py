@@ -32,3 +32,16 @@ def test_no_ratio_when_a_floor_failed() -> None:
     data = result.to_json()
     assert data["analyze_over_floor_cpu"] is None
     assert data["ingest_over_read_floor_cpu"] == 4.0
+
+
+def test_write_floor_ratios() -> None:
+    """The write floor is timed only when asked for; its ratios are ingest over it and it over
+    the read floor."""
+    assert _result().to_json()["ingest_over_write_floor"] is None
+    result = _result()
+    result.stages["write_floor"] = Measured("write_floor", 4.5, 3.0, 100.0, {})
+    data = result.to_json()
+    assert data["write_floor_s"] == 4.5
+    assert data["ingest_over_write_floor"] == 2.0
+    assert data["ingest_over_write_floor_cpu"] == 2.0
+    assert data["write_floor_over_read_floor_cpu"] == 2.0

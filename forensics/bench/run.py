@@ -33,6 +33,9 @@ class BenchOptions:
     # Ingest with the ledger kept outside the case database (`ingest --ledger-external`): the
     # simulated parts are moved into kv_events/node=NAME/ folders and checked in place.
     ledger_external: str | None = None
+    # Also time the write floor (stages.write_floor): the ledger written as it is into a new
+    # database file in the case database's storage format.
+    write_floor: bool = False
 
 
 @dataclass
@@ -59,6 +62,7 @@ class BenchResult:
 
         ingest, analyze, floor = (self.seconds(n) for n in ("ingest", "analyze", "scan_floor"))
         read_floor = self.seconds("read_floor")
+        write_floor = self.seconds("write_floor")
         peak = max(
             (m.peak_rss_mb for n, m in self.stages.items() if n in ("ingest", "analyze")), default=0
         )
@@ -75,6 +79,10 @@ class BenchResult:
             "read_floor_s": read_floor,
             "ingest_over_read_floor": round(ingest / read_floor, 2)
             if ingest and read_floor
+            else None,
+            "write_floor_s": write_floor,
+            "ingest_over_write_floor": round(ingest / write_floor, 2)
+            if ingest and write_floor
             else None,
             "total_s": round(ingest + analyze, 3) if ingest and analyze else None,
             "ingest_events_per_s": per_s("ingest"),
@@ -102,6 +110,8 @@ class BenchResult:
         return {
             "ingest_over_read_floor_cpu": ratio("ingest", "read_floor"),
             "analyze_over_floor_cpu": ratio("analyze", "scan_floor"),
+            "ingest_over_write_floor_cpu": ratio("ingest", "write_floor"),
+            "write_floor_over_read_floor_cpu": ratio("write_floor", "read_floor"),
         }
 
 
@@ -158,6 +168,12 @@ def _run(options: BenchOptions, root: Path, progress: ProgressFn = no_progress) 
     progress("scan floor", 0, None)
     result.stages["scan_floor"] = _checked(measure("scan_floor", stages.scan_floor, str(case)))
     result.stages["read_floor"] = _checked(measure("read_floor", stages.read_floor, str(case)))
+    if options.write_floor:
+        progress("write floor", 0, None)
+        floor_db = str(root / "write_floor.duckdb")
+        result.stages["write_floor"] = _checked(
+            measure("write_floor", stages.write_floor, str(case), floor_db, limit)
+        )
     if options.naive:
         progress("naive per-slot check", 0, None)
         _naive(result, options, db)

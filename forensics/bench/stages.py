@@ -115,6 +115,27 @@ def read_floor(case_dir: str) -> dict[str, Any]:
     return {"rows": int(events[0][0]) + int(requests[0][0])}
 
 
+def write_floor(case_dir: str, db_path: str, memory_limit: str | None) -> dict[str, Any]:
+    """DuckDB reading the ledger's Parquet parts and writing them as they are into a new
+    database file at db_path, in the case database's storage format and with ingest's settings
+    (no checks, none of the columns ingest adds): the floor for a loaded ledger. The file is
+    removed afterwards."""
+    from forensics.dbopen import open_database
+    from forensics.sql import run_script
+
+    path = Path(db_path)
+    con = open_database(path, memory_limit=memory_limit, schema=False)
+    try:
+        run_script(con, sql("ingest/settings"))
+        run_script(con, sql("bench/write_floor"), {"pattern": ledger_parts(case_dir)})
+        row = con.execute(sql("bench/write_floor_rows")).fetchone()
+    finally:
+        con.close()
+        path.unlink(missing_ok=True)
+        Path(f"{path}.wal").unlink(missing_ok=True)
+    return {"rows": int(row[0]) if row else 0}
+
+
 def naive_per_slot(db_path: str) -> dict[str, Any]:
     """The trap of docs/DESIGN.md §7, and an independent check: explode every range into one row per
     slot, classify each read slot by joins, and compare with the analysis' tables. Returns the

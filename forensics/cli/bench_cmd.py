@@ -21,6 +21,7 @@ from forensics.cli.params import (
     ReplayOn,
     SpeedModel,
     Workdir,
+    WriteFloor,
 )
 from forensics.cli.progress import progress_reporter
 from forensics.options import Device, Mix
@@ -37,6 +38,7 @@ def bench(
     keep: Keep = BenchOptions.keep,
     naive: Naive = BenchOptions.naive,
     ledger_external: LedgerExternal = BenchOptions.ledger_external,
+    write_floor: WriteFloor = BenchOptions.write_floor,
     replay: BenchReplay = False,
     model: SpeedModel = SpeedOptions.model,
     device: ReplayOn = Device.AUTO,
@@ -58,6 +60,7 @@ def bench(
             keep,
             naive=naive,
             ledger_external=ledger_external,
+            write_floor=write_floor,
         ),
         SpeedOptions(model, contexts, leakers),
         device,

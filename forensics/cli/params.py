@@ -258,6 +258,14 @@ Naive = Annotated[
         help="Also run the naive per-slot approach where it fits in a few minutes.",
     ),
 ]
+WriteFloor = Annotated[
+    bool,
+    typer.Option(
+        "--write-floor",
+        help="Also time the write floor: the ledger's Parquet parts written as they are into a "
+        "new database file in the case database's storage format (no checks).",
+    ),
+]
 BenchReplay = Annotated[
     bool,
     typer.Option(

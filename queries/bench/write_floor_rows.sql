@@ -1,0 +1,2 @@
+-- Rows the write floor wrote (queries/bench/write_floor.sql).
+SELECT count(*) FROM ledger;
