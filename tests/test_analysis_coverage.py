@@ -9,7 +9,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from forensics.analysis.codes import CATEGORIES, READ, WRITE
-from forensics.analysis.coverage import _by_request_category_start, read_counts, run_numbers
+from forensics.analysis.coverage import (
+    _by_groups_start_end,
+    _by_request_category_start,
+    read_counts,
+    run_numbers,
+)
 
 ranges = st.lists(
     st.tuples(st.integers(0, 3), st.integers(0, 2), st.integers(0, 40), st.integers(1, 12)),
@@ -86,3 +91,25 @@ def test_rows_sort_by_request_category_and_start(rows, n_req):
     order = _by_request_category_start(who, cat, lo, n_req)
     got = list(zip(who[order].tolist(), cat[order].tolist(), lo[order].tolist(), strict=True))
     assert got == sorted(zip(who.tolist(), cat.tolist(), lo.tolist(), strict=True))
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 3), st.integers(0, 2), st.integers(0, 3), st.integers(1, 4)),
+        max_size=120,
+    ),
+    st.sampled_from([0, 2**61]),  # a group this large no longer fits one key with the starts
+    st.integers(0, 80),  # rows added with one group and start: a stretch of ties past 32
+)
+def test_pieces_sort_like_lexsort_on_groups_start_end(rows, big, ties):
+    rows = rows + [(1, 1, 2, 1 + i % 5) for i in range(ties)]
+    g1 = np.array([r[0] for r in rows], np.int64) + big
+    g2 = np.array([r[1] for r in rows], np.int64)
+    lo = np.array([r[2] for r in rows], np.int64)
+    hi = lo + np.array([r[3] for r in rows], np.int64)
+    order = _by_groups_start_end((g1, g2), lo, hi)
+    assert order.tolist() == np.lexsort((hi, lo, g2, g1)).tolist()
+    # independently: the rows in that order, with input position breaking ties
+    keyed = sorted(range(len(rows)), key=lambda i: (g1[i], g2[i], lo[i], hi[i], i))
+    assert order.tolist() == keyed

@@ -1,0 +1,116 @@
+"""exposure_tokens (queries/analysis/exposure_tokens.sql) against per-slot sets: exposure runs of
+one pair that overlap, touch or nest across kinds, read at different times, with known and
+unknown accounts."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from forensics.analysis.codes import EXPOSURE_KINDS
+from forensics.sql import run_script, sql
+from tests.analysis_case import at, new_case
+
+ACCOUNTS = {"r0": "acct-a", "r1": "acct-b", "r2": None}  # r2: not in the request log
+
+runs = st.lists(
+    st.tuples(
+        st.sampled_from(sorted(ACCOUNTS)),  # receiver
+        st.sampled_from(sorted(ACCOUNTS)),  # leaker
+        st.sampled_from(["n0", "n1"]),
+        st.sampled_from(EXPOSURE_KINDS),
+        st.integers(0, 30),  # slot_start
+        st.integers(1, 9),  # slot_count
+        st.integers(0, 1000),  # first read, microseconds
+        st.integers(0, 50),  # last read after the first
+    ),
+    max_size=40,
+)
+
+
+_CASE: list[duckdb.DuckDBPyConnection] = []
+
+
+def _case() -> duckdb.DuckDBPyConnection:
+    """One case database with the analysis tables for every example (making one takes longer
+    than an example)."""
+    if not _CASE:
+        con = new_case()
+        run_script(con, sql("schema/analysis"))
+        _CASE.append(con)
+    return _CASE[0]
+
+
+def insert_exposures(con: duckdb.DuckDBPyConnection, rows: list[dict[str, Any]]) -> None:
+    if not rows:
+        return
+    con.register("_rows", pa.Table.from_pylist(rows))
+    try:
+        con.execute("INSERT INTO exposures BY NAME SELECT * FROM _rows")
+    finally:
+        con.unregister("_rows")
+
+
+@settings(max_examples=60, deadline=None)
+@given(runs)
+def test_tokens_are_distinct_slots_per_pair_whatever_the_kind(rows):
+    con = _case()
+    con.execute("DELETE FROM exposures")
+    insert_exposures(
+        con,
+        [
+            {
+                "receiver_request_id": r,
+                "receiver_account_id": ACCOUNTS[r],
+                "leaker_request_id": w,
+                "leaker_account_id": ACCOUNTS[w],
+                "node": node,
+                "slot_start": s,
+                "slot_count": n,
+                "leaker_pos_min": 0,
+                "leaker_pos_max": 0,
+                "leaker_part": "prompt",
+                "first_read_at": at(t),
+                "last_read_at": at(t + dt),
+                "first_write_at": at(0),
+                "last_write_at": at(0),
+                "kind": kind,
+                "cross_account": None
+                if ACCOUNTS[r] is None or ACCOUNTS[w] is None
+                else ACCOUNTS[r] != ACCOUNTS[w],
+                "confidence": "ledger",
+            }
+            for r, w, node, kind, s, n, t, dt in rows
+        ],
+    )
+    run_script(con, sql("analysis/exposure_tokens"))
+    got = {
+        (r, node, w): rest
+        for r, node, w, *rest in con.execute(
+            "SELECT receiver_request_id, node, leaker_request_id, tokens, first_read_at,"
+            " last_read_at, receiver_account_id, leaker_account_id, cross_account"
+            " FROM exposure_tokens"
+        ).fetchall()
+    }
+    slots: dict[tuple[str, str, str], set[int]] = defaultdict(set)
+    reads: dict[tuple[str, str, str], list[int]] = defaultdict(list)
+    for r, w, node, _kind, s, n, t, dt in rows:
+        slots[(r, node, w)].update(range(s, s + n))
+        reads[(r, node, w)] += [t, t + dt]
+    want = {
+        (r, node, w): [
+            len(covered),
+            at(min(reads[(r, node, w)])),
+            at(max(reads[(r, node, w)])),
+            ACCOUNTS[r],
+            ACCOUNTS[w],
+            None if ACCOUNTS[r] is None or ACCOUNTS[w] is None else ACCOUNTS[r] != ACCOUNTS[w],
+        ]
+        for (r, node, w), covered in slots.items()
+    }
+    assert got == want
