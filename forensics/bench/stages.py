@@ -128,7 +128,7 @@ def write_floor(case_dir: str, db_path: str, memory_limit: str | None) -> dict[s
     try:
         run_script(con, sql("ingest/settings"))
         run_script(con, sql("bench/write_floor"), {"pattern": ledger_parts(case_dir)})
-        row = con.execute(sql("bench/write_floor_rows")).fetchone()
+        row = one_row(con.execute(sql("bench/write_floor_rows")))
     finally:
         con.close()
         path.unlink(missing_ok=True)
