@@ -20,14 +20,14 @@ import numpy as np
 import pyarrow as pa
 
 from forensics.analysis import order
-from forensics.analysis.budget import sweep_budget
+from forensics.analysis.budget import sweep_budget, task_need
 from forensics.analysis.order import NodeFindings
 from forensics.errors import InputError
 from forensics.ledger.external import LedgerFile, open_connection
 from forensics.ledger.store import _append, ledger_meta, part_views_of
 from forensics.ledger.view import PartView, view_sql
 from forensics.progress import ProgressFn, no_progress
-from forensics.raytasks import cluster_cpus, ray_session, run_tasks
+from forensics.raytasks import cluster_cpus, ray_session, run_tasks, task_memory
 from forensics.sql import ident, one_row, run, run_script, sql, template
 
 
@@ -132,11 +132,13 @@ def sweep_external(
                 results.append(found)
                 progress("sweep", len(results), len(args))
     else:
+        rows = {id(g): _partition_rows(con, g) for g in groups}
         with ray_session(ray, workers) as session:
             task = session.remote(num_cpus=1, max_retries=1)(sweep_partition)
+            memory = task_memory(session)
 
             def submit(a: tuple[Any, ...]) -> Any:
-                return task.remote(*a)
+                return task.options(**memory(task_need(rows[id(a[0])]))).remote(*a)
 
             def take(_a: tuple[Any, ...], r: PartitionFindings) -> None:
                 results.append(r)
