@@ -1,5 +1,6 @@
 """Ray plumbing shared by the analysis and the external ledger's checks: a session on a cluster
-or on an embedded Ray, tasks submitted with a bounded number in flight, the cluster's CPUs.
+or on an embedded Ray, tasks submitted with a bounded number in flight, the cluster's CPUs, and
+the memory a task asks Ray for.
 
 Ray is an optional extra (`pip install 'kvforensics[ray]'`): it is imported only inside
 `ray_session`, with the install hint as a usage error when it is missing."""
@@ -86,3 +87,20 @@ def run_tasks(
 
 def cluster_cpus(ray: Any) -> int:
     return max(1, int(ray.cluster_resources().get("CPU", 1)))
+
+
+def task_memory(ray: Any) -> Callable[[int], dict[str, int]]:
+    """Ray options for a task whose arrays peak at `need` bytes (forensics.analysis.budget): it
+    asks for that much of Ray's `memory` resource, so that Ray places on a node only as many
+    tasks as its memory holds, not as many as it has CPUs. A request is capped at the largest
+    live node's memory, so that a task bigger than every node still runs (alone on the
+    largest) instead of waiting forever for a node that does not exist."""
+    largest = max(
+        (int(n.get("Resources", {}).get("memory", 0)) for n in ray.nodes() if n.get("Alive")),
+        default=0,
+    )
+
+    def options(need: int) -> dict[str, int]:
+        return {"memory": max(1, min(int(need), largest))} if largest > 0 else {}
+
+    return options

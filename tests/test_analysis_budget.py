@@ -103,3 +103,34 @@ def test_an_error_in_the_sweep_is_reported_not_the_refused_reset() -> None:
     assert _duckdb_limit(con) < before  # the aborted transaction refused to set it back
     reset_limit(con)  # as analyze does once it has rolled back
     assert _duckdb_limit(con) == before
+
+
+class _Cluster:
+    """What task_memory reads of a Ray session: its nodes, live or not, with their resources."""
+
+    def __init__(self, nodes: list[tuple[bool, int]]) -> None:
+        self._nodes = [{"Alive": alive, "Resources": {"memory": m, "CPU": 2}} for alive, m in nodes]
+
+    def nodes(self) -> list[dict[str, object]]:
+        return self._nodes
+
+
+def test_a_ray_task_asks_for_its_memory_capped_at_the_largest_live_node() -> None:
+    from forensics.raytasks import task_memory
+
+    memory = task_memory(_Cluster([(True, 1000), (False, 9000), (True, 3000)]))
+    assert memory(2000) == {"memory": 2000}
+    assert memory(5000) == {"memory": 3000}  # bigger than every live node: runs alone there
+    assert memory(0) == {"memory": 1}
+    assert task_memory(_Cluster([]))(2000) == {}  # a cluster that reports no memory
+
+
+def test_a_ray_task_needs_its_arrays_and_duckdb() -> None:
+    from forensics.analysis.budget import (
+        BYTES_PER_EVENT,
+        BYTES_PER_NODE,
+        DUCKDB_FLOOR,
+        task_need,
+    )
+
+    assert task_need(10**6) == BYTES_PER_NODE + BYTES_PER_EVENT * 10**6 + DUCKDB_FLOOR

@@ -38,6 +38,12 @@ def size_bytes(text: str) -> int:
     return int(float(m.group(1)) * _UNITS[m.group(2).upper()])
 
 
+def task_need(events: int) -> int:
+    """What a Ray task sweeping a node (or an external partition) of `events` events may hold:
+    its arrays' estimated peak and the least DuckDB gets beside them."""
+    return BYTES_PER_NODE + BYTES_PER_EVENT * events + DUCKDB_FLOOR
+
+
 def memory_limit(con: duckdb.DuckDBPyConnection) -> int:
     """DuckDB's memory limit in bytes (as precise as DuckDB reports it)."""
     return size_bytes(_setting(con))

@@ -16,10 +16,11 @@ import duckdb
 import pyarrow as pa
 
 from forensics.analysis import order
+from forensics.analysis.budget import task_need
 from forensics.analysis.order import NodeFindings, NodeInfo
 from forensics.progress import ProgressFn, no_progress
 from forensics.raytasks import EMBEDDED as EMBEDDED  # the --ray address of an embedded Ray
-from forensics.raytasks import cluster_cpus, ray_session, run_tasks
+from forensics.raytasks import cluster_cpus, ray_session, run_tasks, task_memory
 
 
 def sweep_node_table(info: NodeInfo, table: pa.Table) -> NodeFindings:
@@ -43,10 +44,12 @@ def sweep_case_ray(
     with ray_session(address, workers) as ray:
         task = ray.remote(num_cpus=1, max_retries=1)(sweep_node_table)
 
+        memory = task_memory(ray)
+
         def submit(info: NodeInfo) -> Any:
             progress("load events", 0, None)
             table = pa.Table.from_batches(list(order.fetch_batches(con, info)))
-            return task.remote(info, ray.put(table))
+            return task.options(**memory(task_need(info.events))).remote(info, ray.put(table))
 
         def take(_info: NodeInfo, found: NodeFindings) -> None:
             for name, rows in order.store_findings(con, found).items():

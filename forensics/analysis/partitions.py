@@ -20,14 +20,14 @@ import numpy as np
 import pyarrow as pa
 
 from forensics.analysis import order
-from forensics.analysis.budget import sweep_budget
+from forensics.analysis.budget import sweep_budget, task_need
 from forensics.analysis.order import NodeFindings
 from forensics.errors import InputError
 from forensics.ledger.external import LedgerFile, open_connection
 from forensics.ledger.store import _append, ledger_meta, part_views_of
 from forensics.ledger.view import PartView, view_sql
 from forensics.progress import ProgressFn, no_progress
-from forensics.raytasks import cluster_cpus, ray_session, run_tasks
+from forensics.raytasks import cluster_cpus, ray_session, run_tasks, task_memory
 from forensics.sql import ident, one_row, run, run_script, sql, template
 
 
@@ -109,13 +109,13 @@ def sweep_external(
     # use every core only contend for them (a fifth more CPU for the same work on two cores).
     threads = task_threads(workers) if ray is None else 1
     args = [(g, utc, _quarantined(con, [p.file for p in g]), threads) for g in groups]
+    rows = [_partition_rows(con, g) for g in groups]
     results: list[PartitionFindings] = []
     if ray is None:
         # Each task has its own DuckDB and the sweep releases the GIL: `workers` partitions run
         # at once in threads, as many as fit in the memory budget (forensics.analysis.budget;
         # each task's DuckDB gets its share of DuckDB's part); results are taken in partition
         # order, so the tables are the same.
-        rows = [_partition_rows(con, g) for g in groups]
         with sweep_budget(con) as budget, ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
             task_limit = f"{max(1, budget.duckdb_bytes // max(1, workers)) >> 10}KiB"
 
@@ -134,15 +134,21 @@ def sweep_external(
     else:
         with ray_session(ray, workers) as session:
             task = session.remote(num_cpus=1, max_retries=1)(sweep_partition)
+            memory = task_memory(session)
 
-            def submit(a: tuple[Any, ...]) -> Any:
-                return task.remote(*a)
+            def submit(i: int) -> Any:
+                return task.options(**memory(task_need(rows[i]))).remote(*args[i])
 
-            def take(_a: tuple[Any, ...], r: PartitionFindings) -> None:
+            def take(_i: int, r: PartitionFindings) -> None:
                 results.append(r)
 
             run_tasks(
-                session, args, submit, take, in_flight=2 * cluster_cpus(session), progress=progress
+                session,
+                list(range(len(args))),
+                submit,
+                take,
+                in_flight=2 * cluster_cpus(session),
+                progress=progress,
             )
     _store(con, results)
 
