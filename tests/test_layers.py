@@ -404,3 +404,14 @@ def test_a_hidden_import_is_found_unless_it_needs_an_extra(tmp_path: Path) -> No
     assert hidden_imports(package) == [
         "forensics.reconstruct.decide imports forensics.replay.testmodel inside a function (line 3)"
     ]
+
+
+def test_the_commands_load_without_matplotlib() -> None:
+    """matplotlib takes about a second to import; only drawing a report loads it, so `--help`
+    and every other command start without it."""
+    import subprocess
+    import sys
+
+    code = "import sys, forensics.cli; print(sorted(m for m in sys.modules if 'matplotlib' in m))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

@@ -10,14 +10,13 @@ import statistics
 from collections.abc import Callable
 from datetime import UTC, datetime
 from functools import cache
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import duckdb
 import jinja2
 
 from forensics import __version__
 from forensics.db import rows
-from forensics.report import charts
 from forensics.report.context import (
     AccountRow,
     Bucket,
@@ -42,6 +41,9 @@ from forensics.report.context import (
     TtftSummary,
     ViolationRow,
 )
+
+if TYPE_CHECKING:
+    from forensics.report import charts
 from forensics.resources import resource_dir
 from forensics.sql import QueryLog, sql
 from forensics.textsafe import html_value
@@ -233,6 +235,9 @@ def build_context(
 ) -> ReportContext:
     """The report context from a case database whose missing tables have stand-ins; `queries`:
     the run's query log, of which the report lists its own queries (once all are loaded)."""
+    # matplotlib takes about a second to import: only a command that draws a report pays it
+    from forensics.report import charts
+
     manifest = manifest or {}
     con.execute(sql("report/exposure_pairs"))
     headline = Headline(**rows(con, "report/headline")[0])
