@@ -1,8 +1,10 @@
 """The analysis' memory: DuckDB and the sweep's arrays share the case's memory limit.
 
 DuckDB keeps its own work within the connection's memory limit, but the compiled sweep's
-arrays live beside it: a node's events, its cells, the sweep's maps and output buffers (about
-BYTES_PER_EVENT per event at the worst moment, measured). While the sweep runs, DuckDB only
+arrays live beside it: a node's events, its cells, the sweep's maps and output buffers
+(node_need: its worst moment from its counts of events, reads and allocations, as measured; a
+partition of an external ledger, whose counts are not known beforehand, BYTES_PER_EVENT per
+event). While the sweep runs, DuckDB only
 streams each node's events out, so it gets DUCKDB_SHARE of the limit (at least DUCKDB_FLOOR)
 and the sweep the rest; its limit is set back, as DuckDB reported it, afterwards. The sweep
 holds at once only as many nodes as fit in its part (the largest first, so two big nodes may
@@ -21,8 +23,40 @@ import duckdb
 
 from forensics.sql import literal, run, sql
 
-BYTES_PER_EVENT = 48  # a node's arrays at their peak (loading, or the sweep with its outputs)
-BYTES_PER_NODE = 96 << 20  # the holder pools and first output buffers of a node's sweep
+BYTES_PER_EVENT = 48  # a node's arrays at their peak, when its mix is not known
+BYTES_PER_NODE = 96 << 20  # the holder pools, run maps and first output buffers of a node's sweep
+
+# A node of the case database (forensics.analysis.fetch, .order and .sweep), in bytes:
+CODES = 9  # per event, all along: request and content-hash codes (int32) and op (int8)
+CELLS = 8  # per event, from the sweep on: its cells [c0, c1) (int32 each)
+READ_ROW = 16  # per read, in the sweep: its category rows (int32 x 4, one per read at least)
+ACQUISITION = 8  # per alloc or share, in the sweep: each request's list of them (int64)
+RANKED = 16  # per event, loading a node whose keys are not dense: the rank and the order
+# (int64 each), then the order and the one column being put in order
+
+
+def node_need(
+    events: int,
+    reads: int,
+    acquisitions: int,
+    *,
+    key_bytes: int,
+    slot_bytes: int,
+    ranked: bool,
+    cells_apart: bool,
+) -> int:
+    """A node's arrays at their worst moment: loading (the columns and slot ranges, with the
+    rank and order when its keys are not dense), making cells (in the slot ranges' own arrays,
+    or, cells_apart, beside them, after sorting copies of the range ends) or the sweep (the
+    columns, cells and its buffers). key_bytes: per event for its keys (0 when dense);
+    slot_bytes: per range end (4 or 8)."""
+    held = CODES + key_bytes
+    load = held + 2 * slot_bytes + (RANKED if ranked else 0)
+    cells = held + 2 * slot_bytes + (max(CELLS, 3 * slot_bytes + 1) if cells_apart else 0)
+    sweep = (held + CELLS) * events + READ_ROW * reads + ACQUISITION * acquisitions
+    return BYTES_PER_NODE + max(load * events, cells * events, sweep)
+
+
 DUCKDB_SHARE = 0.25  # of the memory limit, for DuckDB while the sweep runs,
 DUCKDB_FLOOR = 256 << 20  # but at least this much (or the whole limit, when it is smaller)
 
@@ -53,9 +87,19 @@ class MemoryBudget:
         self.held = 0
         self._changed = threading.Condition()
 
-    def need(self, events: int) -> int:
-        """A node's share: its estimated peak, at most the whole budget."""
-        return min(self.total, BYTES_PER_NODE + BYTES_PER_EVENT * events)
+    def need(self, events: int, nbytes: int | None = None) -> int:
+        """A node's share: its estimated peak (nbytes, or BYTES_PER_EVENT per event), at most
+        the whole budget."""
+        if nbytes is None:
+            nbytes = BYTES_PER_NODE + BYTES_PER_EVENT * events
+        return min(self.total, nbytes)
+
+    def more(self, held: int, nbytes: int) -> int:
+        """Take nbytes more for a node holding `held` (as far as the whole budget allows; waits
+        as take does); returns what the node holds now."""
+        extra = max(0, min(nbytes, self.total - held))
+        self.take(extra)
+        return held + extra
 
     def take(self, nbytes: int) -> None:
         """Wait until nbytes fit beside what is held (or nothing is held), then hold them."""

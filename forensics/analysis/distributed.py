@@ -25,7 +25,13 @@ from forensics.raytasks import cluster_cpus, ray_session, run_tasks
 def sweep_node_table(info: NodeInfo, table: pa.Table) -> NodeFindings:
     """The task body for a ledger inside the case database: the node's coded events (fetched
     by the driver) -> ordered, swept findings."""
-    return order.find_on_node(order.events_of(info, table.to_batches()))
+
+    def batches(ordered: bool) -> list[pa.RecordBatch]:
+        if ordered:  # the node's events came out of order: sort them here
+            return table.sort_by([("rank", "ascending"), ("event_key", "ascending")]).to_batches()
+        return table.to_batches()
+
+    return order.find_on_node(order.events_of(info, batches))
 
 
 def sweep_case_ray(
