@@ -95,9 +95,10 @@ def test_dense_keys_out_of_rank_order_are_sorted_by_duckdb(seed: int) -> None:
     n = int(rng.integers(20, 300))
     key = np.arange(n) + (1 << 40)
     rank = rng.integers(0, n, n)  # no relation to the key
-    ev = _fetched(_node(rank, key, seed), rng.permutation(n))
-    assert ev.fetches == ["by key", "sorted"]
-    assert ev.key is not None and ev.key.dtype == np.int32
+    for arrival in (np.arange(n), _blocks(rng, n), rng.permutation(n)):
+        ev = _fetched(_node(rank, key, seed), arrival)
+        assert ev.fetches == ["by key", "sorted"]
+        assert ev.key is not None and ev.key.dtype == np.int32
 
 
 def test_a_rank_that_falls_only_where_two_stretches_meet_is_caught() -> None:
