@@ -45,9 +45,12 @@ def _batches(cols: dict[str, np.ndarray], arrival: np.ndarray, size: int) -> lis
 
 def _fetched(cols: dict[str, np.ndarray], arrival: np.ndarray, size: int = 7) -> NodeEvents:
     key = cols["event_key"]
-    info = NodeInfo(
-        "n", len(key), True, int(cols["slot_end"].max()), int(key.min()), int(key.max())
+    lo, hi = int(key.min()), int(key.max())
+    files = tuple(  # the node's keys in each file, as queries/analysis/nodes.sql gives them
+        (int(key[key >> 40 == f].min()), int(key[key >> 40 == f].max()))
+        for f in np.unique(key >> 40)
     )
+    info = NodeInfo("n", len(key), True, int(cols["slot_end"].max()), lo, hi, files=files)
     oracle = np.lexsort((key, cols["rank"]))
     asked: list[bool] = []
 
@@ -84,9 +87,27 @@ def test_dense_keys_in_rank_order_are_placed_by_key_in_any_arrival(seed: int) ->
     rank = np.sort(rng.integers(0, n // 2, n))  # ties: the key decides
     for arrival in (np.arange(n), _blocks(rng, n)):
         ev = _fetched(_node(rank, key, seed), arrival)
-        assert ev.fetches == ["by key"] and ev.key is None and ev.key_base == 1_000
+        assert ev.fetches == ["by key"] and ev.key is None
     # one event at a time in no order: more stretches than are noted, so DuckDB sorts
     assert _fetched(_node(rank, key, seed), rng.permutation(n)).fetches[0] == "by key"
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_keys_dense_in_each_of_several_files_are_placed_by_key(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    sizes = rng.integers(1, 80, 4)
+    key = np.concatenate(
+        [(f << 40) + 1 + np.arange(s) for f, s in zip((1, 2, 5, 6), sizes, strict=True)]
+    )
+    n = len(key)
+    rank = np.sort(rng.integers(0, n, n))
+    for arrival in (np.arange(n), _blocks(rng, n)):
+        ev = _fetched(_node(rank, key, seed), arrival)
+        assert ev.fetches == ["by key"] and ev.key is None
+    # out of rank order: DuckDB sorts, and the keys are held by place (int32)
+    ev = _fetched(_node(rng.permutation(rank), key, seed), _blocks(rng, n))
+    assert ev.fetches == ["by key", "sorted"]
+    assert ev.key is not None and ev.key.dtype == np.int32
 
 
 @pytest.mark.parametrize("seed", range(8))

@@ -50,6 +50,8 @@ class NodeInfo:
     key_max: int = 0
     reads: int = 0  # its read events, and its alloc and share events
     acquisitions: int = 0
+    # [smallest, largest] key of the node in each ledger file, in key order
+    files: tuple[tuple[int, int], ...] = ()
 
     @property
     def slot_dtype(self) -> type[np.signedinteger]:
@@ -58,14 +60,26 @@ class NodeInfo:
 
     @property
     def dense_keys(self) -> bool:
-        """Whether the node's keys are consecutive (every key from the smallest to the largest
-        is one of its events)."""
-        return self.key_max - self.key_min + 1 == self.events
+        """Whether the node's keys are every row of its files (in each file, every key from the
+        node's smallest to its largest is one of its events)."""
+        return bool(self.files) and sum(b - a + 1 for a, b in self.files) == self.events
+
+    @property
+    def segments(self) -> np.ndarray:
+        """[first key, last key, first place] of each stretch of keys, the place being the
+        key's index in key order: one per file with dense keys, else one from the node's
+        smallest key to its largest (the place is then the key less the smallest)."""
+        spans = self.files if self.dense_keys else ((self.key_min, self.key_max),)
+        out = np.zeros((max(1, len(spans)), 3), np.int64)
+        for i, (a, b) in enumerate(spans):
+            out[i] = a, b, out[i - 1, 2] + out[i - 1, 1] - out[i - 1, 0] + 1 if i else 0
+        return out
 
     @property
     def key_dtype(self) -> type[np.signedinteger]:
-        """int32 when every key's offset from the node's smallest fits, else int64."""
-        return np.int32 if self.key_max - self.key_min <= _INT32_MAX else np.int64
+        """What the node's keys are held as, by place: int32 where every place fits."""
+        last = self.events if self.dense_keys else self.key_max - self.key_min
+        return np.int32 if last <= _INT32_MAX else np.int64
 
 
 @dataclass
@@ -74,8 +88,8 @@ class NodeEvents:
     hashes as soon as it is done with them (forensics.analysis.order.find_on_node)."""
 
     node: str
-    # The event's kv_events.input_order less key_base (NodeInfo.key_dtype); None when the keys
-    # are consecutive: event i's key is key_base + i.
+    # The place of the event's key (kv_events.input_order) among `segments` (NodeInfo.segments,
+    # NodeInfo.key_dtype); None when event i's key is at place i.
     key: np.ndarray | None
     req: np.ndarray  # int32 request codes
     op: np.ndarray  # int8 op codes (forensics.analysis.codes.OPS)
@@ -83,24 +97,28 @@ class NodeEvents:
     # [slot_start, slot_end]: int32 where the node's slots fit (NodeInfo.slot_dtype), else
     # int64; emptied when made into cells.
     slots: list[np.ndarray]
-    key_base: int = 0
+    segments: np.ndarray = field(default_factory=lambda: np.zeros((1, 3), np.int64))
     # how it was fetched, in turn: "by key", "sorted" (by DuckDB) or "ranked" (sorted here)
     fetches: list[str] = field(default_factory=list)
 
     def keys(self, index: np.ndarray) -> np.ndarray:
         """The int64 keys (kv_events.input_order) of the events at positions `index`."""
-        at = np.asarray(index, np.int64)
-        if self.key is None:
-            return at + self.key_base
-        return self.key[at].astype(np.int64) + self.key_base
+        place = np.asarray(index, np.int64)
+        if self.key is not None:
+            place = self.key[place].astype(np.int64)
+        seg = self.segments
+        s = np.searchsorted(seg[:, 2], place, side="right") - 1
+        return seg[s, 0] + place - seg[s, 2]
 
 
 def node_list(con: duckdb.DuckDBPyConnection) -> list[NodeInfo]:
     rows = con.execute(sql("analysis/nodes")).fetchall()
-    return [
-        NodeInfo(node, int(n), bool(by_seq), *(int(v) for v in values))
-        for node, n, by_seq, *values in rows
-    ]
+    out = []
+    for node, n, by_seq, end, key_min, key_max, reads, acquisitions, files in rows:
+        spans = tuple((int(lo), int(hi)) for lo, hi in files)
+        counts = (int(end), int(key_min), int(key_max), int(reads), int(acquisitions))
+        out.append(NodeInfo(node, int(n), bool(by_seq), *counts, files=spans))
+    return out
 
 
 Batches = Callable[[bool], Iterable[pa.RecordBatch]]  # sorted? -> the node's coded events
@@ -162,7 +180,7 @@ def _node_events(
 ) -> NodeEvents:
     slots = [cols.pop("slot_start"), cols.pop("slot_end")]
     req, op, content_hash = cols.pop("req"), cols.pop("op"), cols.pop("hash")
-    return NodeEvents(info.node, key, req, op, content_hash, slots, info.key_min, fetches)
+    return NodeEvents(info.node, key, req, op, content_hash, slots, info.segments, fetches)
 
 
 _COLUMNS = ("rank", "event_key", "op_code", "req_code", "slot_start", "slot_end", "hash_code")
@@ -185,13 +203,14 @@ def _placed_by_key(
     The stretches of consecutive keys the batches bring are noted ([first place, its rank,
     last place, its rank]), so the seams between them can be checked at the end."""
     stretches = np.zeros((info.events // 256 + 16, 4), np.int64)
+    segments = info.segments
     n = at = 0
     for batch in batches:
         at += batch.num_rows
         if at > info.events:
             raise RuntimeError(f"node {info.node}: more events than counted ({info.events})")
         n = _place_batch(  # type: ignore[call-arg]
-            *_sources(batch), info.key_min, *(cols[c] for c in _VALUES), stretches, n
+            *_sources(batch), segments, *(cols[c] for c in _VALUES), stretches, n
         )
         if n < 0:  # a rank fell within a stretch, or too many stretches to check
             return False
@@ -214,15 +233,34 @@ def _seamless(stretches: np.ndarray, events: int) -> bool:
 
 
 @njit(cache=True, nogil=True)
+def _place_of(k, segments, s):  # type: ignore[no-untyped-def]
+    """(the place of key k, its segment), trying segment s first; place -1 when no segment
+    holds k."""
+    if not (segments[s, 0] <= k <= segments[s, 1]):
+        lo, hi = 0, segments.shape[0]  # the last segment starting at or before k
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if segments[mid, 0] <= k:
+                lo = mid
+            else:
+                hi = mid
+        s = lo
+        if not (segments[s, 0] <= k <= segments[s, 1]):
+            return -1, s
+    return segments[s, 2] + k - segments[s, 0], s
+
+
+@njit(cache=True, nogil=True)
 def _place_batch(  # type: ignore[no-untyped-def]
-    rank, key, op, req, s0, s1, hsh, key_min, o_op, o_req, o_s0, o_s1, o_hsh, stretches, n
+    rank, key, op, req, s0, s1, hsh, segments, o_op, o_req, o_s0, o_s1, o_hsh, stretches, n
 ):
-    """Copy one batch, each event to place key - key_min, extending `stretches` (n so far).
-    Returns the stretches now; -1 when a rank falls inside a stretch (key order is not the
-    total order) or `stretches` has no room for another."""
+    """Copy one batch, each event to the place of its key among `segments`, extending
+    `stretches` (n so far). Returns the stretches now; -1 when a rank falls inside a stretch
+    (key order is not the total order) or `stretches` has no room for another."""
+    s = 0
     for i in range(rank.shape[0]):
         r = rank[i]
-        at = key[i] - key_min
+        at, s = _place_of(key[i], segments, s)
         if at < 0 or at >= o_op.shape[0]:  # not the keys counted: let the caller sort instead
             return -1
         if n and at == stretches[n - 1, 2] + 1:
@@ -256,6 +294,7 @@ def _copied_in_order(
     keys = len(cols["key"]) > 0
     key_out = cols["key"] if keys else np.empty(1, info.key_dtype)
     last = np.zeros(3, np.int64)  # events so far, the last one's rank and key
+    segments = info.segments
     at = 0
     for batch in batches:
         end = at + batch.num_rows
@@ -265,7 +304,7 @@ def _copied_in_order(
         if rank is not None:
             rank[at:end] = src[0]
         ok = _copy_batch(  # type: ignore[call-arg]
-            at, *src, info.key_min, keys, key_out, *(cols[c] for c in _VALUES), last
+            at, *src, segments, keys, key_out, *(cols[c] for c in _VALUES), last
         )
         if rank is None and not ok:
             raise RuntimeError(f"node {info.node}: the sorted events came out of order")
@@ -275,12 +314,13 @@ def _copied_in_order(
 
 @njit(cache=True, nogil=True)
 def _copy_batch(  # type: ignore[no-untyped-def]
-    at, rank, key, op, req, s0, s1, hsh, key_min, keys, o_key, o_op, o_req, o_s0, o_s1, o_hsh, last
+    at, rank, key, op, req, s0, s1, hsh, segments, keys, o_key, o_op, o_req, o_s0, o_s1, o_hsh, last
 ):
-    """Copy one batch into rows at, at + 1, ... of the node's arrays (keys less key_min, when
-    `keys`). Returns whether (rank, key) ascended all along, from the event before (`last`:
-    [events so far, rank, key], updated)."""
+    """Copy one batch into rows at, at + 1, ... of the node's arrays (the places of the keys
+    among `segments`, when `keys`). Returns whether (rank, key) ascended all along, from the
+    event before (`last`: [events so far, rank, key], updated)."""
     ascending = True
+    s = 0
     for i in range(rank.shape[0]):
         r, k = rank[i], key[i]
         if last[0] and (r < last[1] or (r == last[1] and k <= last[2])):
@@ -289,7 +329,8 @@ def _copy_batch(  # type: ignore[no-untyped-def]
         last[1] = r
         last[2] = k
         if keys:
-            o_key[at + i] = k - key_min
+            place, s = _place_of(k, segments, s)
+            o_key[at + i] = place
         o_op[at + i] = op[i]
         o_req[at + i] = req[i]
         o_s0[at + i] = s0[i]
