@@ -21,7 +21,7 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
-from forensics.analysis.budget import MemoryBudget, node_need, sweep_budget
+from forensics.analysis.budget import DUCKDB_STREAM_SHARE, MemoryBudget, node_need, sweep_budget
 from forensics.analysis.coverage import read_counts, run_numbers
 from forensics.analysis.fetch import (  # noqa: F401  (re-exported names)
     FETCH_ROWS,
@@ -116,7 +116,10 @@ def sweep_case(
         done += 1
         progress("sweep", done, len(nodes))
 
-    with sweep_budget(con) as budget, ThreadPoolExecutor(max_workers=workers) as pool:
+    with (
+        sweep_budget(con, DUCKDB_STREAM_SHARE) as budget,
+        ThreadPoolExecutor(max_workers=workers) as pool,
+    ):
         for i, info in enumerate(nodes):
             progress("load events", i + 1, len(nodes))
             events, held = _load_within(con, info, budget)
