@@ -4,22 +4,23 @@ DuckDB gives a node's events (queries/analysis/sweep_input.sql) in batches, in t
 threads produced them, not in the total order ((rank, key): see the query). How they are put in
 order depends on the node's keys (kv_events.input_order):
 
-- Dense keys (the node's events are all the rows of a stretch of one file, the usual case: one
-  file per engine node): an event's place in key order is its key less the node's smallest. One
-  compiled pass per batch copies each event straight to that place, without keeping the rank,
-  and checks that key order is the total order: within each stretch of consecutive keys a batch
-  brings, the rank never falls, and across stretches the rank at each seam does not fall either.
-  Nothing is sorted and no key is held (event i's key is the smallest plus i).
+- Dense keys (the node's events are every row of its ledger files, the usual case: one or more
+  files per engine node; input_order is the file's rank * 2^40 + its row): an event's place in
+  key order follows from its key and the node's keys per file (NodeInfo.segments). One compiled
+  pass per batch copies each event straight to that place, without keeping the rank, and checks
+  that key order is the total order: within each stretch of consecutive places a batch brings,
+  the rank never falls, and across stretches the rank at each seam does not fall either.
+  Nothing is sorted and no key is held (event i's key is the one at place i).
 - Dense keys out of rank order (a ledger whose seq or time stamps disagree with its row order):
   the node is fetched again, sorted by DuckDB within its own memory limit, and copied as it
-  comes (the same pass checks that it came in order).
+  comes (the same pass checks that it came in order), each key held by its place (int32).
 - Other keys (a file holding several nodes' events): the rank is kept beside the columns and
   numpy sorts (total_order); this holds more per event (forensics.analysis.budget).
 
 What is held per event: the request code (int32), op (int8), content-hash code (int32), the slot
-range (int32 each where the node's slots fit, else int64) and, unless the keys are dense, the
-key as an offset from the node's smallest key (int32 where the node's keys span less than 2**31,
-else int64).
+range (int32 each where the node's slots fit, else int64) and, where the keys are not placed by
+key, the key's place (for keys that are not dense, its offset from the node's smallest key:
+int32 where the node's keys span less than 2**31, else int64).
 """
 
 from __future__ import annotations
