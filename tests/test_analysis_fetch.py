@@ -14,6 +14,7 @@ import pytest
 
 from forensics.analysis import order
 from forensics.analysis.fetch import NodeEvents, NodeInfo, events_of
+from forensics.analysis.inplace import cells_in_place
 from forensics.analysis.stage import analyze
 from forensics.db import connect
 from forensics.ingest.discover import discover
@@ -248,3 +249,18 @@ def test_every_path_gives_the_tables_of_the_ledger_in_order(
         got, paths = _analysed(_rekeyed(loaded, rekey, by_seq, rank, folder), monkeypatch)
         assert paths == {tuple(PATHS[rekey])}, rekey
         assert got == expected, rekey
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_cells_made_in_place_are_the_distinct_range_ends(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 500))
+    lo = int(rng.choice([0, 7, 10**6]))
+    start = rng.integers(lo, lo + int(rng.choice([10, 1000, 10**5])), n).astype(np.int32)
+    end = (start + rng.integers(0, 60, n)).astype(np.int32)
+    bounds = np.unique(np.concatenate([start, end]))  # the oracle: sort and search
+    c0, c1 = np.searchsorted(bounds, start), np.searchsorted(bounds, end)
+    cells = cells_in_place(start, end)
+    assert cells.c0 is start and cells.c1 is end  # made in their own arrays
+    assert cells.bounds.tolist() == bounds.tolist()
+    assert cells.c0.tolist() == c0.tolist() and cells.c1.tolist() == c1.tolist()
