@@ -1,4 +1,4 @@
-"""The total order of a node's events: the shortcuts of forensics.analysis.order.total_order
+"""The total order of a node's events: the shortcuts of forensics.analysis.fetch.total_order
 give exactly the permutation of a plain two-key sort (numpy's lexsort, the oracle)."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from forensics.analysis.order import total_order
+from forensics.analysis.fetch import total_order
 
 
 def _oracle(rank: np.ndarray, key: np.ndarray) -> np.ndarray:

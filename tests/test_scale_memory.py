@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import threading
 import time
+import tracemalloc
 from pathlib import Path
 
+import numpy as np
 import pytest
 
-from forensics.analysis import order
+from forensics.analysis import budget, order
 from forensics.analysis.stage import analyze
 from forensics.db import connect
 from forensics.ingest.discover import discover
@@ -79,3 +81,32 @@ def test_same_answer_with_memory_limit_below_the_data(ledger, tmp_path, monkeypa
     assert events * 10 * 8 > 64 * 2**20, events
     assert tight["exposures"], "the scenario must produce exposures"
     assert tight == roomy
+
+
+def test_the_budget_covers_a_node_at_its_worst_moment(ledger, tmp_path):
+    """The budget's estimate of a node (order.need_of) against what its arrays take while it is
+    loaded (tracemalloc sees numpy's and the compiled code's arrays alike): loading holds the
+    node's columns once (codes and op, slot ranges; no rank, no key when its keys are dense),
+    and the whole load and sweep stays within the estimate."""
+    con = connect(tmp_path / "case.duckdb")
+    try:
+        ingest_into(con, ledger, discover(ledger))
+        order.prepare_pieces(con)
+        info = order.node_list(con)[0]
+        order.find_on_node(order.load_node(con, info))  # compiled and warm
+        tracemalloc.start()
+        try:
+            ev = order.load_node(con, info)
+            loading = tracemalloc.get_traced_memory()[1]
+            order.find_on_node(ev)
+            del ev
+            worst = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+    finally:
+        con.close()
+    assert info.dense_keys and info.events > 100_000
+    slot_bytes = np.dtype(info.slot_dtype).itemsize
+    columns = (budget.CODES + 2 * slot_bytes) * info.events
+    assert columns <= loading <= 1.02 * columns, (loading, columns)
+    assert worst <= order.need_of(info), (worst, order.need_of(info))

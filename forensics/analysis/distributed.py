@@ -16,7 +16,6 @@ import duckdb
 import pyarrow as pa
 
 from forensics.analysis import order
-from forensics.analysis.budget import task_need
 from forensics.analysis.order import NodeFindings, NodeInfo
 from forensics.progress import ProgressFn, no_progress
 from forensics.raytasks import EMBEDDED as EMBEDDED  # the --ray address of an embedded Ray
@@ -26,7 +25,13 @@ from forensics.raytasks import cluster_cpus, ray_session, run_tasks, task_memory
 def sweep_node_table(info: NodeInfo, table: pa.Table) -> NodeFindings:
     """The task body for a ledger inside the case database: the node's coded events (fetched
     by the driver) -> ordered, swept findings."""
-    return order.find_on_node(order.events_of(info, table.to_batches()))
+
+    def batches(ordered: bool) -> list[pa.RecordBatch]:
+        if ordered:  # the node's events came out of order: sort them here
+            return table.sort_by([("rank", "ascending"), ("event_key", "ascending")]).to_batches()
+        return table.to_batches()
+
+    return order.find_on_node(order.events_of(info, batches))
 
 
 def sweep_case_ray(
@@ -49,7 +54,9 @@ def sweep_case_ray(
         def submit(info: NodeInfo) -> Any:
             progress("load events", 0, None)
             table = pa.Table.from_batches(list(order.fetch_batches(con, info)))
-            return task.options(**memory(task_need(info.events))).remote(info, ray.put(table))
+            # the task holds the node's Arrow table besides the arrays it sweeps
+            need = order.need_of(info) + table.nbytes
+            return task.options(**memory(need)).remote(info, ray.put(table))
 
         def take(_info: NodeInfo, found: NodeFindings) -> None:
             for name, rows in order.store_findings(con, found).items():

@@ -2,18 +2,18 @@
 found.
 
 DuckDB gives each node's events as integer columns (queries/analysis/sweep_input.sql: int codes
-for requests and content hashes, the sort key, the event's key); numpy sorts them into the
-node's total order. The sweep runs per node on those arrays, nodes in parallel threads (the
-compiled code releases the GIL), and while one node is swept the next is fetched. What it
-found goes back into DuckDB: exposure and violation pieces naming events by their key
-(kv_events.input_order) and per-request read counts, for the SQL in queries/analysis/*.sql.
+for requests and content hashes, the sort key, the event's key), which forensics.analysis.fetch
+puts into the node's total order in compact arrays. The sweep runs per node on those arrays,
+nodes in parallel threads (the compiled code releases the GIL), and while one node is swept the
+next is fetched. What it found goes back into DuckDB: exposure and violation pieces naming
+events by their key (kv_events.input_order) and per-request read counts, for the SQL in
+queries/analysis/*.sql.
 No per-event table is written, so the analysis costs one pass over the ledger plus the sweep.
 """
 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -21,28 +21,21 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
-from forensics.analysis.budget import MemoryBudget, sweep_budget
-from forensics.analysis.codes import OPS
+from forensics.analysis.budget import DUCKDB_STREAM_SHARE, MemoryBudget, node_need, sweep_budget
 from forensics.analysis.coverage import read_counts, run_numbers
-from forensics.analysis.sweep import cells_of, sweep_cells_of
+from forensics.analysis.fetch import (  # noqa: F401  (re-exported names)
+    FETCH_ROWS,
+    NodeEvents,
+    NodeInfo,
+    events_of,
+    fetch_batches,
+    load_node,
+    node_list,
+)
+from forensics.analysis.inplace import cells_in_place
+from forensics.analysis.sweep import DENSE_SLOTS_MIN, DENSE_SLOTS_PER_RANGE, sweep_cells_of
 from forensics.progress import ProgressFn, no_progress
 from forensics.sql import ident, run, run_script, sql
-
-FETCH_ROWS = 1 << 20  # rows per batch when fetching a node's events
-
-
-@dataclass(frozen=True)
-class NodeEvents:
-    """One node's events in their total order."""
-
-    node: str
-    key: np.ndarray  # int64: the event's kv_events.input_order
-    req: np.ndarray  # int32 request codes
-    op: np.ndarray  # int8 op codes (forensics.analysis.codes.OPS)
-    content_hash: np.ndarray  # int32 hash codes, -1 when absent
-    # [slot_start, slot_end]: int32 where the node's slots fit (NodeInfo.slot_dtype), else
-    # int64; emptied when made into cells.
-    slots: list[np.ndarray]
 
 
 @dataclass(frozen=True)
@@ -54,19 +47,6 @@ class NodeFindings:
     exposures: np.ndarray
     violations: np.ndarray  # [event key, violation, other request code or -1, slot_start, slot_end]
     read_counts: np.ndarray  # [request code, reads, distinct slots per category]
-
-
-@dataclass(frozen=True)
-class NodeInfo:
-    node: str
-    events: int
-    by_seq: bool
-    slot_end_max: int = 0  # the node's highest slot end
-
-    @property
-    def slot_dtype(self) -> type[np.signedinteger]:
-        """int32 when every slot of the node fits (slots are >= 0), else int64."""
-        return np.int32 if self.slot_end_max <= np.iinfo(np.int32).max else np.int64
 
 
 def make_codes(con: duckdb.DuckDBPyConnection) -> None:
@@ -82,98 +62,17 @@ def prepare_pieces(con: duckdb.DuckDBPyConnection) -> None:
     run_script(con, sql("analysis/pieces_create"))
 
 
-def node_list(con: duckdb.DuckDBPyConnection) -> list[NodeInfo]:
-    """The nodes to sweep, from one pass over the ledger that also keeps what screening and
-    the summary need of it (temp.analysis_ledger_nodes)."""
-    run_script(con, sql("analysis/ledger_nodes"))
-    rows = con.execute(sql("analysis/nodes")).fetchall()
-    return [
-        NodeInfo(node, int(events), bool(by_seq), int(end)) for node, events, by_seq, end in rows
-    ]
-
-
-_FETCHED = (
-    ("rank", np.int64),
-    ("event_key", np.int64),
-    ("op_code", np.int8),
-    ("req_code", np.int32),
-    ("slot_start", None),  # NodeInfo.slot_dtype
-    ("slot_end", None),
-    ("hash_code", np.int32),
-)
-
-
-def load_node(con: duckdb.DuckDBPyConnection, info: NodeInfo) -> NodeEvents:
-    """One node's events in its total order. Batches are copied into arrays sized from the
-    node's event count, so the node is held once, not twice."""
-    return events_of(info, fetch_batches(con, info))
-
-
-def fetch_batches(con: duckdb.DuckDBPyConnection, info: NodeInfo) -> pa.RecordBatchReader:
-    """One node's coded events (queries/analysis/sweep_input.sql), in batches."""
-    params = {"node": info.node, "by_seq": info.by_seq, "ops": list(OPS)}
-    rel = con.sql(sql("analysis/sweep_input"), params=params)
-    return rel.to_arrow_reader(FETCH_ROWS)
-
-
-def events_of(info: NodeInfo, batches: Iterable[pa.RecordBatch]) -> NodeEvents:
-    """The node's events in order, from the batches of fetch_batches."""
-    cols = {name: np.empty(info.events, dtype or info.slot_dtype) for name, dtype in _FETCHED}
-    at = 0
-    for batch in batches:
-        end = at + batch.num_rows
-        if end > info.events:
-            raise RuntimeError(f"node {info.node}: more events than counted ({info.events})")
-        for name, _ in _FETCHED:
-            cols[name][at:end] = batch.column(name).to_numpy(zero_copy_only=False)
-        at = end
-    if at != info.events:
-        raise RuntimeError(f"node {info.node}: {at} events fetched, {info.events} counted")
-    return _in_order(info.node, cols)
-
-
-def total_order(rank: np.ndarray, key: np.ndarray) -> np.ndarray | None:
-    """The permutation that sorts events by (rank, key), keys being unique; None when they
-    are in that order already.
-
-    DuckDB returns a node's events in the order they were loaded, which for a ledger is usually
-    their key order and often their rank order too: checking that costs one pass, where a full
-    two-key sort costs many. With the keys ascending, a stable sort on the rank alone gives the
-    same permutation as the two-key sort (ties keep their key order), and numpy's stable sort
-    is fast on the nearly sorted ranks that a ledger written in time order has."""
-    keys_ascending = bool(np.all(key[1:] > key[:-1]))
-    if keys_ascending and bool(np.all(rank[1:] >= rank[:-1])):
-        return None
-    if keys_ascending:
-        return np.argsort(rank, kind="stable")
-    return np.lexsort((key, rank))
-
-
-def _in_order(node: str, cols: dict[str, np.ndarray]) -> NodeEvents:
-    """Sort by (rank, event_key) and drop the rank, one column at a time so that the node is
-    never held twice."""
-    order = total_order(cols.pop("rank"), cols["event_key"])
-
-    def take(name: str) -> np.ndarray:
-        values = cols.pop(name)
-        return values if order is None else values[order]
-
-    key = take("event_key")
-    req = take("req_code")
-    op = take("op_code")
-    content_hash = take("hash_code")
-    slots = [take("slot_start"), take("slot_end")]
-    return NodeEvents(node, key, req, op, content_hash, slots)
-
-
 def find_on_node(ev: NodeEvents) -> NodeFindings:
-    """Sweep one node and turn event positions into event keys and read counts. The slot
-    ranges are taken out of `ev` and dropped once they are cells."""
+    """Sweep one node and turn event positions into event keys and read counts. What the rest
+    does not need is dropped as soon as it is used (a node can have tens of millions of
+    events): the slot ranges once they are cells, the cells and content hashes once swept."""
     end, start = ev.slots.pop(), ev.slots.pop()
-    cells = cells_of(start, end)
+    cells = cells_in_place(start, end)
     del start, end
-    ex, cat, vio = sweep_cells_of(ev.req, ev.op, cells, ev.content_hash)
-    key = ev.key
+    content_hash, ev.content_hash = ev.content_hash, ev.content_hash[:0]
+    ex, cat, vio = sweep_cells_of(ev.req, ev.op, cells, content_hash)
+    bounds = cells.bounds
+    del cells, content_hash
     receiver, leaker = ev.req[ex[:, 0]], ev.req[ex[:, 3]]
     order, run = run_numbers((receiver, leaker, ex[:, 4]), ex[:, 1], ex[:, 2])
     ex = ex[order]
@@ -181,8 +80,8 @@ def find_on_node(ev: NodeEvents) -> NodeFindings:
         ev.node,
         exposures=np.column_stack(
             [
-                key[ex[:, 0]],
-                key[ex[:, 3]],
+                ev.keys(ex[:, 0]),
+                ev.keys(ex[:, 3]),
                 ex[:, 4],
                 ex[:, 1],
                 ex[:, 2],
@@ -191,8 +90,10 @@ def find_on_node(ev: NodeEvents) -> NodeFindings:
                 run,
             ]
         ),
-        violations=np.column_stack([key[vio[:, 0]], vio[:, 3], vio[:, 4], vio[:, 1], vio[:, 2]]),
-        read_counts=read_counts(ev.req, ev.op, cat, cells.bounds),
+        violations=np.column_stack(
+            [ev.keys(vio[:, 0]), vio[:, 3], vio[:, 4], vio[:, 1], vio[:, 2]]
+        ),
+        read_counts=read_counts(ev.req, ev.op, cat, bounds),
     )
 
 
@@ -217,23 +118,54 @@ def sweep_case(
         done += 1
         progress("sweep", done, len(nodes))
 
-    with sweep_budget(con) as budget, ThreadPoolExecutor(max_workers=workers) as pool:
+    with (
+        sweep_budget(con, DUCKDB_STREAM_SHARE) as budget,
+        ThreadPoolExecutor(max_workers=workers) as pool,
+    ):
         for i, info in enumerate(nodes):
             progress("load events", i + 1, len(nodes))
-            need = budget.need(info.events)
-            budget.take(need)  # waits for sweeps to finish when the node does not fit yet
-            try:
-                events = load_node(con, info)
-            except BaseException:
-                budget.give(need)
-                raise
-            pending.append(pool.submit(_find_within, events, budget, need))
+            events, held = _load_within(con, info, budget)
+            pending.append(pool.submit(_find_within, events, budget, held))
             del events
             while len(pending) > workers:
                 store_oldest()
         while pending:
             store_oldest()
     return counts
+
+
+def need_of(info: NodeInfo) -> int:
+    """The node's arrays at their worst moment (forensics.analysis.budget.node_need)."""
+    slot_bytes = np.dtype(info.slot_dtype).itemsize
+    table = info.slot_end_max < DENSE_SLOTS_PER_RANGE * info.events + DENSE_SLOTS_MIN
+    return node_need(
+        info.events,
+        info.reads,
+        info.acquisitions,
+        key_bytes=0 if info.dense_keys else np.dtype(info.key_dtype).itemsize,
+        slot_bytes=slot_bytes,
+        ranked=not info.dense_keys,
+        cells_apart=slot_bytes > 4 or not table,
+    )
+
+
+def _load_within(
+    con: duckdb.DuckDBPyConnection, info: NodeInfo, budget: MemoryBudget
+) -> tuple[NodeEvents, int]:
+    """Load a node once its share of the budget is held (waiting for sweeps to finish when it
+    does not fit yet); returns its events and the share held."""
+    held = budget.need(info.events, need_of(info))
+    budget.take(held)
+
+    def more(nbytes: int) -> None:  # the node holds its keys after all
+        nonlocal held
+        held = budget.more(held, nbytes)
+
+    try:
+        return events_of(info, lambda ordered: fetch_batches(con, info, ordered), more), held
+    except BaseException:
+        budget.give(held)
+        raise
 
 
 def _find_within(ev: NodeEvents, budget: MemoryBudget, held: int) -> NodeFindings:

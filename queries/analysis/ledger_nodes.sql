@@ -1,13 +1,29 @@
--- One row per node with ledger events, made by the analysis' first pass over the ledger (the
--- one that lists the nodes to sweep) so that later steps need not scan the ledger again: the
--- event count, whether every event has a seq (then seq orders the node's events), the highest
--- slot end (so the sweep holds slots as int32 where they fit), the span of the node's events
--- (screening: which requests the ledger covers) and its reads (the summary).
+-- One row per node with ledger events, from the analysis' one pass over the ledger (the pass
+-- that lists the nodes to sweep), so that no later step scans the ledger again. Per node:
+-- its event count; whether every event has a seq (then seq orders the node's events); the
+-- highest slot end (so the sweep holds slots as int32 where they fit); the smallest and largest
+-- event key; the reads and allocations (alloc or share), which size the sweep's buffers; the
+-- node's keys in each ledger file ([smallest, largest] per file, in key order: input_order is
+-- the file's rank * 2^40 + its row, queries/ingest/validate_kv_events.sql), so that a node
+-- whose keys are every row of its files is put in order by key; and the span of its events
+-- (screening: which requests the ledger covers).
 -- A temporary table: made anew by each analysis, gone with the connection.
 CREATE OR REPLACE TEMP TABLE analysis_ledger_nodes AS
-SELECT node, count(*) AS events, count(seq) = count(*) AS by_seq,
-       coalesce(max(slot_start + slot_count), 0) AS slot_end_max,
-       min(ts) AS first_ts, max(ts) AS last_ts,
-       count(*) FILTER (WHERE op = 'read') AS reads
-FROM kv_events
+WITH per_file AS (
+    SELECT node, count(*) AS events, count(seq) AS with_seq,
+           max(slot_start + slot_count) AS slot_end_max,
+           min(input_order) AS key_min, max(input_order) AS key_max,
+           count(*) FILTER (WHERE op = 'read') AS reads,
+           count(*) FILTER (WHERE op IN ('alloc', 'share')) AS acquisitions,
+           min(ts) AS first_ts, max(ts) AS last_ts
+    FROM kv_events
+    GROUP BY node, input_order // 1099511627776
+)
+SELECT node, CAST(sum(events) AS BIGINT) AS events, sum(with_seq) = sum(events) AS by_seq,
+       coalesce(max(slot_end_max), 0) AS slot_end_max,
+       min(key_min) AS key_min, max(key_max) AS key_max,
+       CAST(sum(reads) AS BIGINT) AS reads, CAST(sum(acquisitions) AS BIGINT) AS acquisitions,
+       list([key_min, key_max] ORDER BY key_min) AS files,
+       min(first_ts) AS first_ts, max(last_ts) AS last_ts
+FROM per_file
 GROUP BY node;
