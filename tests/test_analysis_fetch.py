@@ -14,8 +14,8 @@ import pytest
 
 from forensics.analysis import order
 from forensics.analysis.fetch import NodeEvents, NodeInfo, events_of
-from forensics.analysis.inplace import cells_in_place
 from forensics.analysis.stage import analyze
+from forensics.analysis.sweep import cells_of
 from forensics.db import connect
 from forensics.ingest.discover import discover
 from forensics.ingest.load import ingest_into
@@ -260,7 +260,7 @@ def test_cells_made_in_place_are_the_distinct_range_ends(seed: int) -> None:
     end = (start + rng.integers(0, 60, n)).astype(np.int32)
     bounds = np.unique(np.concatenate([start, end]))  # the oracle: sort and search
     c0, c1 = np.searchsorted(bounds, start), np.searchsorted(bounds, end)
-    cells = cells_in_place(start, end)
+    cells = cells_of(start, end, in_place=True)
     assert cells.c0 is start and cells.c1 is end  # made in their own arrays
     assert cells.bounds.tolist() == bounds.tolist()
     assert cells.c0.tolist() == c0.tolist() and cells.c1.tolist() == c1.tolist()

@@ -32,8 +32,7 @@ from forensics.analysis.fetch import (  # noqa: F401  (re-exported names)
     load_node,
     node_list,
 )
-from forensics.analysis.inplace import cells_in_place
-from forensics.analysis.sweep import DENSE_SLOTS_MIN, DENSE_SLOTS_PER_RANGE, sweep_cells_of
+from forensics.analysis.sweep import cells_of, sweep_cells_of, table_applies
 from forensics.progress import ProgressFn, no_progress
 from forensics.sql import ident, run, run_script, sql
 
@@ -67,7 +66,7 @@ def find_on_node(ev: NodeEvents) -> NodeFindings:
     does not need is dropped as soon as it is used (a node can have tens of millions of
     events): the slot ranges once they are cells, the cells and content hashes once swept."""
     end, start = ev.slots.pop(), ev.slots.pop()
-    cells = cells_in_place(start, end)
+    cells = cells_of(start, end, in_place=True)
     del start, end
     content_hash, ev.content_hash = ev.content_hash, ev.content_hash[:0]
     ex, cat, vio = sweep_cells_of(ev.req, ev.op, cells, content_hash)
@@ -137,7 +136,7 @@ def sweep_case(
 def need_of(info: NodeInfo) -> int:
     """The node's arrays at their worst moment (forensics.analysis.budget.node_need)."""
     slot_bytes = np.dtype(info.slot_dtype).itemsize
-    table = info.slot_end_max < DENSE_SLOTS_PER_RANGE * info.events + DENSE_SLOTS_MIN
+    table = table_applies(info.slot_end_max, info.events)  # its span can only be smaller
     return node_need(
         info.events,
         info.reads,

@@ -176,46 +176,73 @@ def compress(slot_start: np.ndarray, slot_count: np.ndarray) -> Cells:
     return cells_of(slot_start, slot_start + np.asarray(slot_count, np.int64))
 
 
-def cells_of(start: np.ndarray, end: np.ndarray) -> Cells:
+def cells_of(start: np.ndarray, end: np.ndarray, in_place: bool = False) -> Cells:
     """The cells of ranges [start, end) (int32 or int64 arrays, 0 <= start <= end), holding at
     most one extra copy of one of them at a time (a node can have tens of millions of events).
 
     When the slots the ranges reach are few next to the ranges (a KV pool is reused again and
     again), a table over those slots numbers the cells: one pass, no sort. Otherwise the
-    distinct range ends are sorted and searched."""
+    distinct range ends are sorted and searched. in_place: where the ranges are int32 and the
+    table applies, the cell numbers are written over start and end (which are then no longer
+    slots), so that no copy of them is made."""
     if len(start) == 0:
         return Cells(np.zeros(1, np.int64), np.empty(0, np.int32), np.empty(0, np.int32))
     lo, hi = int(start.min()), int(end.max())
     base = lo if lo > hi - lo else 0  # the table starts at slot 0 unless that wastes over half
-    if hi - base < min(DENSE_SLOTS_PER_RANGE * len(start) + DENSE_SLOTS_MIN, _INT32_MAX):
-        return _cells_by_table(start, end, base, hi)
+    if table_applies(hi - base, len(start)):
+        return _cells_by_table(start, end, base, hi, in_place)
     bounds = _distinct(np.concatenate([_distinct(start), _distinct(end)])).astype(np.int64)
     if len(bounds) >= _INT32_MAX:
         raise ValueError(f"{len(bounds)} cells do not fit int32")
     return Cells(bounds, _positions(bounds, start), _positions(bounds, end))
 
 
-# cells_of numbers cells through a table when it would cover fewer slots than this many per
-# range, plus this many: the table costs a byte and an int32 per slot, the sort a few passes
-# over every range.
+def table_applies(span: int, ranges: int) -> bool:
+    """Whether cells_of numbers the cells of `ranges` ranges reaching over `span` slots
+    through a table: when it covers fewer slots than DENSE_SLOTS_PER_RANGE per range, plus
+    DENSE_SLOTS_MIN (the table costs a byte and an int32 per slot, the sort a few passes over
+    every range)."""
+    return span < min(DENSE_SLOTS_PER_RANGE * ranges + DENSE_SLOTS_MIN, _INT32_MAX)
+
+
 DENSE_SLOTS_PER_RANGE = 8
 DENSE_SLOTS_MIN = 1 << 20
 _INT32_MAX = int(np.iinfo(np.int32).max)
 
 
-def _cells_by_table(start: np.ndarray, end: np.ndarray, base: int, hi: int) -> Cells:
+def _cells_by_table(
+    start: np.ndarray, end: np.ndarray, base: int, hi: int, in_place: bool
+) -> Cells:
     """cells_of through a table over slots [base, hi]: mark every range end; a cell's number
     is the count of marks before it."""
     mark = np.zeros(hi - base + 1, dtype=np.bool_)
-    for values in (start, end):
-        mark[_shifted(values, base)] = True
+    _mark(mark, start, base)
+    _mark(mark, end, base)
     bounds = np.flatnonzero(mark).astype(np.int64, copy=False)
     number = np.cumsum(mark, dtype=np.int32)  # slot s -> marks at or before s
     del mark
-    number -= 1  # slot s -> the cell holding s (s being a range end)
-    c0 = number[_shifted(start, base)]
-    c1 = number[_shifted(end, base)]
+    if in_place and start.dtype == np.int32 and end.dtype == np.int32:
+        _renumber(start, number, base)
+        _renumber(end, number, base)
+        c0, c1 = start, end
+    else:
+        number -= 1  # slot s -> the cell holding s (s being a range end)
+        c0 = number[_shifted(start, base)]
+        c1 = number[_shifted(end, base)]
     return Cells(bounds + base if base else bounds, c0, c1)
+
+
+@njit(cache=True, nogil=True)
+def _mark(mark, values, base):  # type: ignore[no-untyped-def]
+    for i in range(values.shape[0]):
+        mark[values[i] - base] = True
+
+
+@njit(cache=True, nogil=True)
+def _renumber(values, number, base):  # type: ignore[no-untyped-def]
+    """Each slot (a range end) -> the cell it starts: the marks before it."""
+    for i in range(values.shape[0]):
+        values[i] = number[values[i] - base] - 1
 
 
 def _shifted(values: np.ndarray, base: int) -> np.ndarray:
