@@ -6,6 +6,7 @@ node folder refused; and the CLI's optional option values."""
 from __future__ import annotations
 
 import shutil
+import threading
 from pathlib import Path
 
 import duckdb
@@ -210,3 +211,63 @@ def test_a_node_with_seq_on_some_rows_is_warned_of_as_for_the_loaded_ledger(tmp_
     )
     assert warned == [(rel, None, "decode-1", reason)]
     assert query(external, text) == warned
+
+
+class _Meeting:
+    """Partition tasks arriving at their sweep: each waits a moment for another to be there
+    too, and records whether it met one (two nodes held in memory at once) or swept alone."""
+
+    def __init__(self, wait_s: float) -> None:
+        self.wait_s = wait_s
+        self.here = 0
+        self.met: list[bool] = []
+        self._changed = threading.Condition()
+
+    def sweep(self, find, events):  # wraps forensics.analysis.order.find_on_node
+        with self._changed:
+            self.here += 1
+            self._changed.notify_all()
+            self.met.append(self._changed.wait_for(lambda: self.here >= 2, self.wait_s))
+        try:
+            return find(events)
+        finally:
+            with self._changed:
+                self.here -= 1
+
+
+@pytest.mark.parametrize(("limit", "together"), [("4GB", True), ("300MB", False)])
+def test_partitions_hold_their_counted_need_and_are_swept_together_while_they_fit(
+    spoiled, tmp_path, monkeypatch, limit, together
+) -> None:
+    """Each partition task holds its node's arrays in the run's memory budget from the counts
+    its pass over the partition made (forensics.analysis.order.need_of), so two partitions are
+    swept at once where both fit (4 GB) and one after the other where only one does (300 MB:
+    DuckDB keeps its 256 MiB floor, the sweep gets the rest). The tables are the loaded
+    ledger's either way."""
+    from forensics.analysis import budget as budget_mod
+    from forensics.analysis import order
+
+    case, loaded = spoiled
+    db = tmp_path / "external.duckdb"
+    assert run(["ingest", str(case), "--db", str(db), "--ledger-external"]) == 1
+    meeting = _Meeting(wait_s=5.0 if together else 0.5)  # a meeting ends the wait at once
+    find = order.find_on_node
+    monkeypatch.setattr(order, "find_on_node", lambda events: meeting.sweep(find, events))
+    held: dict[str, int] = {}
+    load_within = order.load_within
+
+    def recorded(con, info, budget):
+        events, share = load_within(con, info, budget)
+        held[info.node] = share
+        expected = min(budget.total, order.need_of(info))
+        assert share == expected, (info.node, share, expected)
+        return events, share
+
+    monkeypatch.setattr(order, "load_within", recorded)
+    monkeypatch.setenv("KVFORENSICS_MEMORY_LIMIT", limit)
+    assert run(["analyze", "--db", str(db)]) == 1
+    assert sorted(held) == ["decode-0", "decode-1", "prefill-0", "prefill-1"]
+    assert len(meeting.met) == 4
+    assert any(meeting.met) if together else not any(meeting.met)
+    assert differences(loaded, db) == {}
+    assert budget_mod.DUCKDB_FLOOR == 256 << 20  # what the 300 MB case relies on

@@ -3,13 +3,14 @@
 DuckDB keeps its own work within the connection's memory limit, but the compiled sweep's
 arrays live beside it: a node's events, its cells, the sweep's maps and output buffers
 (node_need: its worst moment from its counts of events, reads and allocations, as measured; a
-partition of an external ledger, whose counts are not known beforehand, BYTES_PER_EVENT per
-event). While the sweep runs, DuckDB only streams each node's events out (or, for an external
-ledger, reads and codes each partition), so it gets DUCKDB_STREAM_SHARE (DUCKDB_SHARE) of the
-limit, at least DUCKDB_FLOOR, and the sweep the rest; its limit is set back, as DuckDB
-reported it, afterwards. The sweep holds at once only as many nodes as fit in its part (the
-largest first, so two big nodes may be swept one after the other). A node that alone needs more
-runs alone.
+partition of an external ledger swept by a Ray task, whose counts are not known before the
+task reads it, BYTES_PER_EVENT per event). While the sweep runs, DuckDB only streams each
+node's events out (for an external ledger, each partition task's own DuckDB reads and codes its
+events, within its share of DuckDB's part), so it gets DUCKDB_STREAM_SHARE of the limit, at
+least DUCKDB_FLOOR, and the sweep the rest; its limit is set back, as DuckDB reported it,
+afterwards. A node's share is held from its load until it is swept, so only as many nodes are
+in memory at once as fit in the sweep's part (two big nodes may be swept one after the other).
+A node that alone needs more runs alone.
 """
 
 from __future__ import annotations
@@ -60,9 +61,9 @@ def node_need(
     return BYTES_PER_NODE + max(load * events, cells * events, sweep)
 
 
-DUCKDB_SHARE = 0.25  # of the memory limit, for DuckDB while the sweep runs,
-# or this much while it only streams out the events of a ledger in the case database (its hash
-# tables are those of the request and content-hash codes)
+DUCKDB_SHARE = 0.25  # of the memory limit, for DuckDB while a sweep runs beside it,
+# or this much while it only streams out and codes the events (its hash tables are those of the
+# request and content-hash codes): the analysis' sweeps, of a loaded or an external ledger
 DUCKDB_STREAM_SHARE = 0.125
 DUCKDB_FLOOR = 256 << 20  # but at least this much (or the whole limit, when it is smaller)
 

@@ -123,8 +123,8 @@ def sweep_case(
     ):
         for i, info in enumerate(nodes):
             progress("load events", i + 1, len(nodes))
-            events, held = _load_within(con, info, budget)
-            pending.append(pool.submit(_find_within, events, budget, held))
+            events, held = load_within(con, info, budget)
+            pending.append(pool.submit(find_within, events, budget, held))
             del events
             while len(pending) > workers:
                 store_oldest()
@@ -148,7 +148,7 @@ def need_of(info: NodeInfo) -> int:
     )
 
 
-def _load_within(
+def load_within(
     con: duckdb.DuckDBPyConnection, info: NodeInfo, budget: MemoryBudget
 ) -> tuple[NodeEvents, int]:
     """Load a node once its share of the budget is held (waiting for sweeps to finish when it
@@ -167,7 +167,7 @@ def _load_within(
         raise
 
 
-def _find_within(ev: NodeEvents, budget: MemoryBudget, held: int) -> NodeFindings:
+def find_within(ev: NodeEvents, budget: MemoryBudget, held: int) -> NodeFindings:
     """find_on_node, giving the node's share of the budget back when done."""
     try:
         return find_on_node(ev)

@@ -20,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 
 from forensics.analysis import order
-from forensics.analysis.budget import sweep_budget, task_need
+from forensics.analysis.budget import DUCKDB_STREAM_SHARE, MemoryBudget, sweep_budget, task_need
 from forensics.analysis.order import NodeFindings
 from forensics.errors import InputError
 from forensics.ledger.external import LedgerFile, open_connection
@@ -46,12 +46,16 @@ def sweep_partition(
     quarantine: pa.Table,
     threads: int = 1,
     memory_limit: str | None = None,
+    budget: MemoryBudget | None = None,
 ) -> PartitionFindings:
     """The task: read, order and sweep one partition (its parts only), its DuckDB on `threads`
-    threads and within memory_limit (None: the default)."""
+    threads and within memory_limit (None: the default). budget: the run's memory budget, when
+    the task runs in a thread of the driver: its node's arrays are held in it once the pass
+    that lists the node has counted them (forensics.analysis.order.load_within), so that as
+    many partitions are swept at once as fit."""
     files = [p.file for p in parts]
     try:
-        return _sweep_partition(parts, assume_utc, quarantine, threads, memory_limit)
+        return _sweep_partition(parts, assume_utc, quarantine, threads, memory_limit, budget)
     except (duckdb.IOException, OSError) as exc:
         raise InputError(
             f"the partition node={files[0].node} cannot be read: {exc}",
@@ -67,6 +71,7 @@ def _sweep_partition(
     quarantine: pa.Table,
     threads: int,
     memory_limit: str | None,
+    budget: MemoryBudget | None,
 ) -> PartitionFindings:
     con = open_connection([p.file.url for p in parts], memory_limit)
     try:
@@ -76,7 +81,12 @@ def _sweep_partition(
         order.prepare_pieces(con)
         found = []
         for info in order.node_list(con):
-            found.append(order.find_on_node(order.load_node(con, info)))
+            if budget is None:
+                found.append(order.find_on_node(order.load_node(con, info)))
+            else:
+                events, held = order.load_within(con, info, budget)
+                found.append(order.find_within(events, budget, held))
+                del events
             order.store_findings(con, found[-1])
         run_script(con, sql("analysis/piece_events"))
         ids = con.sql(sql("analysis/request_code_list")).to_arrow_table()
@@ -109,23 +119,22 @@ def sweep_external(
     # use every core only contend for them (a fifth more CPU for the same work on two cores).
     threads = task_threads(workers) if ray is None else 1
     args = [(g, utc, _quarantined(con, [p.file for p in g]), threads) for g in groups]
-    rows = [_partition_rows(con, g) for g in groups]
     results: list[PartitionFindings] = []
     if ray is None:
         # Each task has its own DuckDB and the sweep releases the GIL: `workers` partitions run
-        # at once in threads, as many as fit in the memory budget (forensics.analysis.budget;
-        # each task's DuckDB gets its share of DuckDB's part); results are taken in partition
+        # at once in threads. Each task's DuckDB gets its share of DuckDB's part of the limit,
+        # which, as for a loaded ledger, only reads and codes the events; a task holds its
+        # node's arrays in the memory budget once it has counted them, so as many nodes are
+        # swept at once as fit (forensics.analysis.budget). Results are taken in partition
         # order, so the tables are the same.
-        with sweep_budget(con) as budget, ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        with (
+            sweep_budget(con, DUCKDB_STREAM_SHARE) as budget,
+            ThreadPoolExecutor(max_workers=max(1, workers)) as pool,
+        ):
             task_limit = f"{max(1, budget.duckdb_bytes // max(1, workers)) >> 10}KiB"
 
             def within_budget(i: int) -> PartitionFindings:
-                need = budget.need(rows[i])
-                budget.take(need)
-                try:
-                    return sweep_partition(*args[i], memory_limit=task_limit)
-                finally:
-                    budget.give(need)
+                return sweep_partition(*args[i], memory_limit=task_limit, budget=budget)
 
             progress("sweep", 0, len(args))
             for found in pool.map(within_budget, range(len(args))):
@@ -135,6 +144,7 @@ def sweep_external(
         with ray_session(ray, workers) as session:
             task = session.remote(num_cpus=1, max_retries=1)(sweep_partition)
             memory = task_memory(session)
+            rows = [_partition_rows(con, g) for g in groups]  # Ray places a task by its size
 
             def submit(i: int) -> Any:
                 return task.options(**memory(task_need(rows[i]))).remote(*args[i])
