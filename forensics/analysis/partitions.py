@@ -88,7 +88,10 @@ def _sweep_partition(
                 found.append(order.find_within(events, budget, held))
                 del events
             order.store_findings(con, found[-1])
-        run_script(con, sql("analysis/piece_events"))
+        # the events the pieces name, read from the parts by their rows alone
+        run_script(con, sql("analysis/named_keys"))
+        run_script(con, view_sql(parts, assume_utc, named=True))
+        run_script(con, sql("analysis/piece_events_named"))
         ids = con.sql(sql("analysis/request_code_list")).to_arrow_table()
         events = con.sql(sql("analysis/piece_events_all")).to_arrow_table()
         facts = [

@@ -85,8 +85,9 @@ def _numbers(values: list[int]) -> Fragment:
     return template("[" + ", ".join(str(int(v)) for v in values) + "]")
 
 
-def group_sql(parts: list[PartView], assume_utc: bool) -> Fragment:
-    """The SELECT of one group of parts (same node, schema and flags)."""
+def group_sql(parts: list[PartView], assume_utc: bool, named: bool = False) -> Fragment:
+    """The SELECT of one group of parts (same node, schema and flags); named: only the rows
+    whose keys are in temp.analysis_named_keys."""
     first = parts[0]
     types = dict(first.schema)
     exact = not first.flagged
@@ -98,15 +99,17 @@ def group_sql(parts: list[PartView], assume_utc: bool) -> Fragment:
         else template("true")
     )
     kept = template(sql("ledger/view_kept"), rels=rels) if first.flagged else template("")
+    ranks = _numbers([p.file.rank for p in parts])
     return template(
         sql("ledger/view_group"),
         **{c: v for c, v in cols.items()},
         node=literal(first.file.node),
-        ranks=_numbers([p.file.rank for p in parts]),
+        ranks=ranks,
         rels=rels,
         files=literals(p.file.url for p in parts),
         known=known,
         kept=kept,
+        named=template(sql("ledger/view_named_rows"), ranks=ranks) if named else template(""),
     )
 
 
@@ -118,14 +121,15 @@ def groups(parts: list[PartView]) -> list[list[PartView]]:
     return list(out.values())
 
 
-def view_sql(parts: list[PartView], assume_utc: bool) -> str:
+def view_sql(parts: list[PartView], assume_utc: bool, named: bool = False) -> str:
     """queries/ledger/view.sql for these parts (a view holds no parameters: the paths, names
-    and ranks are literals)."""
-    selects = [group_sql(g, assume_utc) for g in groups(parts)]
+    and ranks are literals); named: queries/ledger/view_named.sql instead, the view of only
+    the events whose keys are in temp.analysis_named_keys."""
+    selects = [group_sql(g, assume_utc, named) for g in groups(parts)]
     union = selects[0]
     for s in selects[1:]:
         union = template("{a}\nUNION ALL\n{b}", a=union, b=s)
-    return template(sql("ledger/view"), groups=union)
+    return template(sql("ledger/view_named" if named else "ledger/view"), groups=union)
 
 
 def part_views(
