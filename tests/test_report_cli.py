@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import shlex
+from html import escape
 from pathlib import Path
 
 import pytest
@@ -41,6 +43,10 @@ def test_report_command_writes_everything(tmp_path: Path, capsys: pytest.Capture
         "notifications/affected_requests.csv",
     ):
         assert (out / name).is_file(), name
+    # the report records the command it ran (forensics.cli.run's arguments), not pytest's
+    html = (out / "report.html").read_text()
+    ran = ["report", "--db", str(db), "--out", str(out), "--aware-at", "2026-08-28T09:00:00+02:00"]
+    assert escape(shlex.join(["kvforensics", *ran, "--json"])) in html
 
 
 def test_report_command_usage_errors(tmp_path: Path) -> None:

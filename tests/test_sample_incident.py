@@ -100,3 +100,12 @@ def test_exposures_parquet_keeps_utc_instants(out):
     assert frame.schema["slot_count"] == pl.Int64
     pandas_frame = pd.read_parquet(out / "exposures.parquet")
     assert str(pandas_frame["first_read_at"].dtype.tz) == "UTC"
+
+
+def test_the_manifest_records_the_command_that_ran(out):
+    """investigate run from Python (forensics.cli.run, as here under pytest) is recorded as the
+    command it ran, not as the arguments of the process that ran it."""
+    import json
+
+    want = ["kvforensics", "investigate", str(SAMPLE), "--out", str(out)]
+    assert json.loads((out / "manifest.json").read_text())["command"] == want

@@ -25,7 +25,7 @@ from forensics.cli import (  # noqa: F401  (each module registers its commands)
     tap_cmd,
     verify_cmd,
 )
-from forensics.cli.app import app, command, console
+from forensics.cli.app import app, command, console, set_command_args
 from forensics.cli.ray_option import optional_values
 from forensics.errors import KvfError, first_line
 
@@ -35,7 +35,9 @@ __all__ = ["app", "main", "run"]
 def run(argv: list[str] | None = None) -> int:
     """Run the CLI with `argv` and return the exit code instead of exiting."""
     try:
-        args = optional_values(sys.argv[1:] if argv is None else argv)
+        given = sys.argv[1:] if argv is None else list(argv)
+        set_command_args(given)
+        args = optional_values(given)
         result = command().main(args=args, prog_name="kvforensics", standalone_mode=False)
     except KvfError as exc:
         console.print(f"[bold red]error:[/] {escape(str(exc))}")

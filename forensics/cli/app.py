@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import sys
+from contextvars import ContextVar
 from typing import Any
 
 import typer
@@ -31,6 +32,22 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )
+
+# The arguments of the command line being run, as forensics.cli.run was given them (the process's
+# own arguments only when it was run as `kvforensics`): manifests and reports record them, so a
+# command run from Python is recorded as what it ran, not as the process that ran it.
+_ARGS: ContextVar[tuple[str, ...] | None] = ContextVar("kvforensics_args", default=None)
+
+
+def set_command_args(args: list[str]) -> None:
+    _ARGS.set(tuple(args))
+
+
+def command_line() -> tuple[str, ...]:
+    """`kvforensics` and the arguments of the command being run."""
+    args = _ARGS.get()
+    return ("kvforensics", *(sys.argv[1:] if args is None else args))
+
 
 # Human output goes to stderr so that --json output on stdout stays machine-readable. soft_wrap:
 # a message is never broken in the middle of a value (a path, an id) when output is piped; the

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import sys
-
-from forensics.cli.app import app, console, emit_json, finish
+from forensics.cli.app import app, command_line, console, emit_json, finish
 from forensics.cli.params import (
     AssumeUtc,
     AwareAt,
@@ -52,7 +50,7 @@ def investigate(
         follow_links=follow_links,
         ray=ray,
         ledger_external=ledger_external,
-        command=("kvforensics", *sys.argv[1:]),
+        command=command_line(),
     )
     with progress_reporter(console, "investigate") as progress:
         result = run_investigation(case_dir, out, options, progress=progress)

@@ -4,9 +4,8 @@ database."""
 from __future__ import annotations
 
 import shlex
-import sys
 
-from forensics.cli.app import app, console, emit_json, finish
+from forensics.cli.app import app, command_line, console, emit_json, finish
 from forensics.cli.params import AwareAt, Db, Json, Out, Rules
 from forensics.notify.deadlines import check_aware_at, load_rules
 from forensics.options import InvestigateOptions
@@ -55,7 +54,7 @@ def report(
                 rules_file=rules,
                 case_label=db.name,
                 manifest=read_manifest(out),
-                command=shlex.join(["kvforensics", *sys.argv[1:]]),
+                command=shlex.join(command_line()),
             )
     finally:
         con.close()
