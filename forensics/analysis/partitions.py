@@ -11,6 +11,7 @@ tables that follow are those of a loaded ledger."""
 from __future__ import annotations
 
 import os
+import sys
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any
@@ -52,7 +53,8 @@ def sweep_partition(
     threads and within memory_limit (None: the default). budget: the run's memory budget, when
     the task runs in a thread of the driver: its node's arrays are held in it once the pass
     that lists the node has counted them (forensics.analysis.order.load_within), so that as
-    many partitions are swept at once as fit."""
+    many partitions are swept at once as fit. Without one (a Ray task, whose memory Ray holds
+    for it) nothing waits."""
     files = [p.file for p in parts]
     try:
         return _sweep_partition(parts, assume_utc, quarantine, threads, memory_limit, budget)
@@ -80,13 +82,11 @@ def _sweep_partition(
         run_script(con, view_sql(parts, assume_utc))
         order.prepare_pieces(con)
         found = []
+        within = budget or MemoryBudget(sys.maxsize)  # a Ray task: Ray holds its memory
         for info in order.node_list(con):
-            if budget is None:
-                found.append(order.find_on_node(order.load_node(con, info)))
-            else:
-                events, held = order.load_within(con, info, budget)
-                found.append(order.find_within(events, budget, held))
-                del events
+            events, held = order.load_within(con, info, within)
+            found.append(order.find_within(events, within, held))
+            del events
             order.store_findings(con, found[-1])
         # the events the pieces name, read from the parts by their rows alone
         run_script(con, sql("analysis/named_keys"))

@@ -123,13 +123,14 @@ def groups(parts: list[PartView]) -> list[list[PartView]]:
 
 def view_sql(parts: list[PartView], assume_utc: bool, named: bool = False) -> str:
     """queries/ledger/view.sql for these parts (a view holds no parameters: the paths, names
-    and ranks are literals); named: queries/ledger/view_named.sql instead, the view of only
-    the events whose keys are in temp.analysis_named_keys."""
+    and ranks are literals); named: the view kv_named_events instead of kv_events, of only the
+    events whose keys are in temp.analysis_named_keys."""
     selects = [group_sql(g, assume_utc, named) for g in groups(parts)]
     union = selects[0]
     for s in selects[1:]:
         union = template("{a}\nUNION ALL\n{b}", a=union, b=s)
-    return template(sql("ledger/view_named" if named else "ledger/view"), groups=union)
+    view = ident("kv_named_events" if named else "kv_events")
+    return template(sql("ledger/view"), view=view, groups=union)
 
 
 def part_views(
