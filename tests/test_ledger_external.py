@@ -271,3 +271,43 @@ def test_partitions_hold_their_counted_need_and_are_swept_together_while_they_fi
     assert any(meeting.met) if together else not any(meeting.met)
     assert differences(loaded, db) == {}
     assert budget_mod.DUCKDB_FLOOR == 256 << 20  # what the 300 MB case relies on
+
+
+def test_a_part_changed_or_cut_after_ingest_is_an_error_not_other_evidence(
+    tmp_path, capsys
+) -> None:
+    """A part rewritten without its last rows after ingest, or cut in half: analyze refuses it,
+    naming the part, and writes no analysis; as ingested again, the part is analysed."""
+    case = hive_sample(tmp_path)
+    db = tmp_path / "case.duckdb"
+    assert run(["ingest", str(case), "--db", str(db), "--ledger-external"]) == 0
+    part = next((case / "kv_events" / "node=decode-1").glob("*.parquet"))
+    original = part.read_bytes()
+    table = pq.read_table(part)
+    pq.write_table(table.slice(0, table.num_rows - 10), part)
+    analysed = "SELECT count(*) FROM duckdb_tables() WHERE table_name = 'exposures'"
+    capsys.readouterr()
+    assert run(["analyze", "--db", str(db)]) == 2
+    said = capsys.readouterr().err
+    assert f"{part.name} changed since it was ingested" in said and "internal error" not in said
+    assert query(db, analysed) == [(0,)]
+    part.write_bytes(original[: len(original) // 2])
+    assert run(["analyze", "--db", str(db)]) == 2
+    said = capsys.readouterr().err
+    assert "node=decode-1 cannot be read" in said and "internal error" not in said
+    assert query(db, analysed) == [(0,)]
+    part.write_bytes(original)  # as ingested: the analysis runs again
+    assert run(["analyze", "--db", str(db)]) == 1
+    assert query(db, "SELECT count(*) FROM exposures") == [(46,)]
+
+
+def test_the_changed_part_is_named_with_its_checksums() -> None:
+    from forensics.analysis.partitions import _check_digest
+    from forensics.errors import InputError
+    from forensics.ledger.external import LedgerFile
+
+    part = LedgerFile("/x/node=n/p.parquet", "kv_events/node=n/p.parquet", "n", 0)
+    _check_digest(part, ("ab", 10), ("ab", 10))
+    for recorded in (("cd", 10), ("ab", 11), None):
+        with pytest.raises(InputError, match="kv_events/node=n/p.parquet changed since"):
+            _check_digest(part, ("ab", 10), recorded)

@@ -24,7 +24,7 @@ from forensics.analysis import order
 from forensics.analysis.budget import DUCKDB_STREAM_SHARE, MemoryBudget, sweep_budget, task_need
 from forensics.analysis.order import NodeFindings
 from forensics.errors import InputError
-from forensics.ledger.external import LedgerFile, open_connection
+from forensics.ledger.external import LedgerFile, open_connection, sha256_of
 from forensics.ledger.store import _append, ledger_meta, part_views_of
 from forensics.ledger.view import PartView, view_sql
 from forensics.progress import ProgressFn, no_progress
@@ -45,26 +45,49 @@ def sweep_partition(
     parts: list[PartView],
     assume_utc: bool,
     quarantine: pa.Table,
+    recorded: dict[str, tuple[str, int]],
     threads: int = 1,
     memory_limit: str | None = None,
     budget: MemoryBudget | None = None,
 ) -> PartitionFindings:
     """The task: read, order and sweep one partition (its parts only), its DuckDB on `threads`
-    threads and within memory_limit (None: the default). budget: the run's memory budget, when
+    threads and within memory_limit (None: the default). Each part's SHA-256 and size are
+    computed beside the reads and must be those ingest recorded (`recorded`, by part name):
+    a part changed since it was ingested is an error, never a silent analysis of other
+    evidence. budget: the run's memory budget, when
     the task runs in a thread of the driver: its node's arrays are held in it once the pass
     that lists the node has counted them (forensics.analysis.order.load_within), so that as
     many partitions are swept at once as fit. Without one (a Ray task, whose memory Ray holds
     for it) nothing waits."""
     files = [p.file for p in parts]
     try:
-        return _sweep_partition(parts, assume_utc, quarantine, threads, memory_limit, budget)
-    except (duckdb.IOException, OSError) as exc:
+        with ThreadPoolExecutor(max_workers=1) as hasher:
+            digests = [(f, hasher.submit(sha256_of, f.url)) for f in files]
+            found = _sweep_partition(parts, assume_utc, quarantine, threads, memory_limit, budget)
+            for f, digest in digests:
+                _check_digest(f, digest.result(), recorded.get(f.rel))
+        return found
+    except (duckdb.IOException, duckdb.InvalidInputException, OSError) as exc:
         raise InputError(
             f"the partition node={files[0].node} cannot be read: {exc}",
             path=files[0].url,
             fix="make the external ledger readable where "
             "it was ingested from, or ingest the case anew",
         ) from exc
+
+
+def _check_digest(
+    part: LedgerFile, found: tuple[str, int], recorded: tuple[str, int] | None
+) -> None:
+    if recorded is None or tuple(found) != tuple(recorded):
+        was = f"SHA-256 {recorded[0]}, {recorded[1]:,} bytes" if recorded else "no record"
+        raise InputError(
+            f"the part {part.rel} changed since it was ingested: now SHA-256 {found[0]}, "
+            f"{found[1]:,} bytes; ingest recorded {was}",
+            path=part.url,
+            fix="restore the part as it was ingested (input_files lists each part's SHA-256), "
+            "or ingest the case anew",
+        )
 
 
 def _sweep_partition(
@@ -121,7 +144,9 @@ def sweep_external(
     # Each task's DuckDB gets its share of the cores (a Ray task holds one CPU): tasks that each
     # use every core only contend for them (a fifth more CPU for the same work on two cores).
     threads = task_threads(workers) if ray is None else 1
-    args = [(g, utc, _quarantined(con, [p.file for p in g]), threads) for g in groups]
+    args = [
+        (g, utc, _quarantined(con, [p.file for p in g]), _recorded(con, g), threads) for g in groups
+    ]
     results: list[PartitionFindings] = []
     if ray is None:
         # Each task has its own DuckDB and the sweep releases the GIL: `workers` partitions run
@@ -183,6 +208,12 @@ def _partition_rows(con: duckdb.DuckDBPyConnection, group: list[PartView]) -> in
     files = [p.file.rel for p in group]
     row = one_row(con.execute(sql("ledger/partition_rows"), {"files": files}))
     return int(row[0]) if row else 0
+
+
+def _recorded(con: duckdb.DuckDBPyConnection, group: list[PartView]) -> dict[str, tuple[str, int]]:
+    files = [p.file.rel for p in group]
+    rows = con.execute(sql("ledger/part_digests"), {"files": files}).fetchall()
+    return {path: (sha, int(size)) for path, sha, size in rows}
 
 
 def _quarantined(con: duckdb.DuckDBPyConnection, group: list[LedgerFile]) -> pa.Table:
