@@ -34,6 +34,7 @@ import pyarrow as pa
 from numba import njit
 
 import forensics.analysis.jitcache  # noqa: F401  (a stale compiled-code cache is recompiled)
+from forensics.analysis.arrow import as_numpy
 from forensics.analysis.codes import OPS
 from forensics.sql import nested, run_script, sql, template
 
@@ -192,7 +193,7 @@ _VALUES = ("op", "req", "slot_start", "slot_end", "hash")
 
 
 def _sources(batch: pa.RecordBatch) -> list[np.ndarray]:
-    return [batch.column(name).to_numpy(zero_copy_only=False) for name in _COLUMNS]
+    return [as_numpy(batch.column(name)) for name in _COLUMNS]
 
 
 def _counted(info: NodeInfo, at: int) -> None:

@@ -21,7 +21,9 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
+from forensics.analysis.arrow import from_numpy, repeated
 from forensics.analysis.budget import DUCKDB_STREAM_SHARE, MemoryBudget, node_need, sweep_budget
+from forensics.analysis.codes import OPS
 from forensics.analysis.coverage import read_counts, run_numbers
 from forensics.analysis.fetch import (  # noqa: F401  (re-exported names)
     FETCH_ROWS,
@@ -96,6 +98,17 @@ def find_on_node(ev: NodeEvents) -> NodeFindings:
     )
 
 
+def warm_up() -> None:
+    """Sweep a node of six events, so that the compiled code is loaded (about a third of a
+    second, the first time in a process) while DuckDB prepares the codes and lists the nodes.
+    Its arrays have the usual types (int32 slots), so it loads what the first node will use."""
+    op = np.array([OPS.index(o) for o in ("alloc", "write", "free")] * 2, np.int8)
+    op[4] = OPS.index("read")  # the second request reads what the first left
+    start = np.zeros(6, np.int32)
+    req = np.repeat(np.arange(2, dtype=np.int32), 3)
+    find_on_node(NodeEvents("", None, req, op, np.full(6, -1, np.int32), [start, start + 4]))
+
+
 def sweep_case(
     con: duckdb.DuckDBPyConnection, workers: int = 2, progress: ProgressFn = no_progress
 ) -> dict[str, int]:
@@ -103,8 +116,11 @@ def sweep_case(
     main thread loads the next node meanwhile, when its arrays fit in the memory budget
     beside those of the nodes being swept (forensics.analysis.budget). Returns the rows stored
     per table."""
-    prepare_pieces(con)
-    nodes = node_list(con)
+    with ThreadPoolExecutor(max_workers=1) as early:
+        warmed = early.submit(warm_up)  # beside the SQL, which lets go of the GIL
+        prepare_pieces(con)
+        nodes = node_list(con)
+        warmed.result()
     counts = dict.fromkeys(_TABLES, 0)
     pending: deque[Future[NodeFindings]] = deque()
     workers = max(1, workers)
@@ -213,11 +229,9 @@ def store_findings(con: duckdb.DuckDBPyConnection, found: NodeFindings) -> dict[
     counts = {}
     for table, (attr, names) in _TABLES.items():
         rows = getattr(found, attr)
-        node = pa.DictionaryArray.from_arrays(
-            pa.array(np.zeros(len(rows), np.int32)), pa.array([found.node], pa.string())
-        ).cast(pa.string())
+        node = repeated(found.node, len(rows)).cast(pa.string())
         frame = pa.table(
-            [node, *(pa.array(rows[:, i]) for i in range(len(names)))], names=["node", *names]
+            [node, *(from_numpy(rows[:, i]) for i in range(len(names)))], names=["node", *names]
         )
         con.register("_analysis_pieces", frame)
         try:
