@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import os
 import re
+import secrets
+import tempfile
 from pathlib import Path
 
 import duckdb
@@ -48,6 +50,8 @@ def open_database(
     config: dict[str, str | bool | int | float | list[str]] = (
         {} if read_only else {"storage_compatibility_version": storage_version()}
     )
+    if str(path) == ":memory:":
+        config["temp_directory"] = scratch_spill_folder()
     try:
         if isinstance(path, Path):
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -66,6 +70,15 @@ def open_database(
         run_script(con, sql("schema/logs"))
         apply_comments(con)
     return con
+
+
+def scratch_spill_folder() -> str:
+    """Where an in-memory connection spills: a folder of its own in the system's temporary
+    folder (TMPDIR), which DuckDB makes on the first spill and removes when the connection
+    closes. DuckDB's own choice is .tmp in the working directory, which may be read-only, the
+    case folder's evidence, or shared by two runs. (A database file spills beside itself.)"""
+    name = f"kvforensics-spill-{os.getpid()}-{secrets.token_hex(4)}"
+    return str(Path(tempfile.gettempdir()) / name)
 
 
 def storage_version() -> str:

@@ -1,0 +1,45 @@
+"""Where an in-memory connection (an external partition's task, the ledger's checks) spills
+when its work outgrows its memory limit: a folder of its own in the system's temporary folder,
+gone when the connection closes; never .tmp in the working directory."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from forensics.dbopen import open_database
+
+
+def test_a_spill_goes_to_the_system_temporary_folder_and_is_removed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    work, system = tmp_path / "work", tmp_path / "system"
+    work.mkdir()
+    system.mkdir()
+    monkeypatch.chdir(work)
+    monkeypatch.setattr(tempfile, "tempdir", str(system))
+    con = open_database(":memory:", memory_limit="64MB", schema=False)
+    con.execute("SET threads = 1")
+    con.execute(
+        "CREATE TEMP TABLE t AS SELECT range AS r, md5(range::VARCHAR) AS h FROM range(3000000)"
+    )
+    assert con.execute("SELECT count(DISTINCT h) FROM t").fetchone() == (3_000_000,)
+    folders = list(system.iterdir())
+    assert len(folders) == 1 and folders[0].name.startswith("kvforensics-spill-")
+    assert any(folders[0].iterdir())  # it did spill, there
+    con.close()
+    assert list(system.iterdir()) == []
+    assert list(work.iterdir()) == []  # no .tmp where it ran
+
+
+def test_two_connections_spill_apart(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    a = open_database(":memory:", schema=False)
+    b = open_database(":memory:", schema=False)
+    where = [c.execute("SELECT current_setting('temp_directory')").fetchone()[0] for c in (a, b)]
+    assert where[0] != where[1]
+    assert all(Path(w).parent == tmp_path for w in where)
+    a.close()
+    b.close()
