@@ -1,12 +1,16 @@
 """OUT is never a mix of two runs: a run writes into a staging folder beside OUT and swaps it in
-when complete.
+when complete, and one run at a time holds OUT.
 
 The staging folder is `.<OUT name>.kvf-staging-<pid>` in OUT's parent. It starts with a copy of
 the previous case database (so an unchanged case is not ingested again) and nothing else, so
 files of an earlier run that this run does not write (notices of accounts no longer affected)
 do not survive. The swap exchanges the two folders in one step (Linux renameat2
 RENAME_EXCHANGE); where that is not available OUT is renamed aside first, and a later run puts
-it back if a kill came between the two renames. A killed run leaves OUT as it was."""
+it back if a kill came between the two renames. A killed run leaves OUT as it was.
+
+A run holds `.<OUT name>.kvf-lock` in OUT's parent (an flock, released by the system however the
+run ends) from before it looks at OUT until its swap is done; a second run into the same OUT
+stops at once with a clear message instead of racing the first for the swap."""
 
 from __future__ import annotations
 
@@ -15,6 +19,7 @@ import errno
 import json
 import os
 import shutil
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -37,6 +42,7 @@ KNOWN_NAMES = frozenset(
 )
 STAGING = ".kvf-staging-"
 PREVIOUS = ".kvf-previous-"
+LOCK = ".kvf-lock"
 
 
 def _sibling(out: Path, kind: str, pid: int) -> Path:
@@ -109,6 +115,45 @@ def _listed_names(out: Path) -> set[str]:
         return set()
 
 
+@contextmanager
+def held(out: Path) -> Iterator[None]:
+    """Hold OUT's lock for the block, or stop with a UsageError naming the run that holds it.
+    The lock file is removed at the end; a run that opened it meanwhile finds it gone and
+    takes the new one (so two runs never hold two different files)."""
+    try:
+        import fcntl
+    except ImportError:  # no flock on this system: runs are not kept apart
+        yield
+        return
+    path = out.parent / f".{out.name}{LOCK}"
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.read(fd, 200).decode("utf-8", "replace").strip() or "unknown"
+            os.close(fd)
+            raise UsageError(
+                f"--out {out} is being written by another kvforensics run ({holder}); wait "
+                "for it to finish, or give another folder"
+            ) from None
+        try:
+            same = os.path.samestat(os.fstat(fd), os.stat(path))
+        except FileNotFoundError:
+            same = False
+        if same:
+            break
+        os.close(fd)  # removed by the run that held it while this one waited to open it
+    try:
+        started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        os.ftruncate(fd, 0)
+        os.write(fd, f"pid {os.getpid()}, started {started}\n".encode())
+        yield
+    finally:
+        os.unlink(path)
+        os.close(fd)
+
+
 def recover(out: Path) -> None:
     """Put back a previous OUT left aside by a run killed between its two renames, and remove
     staging folders of runs that are no longer running."""
@@ -126,23 +171,24 @@ def recover(out: Path) -> None:
 @contextmanager
 def staged(out: Path) -> Iterator[Path]:
     """Yield a fresh staging folder beside OUT; swap it in when the block ends normally, remove
-    it when the block raises. OUT must have passed check_out."""
-    recover(out)
-    staging = _sibling(out, STAGING, os.getpid())
-    shutil.rmtree(staging, ignore_errors=True)
-    try:
-        staging.mkdir()
-    except OSError as exc:
-        raise UsageError(f"cannot create {staging} beside --out ({exc.strerror})") from exc
-    try:
-        for name in ("case.duckdb", "case.duckdb.wal"):
-            if (out / name).is_file():
-                shutil.copyfile(out / name, staging / name)
-        yield staging
-    except BaseException:
+    it when the block raises. OUT must have passed check_out; OUT's lock is held throughout."""
+    with held(out):
+        recover(out)
+        staging = _sibling(out, STAGING, os.getpid())
         shutil.rmtree(staging, ignore_errors=True)
-        raise
-    swap_in(staging, out)
+        try:
+            staging.mkdir()
+        except OSError as exc:
+            raise UsageError(f"cannot create {staging} beside --out ({exc.strerror})") from exc
+        try:
+            for name in ("case.duckdb", "case.duckdb.wal"):
+                if (out / name).is_file():
+                    shutil.copyfile(out / name, staging / name)
+            yield staging
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+        swap_in(staging, out)
 
 
 def _fsync_dir(path: Path) -> None:
@@ -220,15 +266,21 @@ def staged_parts(out: Path) -> Iterator[Path]:
         raise UsageError(f"--out {out}: cannot create it ({exc.strerror})") from exc
     if not os.access(out, os.W_OK | os.X_OK) or not os.access(out.parent, os.W_OK | os.X_OK):
         raise UsageError(f"--out {out} is not writable")
-    recover(out)
-    staging = _sibling(out, STAGING, os.getpid())
-    shutil.rmtree(staging, ignore_errors=True)
-    staging.mkdir()
-    try:
-        yield staging
-    except BaseException:
+    with held(out):
+        recover(out)
+        staging = _sibling(out, STAGING, os.getpid())
         shutil.rmtree(staging, ignore_errors=True)
-        raise
+        staging.mkdir()
+        try:
+            yield staging
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+        _put_in_place(staging, out)
+
+
+def _put_in_place(staging: Path, out: Path) -> None:
+    """Each top-level entry of staging in place of OUT's entry of that name."""
     _sync_tree(staging)
     for entry in sorted(staging.iterdir()):
         target = out / entry.name
