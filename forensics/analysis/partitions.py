@@ -61,7 +61,7 @@ def sweep_partition(
     for it) nothing waits."""
     files = [p.file for p in parts]
     try:
-        with order.warming(), ThreadPoolExecutor(max_workers=1) as hasher:
+        with ThreadPoolExecutor(max_workers=1) as hasher:
             digests = [(f, hasher.submit(sha256_of, f.url)) for f in files]
             found = _sweep_partition(parts, assume_utc, quarantine, threads, memory_limit, budget)
             for f, digest in digests:
