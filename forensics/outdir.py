@@ -258,6 +258,8 @@ def staged_parts(out: Path) -> Iterator[Path]:
     top-level entries in place of OUT's entry of that name in one step (a folder such as
     notifications/ is exchanged whole, so no notice of an earlier run survives)."""
     out = Path(os.path.abspath(out))
+    if out.is_symlink() and out.is_dir():  # as check_out: the lock is the real folder's
+        out = out.resolve()
     if out.exists() and not out.is_dir():
         raise UsageError(f"--out {out} is a file; give a folder (it is created if missing)")
     try:

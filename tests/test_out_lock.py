@@ -100,3 +100,24 @@ def test_a_killed_holder_leaves_the_out_free(cli, tmp_path):
     assert cli("investigate", case, "--out", out)[0] == 1
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".out.")] == []
     assert cli("investigate", case, "--out", out)[0] == 1  # and again, the lock given back
+
+
+def test_a_link_to_out_is_held_with_it(cli, tmp_path):
+    cli = _flat(cli)
+    case, out = _write_case(tmp_path / "case", "acct-2"), tmp_path / "real" / "out"
+    assert cli("investigate", case, "--out", out)[0] == 1
+    link = tmp_path / "link"
+    link.symlink_to(out, target_is_directory=True)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(out)], cwd=REPO, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        for command in ("investigate", "report"):
+            args = [case] if command == "investigate" else ["--db", out / "case.duckdb"]
+            code, _, err = cli(command, *args, "--out", link)
+            assert code == 2 and f"pid {holder.pid}" in err, (command, err)
+    finally:
+        os.kill(holder.pid, signal.SIGKILL)
+        holder.wait()
+    assert cli("report", "--db", out / "case.duckdb", "--out", link)[0] in (0, 1)
