@@ -19,11 +19,11 @@ from forensics.simulate.allocator import CacheEntry, RadixCache
 from forensics.simulate.config import Scenario
 from forensics.simulate.engine_pool import make_pools
 from forensics.simulate.traffic import Traffic, prefix_hash, template_tokens
+from forensics.simulate.waiting import LATER, RETRY_US, Waiting
 
 PREALLOC, P_START, P_FREE, D_ABORT, D_START, D_FREE, LATE_TX = range(7)
 RANK = {PREALLOC: 1, P_START: 1, P_FREE: 0, D_ABORT: 0, D_START: 1, D_FREE: 0, LATE_TX: 3}
 LATE_TIMEOUT_US = 30_000_000  # a stuck transfer completes at the latest after this
-RETRY_US = 20_000
 Sink = Callable[[L.Chunk], None]
 
 
@@ -78,6 +78,7 @@ class Engine:
         self.held: list[dict[int, np.ndarray]] = [{} for _ in self.names]
         self.pending: dict[int, Pending] = {}
         self.late: list[dict[int, np.ndarray]] = [{} for _ in self.names]  # stuck transfers
+        self.waiting = Waiting(len(self.names))  # pre-allocations waiting for decode pages
         self.buf = L.EventBuffer(len(self.names), capacity=flush_rows + (flush_rows >> 2))
         self.rng = np.random.default_rng([seed, 4])
         self.out = Outcome(len(traffic))
@@ -98,11 +99,17 @@ class Engine:
         )  # from transfer done to the decode batch that takes the request
         self.late_bug = sc.bug("late-transfer")
         self._counter = 0
+        self.now = 0  # the time of the event being handled
 
     # ---- plumbing -------------------------------------------------------------------------
     def push(self, t: int, kind: int, i: int, extra: int = 0) -> None:
         self._counter += 1
         heapq.heappush(self.heap, (t, RANK[kind], self._counter, kind, i, extra))
+
+    def retry_waiting(self, d: int) -> None:
+        """Pages came back on decode node d: the next tries of the requests now satisfied."""
+        for at, i, order in self.waiting.due(d, self.now, self.pools[d].free_pages):
+            heapq.heappush(self.heap, (at, RANK[PREALLOC], LATER + order, PREALLOC, i, order))
 
     def hash_id(self, tpl: int, length: int) -> int:
         key = (tpl, length)
@@ -137,6 +144,7 @@ class Engine:
         next_flush = self.flush_rows
         while self.heap:
             t, _, _, kind, i, extra = heapq.heappop(self.heap)
+            self.now = t
             if self.buf.n >= next_flush:
                 self.sink(self.buf.flush(before=t))
                 next_flush = self.buf.n + self.flush_rows  # future events stay buffered
@@ -173,13 +181,15 @@ class Engine:
         return self.dnode[i]
 
     # ---- decode pre-allocation ------------------------------------------------------------
-    def prealloc(self, t: int, i: int, _: int) -> None:
-        """Decode allocates pages for the full billed prompt, from its own copy of the request."""
+    def prealloc(self, t: int, i: int, order: int) -> None:
+        """Decode allocates pages for the full billed prompt, from its own copy of the request;
+        with too few free pages it waits (forensics.simulate.waiting; `order`: its place in
+        line once it has waited)."""
         d, ps = self.decode_node(i), self.sc.page_size
         k = -(-self.prompt[i] // ps)
         pages = self.pools[d].alloc(k)
         if pages is None:
-            self.push(t + RETRY_US, PREALLOC, i)
+            self.waiting.wait(d, i, t, k, order)
             return
         if self.sc.bug("double-alloc") and self.rng.random() < self.sc.double_alloc_rate:
             pages = self.steal_page(d, pages)
@@ -358,6 +368,7 @@ class Engine:
         pages = self.held[d].pop(i)
         self.buf.runs(pages, 0, len(pages) * ps, ps, t, d, i, L.FREE)
         self.pools[d].release(pages)
+        self.retry_waiting(d)
         self.out.completed_us[i] = t + 500
 
     def d_abort(self, t: int, i: int, _: int) -> None:
@@ -367,6 +378,7 @@ class Engine:
         pages = self.held[d].pop(i)
         self.buf.runs(pages, 0, len(pages) * ps, ps, t, d, i, L.FREE)
         self.pools[d].release(pages)
+        self.retry_waiting(d)
         self.out.status[i] = 499
         self.out.completed_us[i] = t + 100
         self.late[d][i] = pages
