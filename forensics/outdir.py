@@ -14,6 +14,7 @@ stops at once with a clear message instead of racing the first for the swap."""
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import errno
 import json
@@ -43,6 +44,7 @@ KNOWN_NAMES = frozenset(
 STAGING = ".kvf-staging-"
 PREVIOUS = ".kvf-previous-"
 LOCK = ".kvf-lock"
+_NO_LOCKS = frozenset({errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL})
 
 
 def _sibling(out: Path, kind: str, pid: int) -> Path:
@@ -119,13 +121,29 @@ def _listed_names(out: Path) -> set[str]:
 def held(out: Path) -> Iterator[None]:
     """Hold OUT's lock for the block, or stop with a UsageError naming the run that holds it.
     The lock file is removed at the end; a run that opened it meanwhile finds it gone and
-    takes the new one (so two runs never hold two different files)."""
-    try:
-        import fcntl
-    except ImportError:  # no flock on this system: runs are not kept apart
+    takes the new one (so two runs never hold two different files). Where the system or the
+    file system has no locks (some network mounts), runs are not kept apart."""
+    path = out.parent / f".{out.name}{LOCK}"
+    fd = _locked(path, out)
+    if fd is None:
         yield
         return
-    path = out.parent / f".{out.name}{LOCK}"
+    try:
+        started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        os.ftruncate(fd, 0)
+        os.write(fd, f"pid {os.getpid()}, started {started}\n".encode())
+        yield
+    finally:
+        os.unlink(path)
+        os.close(fd)
+
+
+def _locked(path: Path, out: Path) -> int | None:
+    """The lock file, open and locked by this process; None where nothing can be locked."""
+    try:
+        import fcntl
+    except ImportError:
+        return None
     while True:
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
@@ -137,21 +155,20 @@ def held(out: Path) -> Iterator[None]:
                 f"--out {out} is being written by another kvforensics run ({holder}); wait "
                 "for it to finish, or give another folder"
             ) from None
+        except OSError as exc:
+            os.close(fd)
+            if exc.errno in _NO_LOCKS:  # nothing to hold: leave no file behind either
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(path)
+                return None
+            raise
         try:
             same = os.path.samestat(os.fstat(fd), os.stat(path))
         except FileNotFoundError:
             same = False
         if same:
-            break
+            return fd
         os.close(fd)  # removed by the run that held it while this one waited to open it
-    try:
-        started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-        os.ftruncate(fd, 0)
-        os.write(fd, f"pid {os.getpid()}, started {started}\n".encode())
-        yield
-    finally:
-        os.unlink(path)
-        os.close(fd)
 
 
 def recover(out: Path) -> None:

@@ -121,3 +121,19 @@ def test_a_link_to_out_is_held_with_it(cli, tmp_path):
         os.kill(holder.pid, signal.SIGKILL)
         holder.wait()
     assert cli("report", "--db", out / "case.duckdb", "--out", link)[0] in (0, 1)
+
+
+def test_a_file_system_without_locks_runs_unlocked(cli, tmp_path, monkeypatch):
+    """Some network mounts refuse flock (ENOLCK): the run goes on, as where there are no locks."""
+    import errno
+    import fcntl
+
+    def refuse(*_args):
+        raise OSError(errno.ENOLCK, "No locks available")
+
+    monkeypatch.setattr(fcntl, "flock", refuse)
+    cli = _flat(cli)
+    case, out = _write_case(tmp_path / "case", "acct-2"), tmp_path / "out"
+    assert cli("investigate", case, "--out", out)[0] == 1
+    assert cli("verify", out)[0] == 0
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".out.")] == []
