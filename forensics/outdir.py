@@ -145,7 +145,13 @@ def _locked(path: Path, out: Path) -> int | None:
     except ImportError:
         return None
     while True:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise UsageError(
+                f"cannot create the lock {path} beside --out ({exc.strerror}); give a folder "
+                "with a shorter name, in a writable place"
+            ) from exc
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

@@ -13,6 +13,7 @@ import textwrap
 import time
 from pathlib import Path
 
+import pytest
 from conftest import REPO
 from test_out_integrity import _flat, _write_case
 
@@ -137,3 +138,17 @@ def test_a_file_system_without_locks_runs_unlocked(cli, tmp_path, monkeypatch):
     assert cli("investigate", case, "--out", out)[0] == 1
     assert cli("verify", out)[0] == 0
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".out.")] == []
+
+
+@pytest.mark.parametrize("command", ["investigate", "report"])
+def test_an_out_name_too_long_for_its_lock_is_refused_clearly(cli, tmp_path, command):
+    cli = _flat(cli)
+    case = _write_case(tmp_path / "case", "acct-2")
+    out = tmp_path / ("o" * 250)  # a valid name; the lock's name beside it is not
+    args = [case] if command == "investigate" else ["--db", tmp_path / "none.duckdb"]
+    if command == "report":
+        assert cli("investigate", case, "--out", tmp_path / "first")[0] == 1
+        args = ["--db", tmp_path / "first" / "case.duckdb"]
+    code, _, err = cli(command, *args, "--out", out)
+    assert code == 2 and "Traceback" not in err and "internal error" not in err
+    assert "beside --out" in err and "File name too long" in err
