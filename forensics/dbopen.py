@@ -41,9 +41,12 @@ def open_database(
     read_only: bool = False,
     memory_limit: str | None = None,
     schema: bool = True,
+    spill_beside: Path | None = None,
 ) -> duckdb.DuckDBPyConnection:
     """Connect, set UTC and the project's macros, and create the input schema if missing
-    (schema=False: settings and macros only, for a scratch connection that checks files)."""
+    (schema=False: settings and macros only, for a scratch connection that checks files).
+    spill_beside: for an in-memory connection, the case database it works for on this machine
+    (it then spills beside it; see scratch_spill_folder)."""
     memory_limit = (
         memory_limit or os.environ.get("KVFORENSICS_MEMORY_LIMIT") or (DEFAULT_MEMORY_LIMIT)
     )
@@ -51,7 +54,7 @@ def open_database(
         {} if read_only else {"storage_compatibility_version": storage_version()}
     )
     if str(path) == ":memory:":
-        config["temp_directory"] = scratch_spill_folder()
+        config["temp_directory"] = scratch_spill_folder(spill_beside)
     try:
         if isinstance(path, Path):
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -72,13 +75,23 @@ def open_database(
     return con
 
 
-def scratch_spill_folder() -> str:
-    """Where an in-memory connection spills: a folder of its own in the system's temporary
-    folder (TMPDIR), which DuckDB makes on the first spill and removes when the connection
-    closes. DuckDB's own choice is .tmp in the working directory, which may be read-only, the
-    case folder's evidence, or shared by two runs. (A database file spills beside itself.)"""
+def scratch_spill_folder(beside: Path | None = None) -> str:
+    """Where an in-memory connection spills: a folder of its own beside the case database it
+    works for, on disk like the database's own spill (`case.duckdb.tmp`), or, where it has none
+    on this machine (a Ray task), in the system's temporary folder (TMPDIR). DuckDB makes the
+    folder on the first spill and removes it when the connection closes. DuckDB's own choice is
+    .tmp in the working directory, which may be read-only, the case folder's evidence, or shared
+    by two runs."""
     name = f"kvforensics-spill-{os.getpid()}-{secrets.token_hex(4)}"
+    if beside is not None:
+        return str(beside.parent / f"{beside.name}.{name}")
     return str(Path(tempfile.gettempdir()) / name)
+
+
+def database_file(con: duckdb.DuckDBPyConnection) -> Path | None:
+    """The file of the connection's database; None for an in-memory one."""
+    rows = con.execute(sql("schema/database_file")).fetchall()
+    return Path(rows[0][0]) if rows and rows[0][0] else None
 
 
 def storage_version() -> str:

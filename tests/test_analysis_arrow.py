@@ -12,9 +12,9 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pytest
+from conftest import REPO
 
 from forensics.analysis.arrow import as_numpy, from_numpy, repeated
-from tests.conftest import REPO
 
 SAMPLE = REPO / "data_samples" / "incident"
 

@@ -43,3 +43,51 @@ def test_two_connections_spill_apart(tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert all(Path(w).parent == tmp_path for w in where)
     a.close()
     b.close()
+
+
+def test_a_connection_for_a_case_database_spills_beside_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    system = tmp_path / "system"
+    system.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(system))
+    db = tmp_path / "cases" / "case.duckdb"
+    db.parent.mkdir()
+    con = open_database(":memory:", memory_limit="64MB", schema=False, spill_beside=db)
+    con.execute("SET threads = 1")
+    con.execute(
+        "CREATE TEMP TABLE t AS SELECT range AS r, md5(range::VARCHAR) AS h FROM range(3000000)"
+    )
+    assert con.execute("SELECT count(DISTINCT h) FROM t").fetchone() == (3_000_000,)
+    spills = [p for p in db.parent.iterdir() if p.name.startswith("case.duckdb.kvforensics-spill-")]
+    assert len(spills) == 1 and any(spills[0].iterdir())
+    con.close()
+    assert list(db.parent.iterdir()) == []
+    assert list(system.iterdir()) == []
+
+
+def test_ingest_checks_and_partition_tasks_here_spill_beside_the_case(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Run here, the external ledger's checks and partition tasks work for the case database on
+    this machine: they spill beside it (the system's temporary folder may be memory)."""
+    from test_ledger_external import hive_sample
+
+    import forensics.ledger.external as external
+    from forensics.cli import run
+
+    opened: list[Path | None] = []
+    real = external.open_database
+
+    def recorded(path, **kw):  # type: ignore[no-untyped-def]
+        if str(path) == ":memory:":
+            opened.append(kw.get("spill_beside"))
+        return real(path, **kw)
+
+    monkeypatch.setattr(external, "open_database", recorded)
+    case, db = hive_sample(tmp_path), tmp_path / "out" / "case.duckdb"
+    assert run(["ingest", str(case), "--db", str(db), "--ledger-external"]) == 0
+    checks = len(opened)
+    assert run(["analyze", "--db", str(db)]) == 1
+    assert checks >= 2 and len(opened) >= 2 * checks  # each partition: checked, then swept
+    assert set(opened) == {db}

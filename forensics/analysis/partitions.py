@@ -14,6 +14,7 @@ import os
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 import duckdb
@@ -23,6 +24,7 @@ import pyarrow as pa
 from forensics.analysis import order
 from forensics.analysis.budget import DUCKDB_STREAM_SHARE, MemoryBudget, sweep_budget, task_need
 from forensics.analysis.order import NodeFindings
+from forensics.dbopen import database_file
 from forensics.errors import InputError
 from forensics.ledger.external import LedgerFile, open_connection, sha256_of
 from forensics.ledger.store import _append, ledger_meta, part_views_of
@@ -49,6 +51,7 @@ def sweep_partition(
     threads: int = 1,
     memory_limit: str | None = None,
     budget: MemoryBudget | None = None,
+    spill_beside: Path | None = None,
 ) -> PartitionFindings:
     """The task: read, order and sweep one partition (its parts only), its DuckDB on `threads`
     threads and within memory_limit (None: the default). Each part's SHA-256 and size are
@@ -58,12 +61,15 @@ def sweep_partition(
     the task runs in a thread of the driver: its node's arrays are held in it once the pass
     that lists the node has counted them (forensics.analysis.order.load_within), so that as
     many partitions are swept at once as fit. Without one (a Ray task, whose memory Ray holds
-    for it) nothing waits."""
+    for it) nothing waits. spill_beside: the case database, when the task runs on its machine
+    (its DuckDB spills beside it; elsewhere to the system's temporary folder)."""
     files = [p.file for p in parts]
     try:
         with ThreadPoolExecutor(max_workers=1) as hasher:
             digests = [(f, hasher.submit(sha256_of, f.url)) for f in files]
-            found = _sweep_partition(parts, assume_utc, quarantine, threads, memory_limit, budget)
+            found = _sweep_partition(
+                parts, assume_utc, quarantine, threads, memory_limit, budget, spill_beside
+            )
             for f, digest in digests:
                 _check_digest(f, digest.result(), recorded.get(f.rel))
         return found
@@ -97,8 +103,9 @@ def _sweep_partition(
     threads: int,
     memory_limit: str | None,
     budget: MemoryBudget | None,
+    spill_beside: Path | None,
 ) -> PartitionFindings:
-    con = open_connection([p.file.url for p in parts], memory_limit)
+    con = open_connection([p.file.url for p in parts], memory_limit, spill_beside)
     try:
         run(con, "ledger/task_threads", threads=template(str(max(1, int(threads)))))
         _append(con, "quarantine", quarantine)
@@ -160,9 +167,12 @@ def sweep_external(
             ThreadPoolExecutor(max_workers=max(1, workers)) as pool,
         ):
             task_limit = f"{max(1, budget.duckdb_bytes // max(1, workers)) >> 10}KiB"
+            case_file = database_file(con)
 
             def within_budget(i: int) -> PartitionFindings:
-                return sweep_partition(*args[i], memory_limit=task_limit, budget=budget)
+                return sweep_partition(
+                    *args[i], memory_limit=task_limit, budget=budget, spill_beside=case_file
+                )
 
             progress("sweep", 0, len(args))
             for found in pool.map(within_budget, range(len(args))):

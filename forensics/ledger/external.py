@@ -114,10 +114,13 @@ def filesystem(url: str) -> Any:
     return fsspec.core.url_to_fs(url)[0]
 
 
-def open_connection(urls: list[str], memory_limit: str | None = None) -> duckdb.DuckDBPyConnection:
+def open_connection(
+    urls: list[str], memory_limit: str | None = None, spill_beside: Path | None = None
+) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB with the project's macros, able to read the given URLs (within
-    memory_limit; None: the default)."""
-    con = open_database(":memory:", memory_limit=memory_limit)
+    memory_limit; None: the default), spilling beside the case database `spill_beside` where
+    it is on this machine."""
+    con = open_database(":memory:", memory_limit=memory_limit, spill_beside=spill_beside)
     register_filesystems(con, urls)
     return con
 
@@ -190,13 +193,18 @@ class PartitionCheck:
 
 
 def check_partition(
-    files: list[LedgerFile], nodes: pa.Table, request_ids: pa.Table, assume_utc: bool
+    files: list[LedgerFile],
+    nodes: pa.Table,
+    request_ids: pa.Table,
+    assume_utc: bool,
+    spill_beside: Path | None = None,
 ) -> PartitionCheck:
     """Validate one partition's parts with the ingest's own checks
     (queries/ingest/validate_kv_events.sql and a check that each row's node is its folder's),
     each part in one read that keeps only the rows it flags; nothing is loaded. A part's
-    checksum is computed beside that read, in a thread."""
-    con = open_database(":memory:", schema=False)  # the checks need only the macros
+    checksum is computed beside that read, in a thread. spill_beside: the case database, when
+    the check runs on its machine."""
+    con = open_database(":memory:", schema=False, spill_beside=spill_beside)  # macros only
     register_filesystems(con, [f.url for f in files])
     try:
         con.register("_nodes", nodes)

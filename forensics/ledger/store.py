@@ -13,6 +13,7 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
+from forensics.dbopen import database_file
 from forensics.errors import first_line
 from forensics.ingest.discover import Discovery
 from forensics.ingest.result import FileCounts
@@ -75,7 +76,7 @@ def validate_ledger(
     if ray is None:
         for i, group in enumerate(groups):
             progress(f"ledger node={group[0].node}", i, len(groups))
-            checks.append(check_partition(group, nodes, ids, assume_utc))
+            checks.append(check_partition(group, nodes, ids, assume_utc, database_file(con)))
     else:
         checks = check_on_ray(ray, groups, nodes, ids, assume_utc, progress)
     for check in checks:
