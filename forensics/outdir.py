@@ -19,6 +19,7 @@ import ctypes
 import errno
 import json
 import os
+import re
 import shutil
 import time
 from collections.abc import Iterator
@@ -41,6 +42,10 @@ KNOWN_NAMES = frozenset(
         "manifest.json",
     }
 )
+# What a killed run's DuckDB may leave beside the case database: its spill folders (the swap
+# replaces them with the rest of OUT).
+SPILL_FOLDER = "case.duckdb.tmp"
+SPILL_FOLDERS = re.compile(r"case\.duckdb\.kvforensics-spill-[0-9]+-[0-9a-f]+")
 STAGING = ".kvf-staging-"
 PREVIOUS = ".kvf-previous-"
 LOCK = ".kvf-lock"
@@ -82,8 +87,8 @@ def check_out(out: Path) -> Path:
     if out.exists() and not out.is_dir():
         raise UsageError(f"--out {out} is a file; give a folder (it is created if missing)")
     if out.is_dir():
-        ours = KNOWN_NAMES | _listed_names(out)
         try:
+            ours = KNOWN_NAMES | _listed_names(out) | _spills(out)
             foreign = sorted(p.name for p in out.iterdir() if p.name not in ours)
         except PermissionError as exc:
             raise UsageError(f"--out {out} cannot be read ({exc.strerror})") from exc
@@ -105,6 +110,15 @@ def check_out(out: Path) -> Path:
             f"{out.parent} and then swapped in)"
         )
     return out
+
+
+def _spills(out: Path) -> set[str]:
+    """The spill folders of the case database's DuckDB connections found in OUT."""
+    return {
+        p.name
+        for p in out.iterdir()
+        if p.is_dir() and (p.name == SPILL_FOLDER or SPILL_FOLDERS.fullmatch(p.name))
+    }
 
 
 def _listed_names(out: Path) -> set[str]:

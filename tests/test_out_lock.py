@@ -152,3 +152,19 @@ def test_an_out_name_too_long_for_its_lock_is_refused_clearly(cli, tmp_path, com
     code, _, err = cli(command, *args, "--out", out)
     assert code == 2 and "Traceback" not in err and "internal error" not in err
     assert "beside --out" in err and "File name too long" in err
+
+
+def test_spill_folders_a_killed_run_left_in_out_do_not_make_it_foreign(cli, tmp_path):
+    cli = _flat(cli)
+    case, out = _write_case(tmp_path / "case", "acct-2"), tmp_path / "out"
+    assert cli("investigate", case, "--out", out)[0] == 1
+    for name in ("case.duckdb.tmp", "case.duckdb.kvforensics-spill-4242-0a1b2c3d"):
+        (out / name).mkdir()
+        (out / name / "duckdb_temp_storage-0.tmp").write_bytes(b"\0" * 64)
+    (out / "case.duckdb.tmpx").write_text("not a spill")
+    code, _, err = cli("investigate", case, "--out", out)
+    assert code == 2 and "case.duckdb.tmpx" in err and "spill-4242" not in err
+    (out / "case.duckdb.tmpx").unlink()
+    assert cli("investigate", case, "--out", out)[0] == 1
+    assert not [p for p in out.iterdir() if p.name.startswith("case.duckdb.t")]  # swapped away
+    assert not [p for p in out.iterdir() if "spill" in p.name]
