@@ -88,8 +88,10 @@ def check_out(out: Path) -> Path:
         raise UsageError(f"--out {out} is a file; give a folder (it is created if missing)")
     if out.is_dir():
         try:
-            ours = KNOWN_NAMES | _listed_names(out) | _spills(out)
-            foreign = sorted(p.name for p in out.iterdir() if p.name not in ours)
+            ours = KNOWN_NAMES | _listed_names(out)
+            foreign = sorted(
+                p.name for p in out.iterdir() if p.name not in ours and not _is_spill(p)
+            )
         except PermissionError as exc:
             raise UsageError(f"--out {out} cannot be read ({exc.strerror})") from exc
         if foreign:
@@ -112,13 +114,9 @@ def check_out(out: Path) -> Path:
     return out
 
 
-def _spills(out: Path) -> set[str]:
-    """The spill folders of the case database's DuckDB connections found in OUT."""
-    return {
-        p.name
-        for p in out.iterdir()
-        if p.is_dir() and (p.name == SPILL_FOLDER or SPILL_FOLDERS.fullmatch(p.name))
-    }
+def _is_spill(path: Path) -> bool:
+    """Whether a path in OUT is a spill folder of the case database's DuckDB connections."""
+    return path.is_dir() and bool(path.name == SPILL_FOLDER or SPILL_FOLDERS.fullmatch(path.name))
 
 
 def _listed_names(out: Path) -> set[str]:

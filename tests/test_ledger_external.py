@@ -14,7 +14,6 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from forensics.analysis.order import WARM_UP_NODE
 from forensics.cli import run
 from forensics.cli.ray_option import optional_values
 
@@ -225,8 +224,6 @@ class _Meeting:
         self._changed = threading.Condition()
 
     def sweep(self, find, events):  # wraps forensics.analysis.order.find_on_node
-        if events.node == WARM_UP_NODE:  # six events that load the compiled code: no partition
-            return find(events)
         with self._changed:
             self.here += 1
             self._changed.notify_all()

@@ -14,9 +14,7 @@ No per-event table is written, so the analysis costs one pass over the ledger pl
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import contextmanager
 from dataclasses import dataclass
 
 import duckdb
@@ -100,9 +98,6 @@ def find_on_node(ev: NodeEvents) -> NodeFindings:
     )
 
 
-WARM_UP_NODE = "(warm-up)"  # the six events' node: nothing found there is stored
-
-
 def warm_up() -> None:
     """Sweep a node of six events, so that the compiled code is loaded (about a third of a
     second, the first time in a process) while DuckDB prepares the codes and lists the nodes.
@@ -112,16 +107,7 @@ def warm_up() -> None:
     start = np.zeros(6, np.int32)
     req = np.repeat(np.arange(2, dtype=np.int32), 3)
     hashes = np.full(6, -1, np.int32)
-    find_on_node(NodeEvents(WARM_UP_NODE, None, req, op, hashes, [start, start + 4]))
-
-
-@contextmanager
-def warming() -> Iterator[None]:
-    """warm_up in a thread while the block runs (SQL, which lets go of the GIL)."""
-    with ThreadPoolExecutor(max_workers=1) as early:
-        warmed = early.submit(warm_up)
-        yield
-        warmed.result()
+    find_on_node(NodeEvents("(warm-up)", None, req, op, hashes, [start, start + 4]))
 
 
 def sweep_case(
@@ -131,9 +117,11 @@ def sweep_case(
     main thread loads the next node meanwhile, when its arrays fit in the memory budget
     beside those of the nodes being swept (forensics.analysis.budget). Returns the rows stored
     per table."""
-    with warming():
+    with ThreadPoolExecutor(max_workers=1) as early:
+        warmed = early.submit(warm_up)  # beside the SQL, which lets go of the GIL
         prepare_pieces(con)
         nodes = node_list(con)
+        warmed.result()
     counts = dict.fromkeys(_TABLES, 0)
     pending: deque[Future[NodeFindings]] = deque()
     workers = max(1, workers)

@@ -74,9 +74,10 @@ def validate_ledger(
     ids = con.sql(sql("ledger/request_ids")).to_arrow_table()
     checks: list[PartitionCheck] = []
     if ray is None:
+        case_file = database_file(con)  # the checks run here: they spill beside it
         for i, group in enumerate(groups):
             progress(f"ledger node={group[0].node}", i, len(groups))
-            checks.append(check_partition(group, nodes, ids, assume_utc, database_file(con)))
+            checks.append(check_partition(group, nodes, ids, assume_utc, case_file))
     else:
         checks = check_on_ray(ray, groups, nodes, ids, assume_utc, progress)
     for check in checks:

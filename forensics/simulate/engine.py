@@ -99,16 +99,16 @@ class Engine:
         )  # from transfer done to the decode batch that takes the request
         self.late_bug = sc.bug("late-transfer")
         self._counter = 0
-        self.now = 0  # the time of the event being handled
 
     # ---- plumbing -------------------------------------------------------------------------
     def push(self, t: int, kind: int, i: int, extra: int = 0) -> None:
         self._counter += 1
         heapq.heappush(self.heap, (t, RANK[kind], self._counter, kind, i, extra))
 
-    def retry_waiting(self, d: int) -> None:
-        """Pages came back on decode node d: the next tries of the requests now satisfied."""
-        for at, i, order in self.waiting.due(d, self.now, self.pools[d].free_pages):
+    def retry_waiting(self, d: int, t: int) -> None:
+        """Pages came back on decode node d at time t: the next tries of the requests now
+        satisfied."""
+        for at, i, order in self.waiting.due(d, t, self.pools[d].free_pages):
             heapq.heappush(self.heap, (at, RANK[PREALLOC], LATER + order, PREALLOC, i, order))
 
     def hash_id(self, tpl: int, length: int) -> int:
@@ -144,7 +144,6 @@ class Engine:
         next_flush = self.flush_rows
         while self.heap:
             t, _, _, kind, i, extra = heapq.heappop(self.heap)
-            self.now = t
             if self.buf.n >= next_flush:
                 self.sink(self.buf.flush(before=t))
                 next_flush = self.buf.n + self.flush_rows  # future events stay buffered
@@ -368,7 +367,7 @@ class Engine:
         pages = self.held[d].pop(i)
         self.buf.runs(pages, 0, len(pages) * ps, ps, t, d, i, L.FREE)
         self.pools[d].release(pages)
-        self.retry_waiting(d)
+        self.retry_waiting(d, t)
         self.out.completed_us[i] = t + 500
 
     def d_abort(self, t: int, i: int, _: int) -> None:
@@ -378,7 +377,7 @@ class Engine:
         pages = self.held[d].pop(i)
         self.buf.runs(pages, 0, len(pages) * ps, ps, t, d, i, L.FREE)
         self.pools[d].release(pages)
-        self.retry_waiting(d)
+        self.retry_waiting(d, t)
         self.out.status[i] = 499
         self.out.completed_us[i] = t + 100
         self.late[d][i] = pages

@@ -22,12 +22,10 @@ class Waiting:
     def __init__(self, nodes: int) -> None:
         self.by_node: list[dict[int, tuple[int, int, int]]] = [{} for _ in range(nodes)]
 
-    def wait(self, node: int, i: int, t: int, pages: int, order: int) -> int:
-        """Request i found too few pages at time t; returns its place in line (`order` when it
-        has waited before, 0 when not: it then queues by t and its index)."""
-        order = order or (t << 32 | i)
-        self.by_node[node][i] = (t, pages, order)
-        return order
+    def wait(self, node: int, i: int, t: int, pages: int, order: int) -> None:
+        """Request i found too few pages at time t (> 0). `order`: its place in line when it
+        has waited before, 0 when not (it then queues by t and its index)."""
+        self.by_node[node][i] = (t, pages, order or (t << 32 | i))
 
     def due(self, node: int, t: int, free: int) -> list[tuple[int, int, int]]:
         """Pages came back on the node at time t and `free` are free: (the time of the next
