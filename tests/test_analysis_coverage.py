@@ -10,10 +10,15 @@ from hypothesis import strategies as st
 
 from forensics.analysis.codes import CATEGORIES, READ, WRITE
 from forensics.analysis.coverage import (
+    LEXSORT,
+    MARKS,
+    SORTED,
     _by_groups_start_end,
     _by_request_category_start,
+    add_unions,
     read_counts,
     run_numbers,
+    union_method,
 )
 
 ranges = st.lists(
@@ -53,6 +58,14 @@ def test_run_numbers_merge_overlapping_and_touching_ranges(rows):
     assert list(run) == sorted(run)
 
 
+def _naive_slots(req, cat, n_req):
+    """Distinct slots per (request, category), from sets of slots."""
+    slots = [[set() for _ in CATEGORIES] for _ in range(n_req)]
+    for t, c, s, e in cat.tolist():
+        slots[req[t]][c].update(range(s, e))
+    return [[len(x) for x in row] for row in slots]
+
+
 @settings(max_examples=200, deadline=None)
 @given(ranges, st.lists(st.integers(0, 3), min_size=1, max_size=30))
 def test_read_counts_are_distinct_slots_per_request_and_category(rows, readers):
@@ -69,14 +82,42 @@ def test_read_counts_are_distinct_slots_per_request_and_category(rows, readers):
         np.int64,
     ).reshape(-1, 4)
     got = {int(r[0]): list(r[1:]) for r in read_counts(req, op, cat)}
-    want: dict[int, list] = {}
-    for r in set(req[reads].tolist()):
-        slots = [set() for _ in CATEGORIES]
-        for t, c, s, e in cat.tolist():
-            if req[t] == r:
-                slots[c].update(range(s, e))
-        want[r] = [int((req[reads] == r).sum())] + [len(x) for x in slots]
+    naive = _naive_slots(req, cat, int(req.max()) + 1)
+    want = {r: [int((req[reads] == r).sum())] + naive[r] for r in set(req[reads].tolist())}
     assert got == want
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 5), st.integers(0, 4), st.integers(0, 22), st.integers(0, 9)),
+        max_size=80,
+    ),
+    st.lists(st.integers(1, 4), min_size=31, max_size=31),
+    st.sampled_from([MARKS, SORTED, LEXSORT]),
+)
+def test_every_way_of_adding_unions_counts_distinct_slots(rows, widths, how):
+    """Each of add_unions' ways against slot sets, in cells of uneven widths: rows in any
+    order, repeated, nested and empty ranges."""
+    req = np.arange(6, dtype=np.int32)  # event t is request t's read
+    cat = np.array([[t, c, s, s + n] for t, c, s, n in rows], np.int32).reshape(-1, 4)
+    bounds = np.concatenate([[0], np.cumsum(widths)]).astype(np.int64)  # 31 cells
+    out = np.zeros((6, len(CATEGORIES)), np.int64)
+    add_unions(req, cat, bounds, out, how)
+    slots = [[set() for _ in CATEGORIES] for _ in range(6)]
+    for t, c, s, e in cat.tolist():
+        slots[t][c].update(range(bounds[s], bounds[e]))
+    assert out.tolist() == [[len(x) for x in row] for row in slots]
+
+
+def test_union_method_marks_narrow_rows_and_sorts_wide_or_large_ones():
+    def rows(width: int, n: int = 10_000, at: int = 0) -> np.ndarray:
+        return np.array([[0, 0, at, at + width]] * n, np.int64).reshape(-1, 4)
+
+    assert union_method(rows(16)) == MARKS
+    assert union_method(rows(200)) == SORTED
+    assert union_method(rows(3, at=2**31)) == LEXSORT
+    assert union_method(rows(0, n=0)) == MARKS
 
 
 @settings(max_examples=100, deadline=None)

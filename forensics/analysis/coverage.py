@@ -46,23 +46,119 @@ def read_counts(
     if req.shape[0] == 0:
         return np.empty((0, 2 + len(CATEGORIES)), np.int64)
     n_req = int(req.max()) + 1
-    reads = np.bincount(req[op == READ], minlength=n_req)
+    reads = _reads_per_request(req, op, n_req)
     slots = np.zeros((n_req, len(CATEGORIES)), np.int64)
     if categories.shape[0]:
         if bounds is None:
             bounds = np.arange(int(categories[:, 3].max()) + 1, dtype=np.int64)
+        add_unions(req, categories, bounds, slots)
+    readers = np.flatnonzero(reads)
+    return np.column_stack([readers, reads[readers], slots[readers]]).astype(np.int64)
+
+
+@njit(cache=True, nogil=True)
+def _reads_per_request(req, op, n_req):
+    """The read events of each request code (np.bincount of req[op == READ], in one pass)."""
+    out = np.zeros(n_req, np.int64)
+    for i in range(req.shape[0]):
+        if op[i] == READ:
+            out[req[i]] += 1
+    return out
+
+
+MARKS, SORTED, LEXSORT = "marks", "sorted", "lexsort"  # how add_unions goes about it
+
+
+def add_unions(
+    req: np.ndarray,
+    categories: np.ndarray,
+    bounds: np.ndarray,
+    out: np.ndarray,
+    how: str | None = None,
+) -> None:
+    """Add to out[r, c] the size in slots of the union of the ranges of request r's rows of
+    category c (categories as in read_counts, cell k being slots [bounds[k], bounds[k + 1])).
+    `how` (union_method when None): MARKS or SORTED group the rows by request and category
+    in one counting pass and then mark the cells each group covers, or sort each group's rows;
+    LEXSORT sorts every row at once, for cells that do not fit int32."""
+    how = how or union_method(categories)
+    if how == LEXSORT:
         who = req[categories[:, 0]]
-        order = _by_request_category_start(who, categories[:, 1], categories[:, 2], n_req)
+        order = _by_request_category_start(who, categories[:, 1], categories[:, 2], out.shape[0])
         _add_unions(
             who[order],
             categories[order, 1],
             categories[order, 2],
             categories[order, 3],
             bounds,
-            slots,
+            out,
         )
-    readers = np.flatnonzero(reads)
-    return np.column_stack([readers, reads[readers], slots[readers]]).astype(np.int64)
+    else:
+        _union_by_bucket(req, categories, bounds, out, how == MARKS)
+
+
+def union_method(categories: np.ndarray) -> str:
+    """MARKS while the rows cover at most MARK_CELLS_PER_ROW cells each on average (a read's
+    pieces are a few cells: marking costs the cells covered), SORTED beyond, LEXSORT when a
+    cell does not fit int32."""
+    lo, hi = categories[:, 2], categories[:, 3]
+    if len(lo) and (int(lo.min()) < 0 or int(hi.max()) > _INT32_MAX):
+        return LEXSORT
+    covered = int(np.subtract(hi, lo, dtype=np.int64).sum())
+    return MARKS if covered <= MARK_CELLS_PER_ROW * len(lo) + (1 << 16) else SORTED
+
+
+MARK_CELLS_PER_ROW = 16
+_INT32_MAX = int(np.iinfo(np.int32).max)
+
+
+@njit(cache=True, nogil=True)
+def _union_by_bucket(req, categories, bounds, out, by_marks):
+    """add_unions, MARKS or SORTED: the rows are placed by (request, category) in one counting
+    pass, each as one int64 (start << 32 | end, both below 2^31); then each group's union, by
+    marking the cells it covers (by_marks) or by sorting its rows in place."""
+    n_cat = out.shape[1]
+    n = categories.shape[0]
+    start = np.zeros(out.shape[0] * n_cat + 1, np.int64)
+    for i in range(n):
+        start[req[categories[i, 0]] * n_cat + categories[i, 1] + 1] += 1
+    for g in range(1, start.shape[0]):
+        start[g] += start[g - 1]
+    at = start[:-1].copy()
+    packed = np.empty(n, np.int64)
+    for i in range(n):
+        g = req[categories[i, 0]] * n_cat + categories[i, 1]
+        packed[at[g]] = (np.int64(categories[i, 2]) << 32) | np.int64(categories[i, 3])
+        at[g] += 1
+    low = np.int64(0xFFFFFFFF)
+    marked = np.full(bounds.shape[0] if by_marks else 0, -1, np.int64)  # cell -> its group
+    for g in range(start.shape[0] - 1):
+        s, e = start[g], start[g + 1]
+        if s == e:
+            continue
+        rows = packed[s:e]
+        total = 0
+        if by_marks:
+            for k in range(e - s):
+                for c in range(rows[k] >> 32, rows[k] & low):
+                    if marked[c] != g:
+                        marked[c] = g
+                        total += bounds[c + 1] - bounds[c]
+        else:
+            rows.sort()
+            a = rows[0] >> 32
+            b = rows[0] & low
+            for k in range(1, e - s):
+                lo = rows[k] >> 32
+                hi = rows[k] & low
+                if lo > b:
+                    total += bounds[b] - bounds[a]
+                    a = lo
+                    b = hi
+                elif hi > b:
+                    b = hi
+            total += bounds[b] - bounds[a]
+        out[g // n_cat, g % n_cat] += total
 
 
 def _by_request_category_start(
