@@ -6,9 +6,11 @@ ledger's own checks (forensics.ledger) can open their in-memory connections with
 
 from __future__ import annotations
 
+import glob
 import os
 import re
 import secrets
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -66,6 +68,8 @@ def open_database(
             else "give a file path where it can be written, and no other process holding it"
         )
         raise CaseError(f"{path}: cannot open the case database ({exc}); {fix}") from exc
+    if not read_only and str(path) != ":memory:":
+        remove_stale_spills(Path(path))  # this run holds the database: none is a writer's
     run(con, "schema/settings", memory_limit=literal(_size(memory_limit)))
     run_script(con, sql("schema/macros"))
     if schema and not read_only:
@@ -82,10 +86,46 @@ def scratch_spill_folder(beside: Path | None = None) -> str:
     folder on the first spill and removes it when the connection closes. DuckDB's own choice is
     .tmp in the working directory, which may be read-only, the case folder's evidence, or shared
     by two runs."""
-    name = f"kvforensics-spill-{os.getpid()}-{secrets.token_hex(4)}"
+    name = f"{SPILL_PREFIX}{os.getpid()}-{secrets.token_hex(4)}"
     if beside is not None:
         return str(beside.parent / f"{beside.name}.{name}")
     return str(Path(tempfile.gettempdir()) / name)
+
+
+SPILL_PREFIX = "kvforensics-spill-"
+_SPILL = re.compile(re.escape(SPILL_PREFIX) + r"([0-9]+)-[0-9a-f]+")
+
+
+def remove_stale_spills(db: Path) -> list[Path]:
+    """Remove the spill folders beside the case database `db` (scratch_spill_folder) that a
+    killed run left: those whose process is no longer running on this machine. Called once the
+    database is open for writing, so no other run of it is writing there. A folder of a live
+    process, a link or anything else of that name is left alone; a folder that cannot be
+    removed stays for the next run. Returns the folders removed."""
+    removed: list[Path] = []
+    try:
+        found = list(db.parent.glob(f"{glob.escape(db.name)}.{SPILL_PREFIX}*"))
+    except OSError:
+        return removed
+    for folder in found:
+        m = _SPILL.fullmatch(folder.name[len(db.name) + 1 :])
+        if not m or folder.is_symlink() or not folder.is_dir() or _running(int(m.group(1))):
+            continue
+        shutil.rmtree(folder, ignore_errors=True)
+        if not folder.exists():
+            removed.append(folder)
+    return removed
+
+
+def _running(pid: int) -> bool:
+    """Whether a process with this id runs on this machine (one of another user counts)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, OSError):
+        return True
+    return True
 
 
 def database_file(con: duckdb.DuckDBPyConnection) -> Path | None:

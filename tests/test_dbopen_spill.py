@@ -4,12 +4,15 @@ gone when the connection closes; never .tmp in the working directory."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
 import pytest
 
-from forensics.dbopen import open_database
+from forensics.dbopen import open_database, remove_stale_spills
 
 
 def test_a_spill_goes_to_the_system_temporary_folder_and_is_removed(
@@ -91,3 +94,46 @@ def test_ingest_checks_and_partition_tasks_here_spill_beside_the_case(
     assert run(["analyze", "--db", str(db)]) == 1
     assert checks >= 2 and len(opened) >= 2 * checks  # each partition: checked, then swept
     assert set(opened) == {db}
+
+
+def _dead_pid() -> int:
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
+
+
+def test_a_killed_runs_spill_folders_are_removed_when_the_database_is_next_opened(
+    tmp_path: Path,
+) -> None:
+    """Spill folders of a process that no longer runs go when a run next opens the database
+    for writing; a live process's, a link, a file, another database's and look-alikes stay."""
+    db = tmp_path / "case.duckdb"
+    open_database(db).close()
+    dead, live = _dead_pid(), os.getpid()
+    stale = tmp_path / f"case.duckdb.kvforensics-spill-{dead}-0badf00d"
+    (stale / "sub").mkdir(parents=True)
+    (stale / "sub" / "duckdb_temp_block-1.block").write_bytes(b"x" * 100)
+    evidence = tmp_path / "evidence"
+    evidence.mkdir()
+    (evidence / "keep.txt").write_text("keep")
+    kept = [
+        tmp_path / f"case.duckdb.kvforensics-spill-{live}-0badf00d",  # a live run's
+        tmp_path / f"other.duckdb.kvforensics-spill-{dead}-0badf00d",  # another database's
+        tmp_path / f"case.duckdb.kvforensics-spill-{dead}-0badf00d-x",  # not the name
+        tmp_path / f"case.duckdb.kvforensics-spill-{dead}",
+    ]
+    for folder in kept:
+        folder.mkdir()
+    link = tmp_path / f"case.duckdb.kvforensics-spill-{dead}-1badf00d"
+    link.symlink_to(evidence)
+    plain = tmp_path / f"case.duckdb.kvforensics-spill-{dead}-2badf00d"
+    plain.write_text("a file of that name")
+
+    open_database(db, read_only=True).close()  # a reader removes nothing
+    assert stale.exists()
+    open_database(db).close()
+    assert not stale.exists()
+    assert all(f.is_dir() for f in kept)
+    assert link.is_symlink() and (evidence / "keep.txt").read_text() == "keep"
+    assert plain.read_text() == "a file of that name"
+    assert remove_stale_spills(db) == []
