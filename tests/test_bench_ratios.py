@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from forensics.bench.measure import Measured
-from forensics.bench.run import BenchOptions, BenchResult
+from forensics.bench.run import BenchOptions, BenchResult, requests_on_power_law
 
 
 def _result() -> BenchResult:
@@ -45,3 +45,20 @@ def test_write_floor_ratios() -> None:
     assert data["ingest_over_write_floor"] == 2.0
     assert data["ingest_over_write_floor_cpu"] == 2.0
     assert data["write_floor_over_read_floor_cpu"] == 2.0
+
+
+def test_requests_on_the_power_law_through_two_pilots() -> None:
+    """Pilots on events = 3 * requests^1.4 give the requests of the target exactly; a law
+    flatter than one rate per request keeps the second pilot's rate."""
+
+    def law(r: int) -> int:
+        return round(3 * r**1.4)
+
+    target = law(50_000)
+    assert abs(requests_on_power_law(target, (200, law(200)), (5_000, law(5_000))) - 50_000) <= 2
+    # the second pilot's rate alone would ask for more than twice as many
+    assert round(target * 5_000 / law(5_000)) > 100_000
+    # events per request falling: k is kept at 1, the second pilot's rate
+    assert requests_on_power_law(1_000_000, (200, 4_000), (2_000, 20_000)) == 100_000
+    # pilots that tell nothing: the rate of the second
+    assert requests_on_power_law(1_000, (200, 0), (200, 500)) == 400

@@ -3,6 +3,7 @@ floor and (where it fits in the time allowed) the naive per-slot approach."""
 
 from __future__ import annotations
 
+import math
 import shutil
 import tempfile
 from dataclasses import dataclass, field
@@ -181,22 +182,47 @@ def _run(options: BenchOptions, root: Path, progress: ProgressFn = no_progress) 
 
 
 def _requests_for(options: BenchOptions, pilot_dir: Path) -> int:
-    """Requests that make about options.events events. Events per request grow as the pool
-    fragments (about 1.5 times from a 2,000-request pilot to 200,000 requests, more with long
-    prompts), so a second pilot of a third of the first estimate (at most MAX_PILOT_REQUESTS)
-    corrects it."""
-    estimate = _estimate(options, pilot_dir, PILOT_REQUESTS)
+    """Requests that make about options.events events. Events per request grow with the
+    requests, as the pools fragment (long prompts, which keep the decode pools full, more so:
+    1,012 per request at 2,000 long requests, 2,727 at 8,000), so one pilot's rate overshoots.
+    A second pilot, of a third of the first estimate (at most MAX_PILOT_REQUESTS), gives a
+    second point; the requests come from the power law through both (requests_on_power_law).
+    Where that falls below the second pilot (the curve bends up between them, so the line
+    through both overshoots there), a third pilot at that estimate and the second give it
+    again, from nearby."""
+    first = (PILOT_REQUESTS, _pilot_events(options, pilot_dir, PILOT_REQUESTS))
+    estimate = _requests_at_rate(options.events, *first)
     second = min(estimate // 3, MAX_PILOT_REQUESTS)
-    if second > PILOT_REQUESTS:
-        estimate = _estimate(options, pilot_dir, second)
+    if second <= PILOT_REQUESTS:
+        return estimate
+    pilots = [first, (second, _pilot_events(options, pilot_dir, second))]
+    estimate = requests_on_power_law(options.events, *pilots)
+    if PILOT_REQUESTS < estimate < second:
+        pilots = [(estimate, _pilot_events(options, pilot_dir, estimate)), pilots[1]]
+        estimate = requests_on_power_law(options.events, *pilots)
     return estimate
 
 
-def _estimate(options: BenchOptions, pilot_dir: Path, requests: int) -> int:
+def _pilot_events(options: BenchOptions, pilot_dir: Path, requests: int) -> int:
     pilot = stages.simulate_case(str(pilot_dir), options.mix, requests, options.seed)
     shutil.rmtree(pilot_dir, ignore_errors=True)
-    per_request = max(pilot["events"] / requests, 1.0)
-    return max(10, round(options.events / per_request))
+    return int(pilot["events"])
+
+
+def _requests_at_rate(events: int, requests: int, made: int) -> int:
+    """The requests for `events` at the rate of a pilot of `requests` that made `made`."""
+    return max(10, round(events * requests / max(made, requests)))
+
+
+def requests_on_power_law(events: int, near: tuple[int, int], far: tuple[int, int]) -> int:
+    """The requests that make `events` on the power law through two pilots, each (requests,
+    events made), the second the larger: events = a * requests^k, k kept between 1 (no growth
+    per request, as one pilot's rate) and 3."""
+    (r1, e1), (r2, e2) = near, far
+    if min(r1, e1, r2, e2) <= 0 or r2 <= r1:
+        return _requests_at_rate(events, r2, e2)
+    k = min(max(math.log(e2 / e1) / math.log(r2 / r1), 1.0), 3.0)
+    return max(10, round(r2 * (events / e2) ** (1 / k)))
 
 
 def _naive(result: BenchResult, options: BenchOptions, db: Path) -> None:
