@@ -28,7 +28,13 @@ from forensics.ingest.discover import (
 )
 from forensics.ingest.readers import stage_file
 from forensics.ingest.result import FileCounts, IngestResult
-from forensics.ledger.store import ExternalLedger, detach, validate_ledger, without_ledger
+from forensics.ledger.store import (
+    ExternalLedger,
+    detach,
+    ledger_meta,
+    validate_ledger,
+    without_ledger,
+)
 from forensics.logs.discover import is_log_file
 from forensics.logs.load import load_logs
 from forensics.progress import ProgressFn, no_progress
@@ -172,6 +178,7 @@ def _load(
         _warning_count(con),
         unchanged=False,
         notes=order_notes(con),
+        ledger_external=ledger is not None,
     )
     progress("done", len(discovery.files), len(discovery.files))
     return result
@@ -357,6 +364,7 @@ def _stored_result(
         _warning_count(con),
         unchanged=True,
         notes=order_notes(con),
+        ledger_external=ledger_meta(con) is not None,
     )
 
 

@@ -40,3 +40,16 @@ def print_ingest_summary(console: Console, result: IngestResult) -> None:
             f"{result.warnings:,} warnings (loaded rows worth a look): see the "
             "ingest_warnings table"
         )
+    loaded = result.loaded_parquet_events()
+    if loaded >= EXTERNAL_HINT_EVENTS and not result.unchanged:
+        console.print(
+            f"tip: {loaded:,} ledger events were loaded into the case database; for a Parquet "
+            "ledger this size, `--ledger-external` (ingest, investigate) checks the parts in "
+            "place instead, 3 to 4 times faster to ingest at 10 M to 100 M events, and keeps "
+            "only the small tables in the database (README: Beyond one machine)",
+            markup=False,
+        )
+
+
+# A loaded Parquet ledger at least this large gets the tip to keep it outside the database.
+EXTERNAL_HINT_EVENTS = 10_000_000

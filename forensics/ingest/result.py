@@ -28,6 +28,18 @@ class IngestResult:
     warnings: int = 0
     unchanged: bool = False
     notes: list[str] = field(default_factory=list)  # warnings that change the analysis
+    ledger_external: bool = False  # the ledger was checked in place, not loaded
+
+    def loaded_parquet_events(self) -> int:
+        """Ledger events loaded into the case database from Parquet files (0 when the ledger
+        stays outside it)."""
+        if self.ledger_external:
+            return 0
+        return sum(
+            f.rows_loaded
+            for f in self.files
+            if f.table == "kv_events" and f.path.lower().endswith(".parquet")
+        )
 
     @property
     def rows_read(self) -> int:
@@ -57,6 +69,7 @@ class IngestResult:
         return {
             "case_dir": self.case_dir,
             "unchanged": self.unchanged,
+            "ledger_external": self.ledger_external,
             "rows_read": self.rows_read,
             "rows_loaded": self.rows_loaded,
             "rows_quarantined": self.rows_quarantined,
