@@ -119,17 +119,19 @@ def _union_by_bucket(req, categories, bounds, out, by_marks):
     marking the cells it covers (by_marks) or by sorting its rows in place."""
     n_cat = out.shape[1]
     n = categories.shape[0]
-    start = np.zeros(out.shape[0] * n_cat + 1, np.int64)
+    # start[g + 1]: first the end of group g; the placing pass, run backwards, moves it down to
+    # the group's first row, so that group g is packed[start[g + 1]:start[g + 2]], in row order.
+    start = np.zeros(out.shape[0] * n_cat + 2, np.int64)
     for i in range(n):
         start[req[categories[i, 0]] * n_cat + categories[i, 1] + 1] += 1
     for g in range(1, start.shape[0]):
         start[g] += start[g - 1]
-    at = start[:-1].copy()
     packed = np.empty(n, np.int64)
-    for i in range(n):
+    for i in range(n - 1, -1, -1):
         g = req[categories[i, 0]] * n_cat + categories[i, 1]
-        packed[at[g]] = (np.int64(categories[i, 2]) << 32) | np.int64(categories[i, 3])
-        at[g] += 1
+        start[g + 1] -= 1
+        packed[start[g + 1]] = (np.int64(categories[i, 2]) << 32) | np.int64(categories[i, 3])
+    start = start[1:]
     low = np.int64(0xFFFFFFFF)
     marked = np.full(bounds.shape[0] if by_marks else 0, -1, np.int64)  # cell -> its group
     for g in range(start.shape[0] - 1):
