@@ -5,6 +5,7 @@ node folder refused; and the CLI's optional option values."""
 
 from __future__ import annotations
 
+import hashlib
 import shutil
 import threading
 from pathlib import Path
@@ -16,6 +17,7 @@ import pytest
 
 from forensics.cli import run
 from forensics.cli.ray_option import optional_values
+from forensics.ledger.external import filesystem, sha256_of
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE = REPO / "data_samples" / "incident"
@@ -116,6 +118,23 @@ def test_external_url_gives_the_tables_of_the_loaded_ledger(spoiled, tmp_path) -
             "slot_count must be an integer > 0",
         )
     ]
+
+
+def test_readers_of_a_memory_url_each_have_their_own_position() -> None:
+    """fsspec's memory filesystem gives every open of a file one shared file object; the
+    ledger's readers (DuckDB, and the SHA-256 computed beside it) each get their own, so a
+    checksum taken while another reader is half way through is the file's."""
+    fsspec = pytest.importorskip("fsspec")
+    data = bytes(range(256)) * 40_000
+    fsspec.filesystem("memory").pipe("/kvf-positions/part.parquet", data)
+    url = "memory://kvf-positions/part.parquet"
+    fs = filesystem(url)
+    first, second = fs.open(url, "rb"), fs.open(url, "rb")
+    assert first.read(5) == data[:5] and second.read(5) == data[:5]
+    first.seek(7_777)
+    assert sha256_of(url) == (hashlib.sha256(data).hexdigest(), len(data))
+    assert first.read(3) == data[7_777:7_780]
+    assert [f["name"] for f in fs.ls("/kvf-positions")] == ["/kvf-positions/part.parquet"]
 
 
 def test_a_row_in_another_nodes_folder_is_quarantined(tmp_path) -> None:

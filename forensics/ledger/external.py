@@ -109,9 +109,31 @@ def _case_rel(case_dir: Path, path: Path) -> str:
 
 
 def filesystem(url: str) -> Any:
+    """The fsspec filesystem of a URL; for fsspec's memory filesystem, one whose every open for
+    reading has a position of its own (independent_reads)."""
     import fsspec
 
-    return fsspec.core.url_to_fs(url)[0]
+    return independent_reads(fsspec.core.url_to_fs(url)[0])
+
+
+def independent_reads(fs: Any) -> Any:
+    """fs, unless it is fsspec's memory filesystem, which hands every reader of a file the same
+    file object, position and all: two readers at once (DuckDB's reads and the SHA-256 computed
+    beside them, or two of DuckDB's threads) then read each other's bytes. For that one, a
+    filesystem over the same files whose opens for reading each get a copy of the file."""
+    from fsspec.implementations.memory import MemoryFile, MemoryFileSystem
+
+    if not isinstance(fs, MemoryFileSystem):
+        return fs
+
+    class MemoryReads(MemoryFileSystem):  # the same store: fsspec keeps it on the class
+        def _open(self, path: str, mode: str = "rb", *args: Any, **kwargs: Any) -> Any:
+            stripped = self._strip_protocol(path)
+            if mode == "rb" and stripped in self.store:
+                return MemoryFile(None, stripped, self.store[stripped].getvalue())
+            return super()._open(path, mode, *args, **kwargs)
+
+    return MemoryReads()
 
 
 def open_connection(
