@@ -18,7 +18,7 @@ import numpy as np
 from numba import njit
 
 from forensics.analysis.buffers import grown
-from forensics.analysis.compiled import loop_kernel
+from forensics.analysis.compiled import inline_kernel, loop_kernel
 from forensics.analysis.runmap import RunMap, bs_clear, bs_next, bs_prev, rm_split
 
 EMPTY_SET = 0  # set id 0 is always the empty set, so a fresh holder map (all 0) holds nobody
@@ -214,7 +214,7 @@ def with_room(h: Holders, a: int, b: int) -> Holders:
     return Holders(h.runs, pool_reserve(h, need * (h.pool.cnt[2] + 1), need))
 
 
-@loop_kernel
+@inline_kernel
 def update_holders(h: Holders, a: int, b: int, r: int, acq: int) -> None:
     """Add r, held since acq, to the holder sets of [a, b) (acq < 0 removes r), then merge
     runs whose sets became equal. The pool must have room (with_room)."""

@@ -29,7 +29,7 @@ from forensics.analysis.codes import (
     STALE,
     UNINITIALISED,
 )
-from forensics.analysis.compiled import loop_kernel
+from forensics.analysis.compiled import inline_kernel, loop_kernel
 from forensics.analysis.holders import HolderPool, set_find
 from forensics.analysis.runmap import bs_next, bs_prev
 from forensics.analysis.violations import push_holders
@@ -60,7 +60,7 @@ def classify(ev: Events, t: int, w: int, wr: int, pool: HolderPool, sid: int) ->
     return FOREIGN, STALE
 
 
-@loop_kernel
+@inline_kernel
 def foreign_run(ev: Events, t: int, wr: int, x: int, e: int, maps: SweepMaps, out: Pieces) -> None:
     """Classify [x, e) of the read at event t, last written by another request wr, along the
     fine maps (maps.lw: the exact write; maps.hf: holders with their acquisition)."""
@@ -91,7 +91,7 @@ def foreign_run(ev: Events, t: int, wr: int, x: int, e: int, maps: SweepMaps, ou
             n_h = bs_next(hf_words, hf_offs, hf_nlev, n_h + 1, n)
 
 
-@loop_kernel
+@inline_kernel
 def read(ev: Events, t: int, maps: SweepMaps, out: Pieces) -> None:
     """Everything the read at event t saw, as rows added to out."""
     r = ev.req[t]

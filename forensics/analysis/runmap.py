@@ -23,7 +23,7 @@ import numpy as np
 from numba.cpython.unsafe import numbers
 
 import forensics.analysis.jitcache  # noqa: F401  (a stale compiled-code cache is recompiled)
-from forensics.analysis.compiled import loop_kernel
+from forensics.analysis.compiled import inline_kernel, loop_kernel
 
 _ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
 _ONE = np.uint64(1)
@@ -155,7 +155,7 @@ def rm_split(words, offs, nlev, val, x, n):  # type: ignore[no-untyped-def]
     bs_set(words, offs, nlev, x)
 
 
-@loop_kernel
+@inline_kernel
 def rm_assign(m: RunMap, a: int, b: int, v: int) -> None:
     """Give [a, b) the value v, merging with equal neighbours."""
     words, offs, nlev, val, n = m.words, m.offs, m.nlev, m.val, m.n

@@ -46,7 +46,7 @@ from forensics.analysis.codes import (  # noqa: F401  (re-exported names)
     VIOLATIONS,
     WRITE,
 )
-from forensics.analysis.compiled import loop_kernel
+from forensics.analysis.compiled import inline_kernel, loop_kernel
 from forensics.analysis.holders import (
     Holders,
     new_pool,
@@ -150,7 +150,7 @@ def sweep_until(
     return req.shape[0], DONE, 0, 0, 0
 
 
-@loop_kernel
+@inline_kernel
 def looks(ev: Events, t: int, maps: SweepMaps, out: Pieces) -> None:
     """The rows of event t that depend only on the maps before it: what a read saw; the
     violations of a write or an alloc."""

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from forensics.analysis.buffers import Pieces, push_violation
 from forensics.analysis.codes import DOUBLE_ALLOCATION, WRITE, WRITE_AFTER_FREE, WRITE_UNHELD
-from forensics.analysis.compiled import loop_kernel
+from forensics.analysis.compiled import inline_kernel, loop_kernel
 from forensics.analysis.holders import HolderPool, Holders, set_find
 from forensics.analysis.runmap import bs_next, bs_prev
 
@@ -77,7 +77,7 @@ def unheld_write(
         push_holders(out, t, cur, e, WRITE_UNHELD, pool, sid, r)
 
 
-@loop_kernel
+@inline_kernel
 def check_holders(ev: Events, t: int, h: Holders, out: Pieces) -> None:
     """Violations of event t against the holder map h: for a write, the cells its request does
     not hold; for an alloc, the cells others hold."""
