@@ -45,7 +45,7 @@ def print_ingest_summary(console: Console, result: IngestResult) -> None:
         console.print(
             f"tip: {loaded:,} ledger events were loaded into the case database; for a Parquet "
             "ledger this size, `--ledger-external` (ingest, investigate) checks the parts in "
-            "place instead, 3 to 4 times faster to ingest at 10 M to 100 M events, and keeps "
+            "place instead, about 3 times faster to ingest at 10 M to 100 M events, and keeps "
             "only the small tables in the database (README: Beyond one machine)",
             markup=False,
         )
