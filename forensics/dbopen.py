@@ -96,6 +96,14 @@ SPILL_PREFIX = "kvforensics-spill-"
 _SPILL = re.compile(re.escape(SPILL_PREFIX) + r"([0-9]+)-[0-9a-f]+")
 
 
+def spill_pid(db_name: str, name: str) -> int | None:
+    """The process id in `name` when it is the name of a spill folder of the database file
+    named db_name (scratch_spill_folder), else None."""
+    prefix = f"{db_name}."
+    m = _SPILL.fullmatch(name[len(prefix) :]) if name.startswith(prefix) else None
+    return int(m.group(1)) if m else None
+
+
 def remove_stale_spills(db: Path) -> list[Path]:
     """Remove the spill folders beside the case database `db` (scratch_spill_folder) that a
     killed run left: those whose process is no longer running on this machine. Called once the
@@ -108,8 +116,8 @@ def remove_stale_spills(db: Path) -> list[Path]:
     except OSError:
         return removed
     for folder in found:
-        m = _SPILL.fullmatch(folder.name[len(db.name) + 1 :])
-        if not m or folder.is_symlink() or not folder.is_dir() or _running(int(m.group(1))):
+        pid = spill_pid(db.name, folder.name)
+        if pid is None or folder.is_symlink() or not folder.is_dir() or _running(pid):
             continue
         shutil.rmtree(folder, ignore_errors=True)
         if not folder.exists():
@@ -123,7 +131,7 @@ def _running(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    except (PermissionError, OverflowError, OSError):
+    except (OverflowError, OSError):  # another user's process (EPERM), or no such id at all
         return True
     return True
 

@@ -19,13 +19,13 @@ import ctypes
 import errno
 import json
 import os
-import re
 import shutil
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from forensics.dbopen import spill_pid
 from forensics.errors import UsageError
 
 # Every name investigate writes at the top of OUT; anything else there is not ours.
@@ -45,7 +45,6 @@ KNOWN_NAMES = frozenset(
 # What a killed run's DuckDB may leave beside the case database: its spill folders (the swap
 # replaces them with the rest of OUT).
 SPILL_FOLDER = "case.duckdb.tmp"
-SPILL_FOLDERS = re.compile(r"case\.duckdb\.kvforensics-spill-[0-9]+-[0-9a-f]+")
 STAGING = ".kvf-staging-"
 PREVIOUS = ".kvf-previous-"
 LOCK = ".kvf-lock"
@@ -116,7 +115,8 @@ def check_out(out: Path) -> Path:
 
 def _is_spill(path: Path) -> bool:
     """Whether a path in OUT is a spill folder of the case database's DuckDB connections."""
-    return path.is_dir() and bool(path.name == SPILL_FOLDER or SPILL_FOLDERS.fullmatch(path.name))
+    spill = path.name == SPILL_FOLDER or spill_pid("case.duckdb", path.name) is not None
+    return spill and path.is_dir()
 
 
 def _listed_names(out: Path) -> set[str]:

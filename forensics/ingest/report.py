@@ -7,6 +7,9 @@ from rich.table import Table
 
 from forensics.ingest.result import IngestResult
 
+# A loaded Parquet ledger at least this large gets the tip to keep it outside the database.
+EXTERNAL_HINT_EVENTS = 10_000_000
+
 
 def print_ingest_summary(console: Console, result: IngestResult) -> None:
     if result.unchanged:
@@ -49,7 +52,3 @@ def print_ingest_summary(console: Console, result: IngestResult) -> None:
             "only the small tables in the database (README: Beyond one machine)",
             markup=False,
         )
-
-
-# A loaded Parquet ledger at least this large gets the tip to keep it outside the database.
-EXTERNAL_HINT_EVENTS = 10_000_000

@@ -13,6 +13,7 @@ partition (forensics.ledger.tasks).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -121,19 +122,25 @@ def independent_reads(fs: Any) -> Any:
     file object, position and all: two readers at once (DuckDB's reads and the SHA-256 computed
     beside them, or two of DuckDB's threads) then read each other's bytes. For that one, a
     filesystem over the same files whose opens for reading each get a copy of the file."""
+    from fsspec.implementations.memory import MemoryFileSystem
+
+    return _memory_reads()() if isinstance(fs, MemoryFileSystem) else fs
+
+
+@functools.cache
+def _memory_reads() -> type:
+    """fsspec's memory filesystem (the same files: fsspec keeps them on the class) with a copy
+    of the file for every open for reading (independent_reads)."""
     from fsspec.implementations.memory import MemoryFile, MemoryFileSystem
 
-    if not isinstance(fs, MemoryFileSystem):
-        return fs
-
-    class MemoryReads(MemoryFileSystem):  # the same store: fsspec keeps it on the class
+    class MemoryReads(MemoryFileSystem):
         def _open(self, path: str, mode: str = "rb", *args: Any, **kwargs: Any) -> Any:
             stripped = self._strip_protocol(path)
             if mode == "rb" and stripped in self.store:
                 return MemoryFile(None, stripped, self.store[stripped].getvalue())
             return super()._open(path, mode, *args, **kwargs)
 
-    return MemoryReads()
+    return MemoryReads
 
 
 def open_connection(
