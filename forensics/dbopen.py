@@ -18,6 +18,7 @@ import duckdb
 
 from forensics.errors import CaseError, UsageError
 from forensics.schema_docs import apply_comments
+from forensics.spillnames import SPILL_PREFIX, spill_pid
 from forensics.sql import literal, run, run_script, sql
 
 # DuckDB's own default is 80 % of the machine's memory; the compiled sweep's arrays live beside
@@ -90,18 +91,6 @@ def scratch_spill_folder(beside: Path | None = None) -> str:
     if beside is not None:
         return str(beside.parent / f"{beside.name}.{name}")
     return str(Path(tempfile.gettempdir()) / name)
-
-
-SPILL_PREFIX = "kvforensics-spill-"
-_SPILL = re.compile(re.escape(SPILL_PREFIX) + r"([0-9]+)-[0-9a-f]+")
-
-
-def spill_pid(db_name: str, name: str) -> int | None:
-    """The process id in `name` when it is the name of a spill folder of the database file
-    named db_name (scratch_spill_folder), else None."""
-    prefix = f"{db_name}."
-    m = _SPILL.fullmatch(name[len(prefix) :]) if name.startswith(prefix) else None
-    return int(m.group(1)) if m else None
 
 
 def remove_stale_spills(db: Path) -> list[Path]:

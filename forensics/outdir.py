@@ -25,8 +25,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from forensics.dbopen import spill_pid
 from forensics.errors import UsageError
+from forensics.spillnames import spill_pid
 
 # Every name investigate writes at the top of OUT; anything else there is not ours.
 KNOWN_NAMES = frozenset(

@@ -55,6 +55,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "forensics.isotime",
             "forensics.sql",
             "forensics.hashing",
+            "forensics.spillnames",
         ),
     ),
 )
