@@ -21,12 +21,15 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import duckdb
 
 from forensics.errors import KvfError
 from forensics.resources import resource_dir
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 
 @dataclass(frozen=True)
@@ -183,6 +186,17 @@ def run(
     `template`), then each statement with the parameters it names."""
     text = sql(name)
     run_script(con, template(text, **parts) if parts else text, params)
+
+
+def append_rows(con: duckdb.DuckDBPyConnection, table: str, rows: pa.Table) -> None:
+    """Append Arrow rows to `table`, column by column name (nothing when there are none)."""
+    if rows.num_rows == 0:
+        return
+    con.register("_rows_to_append", rows)
+    try:
+        run(con, "schema/append_rows", table=ident(table))
+    finally:
+        con.unregister("_rows_to_append")
 
 
 # -- the catalog ---------------------------------------------------------------------------------

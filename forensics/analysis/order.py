@@ -34,9 +34,16 @@ from forensics.analysis.fetch import (  # noqa: F401  (re-exported names)
     load_node,
     node_list,
 )
+from forensics.analysis.runfacts import (
+    ExposureRuns,
+    event_facts,
+    event_refs,
+    fold_runs,
+    runs_table,
+)
 from forensics.analysis.sweep import cells_of, sweep_cells_of, table_applies
 from forensics.progress import ProgressFn, no_progress
-from forensics.sql import ident, run, run_script, sql
+from forensics.sql import append_rows, run_script, sql
 
 
 @dataclass(frozen=True)
@@ -44,8 +51,10 @@ class NodeFindings:
     """What the sweep found on one node, events named by key."""
 
     node: str
-    # [read key, write key, kind, slot_start, slot_end, receiver code, leaker code, run number]
+    # Exposure pieces in run order (forensics.analysis.runfacts): [read ref, write ref, kind,
+    # slot_start, slot_end, receiver code, leaker code, run number]; a ref indexes `named`.
     exposures: np.ndarray
+    named: np.ndarray  # keys of the events the exposure pieces name, in the node's order
     violations: np.ndarray  # [event key, violation, other request code or -1, slot_start, slot_end]
     read_counts: np.ndarray  # [request code, reads, distinct slots per category]
 
@@ -77,20 +86,13 @@ def find_on_node(ev: NodeEvents) -> NodeFindings:
     receiver, leaker = ev.req[ex[:, 0]], ev.req[ex[:, 3]]
     order, run = run_numbers((receiver, leaker, ex[:, 4]), ex[:, 1], ex[:, 2])
     ex = ex[order]
+    named, read_ref, write_ref = event_refs(ex[:, 0], ex[:, 3], len(ev.req))
     return NodeFindings(
         ev.node,
         exposures=np.column_stack(
-            [
-                ev.keys(ex[:, 0]),
-                ev.keys(ex[:, 3]),
-                ex[:, 4],
-                ex[:, 1],
-                ex[:, 2],
-                receiver[order],
-                leaker[order],
-                run,
-            ]
+            [read_ref, write_ref, ex[:, 4], ex[:, 1], ex[:, 2], receiver[order], leaker[order], run]
         ),
+        named=ev.keys(named),
         violations=np.column_stack(
             [ev.keys(vio[:, 0]), vio[:, 3], vio[:, 4], vio[:, 1], vio[:, 2]]
         ),
@@ -122,7 +124,7 @@ def sweep_case(
         prepare_pieces(con)
         nodes = node_list(con)
         warmed.result()
-    counts = dict.fromkeys(_TABLES, 0)
+    counts = dict.fromkeys([_RUNS, *_TABLES], 0)
     pending: deque[Future[NodeFindings]] = deque()
     workers = max(1, workers)
     done = 0
@@ -192,20 +194,8 @@ def find_within(ev: NodeEvents, budget: MemoryBudget, held: int) -> NodeFindings
         budget.give(held)
 
 
+_RUNS = "temp.analysis_exposure_runs"
 _TABLES = {
-    "temp.analysis_exposure_pieces": (
-        "exposures",
-        (
-            "read_key",
-            "write_key",
-            "kind_code",
-            "slot_start",
-            "slot_end",
-            "receiver_code",
-            "leaker_code",
-            "run_no",
-        ),
-    ),
     "temp.analysis_violation_pieces": (
         "violations",
         ("event_key", "violation_code", "other_code", "slot_start", "slot_end"),
@@ -225,19 +215,28 @@ _TABLES = {
 }
 
 
-def store_findings(con: duckdb.DuckDBPyConnection, found: NodeFindings) -> dict[str, int]:
-    """Append one node's findings to the three tables; returns the rows added to each."""
-    counts = {}
+def store_findings(
+    con: duckdb.DuckDBPyConnection, found: NodeFindings, runs: ExposureRuns | None = None
+) -> dict[str, int]:
+    """Append one node's findings to the three tables; returns the rows added to each. runs:
+    the node's exposure runs when already made (a partition task makes them from its own
+    parts); else they are made here, from kv_events."""
+    if runs is None:
+        runs = exposure_runs(con, found, "kv_events")
+    counts = {_RUNS: len(runs.slot_start)}
+    append_rows(con, _RUNS, runs_table(found.node, runs))
     for table, (attr, names) in _TABLES.items():
         rows = getattr(found, attr)
         node = repeated(found.node, len(rows)).cast(pa.string())
         frame = pa.table(
             [node, *(from_numpy(rows[:, i]) for i in range(len(names)))], names=["node", *names]
         )
-        con.register("_analysis_pieces", frame)
-        try:
-            run(con, "analysis/store_pieces", table=ident(table))
-        finally:
-            con.unregister("_analysis_pieces")
+        append_rows(con, table, frame)
         counts[table] = len(rows)
     return counts
+
+
+def exposure_runs(con: duckdb.DuckDBPyConnection, found: NodeFindings, events: str) -> ExposureRuns:
+    """The node's exposure runs, the events its pieces name read from `events` (a relation
+    with kv_events' columns)."""
+    return fold_runs(found.exposures, event_facts(con, found.named, events))

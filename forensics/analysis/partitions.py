@@ -3,10 +3,11 @@ partition, which reads only its node's Parquet parts, here in threads or as Ray 
 
 A task opens its own in-memory DuckDB over its parts (the same typed view as the case's, less
 the quarantined rows), codes requests and content hashes locally, orders, sweeps and stores the
-node's pieces there, and returns them with its request codes and the events the pieces name
-(analysis_piece_events). The driver numbers requests over the whole case (the same codes as
-queries/analysis/codes.sql would give), renumbers each node's pieces and stores them, so the
-tables that follow are those of a loaded ledger."""
+node's pieces, folds its exposure pieces into runs (forensics.analysis.runfacts) from the
+events they name, read by their rows alone, and returns them with its request codes and the
+events its violation pieces name (analysis_piece_events). The driver numbers requests over the
+whole case (the same codes as queries/analysis/codes.sql would give), renumbers each node's
+findings and stores them, so the tables that follow are those of a loaded ledger."""
 
 from __future__ import annotations
 
@@ -22,21 +23,25 @@ import numpy as np
 import pyarrow as pa
 
 from forensics.analysis import order
+from forensics.analysis.arrow import from_numpy
 from forensics.analysis.budget import DUCKDB_STREAM_SHARE, MemoryBudget, sweep_budget, task_need
 from forensics.analysis.order import NodeFindings
+from forensics.analysis.runfacts import ExposureRuns
+from forensics.analysis.runfacts import renumbered as runs_renumbered
 from forensics.dbopen import database_file
 from forensics.errors import InputError
 from forensics.ledger.external import LedgerFile, open_connection, sha256_of
-from forensics.ledger.store import _append, ledger_meta, part_views_of
+from forensics.ledger.store import ledger_meta, part_views_of
 from forensics.ledger.view import PartView, view_sql
 from forensics.progress import ProgressFn, no_progress
 from forensics.raytasks import cluster_cpus, ray_session, run_tasks, task_memory
-from forensics.sql import ident, one_row, run, run_script, sql, template
+from forensics.sql import append_rows, ident, one_row, run, run_script, sql, template
 
 
 @dataclass
 class PartitionFindings:
     found: list[NodeFindings]  # request codes local to the partition
+    runs: list[ExposureRuns]  # each node's exposure runs, request codes local
     request_ids: pa.Table  # request_id, req_code (local)
     piece_events: pa.Table  # rows of analysis_piece_events
     ledger_nodes: pa.Table  # rows of temp.analysis_ledger_nodes
@@ -108,7 +113,7 @@ def _sweep_partition(
     con = open_connection([p.file.url for p in parts], memory_limit, spill_beside)
     try:
         run(con, "ledger/task_threads", threads=template(str(max(1, int(threads)))))
-        _append(con, "quarantine", quarantine)
+        append_rows(con, "quarantine", quarantine)
         run_script(con, view_sql(parts, assume_utc))
         order.prepare_pieces(con)
         found = []
@@ -117,10 +122,10 @@ def _sweep_partition(
             events, held = order.load_within(con, info, within)
             found.append(order.find_within(events, within, held))
             del events
-            order.store_findings(con, found[-1])
         # the events the pieces name, read from the parts by their rows alone
-        run_script(con, sql("analysis/named_keys"))
+        _name_events(con, found)
         run_script(con, view_sql(parts, assume_utc, named=True))
+        runs = [order.exposure_runs(con, f, "kv_named_events") for f in found]
         run_script(con, sql("analysis/piece_events_named"))
         ids = con.sql(sql("analysis/request_code_list")).to_arrow_table()
         events = con.sql(sql("analysis/piece_events_all")).to_arrow_table()
@@ -129,7 +134,22 @@ def _sweep_partition(
         ]
     finally:
         con.close()
-    return PartitionFindings(found, ids, events, *facts)
+    return PartitionFindings(found, runs, ids, events, *facts)
+
+
+def _name_events(con: duckdb.DuckDBPyConnection, found: list[NodeFindings]) -> None:
+    """temp.analysis_named_keys: the keys of the events the partition's pieces name."""
+    exposed = [f.named for f in found]
+    violating = [f.violations[:, 0].astype(np.int64) for f in found]
+    keys = np.concatenate([np.empty(0, np.int64), *exposed, *violating])
+    flags = np.zeros(len(keys), np.int8)
+    flags[sum(len(k) for k in exposed) :] = 1
+    rows = pa.table({"event_key": from_numpy(keys), "violation": from_numpy(flags)})
+    con.register("_named_keys", rows.set_column(1, "violation", rows.column(1).cast(pa.bool_())))
+    try:
+        run_script(con, sql("analysis/named_keys"))
+    finally:
+        con.unregister("_named_keys")
 
 
 def _rows(con: duckdb.DuckDBPyConnection, table: str) -> pa.Table:
@@ -253,9 +273,11 @@ def _store(con: duckdb.DuckDBPyConnection, results: list[PartitionFindings]) -> 
     run_script(con, sql("analysis/piece_events_create"))
     for r in results:
         to_global = _global_codes(con, r.request_ids)
-        for found in r.found:
-            order.store_findings(con, renumbered(found, to_global))
-        _append(con, "temp.analysis_piece_events", r.piece_events)
+        for found, runs in zip(r.found, r.runs, strict=True):
+            order.store_findings(
+                con, renumbered(found, to_global), runs_renumbered(runs, to_global)
+            )
+        append_rows(con, "temp.analysis_piece_events", r.piece_events)
 
 
 def _global_codes(con: duckdb.DuckDBPyConnection, local: pa.Table) -> np.ndarray:

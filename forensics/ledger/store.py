@@ -28,7 +28,7 @@ from forensics.ledger.external import (
 from forensics.ledger.tasks import check_on_ray
 from forensics.ledger.view import PartView, part_views, view_sql
 from forensics.progress import ProgressFn, no_progress
-from forensics.sql import ident, literal, run, run_script, sql
+from forensics.sql import append_rows, literal, run, run_script, sql
 
 META_KEY = "ledger_external"
 
@@ -81,8 +81,8 @@ def validate_ledger(
     else:
         checks = check_on_ray(ray, groups, nodes, ids, assume_utc, progress)
     for check in checks:
-        _append(con, "quarantine", check.quarantine)
-        _append(con, "ingest_warnings", check.warnings)
+        append_rows(con, "quarantine", check.quarantine)
+        append_rows(con, "ingest_warnings", check.warnings)
     _record_files(con, files)
     columns = sorted({c for check in checks for c in check.columns})
     meta = {
@@ -96,16 +96,6 @@ def validate_ledger(
     return [c for check in checks for c in check.counts]
 
 
-def _append(con: duckdb.DuckDBPyConnection, table: str, rows: pa.Table) -> None:
-    if rows.num_rows == 0:
-        return
-    con.register("_ledger_rows", rows)
-    try:
-        run(con, "ledger/append", table=ident(table))
-    finally:
-        con.unregister("_ledger_rows")
-
-
 def _record_files(con: duckdb.DuckDBPyConnection, files: list[LedgerFile]) -> None:
     run_script(con, sql("ledger/files_create"))
     table = pa.table(
@@ -116,7 +106,7 @@ def _record_files(con: duckdb.DuckDBPyConnection, files: list[LedgerFile]) -> No
             "rank": [f.rank for f in files],
         }
     )
-    _append(con, "ledger_files", table)
+    append_rows(con, "ledger_files", table)
 
 
 def ledger_meta(con: duckdb.DuckDBPyConnection) -> dict[str, Any] | None:

@@ -1,8 +1,7 @@
--- The keys of the events that a partition's pieces name (reads and writes of exposure pieces,
--- events of violation pieces), for the view of only those events of an external ledger
--- (kv_named_events, queries/ledger/view.sql; forensics.analysis.partitions). Repeats are kept:
--- the view joins them as a semi join, which repeats no event.
+-- The keys of the events that a partition's pieces name (registered as _named_keys by
+-- forensics.analysis.partitions: the events exposure pieces name, and those of violation
+-- pieces, marked `violation`), for the view of only those events of an external ledger
+-- (kv_named_events, queries/ledger/view.sql). A key named twice is kept twice: the view joins
+-- the keys as a semi join, which repeats no event.
 CREATE OR REPLACE TEMP TABLE analysis_named_keys AS
-SELECT read_key AS event_key FROM temp.analysis_exposure_pieces
-UNION ALL SELECT write_key FROM temp.analysis_exposure_pieces
-UNION ALL SELECT event_key FROM temp.analysis_violation_pieces;
+SELECT event_key, violation FROM _named_keys;
