@@ -18,7 +18,7 @@ from forensics.analysis.runfacts import (
     EventFacts,
     ExposureRuns,
     event_facts,
-    event_refs,
+    exposure_pieces,
     fold_runs,
     renumbered,
     runs_table,
@@ -26,9 +26,9 @@ from forensics.analysis.runfacts import (
 
 pieces_strategy = st.lists(
     st.tuples(
-        st.integers(0, 4),  # run (pieces are sorted by it below)
-        st.integers(0, 9),  # read event
-        st.integers(0, 9),  # write event
+        st.integers(0, 7),  # run
+        st.integers(0, 9),  # read event, among its receiver's ten
+        st.integers(0, 9),  # write event, among its leaker's ten
         st.integers(0, 50),  # slot_start
         st.integers(1, 9),  # slot count
     ),
@@ -41,65 +41,53 @@ facts_strategy = st.lists(
         st.integers(-60, 60),  # pos_start - slot_start
         st.sampled_from([PROMPT, GENERATED, BY_POSITION]),
     ),
-    min_size=10,
-    max_size=10,
+    min_size=60,
+    max_size=60,
 )
+REQ = np.arange(60, dtype=np.int32) // 10  # events 10 q .. 10 q + 9 are request q's
+
+
+def sweep_rows(pieces: list[tuple[int, ...]]) -> list[tuple[int, ...]]:
+    """(run, read event, write event, slot_start, slot_end, kind) as the sweep would give them:
+    run L is request L % 6 reading request (L + 1) % 6's data, of kind L % 3."""
+    return [
+        (run, 10 * (run % 6) + r, 10 * ((run + 1) % 6) + w, s0, s0 + n, run % 3)
+        for run, r, w, s0, n in pieces
+    ]
 
 
 def naive_runs(rows: list[tuple[int, ...]], facts: list[tuple[int, int, int]]) -> list[dict]:
     """Each run's row from its pieces one by one, as the exposures query once grouped them."""
     out: dict[int, dict] = {}
-    for run, r, w, s0, n, recv, leak, kind in rows:
-        ts_r, ts_w = facts[r][0], facts[w][0]
+    for run, r, w, s0, s1, kind in rows:
         off, src = facts[w][1], facts[w][2]
-        lo, hi = s0 + off, s0 + n - 1 + off
-        cur = out.setdefault(
-            run,
-            {
-                "receiver": recv,
-                "leaker": leak,
-                "kind": kind,
-                "s0": [],
-                "s1": [],
-                "lo": [],
-                "hi": [],
-                "src": [],
-                "by": [],
-                "reads": [],
-                "writes": [],
-            },
-        )
-        cur["s0"].append(s0)
-        cur["s1"].append(s0 + n)
-        cur["lo"].append(lo)
-        cur["hi"].append(hi)
-        cur["src"].append(src)
-        if src == BY_POSITION:
-            cur["by"].append((lo, hi))
-        cur["reads"].append(ts_r)
-        cur["writes"].append(ts_w)
+        lo, hi = s0 + off, s1 - 1 + off
+        cur = out.setdefault(run, {"kind": kind, "r": r, "w": w, "pieces": []})
+        cur["pieces"].append((s0, s1, lo, hi, src, facts[r][0], facts[w][0]))
     rows_out = []
     for run in sorted(out):
         c = out[run]
+        p = c["pieces"]
+        by = [(lo, hi) for _, _, lo, hi, src, _, _ in p if src == BY_POSITION]
         row = {
-            "receiver_code": c["receiver"],
-            "leaker_code": c["leaker"],
+            "receiver_code": int(REQ[c["r"]]),
+            "leaker_code": int(REQ[c["w"]]),
             "kind_code": c["kind"],
-            "slot_start": min(c["s0"]),
-            "slot_count": max(c["s1"]) - min(c["s0"]),
-            "leaker_pos_min": min(c["lo"]),
-            "leaker_pos_max": max(c["hi"]),
-            "prompt_source": int(PROMPT in c["src"]),
-            "generated_source": int(GENERATED in c["src"]),
-            "by_position": len(c["by"]),
-            "first_read_at": min(c["reads"]),
-            "last_read_at": max(c["reads"]),
-            "first_write_at": min(c["writes"]),
-            "last_write_at": max(c["writes"]),
+            "slot_start": min(x[0] for x in p),
+            "slot_count": max(x[1] for x in p) - min(x[0] for x in p),
+            "leaker_pos_min": min(x[2] for x in p),
+            "leaker_pos_max": max(x[3] for x in p),
+            "prompt_source": int(any(x[4] == PROMPT for x in p)),
+            "generated_source": int(any(x[4] == GENERATED for x in p)),
+            "by_position": len(by),
+            "first_read_at": min(x[5] for x in p),
+            "last_read_at": max(x[5] for x in p),
+            "first_write_at": min(x[6] for x in p),
+            "last_write_at": max(x[6] for x in p),
         }
-        if c["by"]:
-            row["by_position_lo"] = min(lo for lo, _ in c["by"])
-            row["by_position_hi"] = max(hi for _, hi in c["by"])
+        if by:
+            row["by_position_lo"] = min(lo for lo, _ in by)
+            row["by_position_hi"] = max(hi for _, hi in by)
         rows_out.append(row)
     return rows_out
 
@@ -107,17 +95,19 @@ def naive_runs(rows: list[tuple[int, ...]], facts: list[tuple[int, int, int]]) -
 @settings(max_examples=300, deadline=None)
 @given(pieces_strategy, facts_strategy)
 def test_fold_runs_gives_each_runs_row_as_its_pieces_say(pieces, facts):
-    rows = sorted((run, r, w, s0, n, 100 + run, 200 + run, run % 3) for run, r, w, s0, n in pieces)
-    arr = np.array(
-        [[r, w, kind, s0, s0 + n, recv, leak, run] for run, r, w, s0, n, recv, leak, kind in rows],
-        np.int64,
-    )
+    rows = sweep_rows(pieces)
+    ex = np.array([[r, s0, s1, w, kind] for _, r, w, s0, s1, kind in rows], np.int64)
+    label = np.array([row[0] for row in rows], np.int64)
+    order = np.argsort(label, kind="stable")  # the runs as run_numbers would order them
+    pieces_in_runs = exposure_pieces(ex, order, label[order], REQ)
+    named = pieces_in_runs.named
+    assert named.tolist() == sorted({e for row in rows for e in row[1:3]})
     ev = EventFacts(
-        np.array([f[0] for f in facts], np.int64),
-        np.array([f[1] for f in facts], np.int64),
-        np.array([f[2] for f in facts], np.int8),
+        np.array([facts[e][0] for e in named], np.int64),
+        np.array([facts[e][1] for e in named], np.int64),
+        np.array([facts[e][2] for e in named], np.int8),
     )
-    got = fold_runs(arr, ev)
+    got = fold_runs(pieces_in_runs, ev)
     want = naive_runs(rows, facts)
     assert len(got.slot_start) == len(want)
     for i, row in enumerate(want):
@@ -125,21 +115,12 @@ def test_fold_runs_gives_each_runs_row_as_its_pieces_say(pieces, facts):
             assert int(getattr(got, name)[i]) == value, (i, name)
 
 
-def test_fold_runs_of_no_pieces_is_empty():
+def test_no_pieces_make_no_runs():
     empty = np.empty(0, np.int64)
-    got = fold_runs(np.empty((0, 8), np.int64), EventFacts(empty, empty, empty.astype(np.int8)))
+    pieces = exposure_pieces(np.empty((0, 5), np.int64), empty, empty, REQ)
+    assert pieces.runs == 0 and len(pieces.named) == 0
+    got = fold_runs(pieces, EventFacts(empty, empty, empty.astype(np.int8)))
     assert all(len(col) == 0 for col in got)
-
-
-@settings(max_examples=200, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, 30), st.integers(0, 30)), max_size=40))
-def test_event_refs_name_each_event_once_in_order(pairs):
-    read = np.array([p[0] for p in pairs], np.int64)
-    write = np.array([p[1] for p in pairs], np.int64)
-    named, read_ref, write_ref = event_refs(read, write, 31)
-    assert named.tolist() == sorted({*read.tolist(), *write.tolist()})
-    assert named[read_ref].tolist() == read.tolist()
-    assert named[write_ref].tolist() == write.tolist()
 
 
 def _ledger(con: duckdb.DuckDBPyConnection) -> list[tuple]:

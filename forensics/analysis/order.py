@@ -35,9 +35,10 @@ from forensics.analysis.fetch import (  # noqa: F401  (re-exported names)
     node_list,
 )
 from forensics.analysis.runfacts import (
+    ExposurePieces,
     ExposureRuns,
     event_facts,
-    event_refs,
+    exposure_pieces,
     fold_runs,
     runs_table,
 )
@@ -51,10 +52,8 @@ class NodeFindings:
     """What the sweep found on one node, events named by key."""
 
     node: str
-    # Exposure pieces in run order (forensics.analysis.runfacts): [read ref, write ref, kind,
-    # slot_start, slot_end, receiver code, leaker code, run number]; a ref indexes `named`.
-    exposures: np.ndarray
-    named: np.ndarray  # keys of the events the exposure pieces name, in the node's order
+    # Exposure pieces in run order (forensics.analysis.runfacts), naming events by their keys
+    exposures: ExposurePieces
     violations: np.ndarray  # [event key, violation, other request code or -1, slot_start, slot_end]
     read_counts: np.ndarray  # [request code, reads, distinct slots per category]
 
@@ -83,16 +82,12 @@ def find_on_node(ev: NodeEvents) -> NodeFindings:
     ex, cat, vio = sweep_cells_of(ev.req, ev.op, cells, content_hash)
     bounds = cells.bounds
     del cells, content_hash
-    receiver, leaker = ev.req[ex[:, 0]], ev.req[ex[:, 3]]
-    order, run = run_numbers((receiver, leaker, ex[:, 4]), ex[:, 1], ex[:, 2])
-    ex = ex[order]
-    named, read_ref, write_ref = event_refs(ex[:, 0], ex[:, 3], len(ev.req))
+    order, run = run_numbers((ev.req[ex[:, 0]], ev.req[ex[:, 3]], ex[:, 4]), ex[:, 1], ex[:, 2])
+    pieces = exposure_pieces(ex, order, run, ev.req)
+    del order, run, ex
     return NodeFindings(
         ev.node,
-        exposures=np.column_stack(
-            [read_ref, write_ref, ex[:, 4], ex[:, 1], ex[:, 2], receiver[order], leaker[order], run]
-        ),
-        named=ev.keys(named),
+        exposures=pieces._replace(named=ev.keys(pieces.named)),
         violations=np.column_stack(
             [ev.keys(vio[:, 0]), vio[:, 3], vio[:, 4], vio[:, 1], vio[:, 2]]
         ),
@@ -239,4 +234,4 @@ def store_findings(
 def exposure_runs(con: duckdb.DuckDBPyConnection, found: NodeFindings, events: str) -> ExposureRuns:
     """The node's exposure runs, the events its pieces name read from `events` (a relation
     with kv_events' columns)."""
-    return fold_runs(found.exposures, event_facts(con, found.named, events))
+    return fold_runs(found.exposures, event_facts(con, found.exposures.named, events))

@@ -139,7 +139,7 @@ def _sweep_partition(
 
 def _name_events(con: duckdb.DuckDBPyConnection, found: list[NodeFindings]) -> None:
     """temp.analysis_named_keys: the keys of the events the partition's pieces name."""
-    exposed = [f.named for f in found]
+    exposed = [f.exposures.named for f in found]
     violating = [f.violations[:, 0].astype(np.int64) for f in found]
     keys = np.concatenate([np.empty(0, np.int64), *exposed, *violating])
     flags = np.zeros(len(keys), np.int8)
@@ -294,9 +294,9 @@ def _global_codes(con: duckdb.DuckDBPyConnection, local: pa.Table) -> np.ndarray
 
 def renumbered(found: NodeFindings, to_global: np.ndarray) -> NodeFindings:
     """The node's findings with case-wide request codes (-1, no other holder, stays)."""
-    ex = found.exposures.copy()
-    ex[:, 5] = to_global[ex[:, 5]]
-    ex[:, 6] = to_global[ex[:, 6]]
+    ex = found.exposures._replace(
+        receiver=to_global[found.exposures.receiver], leaker=to_global[found.exposures.leaker]
+    )
     vio = found.violations.copy()
     other = vio[:, 2] >= 0
     vio[other, 2] = to_global[vio[other, 2]]

@@ -17,8 +17,10 @@ however many pieces name it, and one compiled pass folds each run's pieces into 
 - first/last read and write: the earliest and latest time stamp among the run's reads and
   writes.
 
-Pieces name events by ref, an index into the node's named keys (event_refs), so each event's
-columns are looked up by index, not searched for."""
+Pieces name events by ref, an index into the events the node's pieces name (exposure_pieces),
+so each event's columns are looked up by index, not searched for. Each run's request codes and
+kind are kept once per run, and nothing is held per piece but its two refs and its slots: a
+node of a long-context ledger has millions of pieces."""
 
 from __future__ import annotations
 
@@ -68,37 +70,86 @@ _TIMES = ("first_read_at", "last_read_at", "first_write_at", "last_write_at")
 _FLAGS = ("prompt_source", "generated_source")
 
 
-def event_refs(
-    read: np.ndarray, write: np.ndarray, events: int
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The events that pieces name, given their read and write events as places in the node's
-    order (of `events`): (the named places, ascending; each piece's read and write as an index
-    into them). Takes an int32 per event for the time of the call."""
-    ref = np.full(events, -1, np.int32 if events <= np.iinfo(np.int32).max else np.int64)
-    return _refs(np.asarray(read, np.int64), np.asarray(write, np.int64), ref)
+class ExposurePieces(NamedTuple):
+    """A node's exposure pieces in run order, with what each run's pieces share."""
+
+    run_start: np.ndarray  # int64 [runs + 1]: run k's pieces are [run_start[k], run_start[k + 1])
+    receiver: np.ndarray  # int64 per run: the reading request's code
+    leaker: np.ndarray  # int64 per run: the writing request's code
+    kind: np.ndarray  # int64 per run: the exposure kind's code
+    read_ref: np.ndarray  # int64 per piece: its read event, an index into `named`
+    write_ref: np.ndarray  # int64 per piece: its write event, an index into `named`
+    slot_start: np.ndarray  # int64 per piece: its slots, [slot_start, slot_end)
+    slot_end: np.ndarray
+    named: np.ndarray  # int64: the events the pieces name, ascending in the node's order
+
+    @property
+    def runs(self) -> int:
+        return len(self.run_start) - 1
+
+
+def exposure_pieces(
+    ex: np.ndarray, order: np.ndarray, run: np.ndarray, req: np.ndarray
+) -> ExposurePieces:
+    """The sweep's exposure pieces (rows [read event, slot_start, slot_end, write event, kind],
+    events as places in the node's order of its events with request codes `req`) put in run
+    order: `order` sorts them into runs, run[i] is the run of the i-th piece in that order
+    (forensics.analysis.coverage.run_numbers). The events they name are numbered once each,
+    taking an int32 per event for the time of the call."""
+    ref = np.full(len(req), -1, np.int32 if len(req) <= np.iinfo(np.int32).max else np.int64)
+    runs = int(np.count_nonzero(run[1:] != run[:-1])) + 1 if len(run) else 0
+
+    def per_run() -> np.ndarray:
+        return np.empty(runs, np.int64)
+
+    def per_piece() -> np.ndarray:
+        return np.empty(len(order), np.int64)
+
+    pieces = ExposurePieces(
+        run_start=np.zeros(runs + 1, np.int64),
+        receiver=per_run(),
+        leaker=per_run(),
+        kind=per_run(),
+        read_ref=per_piece(),
+        write_ref=per_piece(),
+        slot_start=per_piece(),
+        slot_end=per_piece(),
+        named=np.empty(0, np.int64),
+    )
+    named = _gather(ex, order, run, req, ref, pieces)
+    return pieces._replace(named=named)
 
 
 @njit(cache=True, nogil=True)
-def _refs(read, write, ref):  # type: ignore[no-untyped-def]
-    events = ref.shape[0]
-    for i in range(read.shape[0]):
-        ref[read[i]] = 0
-        ref[write[i]] = 0
+def _gather(ex, order, run, req, ref, p):  # type: ignore[no-untyped-def]
+    """Fill p (but `named`) from the sweep's rows; returns the named places."""
+    for i in range(ex.shape[0]):
+        ref[ex[i, 0]] = 0
+        ref[ex[i, 3]] = 0
     named = 0
-    for p in range(events):
-        if ref[p] == 0:
-            ref[p] = named
+    for e in range(ref.shape[0]):
+        if ref[e] == 0:
+            ref[e] = named
             named += 1
     places = np.empty(named, np.int64)
-    for p in range(events):
-        if ref[p] >= 0:
-            places[ref[p]] = p
-    read_ref = np.empty(read.shape[0], np.int64)
-    write_ref = np.empty(read.shape[0], np.int64)
-    for i in range(read.shape[0]):
-        read_ref[i] = ref[read[i]]
-        write_ref[i] = ref[write[i]]
-    return places, read_ref, write_ref
+    for e in range(ref.shape[0]):
+        if ref[e] >= 0:
+            places[ref[e]] = e
+    k = -1
+    for i in range(order.shape[0]):
+        row = order[i]
+        if i == 0 or run[i] != run[i - 1]:  # the first piece of a run
+            k += 1
+            p.run_start[k] = i
+            p.receiver[k] = req[ex[row, 0]]
+            p.leaker[k] = req[ex[row, 3]]
+            p.kind[k] = ex[row, 4]
+        p.read_ref[i] = ref[ex[row, 0]]
+        p.write_ref[i] = ref[ex[row, 3]]
+        p.slot_start[i] = ex[row, 1]
+        p.slot_end[i] = ex[row, 2]
+    p.run_start[k + 1] = order.shape[0]
+    return places
 
 
 def event_facts(
@@ -135,12 +186,9 @@ def event_facts(
     )
 
 
-def fold_runs(pieces: np.ndarray, facts: EventFacts) -> ExposureRuns:
-    """One row per run of `pieces` (rows [read ref, write ref, kind, slot_start, slot_end,
-    receiver code, leaker code, run number], in run order: a run's pieces are consecutive)."""
-    pieces = np.ascontiguousarray(pieces, np.int64)
-    runs = np.count_nonzero(pieces[1:, 7] != pieces[:-1, 7]) + 1 if len(pieces) else 0
-    ints = np.empty((len(ExposureRuns._fields), runs), np.int64)
+def fold_runs(pieces: ExposurePieces, facts: EventFacts) -> ExposureRuns:
+    """One row per run of `pieces`, its events' columns in `facts` (aligned with pieces.named)."""
+    ints = np.empty((len(ExposureRuns._fields), pieces.runs), np.int64)
     _fold(pieces, facts.ts, facts.pos_offset, facts.source, ints)
     cols = dict(zip(ExposureRuns._fields, ints, strict=True))
     for name in _FLAGS:
@@ -151,50 +199,50 @@ def fold_runs(pieces: np.ndarray, facts: EventFacts) -> ExposureRuns:
 @njit(cache=True, nogil=True)
 def _fold(p, ts, off, src, out):  # type: ignore[no-untyped-def]
     """out[field, run] for the fields of ExposureRuns, in their order."""
-    g = -1
-    for i in range(p.shape[0]):
-        r, w, s0, s1 = p[i, 0], p[i, 1], p[i, 3], p[i, 4]
-        lo = s0 + off[w]
-        hi = s1 - 1 + off[w]
-        if i == 0 or p[i, 7] != p[i - 1, 7]:  # a new run: its first piece
-            g += 1
-            out[0, g] = p[i, 5]
-            out[1, g] = p[i, 6]
-            out[2, g] = p[i, 2]
-            out[3, g] = s0
-            out[4, g] = s1  # the run's end, made a count below
-            out[5, g] = lo
-            out[6, g] = hi
-            out[7, g] = 0
-            out[8, g] = 0
-            out[9, g] = 0
-            out[10, g] = lo
-            out[11, g] = hi
-            out[12, g] = ts[r]
-            out[13, g] = ts[r]
-            out[14, g] = ts[w]
-            out[15, g] = ts[w]
-        out[3, g] = min(out[3, g], s0)
-        out[4, g] = max(out[4, g], s1)
-        out[5, g] = min(out[5, g], lo)
-        out[6, g] = max(out[6, g], hi)
-        if src[w] == PROMPT:
-            out[7, g] = 1
-        elif src[w] == GENERATED:
-            out[8, g] = 1
-        else:
-            if out[9, g] == 0:
-                out[10, g] = lo
-                out[11, g] = hi
-            out[9, g] += 1
-            out[10, g] = min(out[10, g], lo)
-            out[11, g] = max(out[11, g], hi)
-        out[12, g] = min(out[12, g], ts[r])
-        out[13, g] = max(out[13, g], ts[r])
-        out[14, g] = min(out[14, g], ts[w])
-        out[15, g] = max(out[15, g], ts[w])
-    for k in range(g + 1):
-        out[4, k] -= out[3, k]
+    for g in range(p.run_start.shape[0] - 1):
+        a, b = p.run_start[g], p.run_start[g + 1]
+        out[0, g] = p.receiver[g]
+        out[1, g] = p.leaker[g]
+        out[2, g] = p.kind[g]
+        w = p.write_ref[a]
+        out[3, g] = p.slot_start[a]
+        out[4, g] = p.slot_end[a]  # the run's end, made a count below
+        out[5, g] = p.slot_start[a] + off[w]
+        out[6, g] = p.slot_end[a] - 1 + off[w]
+        out[7, g] = 0
+        out[8, g] = 0
+        out[9, g] = 0
+        out[10, g] = 0
+        out[11, g] = 0
+        out[12, g] = ts[p.read_ref[a]]
+        out[13, g] = ts[p.read_ref[a]]
+        out[14, g] = ts[w]
+        out[15, g] = ts[w]
+        for i in range(a, b):
+            r, w = p.read_ref[i], p.write_ref[i]
+            s0, s1 = p.slot_start[i], p.slot_end[i]
+            lo = s0 + off[w]
+            hi = s1 - 1 + off[w]
+            out[3, g] = min(out[3, g], s0)
+            out[4, g] = max(out[4, g], s1)
+            out[5, g] = min(out[5, g], lo)
+            out[6, g] = max(out[6, g], hi)
+            if src[w] == PROMPT:
+                out[7, g] = 1
+            elif src[w] == GENERATED:
+                out[8, g] = 1
+            else:
+                if out[9, g] == 0:
+                    out[10, g] = lo
+                    out[11, g] = hi
+                out[9, g] += 1
+                out[10, g] = min(out[10, g], lo)
+                out[11, g] = max(out[11, g], hi)
+            out[12, g] = min(out[12, g], ts[r])
+            out[13, g] = max(out[13, g], ts[r])
+            out[14, g] = min(out[14, g], ts[w])
+            out[15, g] = max(out[15, g], ts[w])
+        out[4, g] -= out[3, g]
 
 
 def runs_table(node: str, runs: ExposureRuns) -> pa.Table:
@@ -215,7 +263,3 @@ def renumbered(runs: ExposureRuns, to_global: np.ndarray) -> ExposureRuns:
     return runs._replace(
         receiver_code=to_global[runs.receiver_code], leaker_code=to_global[runs.leaker_code]
     )
-
-
-def no_runs() -> ExposureRuns:
-    return fold_runs(np.empty((0, 8), np.int64), EventFacts(*(np.empty(0, np.int64),) * 3))
