@@ -125,8 +125,8 @@ def _sweep_partition(
         # the events the pieces name, read from the parts by their rows alone
         _name_events(con, found)
         run_script(con, view_sql(parts, assume_utc, named=True))
-        runs = [order.exposure_runs(con, f, "kv_named_events") for f in found]
-        run_script(con, sql("analysis/piece_events_named"))
+        run_script(con, sql("analysis/piece_events_named"))  # the parts are read here, once
+        runs = [order.exposure_runs(con, f, "analysis_named_events") for f in found]
         ids = con.sql(sql("analysis/request_code_list")).to_arrow_table()
         events = con.sql(sql("analysis/piece_events_all")).to_arrow_table()
         facts = [
