@@ -6,7 +6,8 @@ CASE.duckdb: an ingested case, e.g. the one `kvforensics bench --keep --workdir 
 DIR/kvf-bench-*/. The analysis runs on a copy (the case is not changed), nodes one after another
 in this process: fetching and ordering each node's events, slot ranges into cells, the compiled
 sweep (loading the compiled code timed apart, on a node of one event; then the best of --repeat
-calls per node), run numbering of the exposure pieces, read counts, storing the pieces; then
+calls per node), run numbering of the exposure pieces, read counts, folding the exposure pieces
+into runs and storing the findings; then
 each SQL script after the sweep, best of --repeat runs, and screening. Prints process CPU
 seconds and CPU microseconds per event, so that two mixes can be compared step by step.
 """
@@ -87,12 +88,12 @@ def main() -> None:
                 f"{info.node}: {len(ev.req):,} events, {len(cells.bounds) - 1:,} cells, "
                 f"{len(ex):,} exposure pieces, {len(cat):,} category rows"
             )
-        print("storing the pieces (with a third sweep, not counted)")
+        print("folding and storing the findings (with a third sweep, not counted)")
         for info in order.node_list(con):
             found = order.find_on_node(order.load_node(con, info))
             t = cpu()
             order.store_findings(con, found)
-            steps["storing the pieces"] += cpu() - t
+            steps["folding runs, storing the findings"] += cpu() - t
         for name in AFTER_SWEEP:
             best = float("inf")
             for _ in range(max(1, args.repeat)):
