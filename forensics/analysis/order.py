@@ -213,7 +213,8 @@ _TABLES = {
 def store_findings(
     con: duckdb.DuckDBPyConnection, found: NodeFindings, runs: ExposureRuns | None = None
 ) -> dict[str, int]:
-    """Append one node's findings to the three tables; returns the rows added to each. runs:
+    """Append one node's findings (exposure runs, violation pieces, read counts) to their
+    tables; returns the rows added to each. runs:
     the node's exposure runs when already made (a partition task makes them from its own
     parts); else they are made here, from kv_events."""
     if runs is None:

@@ -26,7 +26,7 @@ from forensics.analysis import order
 from forensics.analysis.arrow import from_numpy
 from forensics.analysis.budget import DUCKDB_STREAM_SHARE, MemoryBudget, sweep_budget, task_need
 from forensics.analysis.order import NodeFindings
-from forensics.analysis.runfacts import ExposureRuns
+from forensics.analysis.runfacts import ExposureRuns, no_pieces
 from forensics.analysis.runfacts import renumbered as runs_renumbered
 from forensics.dbopen import database_file
 from forensics.errors import InputError
@@ -127,6 +127,8 @@ def _sweep_partition(
         run_script(con, view_sql(parts, assume_utc, named=True))
         run_script(con, sql("analysis/piece_events_named"))  # the parts are read here, once
         runs = [order.exposure_runs(con, f, "analysis_named_events") for f in found]
+        # the runs stand for the exposure pieces from here on: the pieces stay in the task
+        found = [replace(f, exposures=no_pieces()) for f in found]
         ids = con.sql(sql("analysis/request_code_list")).to_arrow_table()
         events = con.sql(sql("analysis/piece_events_all")).to_arrow_table()
         facts = [
@@ -143,9 +145,10 @@ def _name_events(con: duckdb.DuckDBPyConnection, found: list[NodeFindings]) -> N
     violating = [f.violations[:, 0].astype(np.int64) for f in found]
     keys = np.concatenate([np.empty(0, np.int64), *exposed, *violating])
     flags = np.zeros(len(keys), np.int8)
-    flags[sum(len(k) for k in exposed) :] = 1
-    rows = pa.table({"event_key": from_numpy(keys), "violation": from_numpy(flags)})
-    con.register("_named_keys", rows.set_column(1, "violation", rows.column(1).cast(pa.bool_())))
+    flags[sum(len(k) for k in exposed) :] = 1  # 1: the event of a violation piece
+    con.register(
+        "_named_keys", pa.table({"event_key": from_numpy(keys), "violation": from_numpy(flags)})
+    )
     try:
         run_script(con, sql("analysis/named_keys"))
     finally:

@@ -120,6 +120,12 @@ def exposure_pieces(
     return pieces._replace(named=named)
 
 
+def no_pieces() -> ExposurePieces:
+    """A node's exposure pieces once its runs stand for them (none held)."""
+    empty = np.empty(0, np.int64)
+    return exposure_pieces(np.empty((0, 5), np.int64), empty, empty, empty)
+
+
 @njit(cache=True, nogil=True)
 def _gather(ex, order, run, req, ref, p):  # type: ignore[no-untyped-def]
     """Fill p (but `named`) from the sweep's rows; returns the named places."""
