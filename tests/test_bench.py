@@ -132,3 +132,15 @@ def test_write_floor_writes_every_event(tmp_path):
     written = stages.write_floor(case, str(floor_db), None)
     assert row is not None and written["rows"] == stages.scan_floor(case)["rows"] == row[0] > 0
     assert not floor_db.exists() and not Path(f"{floor_db}.wal").exists()
+
+
+def test_bench_makes_a_missing_work_folder_and_refuses_one_it_cannot_make(cli, tmp_path):
+    from forensics.bench.run import _work_folder
+
+    made = _work_folder(tmp_path / "a" / "b")
+    assert made.parent == tmp_path / "a" / "b" and made.is_dir()
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    code, _, err = cli("bench", "--events", "20000", "--workdir", str(blocker / "sub"))
+    assert code == 2, err
+    assert "--workdir" in err and str(blocker / "sub") in err and "Traceback" not in err

@@ -137,12 +137,26 @@ def run_bench(options: BenchOptions, progress: ProgressFn = no_progress) -> Benc
             "bench keeps its simulated ledger in its own case folder: give --ledger-external "
             "without a location"
         )
-    root = Path(tempfile.mkdtemp(prefix="kvf-bench-", dir=options.workdir))
+    root = _work_folder(options.workdir)
     try:
         return _run(options, root, progress)
     finally:
         if not options.keep:
             shutil.rmtree(root, ignore_errors=True)
+
+
+def _work_folder(workdir: Path | None) -> Path:
+    """A new folder for this run's ledger and case, inside workdir (made when missing) or the
+    system's temporary folder."""
+    try:
+        if workdir is not None:
+            workdir.mkdir(parents=True, exist_ok=True)
+        return Path(tempfile.mkdtemp(prefix="kvf-bench-", dir=workdir))
+    except OSError as e:
+        raise UsageError(
+            f"--workdir {workdir}: cannot make a folder there ({e.strerror}); give a writable "
+            "folder"
+        ) from e
 
 
 def _run(options: BenchOptions, root: Path, progress: ProgressFn = no_progress) -> BenchResult:
