@@ -166,3 +166,64 @@ def test_text_timestamps_of_kept_rows_parse_as_ingest_parses_them() -> None:
             assert got[0] == got[1] == when.replace(tzinfo=None), text
     finally:
         con.close()
+
+
+def pad_text(part: Path, column: str, every: int) -> None:
+    """Blanks around every `every`-th non-null value of a text column of the part (ingest
+    keeps the value trimmed)."""
+    table = pq.read_table(part)
+    values = table[column].to_pylist()
+    padded = [f" {v}  " if v is not None and i % every == 0 else v for i, v in enumerate(values)]
+    index = table.schema.get_field_index(column)
+    pq.write_table(table.set_column(index, column, pa.array(padded, pa.string())), part)
+
+
+def task_views(monkeypatch) -> list[str]:
+    """The kv_events views the partition tasks make (each task runs in a thread here)."""
+    from forensics.analysis import partitions
+
+    made: list[str] = []
+    real = partitions.run_script
+
+    def recording(con, script, *args, **kwargs):
+        if 'TEMP VIEW "kv_events" AS' in script:
+            made.append(script)
+        return real(con, script, *args, **kwargs)
+
+    monkeypatch.setattr(partitions, "run_script", recording)
+    return made
+
+
+def test_text_read_as_it_is_only_where_no_value_needs_trimming(tmp_path, monkeypatch) -> None:
+    """A partition whose request ids and content hashes need no trimming is read without the
+    trim; one with a blank-padded value (here some of prefill-0's content hashes and
+    decode-1's request ids) is read again with it, and both give the loaded ledger's tables."""
+    case = hive_sample(tmp_path)
+    pad_text(next((case / "kv_events" / "node=prefill-0").glob("*.parquet")), "content_hash", 2)
+    pad_text(next((case / "kv_events" / "node=decode-1").glob("*.parquet")), "request_id", 7)
+    loaded, external = tmp_path / "loaded.duckdb", tmp_path / "external.duckdb"
+    assert run(["ingest", str(case), "--db", str(loaded)]) == 0
+    assert run(["ingest", str(case), "--db", str(external), "--ledger-external"]) == 0
+    assert query(loaded, "SELECT count(*) FROM quarantine") == [(0,)]
+    views = task_views(monkeypatch)
+    assert run(["analyze", "--db", str(loaded)]) == 1
+    assert run(["analyze", "--db", str(external), "--workers", "1"]) == 1
+    assert differences(loaded, external) == {}
+    by_node: dict[str, list[bool]] = {}
+    for view in views:
+        node = _node_of(view)
+        by_node.setdefault(node, []).append('kvf_str("request_id")' in view)
+    # trimmed: first without, then again with the trim, where a value needs it
+    assert by_node == {
+        "decode-0": [False],
+        "decode-1": [False, True],
+        "prefill-0": [False, True],
+        "prefill-1": [False],
+    }, by_node
+
+
+def _node_of(view: str) -> str:
+    for node in ("decode-0", "decode-1", "prefill-0", "prefill-1"):
+        if f"'{node}' AS node" in view:
+            return node
+    raise AssertionError(view)

@@ -114,8 +114,8 @@ def _sweep_partition(
     try:
         run(con, "ledger/task_threads", threads=template(str(max(1, int(threads)))))
         append_rows(con, "quarantine", quarantine)
-        run_script(con, view_sql(parts, assume_utc))
-        order.prepare_pieces(con)
+        _view_and_codes(con, parts, assume_utc)
+        run_script(con, sql("analysis/pieces_create"))
         found = []
         within = budget or MemoryBudget(sys.maxsize)  # a Ray task: Ray holds its memory
         for info in order.node_list(con):
@@ -137,6 +137,30 @@ def _sweep_partition(
     finally:
         con.close()
     return PartitionFindings(found, runs, ids, events, *facts)
+
+
+# Text columns the passes over a whole partition read: as they are when every value is already
+# as ingest keeps it (see _view_and_codes).
+PLAIN_TEXT = frozenset({"request_id", "content_hash"})
+
+
+def _view_and_codes(
+    con: duckdb.DuckDBPyConnection, parts: list[PartView], assume_utc: bool
+) -> None:
+    """The kv_events view and the request and hash codes of the partition. Ingest keeps a text
+    value trimmed (kvf_str), but trimming every row costs half of the pass that makes the codes
+    and a sixth of the sweep's input (each row's value is then trimmed and joined, where DuckDB
+    otherwise works once per value of the Parquet dictionary). So the view first reads request
+    ids and content hashes as they are, and the codes, which name every distinct value the
+    partition's kept rows hold, tell whether any of them has blanks around it (or is blank).
+    If one has, the view and the codes are made again with the trim, so the values are those
+    of the loaded ledger either way."""
+    run_script(con, view_sql(parts, assume_utc, plain=PLAIN_TEXT))
+    order.make_codes(con)
+    row = one_row(con.execute(sql("analysis/codes_plain")))
+    if row is None or not row[0]:
+        run_script(con, view_sql(parts, assume_utc))
+        order.make_codes(con)
 
 
 def _name_events(con: duckdb.DuckDBPyConnection, found: list[NodeFindings]) -> None:

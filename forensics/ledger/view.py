@@ -58,11 +58,16 @@ def schema_of(types: dict[str, str]) -> Schema:
     return tuple((c, types[c]) for c in KV_EVENTS.names if c in types)
 
 
-def typed(column: str, found: str | None, exact: bool, assume_utc: bool) -> Fragment:
+def typed(
+    column: str, found: str | None, exact: bool, assume_utc: bool, plain: bool = False
+) -> Fragment:
     """The typed value of a column of a part that holds it as `found` (None: absent). `exact`:
     every row of the part is kept, so a timestamp needs none of the tests that only refuse a
     value (ingest refused none of its values): a typed instant is taken as it is, text is
-    parsed by kvf_ts_kept."""
+    parsed by kvf_ts_kept. `plain`: the text column is known to hold only values that kvf_str
+    leaves as they are (no blanks around them, none empty), so a part that holds it as text is
+    read as it is (DuckDB then keeps the Parquet dictionary: codes and joins work per distinct
+    value, not per row)."""
     kind = KIND[column]
     if found is None:
         return template(_ABSENT[kind])
@@ -70,7 +75,7 @@ def typed(column: str, found: str | None, exact: bool, assume_utc: bool) -> Frag
     if kind == _OP:
         return template("{c}::VARCHAR", c=c)
     if kind == _STR:
-        return template("kvf_str({c})", c=c)
+        return c if plain and found == "VARCHAR" else template("kvf_str({c})", c=c)
     if kind == _INT:
         return c if found == "BIGINT" else template("kvf_int({c})", c=c)
     if found == "TIMESTAMP WITH TIME ZONE" and exact:
@@ -85,13 +90,18 @@ def _numbers(values: list[int]) -> Fragment:
     return template("[" + ", ".join(str(int(v)) for v in values) + "]")
 
 
-def group_sql(parts: list[PartView], assume_utc: bool, named: bool = False) -> Fragment:
+def group_sql(
+    parts: list[PartView],
+    assume_utc: bool,
+    named: bool = False,
+    plain: frozenset[str] = frozenset(),
+) -> Fragment:
     """The SELECT of one group of parts (same node, schema and flags); named: only the rows
-    whose keys are in temp.analysis_named_keys."""
+    whose keys are in temp.analysis_named_keys; plain: text columns read as they are (typed)."""
     first = parts[0]
     types = dict(first.schema)
     exact = not first.flagged
-    cols = {c: typed(c, types.get(c), exact, assume_utc) for c in KIND}
+    cols = {c: typed(c, types.get(c), exact, assume_utc, c in plain) for c in KIND}
     rels = literals(p.file.rel for p in parts)
     known = (
         template("{rid} IN (SELECT request_id FROM requests)", rid=cols["request_id"])
@@ -121,11 +131,17 @@ def groups(parts: list[PartView]) -> list[list[PartView]]:
     return list(out.values())
 
 
-def view_sql(parts: list[PartView], assume_utc: bool, named: bool = False) -> str:
+def view_sql(
+    parts: list[PartView],
+    assume_utc: bool,
+    named: bool = False,
+    plain: frozenset[str] = frozenset(),
+) -> str:
     """queries/ledger/view.sql for these parts (a view holds no parameters: the paths, names
     and ranks are literals); named: the view kv_named_events instead of kv_events, of only the
-    events whose keys are in temp.analysis_named_keys."""
-    selects = [group_sql(g, assume_utc, named) for g in groups(parts)]
+    events whose keys are in temp.analysis_named_keys; plain: the text columns whose values
+    are known to need no trimming (see typed)."""
+    selects = [group_sql(g, assume_utc, named, plain) for g in groups(parts)]
     union = selects[0]
     for s in selects[1:]:
         union = template("{a}\nUNION ALL\n{b}", a=union, b=s)
