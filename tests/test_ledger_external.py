@@ -330,3 +330,39 @@ def test_the_changed_part_is_named_with_its_checksums() -> None:
     for recorded in (("cd", 10), ("ab", 11), None):
         with pytest.raises(InputError, match="kv_events/node=n/p.parquet changed since"):
             _check_digest(part, ("ab", 10), recorded)
+
+
+def test_the_largest_partitions_start_first_and_the_tables_stay_the_same(
+    tmp_path, monkeypatch
+) -> None:
+    """With one worker the partitions are swept one at a time, largest first (here decode-0
+    keeps only its first 20,000 events, so decode-1 is the largest), and the tables are the
+    loaded ledger's: findings are stored in partition order whatever order they finish in."""
+    from forensics.analysis import partitions
+
+    case = hive_sample(tmp_path)
+    (part,) = (case / "kv_events" / "node=decode-0").glob("*.parquet")
+    pq.write_table(pq.read_table(part).slice(0, 20_000), part)
+    loaded, db = tmp_path / "loaded.duckdb", tmp_path / "external.duckdb"
+    assert run(["ingest", str(case), "--db", str(loaded)]) == 0
+    assert run(["ingest", str(case), "--db", str(db), "--ledger-external"]) == 0
+    started: list[str] = []
+    sweep = partitions.sweep_partition
+
+    def recording(parts, *args, **kwargs):
+        started.append(parts[0].file.node)
+        return sweep(parts, *args, **kwargs)
+
+    monkeypatch.setattr(partitions, "sweep_partition", recording)
+    assert run(["analyze", "--db", str(loaded)]) in (0, 1)
+    assert run(["analyze", "--db", str(db), "--workers", "1"]) in (0, 1)
+    assert started == ["decode-1", "decode-0", "prefill-0", "prefill-1"]
+    assert query(loaded, "SELECT count(*) > 0 FROM exposures") == [(True,)]
+    assert differences(loaded, db) == {}
+
+
+def test_largest_first_keeps_partition_order_among_equals() -> None:
+    from forensics.analysis.partitions import largest_first
+
+    assert largest_first([5, 9, 5, 0, 9]) == [1, 4, 0, 2, 3]
+    assert largest_first([]) == []

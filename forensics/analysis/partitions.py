@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import sys
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -201,14 +201,17 @@ def sweep_external(
     args = [
         (g, utc, _quarantined(con, [p.file for p in g]), _recorded(con, g), threads) for g in groups
     ]
-    results: list[PartitionFindings] = []
+    rows = [_partition_rows(con, g) for g in groups]
+    # The largest partitions start first, so that a large one does not start last and run
+    # alone at the end while the other workers are idle; results are stored in partition order.
+    starts = largest_first(rows)
+    found: dict[int, PartitionFindings] = {}
     if ray is None:
         # Each task has its own DuckDB and the sweep releases the GIL: `workers` partitions run
         # at once in threads. Each task's DuckDB gets its share of DuckDB's part of the limit,
         # which, as for a loaded ledger, only reads and codes the events; a task holds its
         # node's arrays in the memory budget once it has counted them, so as many nodes are
-        # swept at once as fit (forensics.analysis.budget). Results are taken in partition
-        # order, so the tables are the same.
+        # swept at once as fit (forensics.analysis.budget).
         with (
             sweep_budget(con, DUCKDB_STREAM_SHARE) as budget,
             ThreadPoolExecutor(max_workers=max(1, workers)) as pool,
@@ -222,30 +225,35 @@ def sweep_external(
                 )
 
             progress("sweep", 0, len(args))
-            for found in pool.map(within_budget, range(len(args))):
-                results.append(found)
-                progress("sweep", len(results), len(args))
+            tasks = {pool.submit(within_budget, i): i for i in starts}
+            for done in as_completed(tasks):
+                found[tasks[done]] = done.result()
+                progress("sweep", len(found), len(args))
     else:
         with ray_session(ray, workers) as session:
             task = session.remote(num_cpus=1, max_retries=1)(sweep_partition)
             memory = task_memory(session)
-            rows = [_partition_rows(con, g) for g in groups]  # Ray places a task by its size
 
-            def submit(i: int) -> Any:
+            def submit(i: int) -> Any:  # Ray places a task by its size
                 return task.options(**memory(task_need(rows[i]))).remote(*args[i])
 
-            def take(_i: int, r: PartitionFindings) -> None:
-                results.append(r)
+            def take(i: int, r: PartitionFindings) -> None:
+                found[i] = r
 
             run_tasks(
                 session,
-                list(range(len(args))),
+                starts,
                 submit,
                 take,
                 in_flight=2 * cluster_cpus(session),
                 progress=progress,
             )
-    _store(con, results)
+    _store(con, [found[i] for i in range(len(args))])
+
+
+def largest_first(rows: list[int]) -> list[int]:
+    """Partition indexes by their rows, largest first (ties in partition order)."""
+    return sorted(range(len(rows)), key=lambda i: (-rows[i], i))
 
 
 def task_threads(workers: int) -> int:
