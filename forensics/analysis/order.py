@@ -107,6 +107,23 @@ def warm_up() -> None:
     find_on_node(NodeEvents("(warm-up)", None, req, op, hashes, [start, start + 4]))
 
 
+# A warm-up that takes longer than this is building the compiled code, not loading it.
+COMPILE_NOTE_S = 2.0
+COMPILE_NOTE = "compiling the sweep (once per installed version; a minute or so on 2 cores)"
+
+
+def warmed_up(warming: Future[None], progress: ProgressFn) -> None:
+    """Wait for warm_up. The first analysis after an install or upgrade compiles the sweep's
+    code (numba caches it on disk for later runs), which takes far longer than loading it:
+    if the warm-up is still running after COMPILE_NOTE_S, say so, as a stage of its own (so
+    that a log shows it too), then wait on."""
+    try:
+        warming.result(timeout=COMPILE_NOTE_S)
+    except TimeoutError:
+        progress(COMPILE_NOTE, 0, None)
+        warming.result()
+
+
 def sweep_case(
     con: duckdb.DuckDBPyConnection, workers: int = 2, progress: ProgressFn = no_progress
 ) -> dict[str, int]:
@@ -118,7 +135,7 @@ def sweep_case(
         warmed = early.submit(warm_up)  # beside the SQL, which lets go of the GIL
         prepare_pieces(con)
         nodes = node_list(con)
-        warmed.result()
+        warmed_up(warmed, progress)
     counts = dict.fromkeys([_RUNS, *_TABLES], 0)
     pending: deque[Future[NodeFindings]] = deque()
     workers = max(1, workers)

@@ -193,15 +193,10 @@ def sweep_external(
     request codes and analysis_piece_events in the case database."""
     meta = ledger_meta(con)
     assert meta is not None, "the case's ledger is loaded, not external"
-    groups = by_node(part_views_of(con, meta))
-    utc = bool(meta["assume_utc"])
-    # Each task's DuckDB gets its share of the cores (a Ray task holds one CPU): tasks that each
-    # use every core only contend for them (a fifth more CPU for the same work on two cores).
-    threads = task_threads(workers) if ray is None else 1
-    args = [
-        (g, utc, _quarantined(con, [p.file for p in g]), _recorded(con, g), threads) for g in groups
-    ]
-    rows = [_partition_rows(con, g) for g in groups]
+    with ThreadPoolExecutor(max_workers=1) as early:  # the compiled code, beside the SQL
+        warming = early.submit(order.warm_up)
+        args, rows = _tasks(con, meta, ray, workers)
+        order.warmed_up(warming, progress)
     # The largest partitions start first, so that a large one does not start last and run
     # alone at the end while the other workers are idle; results are stored in partition order.
     starts = largest_first(rows)
@@ -254,6 +249,26 @@ def sweep_external(
 def largest_first(rows: list[int]) -> list[int]:
     """Partition indexes by their rows, largest first (ties in partition order)."""
     return sorted(range(len(rows)), key=lambda i: (-rows[i], i))
+
+
+# A partition task's arguments before its memory limit, budget and spill folder: its parts, whether
+# times without a zone are UTC, its quarantined rows, its parts' recorded digests, its threads.
+TaskArgs = tuple[list[PartView], bool, pa.Table, dict[str, tuple[str, int]], int]
+
+
+def _tasks(
+    con: duckdb.DuckDBPyConnection, meta: dict[str, Any], ray: str | None, workers: int
+) -> tuple[list[TaskArgs], list[int]]:
+    """Each partition's task arguments and kept rows, in partition order."""
+    groups = by_node(part_views_of(con, meta))
+    utc = bool(meta["assume_utc"])
+    # Each task's DuckDB gets its share of the cores (a Ray task holds one CPU): tasks that each
+    # use every core only contend for them (a fifth more CPU for the same work on two cores).
+    threads = task_threads(workers) if ray is None else 1
+    args = [
+        (g, utc, _quarantined(con, [p.file for p in g]), _recorded(con, g), threads) for g in groups
+    ]
+    return args, [_partition_rows(con, g) for g in groups]
 
 
 def task_threads(workers: int) -> int:
