@@ -76,7 +76,10 @@ def open_database(
     if schema and not read_only:
         run_script(con, sql("schema/case"))
         run_script(con, sql("schema/logs"))
-        apply_comments(con)
+        # The comments explain a case database to its readers; a scratch one (a partition
+        # task's, a check's) goes without them.
+        if str(path) != ":memory:":
+            apply_comments(con)
     return con
 
 
