@@ -36,7 +36,7 @@ def _stages(db: Path) -> list[str]:
     said: list[str] = []
     con = connect(db)
     try:
-        analyze(con, progress=lambda what, _done, total: said.append(what))
+        analyze(con, progress=lambda what, _done, _total: said.append(what))
     finally:
         con.close()
     return said

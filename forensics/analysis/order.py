@@ -95,6 +95,9 @@ def find_on_node(ev: NodeEvents) -> NodeFindings:
     )
 
 
+WARM_UP_NODE = "(warm-up)"  # the node name of warm_up's six events
+
+
 def warm_up() -> None:
     """Sweep a node of six events, so that the compiled code is loaded (about a third of a
     second, the first time in a process) while DuckDB prepares the codes and lists the nodes.
@@ -104,7 +107,7 @@ def warm_up() -> None:
     start = np.zeros(6, np.int32)
     req = np.repeat(np.arange(2, dtype=np.int32), 3)
     hashes = np.full(6, -1, np.int32)
-    find_on_node(NodeEvents("(warm-up)", None, req, op, hashes, [start, start + 4]))
+    find_on_node(NodeEvents(WARM_UP_NODE, None, req, op, hashes, [start, start + 4]))
 
 
 # A warm-up that takes longer than this is building the compiled code, not loading it.
