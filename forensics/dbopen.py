@@ -56,7 +56,8 @@ def open_database(
     config: dict[str, str | bool | int | float | list[str]] = (
         {} if read_only else {"storage_compatibility_version": storage_version()}
     )
-    if str(path) == ":memory:":
+    scratch = str(path) == ":memory:"
+    if scratch:
         config["temp_directory"] = scratch_spill_folder(spill_beside)
     try:
         if isinstance(path, Path):
@@ -69,7 +70,7 @@ def open_database(
             else "give a file path where it can be written, and no other process holding it"
         )
         raise CaseError(f"{path}: cannot open the case database ({exc}); {fix}") from exc
-    if not read_only and str(path) != ":memory:":
+    if not read_only and not scratch:
         remove_stale_spills(Path(path))  # this run holds the database: none is a writer's
     run(con, "schema/settings", memory_limit=literal(_size(memory_limit)))
     run_script(con, sql("schema/macros"))
@@ -78,7 +79,7 @@ def open_database(
         run_script(con, sql("schema/logs"))
         # The comments explain a case database to its readers; a scratch one (a partition
         # task's, a check's) goes without them.
-        if str(path) != ":memory:":
+        if not scratch:
             apply_comments(con)
     return con
 

@@ -5,7 +5,6 @@ database; a quick warm-up says nothing."""
 
 from __future__ import annotations
 
-import shutil
 import time
 from pathlib import Path
 
@@ -15,17 +14,11 @@ from forensics.analysis import order
 from forensics.analysis.stage import analyze
 from forensics.cli import run
 from forensics.db import connect
-
-SAMPLE = Path(__file__).resolve().parent.parent / "data_samples" / "incident"
+from tests.test_ledger_external import hive_sample
 
 
 def _case(tmp_path: Path, external: bool) -> Path:
-    case = tmp_path / "case"
-    shutil.copytree(SAMPLE, case, ignore=shutil.ignore_patterns("kv_events"))
-    for part in sorted((SAMPLE / "kv_events").glob("*.parquet")):
-        node = part.name.split("-part-")[0]
-        (case / "kv_events" / f"node={node}").mkdir(parents=True)
-        shutil.copy(part, case / "kv_events" / f"node={node}" / part.name)
+    case = hive_sample(tmp_path)
     db = tmp_path / "case.duckdb"
     flags = ["--ledger-external"] if external else []
     assert run(["ingest", str(case), "--db", str(db), *flags]) == 0

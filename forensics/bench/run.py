@@ -153,9 +153,11 @@ def _work_folder(workdir: Path | None) -> Path:
             workdir.mkdir(parents=True, exist_ok=True)
         return Path(tempfile.mkdtemp(prefix="kvf-bench-", dir=workdir))
     except OSError as e:
+        where = (
+            f"--workdir {workdir}" if workdir else f"the temporary folder {tempfile.gettempdir()}"
+        )
         raise UsageError(
-            f"--workdir {workdir}: cannot make a folder there ({e.strerror}); give a writable "
-            "folder"
+            f"{where}: cannot make a folder there ({e.strerror}); give a writable --workdir"
         ) from e
 
 
