@@ -9,6 +9,18 @@ class KvfError(Exception):
 
     exit_code = 2
 
+    def __reduce__(self) -> tuple[object, ...]:
+        """Rebuilt whole when it crosses from a worker process (a subclass's own constructor
+        arguments are not its args)."""
+        return (_restore, (type(self), self.args, self.__dict__))
+
+
+def _restore(cls: type[KvfError], args: tuple[object, ...], state: dict[str, object]) -> KvfError:
+    exc = cls.__new__(cls)
+    Exception.__init__(exc, *args)
+    exc.__dict__.update(state)
+    return exc
+
 
 class UsageError(KvfError):
     """The command was called wrongly (a missing folder, a bad option value)."""

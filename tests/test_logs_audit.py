@@ -15,8 +15,8 @@ from forensics.logs.summary import LogsSummary, node_json
 DATA = Path(__file__).resolve().parent / "data" / "logs"
 
 
-def _read(*folders: str) -> LogsSummary:
-    return read_logs(discover([DATA / f for f in folders]))
+def _read(*folders: str, parallel_bytes: int | None = None) -> LogsSummary:
+    return read_logs(discover([DATA / f for f in folders]), parallel_bytes=parallel_bytes)
 
 
 def _nodes(summary: LogsSummary) -> dict[str, dict]:
@@ -113,9 +113,11 @@ EXPECTED = {
 }
 
 
-@pytest.fixture(scope="module")
-def everything() -> LogsSummary:
-    return _read("incident", "vllm", "variants")
+@pytest.fixture(scope="module", params=["one process", "worker processes"])
+def everything(request) -> LogsSummary:
+    """Every fixture log, parsed in this process and (as large logs are) in worker processes."""
+    workers = request.param == "worker processes"
+    return _read("incident", "vllm", "variants", parallel_bytes=0 if workers else None)
 
 
 def test_every_node_as_worked_by_hand(everything):

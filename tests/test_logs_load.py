@@ -9,7 +9,7 @@ import duckdb
 import pytest
 
 from forensics.errors import InputError
-from forensics.logs import load_logs
+from forensics.logs.load import load_logs
 from forensics.sql import sql
 
 DATA = Path(__file__).resolve().parent / "data" / "logs"

@@ -57,12 +57,20 @@ Ranks = tuple[tuple[str, int], ...]
 
 @dataclass(frozen=True, slots=True)
 class Record:
-    """One log record: its time (as written, node-local clock), ranks and message body."""
+    """One log record: its time (as written, node-local clock), ranks and message body.
 
-    ts: datetime | None
+    The time is read from its text only when asked for: most records match nothing that keeps
+    it, and reading a time costs more than the rest of the record."""
+
+    stamp: str  # the record prefix's time as written, "" when it has none
+    lead_ts: datetime | None  # a collector's time in front of the line
     ranks: Ranks
     body: str
     prefixed: bool = False  # began with an SGLang bracket prefix
+
+    @property
+    def ts(self) -> datetime | None:
+        return _parse_ts(self.stamp) or self.lead_ts
 
 
 def _open(path: Path, magic: bytes) -> BinaryIO:
@@ -168,15 +176,9 @@ def split_records(line: str) -> list[Record]:
     separated); otherwise a vLLM prefix, or none, gives one record."""
     text, lead_ts = unwrap(line)
     first = _SGLANG_PREFIX.match(text)
-    if first and "[" not in text[first.end() :]:  # the common case: one record
-        return [
-            Record(
-                _parse_ts(first.group(1)) or lead_ts,
-                _ranks(first.group(2)),
-                text[first.end() :].rstrip(),
-                True,
-            )
-        ]
+    rest = text[first.end() :] if first else ""
+    if first and "[" not in rest:  # the common case: one record
+        return [Record(first.group(1), lead_ts, _ranks(first.group(2)), rest.rstrip(), True)]
     starts = list(_SGLANG_PREFIX.finditer(text))
     if not starts:
         return _split_plain(text, lead_ts)
@@ -185,8 +187,8 @@ def split_records(line: str) -> list[Record]:
         records.append(_plain_record(text[: starts[0].start()], lead_ts))
     for here, nxt in zip(starts, [*starts[1:], None], strict=True):
         end = nxt.start() if nxt else len(text)
-        ts = _parse_ts(here.group(1)) or lead_ts
-        records.append(Record(ts, _ranks(here.group(2)), text[here.end() : end].rstrip(), True))
+        body = text[here.end() : end].rstrip()
+        records.append(Record(here.group(1), lead_ts, _ranks(here.group(2)), body, True))
     return records
 
 
@@ -207,9 +209,9 @@ def _split_plain(text: str, lead_ts: datetime | None) -> list[Record]:
 def _plain_record(text: str, lead_ts: datetime | None, prefixed: bool = False) -> Record:
     match = _VLLM_PREFIX.match(text)
     if not match:
-        return Record(lead_ts, (), text, prefixed)
-    ts = _parse_ts(match.group("ts")) if len(match.group("ts")) > 14 else None
-    return Record(ts or lead_ts, _proc_ranks(match.group("proc")), text[match.end() :], prefixed)
+        return Record("", lead_ts, (), text, prefixed)
+    ranks = _proc_ranks(match.group("proc"))  # a time without a year (14 characters) is unknown
+    return Record(match.group("ts"), lead_ts, ranks, text[match.end() :], prefixed)
 
 
 def is_primary(ranks: Ranks) -> bool:

@@ -77,7 +77,8 @@ def parse_file(log: LogFile) -> FileResult:
 def _parse_line(result: FileResult, lineno: int, raw: str) -> None:
     damaged = "\x00" in raw
     records = split_records(clean(raw.replace("\x00", "") if damaged else raw))
-    result.spliced += sum(r.prefixed for r in records) > 1
+    if len(records) > 1:
+        result.spliced += sum(r.prefixed for r in records) > 1
     statuses = [_parse_record(result, lineno, rec) for rec in records]
     if damaged or "truncated" in statuses:
         result.truncated += 1
@@ -103,21 +104,23 @@ def _use(result: FileResult, lineno: int, rec: Record, match: Match) -> None:
     kind = match.spec.kind
     (result.kinds if match.complete else result.truncated_kinds)[kind] += 1
     result.engines[match.spec.engine] += 1
+    is_evidence = kind.startswith("evidence.")
+    if not (is_evidence or match.spec.starts_run or match.values):
+        return  # a message only counted (a batch line): no time, ranks or values to keep
     src = (result.file.rel, lineno)
     ranks = rec.ranks or result.file.ranks
-    if kind.startswith("evidence."):
+    ts = rec.ts
+    if is_evidence:
         result.evidence.append(
-            evidence.build(match, result.file.node, rec.ts, rec.body, src, is_primary(ranks))
+            evidence.build(match, result.file.node, ts, rec.body, src, is_primary(ranks))
         )
         return
     if match.spec.starts_run:
         result.observations.append(
-            Observation(kind, "start", kind, ranks, rec.ts, src[0], lineno, match.complete)
+            Observation(kind, "start", kind, ranks, ts, src[0], lineno, match.complete)
         )
     for key in FACT_KEYS:
         if key in match.values:
             result.observations.append(
-                Observation(
-                    kind, key, match.values[key], ranks, rec.ts, src[0], lineno, match.complete
-                )
+                Observation(kind, key, match.values[key], ranks, ts, src[0], lineno, match.complete)
             )

@@ -41,8 +41,9 @@ def _values(found: re.Match[str] | None) -> dict[str, str]:
 
 
 def match_spec(spec: Spec, body: str) -> Match | None:
-    """Match one spec against a record body: None, a complete match or a truncated one."""
-    if spec.needle not in body or not spec.head.search(body):
+    """Match one spec against a record body that holds its needle: None, a complete match or a
+    truncated one."""
+    if not spec.head.search(body):
         return None
     found = spec.full.search(body)  # searched once: its values, and whether it is whole
     values = _values(found)
@@ -57,7 +58,7 @@ def match_spec(spec: Spec, body: str) -> Match | None:
 
 
 def match_all(specs: tuple[Spec, ...], body: str) -> list[Match]:
-    found = (match_spec(s, body) for s in specs if s.needle in body)
+    found = [match_spec(s, body) for s in specs if s.needle in body]
     return [m for m in found if m is not None]
 
 

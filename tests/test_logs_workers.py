@@ -1,0 +1,51 @@
+"""Large logs are parsed in worker processes: what crosses back from a worker is whole."""
+
+from __future__ import annotations
+
+import pickle
+from pathlib import Path
+
+import pytest
+
+from forensics.errors import InputError, MissingColumnError
+from forensics.logs import read
+from forensics.logs.naming import LogFile
+
+DATA = Path(__file__).resolve().parent / "data" / "logs"
+
+
+def test_an_error_keeps_its_file_and_fix_across_processes():
+    err = MissingColumnError("a.parquet", "kv_events", "slot_idx", ["slot"], "slot")
+    back = pickle.loads(pickle.dumps(err))
+    assert type(back) is MissingColumnError
+    assert (str(back), back.path, back.fix, back.column, back.found) == (
+        str(err),
+        "a.parquet",
+        err.fix,
+        "slot_idx",
+        ["slot"],
+    )
+
+
+def test_a_worker_reports_an_unreadable_file_as_itself(tmp_path):
+    gone = tmp_path / "decode-9.log"
+    files = [
+        LogFile("prefill-0", (), 0, "prefill-0.log", DATA / "incident" / "prefill-0.log"),
+        LogFile("decode-9", (), 0, "decode-9.log", gone),
+    ]
+    with pytest.raises(InputError) as alone:
+        read.parse_files(files, parallel_bytes=1 << 60)
+    with pytest.raises(InputError) as worker:
+        read.parse_files(files, parallel_bytes=0)
+    assert (worker.value.path, str(worker.value)) == (str(gone), str(alone.value))
+    assert "No such file" in str(worker.value)
+
+
+def test_small_logs_start_no_worker(monkeypatch):
+    def refuse(*_args, **_kwargs):
+        raise AssertionError("a worker pool was started for small logs")
+
+    monkeypatch.setattr(read, "ProcessPoolExecutor", refuse)
+    files = [LogFile("p", (), 0, p.name, p) for p in sorted((DATA / "variants").glob("*.log"))]
+    results = read.parse_files(files)
+    assert [r.file for r in results] == files
