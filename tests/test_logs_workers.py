@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pickle
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
 import pytest
@@ -49,3 +50,24 @@ def test_small_logs_start_no_worker(monkeypatch):
     files = [LogFile("p", (), 0, p.name, p) for p in sorted((DATA / "variants").glob("*.log"))]
     results = read.parse_files(files)
     assert [r.file for r in results] == files
+
+
+def test_a_killed_worker_leaves_the_parse_to_this_process(monkeypatch):
+    class KilledPool:
+        def __init__(self, *_args, **_kwargs):
+            pass
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *_exc):
+            return False
+
+        def submit(self, *_args):
+            raise BrokenProcessPool("a worker was killed")
+
+    monkeypatch.setattr(read, "ProcessPoolExecutor", KilledPool)
+    files = [LogFile("p", (), 0, p.name, p) for p in sorted((DATA / "variants").glob("*.log"))]
+    results = read.parse_files(files, parallel_bytes=0)
+    lines = [sum(1 for _ in p.path.open("rb")) for p in files]
+    assert [(r.file, r.lines) for r in results] == list(zip(files, lines, strict=True))

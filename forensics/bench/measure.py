@@ -1,7 +1,8 @@
 """Run one stage in a child process and measure it: wall time, CPU time and peak memory.
 
 Each stage runs in its own process so its peak resident memory is its own (a process's
-ru_maxrss only ever grows)."""
+ru_maxrss only ever grows). CPU time counts the worker processes a stage waited for; peak memory
+adds the largest of them to the stage's own."""
 
 from __future__ import annotations
 
@@ -37,13 +38,17 @@ def _child(fn: Callable[..., dict[str, Any]], args: tuple[Any, ...], queue: Any)
         result, error = {}, f"{type(exc).__name__}: {exc}"
     seconds = time.perf_counter() - started
     cpu = _cpu_all_threads() - cpu0
-    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    own, workers = (resource.getrusage(who) for who in _WHO)
+    peak_mb = (own.ru_maxrss + workers.ru_maxrss) / 1024  # the largest worker beside the stage
     queue.put((seconds, cpu, peak_mb, result, error))
 
 
+# The stage's process, and the worker processes it started and waited for (the log parser's).
+_WHO = (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
+
+
 def _cpu_all_threads() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
+    return sum(u.ru_utime + u.ru_stime for u in map(resource.getrusage, _WHO))
 
 
 def measure(

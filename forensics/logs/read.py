@@ -6,6 +6,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from itertools import groupby
 from pathlib import Path
 
@@ -44,12 +45,15 @@ def parse_files(files: list[LogFile], parallel_bytes: int | None = None) -> list
     if workers < 2 or sum(sizes) < threshold:
         return [parse_file(f) for f in files]
     spawn = multiprocessing.get_context("spawn")  # never fork a process that holds DuckDB threads
-    with ProcessPoolExecutor(workers, mp_context=spawn) as pool:
-        started = {
-            i: pool.submit(parse_file, files[i])
-            for i in sorted(range(len(files)), key=lambda i: -sizes[i])
-        }
-        return [started[i].result() for i in range(len(files))]
+    try:
+        with ProcessPoolExecutor(workers, mp_context=spawn) as pool:
+            started = {
+                i: pool.submit(parse_file, files[i])
+                for i in sorted(range(len(files)), key=lambda i: -sizes[i])
+            }
+            return [started[i].result() for i in range(len(files))]
+    except (BrokenProcessPool, OSError):  # no worker could start, or one was killed
+        return [parse_file(f) for f in files]
 
 
 def _size(path: Path) -> int:
