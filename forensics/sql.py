@@ -188,6 +188,18 @@ def run(
     run_script(con, template(text, **parts) if parts else text, params)
 
 
+@contextmanager
+def registered(con: duckdb.DuckDBPyConnection, tables: dict[str, pa.Table]) -> Iterator[None]:
+    """Arrow tables readable by name in the block's queries, and gone after it."""
+    for name, table in tables.items():
+        con.register(name, table)
+    try:
+        yield
+    finally:
+        for name in tables:
+            con.unregister(name)
+
+
 def append_rows(con: duckdb.DuckDBPyConnection, table: str, rows: pa.Table) -> None:
     """Append Arrow rows to `table`, column by column name (nothing when there are none)."""
     if rows.num_rows == 0:

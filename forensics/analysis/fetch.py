@@ -113,10 +113,17 @@ class NodeEvents:
         return seg[s, 0] + place - seg[s, 2]
 
 
-def node_list(con: duckdb.DuckDBPyConnection) -> list[NodeInfo]:
+def make_ledger_nodes(con: duckdb.DuckDBPyConnection, per_file: str) -> None:
+    """temp.analysis_ledger_nodes from the figures per node and file of query `per_file`."""
+    run_script(con, template(sql("analysis/ledger_nodes"), per_file=nested(per_file)))
+
+
+def node_list(con: duckdb.DuckDBPyConnection, counted: bool = False) -> list[NodeInfo]:
     """The nodes to sweep, from one pass over the ledger that also keeps what screening and
-    the summary need of it (temp.analysis_ledger_nodes)."""
-    run_script(con, sql("analysis/ledger_nodes"))
+    the summary need of it (temp.analysis_ledger_nodes). counted: that table is made already
+    (from what ingest recorded of an external ledger's parts), and no pass is needed."""
+    if not counted:
+        make_ledger_nodes(con, "analysis/ledger_nodes_pass")
     rows = con.execute(sql("analysis/nodes")).fetchall()
     out = []
     for node, n, by_seq, end, key_min, key_max, reads, acquisitions, files in rows:

@@ -32,6 +32,7 @@ from forensics.analysis.fetch import (  # noqa: F401  (re-exported names)
     events_of,
     fetch_batches,
     load_node,
+    make_ledger_nodes,
     node_list,
 )
 from forensics.analysis.runfacts import (

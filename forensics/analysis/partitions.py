@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import sys
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -35,7 +35,16 @@ from forensics.ledger.store import ledger_meta, part_views_of
 from forensics.ledger.view import PartView, view_sql
 from forensics.progress import ProgressFn, no_progress
 from forensics.raytasks import cluster_cpus, ray_session, run_tasks, task_memory
-from forensics.sql import append_rows, ident, one_row, run, run_script, sql, template
+from forensics.sql import (
+    append_rows,
+    ident,
+    one_row,
+    registered,
+    run,
+    run_script,
+    sql,
+    template,
+)
 
 
 @dataclass
@@ -48,11 +57,16 @@ class PartitionFindings:
     request_nodes: pa.Table  # rows of temp.analysis_request_nodes
 
 
+# What reading a damaged or missing part raises.
+UNREADABLE = (duckdb.IOException, duckdb.InvalidInputException, OSError)
+
+
 def sweep_partition(
     parts: list[PartView],
     assume_utc: bool,
     quarantine: pa.Table,
     recorded: dict[str, tuple[str, int]],
+    facts: pa.Table | None = None,
     threads: int = 1,
     memory_limit: str | None = None,
     budget: MemoryBudget | None = None,
@@ -62,29 +76,52 @@ def sweep_partition(
     threads and within memory_limit (None: the default). Each part's SHA-256 and size are
     computed beside the reads and must be those ingest recorded (`recorded`, by part name):
     a part changed since it was ingested is an error, never a silent analysis of other
-    evidence. budget: the run's memory budget, when
-    the task runs in a thread of the driver: its node's arrays are held in it once the pass
-    that lists the node has counted them (forensics.analysis.order.load_within), so that as
-    many partitions are swept at once as fit. Without one (a Ray task, whose memory Ray holds
-    for it) nothing waits. spill_beside: the case database, when the task runs on its machine
-    (its DuckDB spills beside it; elsewhere to the system's temporary folder)."""
+    evidence. facts: what ingest recorded of the parts' kept rows, which spare the task a pass
+    over them; None for a case ingested before ingest recorded them. budget: the run's memory
+    budget, when the task runs in a thread of the driver: its node's arrays are held in it
+    once the pass that lists the node has counted them (forensics.analysis.order.load_within),
+    so that as many partitions are swept at once as fit. Without one (a Ray task, whose memory
+    Ray holds for it) nothing waits. spill_beside: the case database, when the task runs on its
+    machine (its DuckDB spills beside it; elsewhere to the system's temporary folder)."""
     files = [p.file for p in parts]
     try:
         with ThreadPoolExecutor(max_workers=1) as hasher:
             digests = [(f, hasher.submit(sha256_of, f.url)) for f in files]
-            found = _sweep_partition(
-                parts, assume_utc, quarantine, threads, memory_limit, budget, spill_beside
-            )
-            for f, digest in digests:
-                _check_digest(f, digest.result(), recorded.get(f.rel))
+            try:
+                found = _sweep_partition(
+                    parts,
+                    assume_utc,
+                    quarantine,
+                    facts,
+                    threads,
+                    memory_limit,
+                    budget,
+                    spill_beside,
+                )
+            except UNREADABLE:
+                raise  # the part is damaged: the read's own error says how
+            except Exception:
+                # a part changed since ingest explains any other failure (its recorded facts
+                # no longer hold, say): that is reported, not what it made fail
+                _check_digests(digests, recorded)
+                raise
+            _check_digests(digests, recorded)
         return found
-    except (duckdb.IOException, duckdb.InvalidInputException, OSError) as exc:
+    except UNREADABLE as exc:
         raise InputError(
             f"the partition node={files[0].node} cannot be read: {exc}",
             path=files[0].url,
             fix="make the external ledger readable where "
             "it was ingested from, or ingest the case anew",
         ) from exc
+
+
+def _check_digests(
+    digests: list[tuple[LedgerFile, Future[tuple[str, int]]]],
+    recorded: dict[str, tuple[str, int]],
+) -> None:
+    for f, digest in digests:
+        _check_digest(f, digest.result(), recorded.get(f.rel))
 
 
 def _check_digest(
@@ -105,6 +142,7 @@ def _sweep_partition(
     parts: list[PartView],
     assume_utc: bool,
     quarantine: pa.Table,
+    facts: pa.Table | None,
     threads: int,
     memory_limit: str | None,
     budget: MemoryBudget | None,
@@ -116,9 +154,12 @@ def _sweep_partition(
         append_rows(con, "quarantine", quarantine)
         _view_and_codes(con, parts, assume_utc)
         run_script(con, sql("analysis/pieces_create"))
+        if facts is not None:
+            with registered(con, {"_part_facts": facts}):
+                order.make_ledger_nodes(con, "analysis/ledger_nodes_recorded")
         found = []
         within = budget or MemoryBudget(sys.maxsize)  # a Ray task: Ray holds its memory
-        for info in order.node_list(con):
+        for info in order.node_list(con, counted=facts is not None):
             events, held = order.load_within(con, info, within)
             found.append(order.find_within(events, within, held))
             del events
@@ -252,8 +293,9 @@ def largest_first(rows: list[int]) -> list[int]:
 
 
 # A partition task's arguments before its memory limit, budget and spill folder: its parts, whether
-# times without a zone are UTC, its quarantined rows, its parts' recorded digests, its threads.
-TaskArgs = tuple[list[PartView], bool, pa.Table, dict[str, tuple[str, int]], int]
+# times without a zone are UTC, its quarantined rows, its parts' recorded digests and facts, its
+# threads.
+TaskArgs = tuple[list[PartView], bool, pa.Table, dict[str, tuple[str, int]], pa.Table | None, int]
 
 
 def _tasks(
@@ -265,8 +307,17 @@ def _tasks(
     # Each task's DuckDB gets its share of the cores (a Ray task holds one CPU): tasks that each
     # use every core only contend for them (a fifth more CPU for the same work on two cores).
     threads = task_threads(workers) if ray is None else 1
+    with_facts = "events" in con.sql(sql("ledger/files_columns")).columns
     args = [
-        (g, utc, _quarantined(con, [p.file for p in g]), _recorded(con, g), threads) for g in groups
+        (
+            g,
+            utc,
+            _quarantined(con, [p.file for p in g]),
+            _recorded(con, g),
+            _facts(con, g) if with_facts else None,
+            threads,
+        )
+        for g in groups
     ]
     return args, [_partition_rows(con, g) for g in groups]
 
@@ -296,6 +347,11 @@ def _recorded(con: duckdb.DuckDBPyConnection, group: list[PartView]) -> dict[str
     return {path: (sha, int(size)) for path, sha, size in rows}
 
 
+def _facts(con: duckdb.DuckDBPyConnection, group: list[PartView]) -> pa.Table:
+    files = [p.file.rel for p in group]
+    return con.sql(sql("ledger/part_facts_recorded"), params={"files": files}).to_arrow_table()
+
+
 def _quarantined(con: duckdb.DuckDBPyConnection, group: list[LedgerFile]) -> pa.Table:
     rels = [f.rel for f in group]
     return con.sql(sql("ledger/partition_quarantine"), params={"files": rels}).to_arrow_table()
@@ -312,13 +368,8 @@ def _store(con: duckdb.DuckDBPyConnection, results: list[PartitionFindings]) -> 
         "_ledger_nodes": pa.concat_tables([r.ledger_nodes for r in results]),
         "_request_nodes": pa.concat_tables([r.request_nodes for r in results]),
     }
-    for name, rows in facts.items():
-        con.register(name, rows)
-    try:
+    with registered(con, facts):
         run_script(con, sql("analysis/ledger_facts_from_tasks"))
-    finally:
-        for name in facts:
-            con.unregister(name)
     run_script(con, sql("analysis/pieces_create"))
     run_script(con, sql("analysis/piece_events_create"))
     for r in results:

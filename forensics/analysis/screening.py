@@ -27,6 +27,7 @@ from dataclasses import asdict
 
 import duckdb
 
+from forensics.analysis.fetch import make_ledger_nodes
 from forensics.options import ScreeningParams
 from forensics.sql import run_script, sql, tables
 
@@ -51,7 +52,7 @@ def screen(
     temp.analysis_ledger_nodes and temp.analysis_request_nodes (its sweep's pass over the
     ledger); otherwise they are made here."""
     if not ledger_scanned:
-        run_script(con, sql("analysis/ledger_nodes"))
+        make_ledger_nodes(con, "analysis/ledger_nodes_pass")
         run_script(con, sql("analysis/request_nodes"))
     if "engine_evidence" not in tables(con):
         run_script(con, sql("analysis/engine_evidence_empty"))  # a case database without logs

@@ -219,6 +219,7 @@ class PartitionCheck:
     warnings: pa.Table  # rows for ingest_warnings (requests not in the request log)
     columns: list[str]  # the columns its parts hold
     schemas: dict[str, dict[str, str]]  # per part (by name): its columns and their types
+    facts: pa.Table  # per part: what its kept rows are (queries/ledger/part_facts.sql)
 
 
 def check_partition(
@@ -245,7 +246,7 @@ def check_partition(
         warnings: list[pa.Table] = []
         columns: set[str] = set()
         schemas: dict[str, dict[str, str]] = {}
-        with_seq = 0  # kept rows that carry seq, over the partition's parts
+        facts: list[pa.Table] = []
         with ThreadPoolExecutor(max_workers=1) as hasher:
             for f in files:
                 digest = hasher.submit(sha256_of, f.url)
@@ -266,14 +267,16 @@ def check_partition(
                 bad = int(flagged[0]) if flagged else 0
                 sha, size = digest.result()
                 counts.append(FileCounts(f.rel, "kv_events", sha, size, read, read - bad, bad))
-                with_seq += _count(con, "ledger/seq_rows")
-                if bad:
-                    with_seq -= _count(con, "ledger/seq_rows_bad")
+                facts.append(
+                    con.sql(sql("ledger/part_facts"), params={"file": f.rel}).to_arrow_table()
+                )
                 for rows, query in (
                     (quarantine, "ledger/quarantine_rows"),
                     (warnings, "ledger/unknown_requests"),
                 ):
-                    rows.append(con.sql(sql(query), params={"file": f.rel}).to_arrow_table())
+                    rows.append(_rows(con, query, f.rel))
+        part_facts = pa.concat_tables(facts)
+        with_seq = sum(part_facts.column("with_seq").to_pylist())
         warnings.append(_partial_seq(con, files[0].node, counts, with_seq))
     finally:
         con.close()
@@ -283,12 +286,13 @@ def check_partition(
         pa.concat_tables(warnings),
         sorted(columns),
         schemas,
+        part_facts,
     )
 
 
-def _count(con: duckdb.DuckDBPyConnection, name: str) -> int:
-    row = first_row(con, sql(name))
-    return int(row[0]) if row else 0
+def _rows(con: duckdb.DuckDBPyConnection, query: str, rel: str) -> pa.Table:
+    """What `query` says of the checked part named `rel`."""
+    return con.sql(sql(query), params={"file": rel}).to_arrow_table()
 
 
 def _partial_seq(

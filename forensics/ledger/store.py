@@ -83,7 +83,7 @@ def validate_ledger(
     for check in checks:
         append_rows(con, "quarantine", check.quarantine)
         append_rows(con, "ingest_warnings", check.warnings)
-    _record_files(con, files)
+    _record_files(con, files, pa.concat_tables([check.facts for check in checks]))
     columns = sorted({c for check in checks for c in check.columns})
     meta = {
         "location": resolve(case_dir, location),
@@ -96,9 +96,12 @@ def validate_ledger(
     return [c for check in checks for c in check.counts]
 
 
-def _record_files(con: duckdb.DuckDBPyConnection, files: list[LedgerFile]) -> None:
+def _record_files(con: duckdb.DuckDBPyConnection, files: list[LedgerFile], facts: pa.Table) -> None:
+    """One row per part: where it is, its node and rank, and its facts (by part name)."""
     run_script(con, sql("ledger/files_create"))
-    table = pa.table(
+    by_rel = {rel: i for i, rel in enumerate(facts.column("rel").to_pylist())}
+    taken = facts.drop_columns(["rel"]).take([by_rel[f.rel] for f in files])
+    where = pa.table(
         {
             "url": [f.url for f in files],
             "rel": [f.rel for f in files],
@@ -106,7 +109,9 @@ def _record_files(con: duckdb.DuckDBPyConnection, files: list[LedgerFile]) -> No
             "rank": [f.rank for f in files],
         }
     )
-    append_rows(con, "ledger_files", table)
+    for name, column in zip(taken.column_names, taken.columns, strict=True):
+        where = where.append_column(name, column)
+    append_rows(con, "ledger_files", where)
 
 
 def ledger_meta(con: duckdb.DuckDBPyConnection) -> dict[str, Any] | None:

@@ -7,8 +7,6 @@ transaction."""
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +19,7 @@ from forensics.logs.discover import is_log_file
 from forensics.logs.naming import read_node_map
 from forensics.logs.read import read_logs
 from forensics.logs.summary import LogsSummary
-from forensics.sql import sql
+from forensics.sql import registered, sql
 
 NODE_MAP_NAME = "node_map.csv"  # logs/node_map.csv in a case folder, if present
 
@@ -100,7 +98,7 @@ def load_logs(
         "logs_facts_in": pa.Table.from_pylist(_fact_rows(summary.nodes), _FACTS),
         "logs_evidence_in": pa.Table.from_pylist(_evidence_rows(summary), _EVIDENCE),
     }
-    with _registered(con, tables):
+    with registered(con, tables):
         con.execute(sql("logs/clear"))
         for name in (
             "logs/insert_files",
@@ -140,17 +138,6 @@ def _naming(case_dir: Path, path: Path) -> str:
 
 def _shown(case_dir: Path, path: Path) -> str:
     return path.relative_to(case_dir).as_posix() if path.is_relative_to(case_dir) else str(path)
-
-
-@contextmanager
-def _registered(con: duckdb.DuckDBPyConnection, tables: dict[str, pa.Table]) -> Iterator[None]:
-    for name, table in tables.items():
-        con.register(name, table)
-    try:
-        yield
-    finally:
-        for name in tables:
-            con.unregister(name)
 
 
 def _files_table(summary: LogsSummary, paths: dict[str, Path]) -> pa.Table:
