@@ -116,6 +116,16 @@ COMPILE_NOTE_S = 2.0
 COMPILE_NOTE = "compiling the sweep (once per installed version; a minute or so on 2 cores)"
 
 
+def warming_up() -> Future[None]:
+    """warm_up in a thread of its own, which ends with it: the caller goes on with its SQL and
+    calls warmed_up before it waits for a sweep."""
+    early = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kvforensics-warm-up")
+    try:
+        return early.submit(warm_up)
+    finally:
+        early.shutdown(wait=False)
+
+
 def warmed_up(warming: Future[None], progress: ProgressFn) -> None:
     """Wait for warm_up. The first analysis after an install or upgrade compiles the sweep's
     code (numba caches it on disk for later runs), which takes far longer than loading it:
@@ -135,11 +145,9 @@ def sweep_case(
     main thread loads the next node meanwhile, when its arrays fit in the memory budget
     beside those of the nodes being swept (forensics.analysis.budget). Returns the rows stored
     per table."""
-    with ThreadPoolExecutor(max_workers=1) as early:
-        warmed = early.submit(warm_up)  # beside the SQL, which lets go of the GIL
-        prepare_pieces(con)
-        nodes = node_list(con)
-        warmed_up(warmed, progress)
+    warmed = warming_up()  # beside the SQL and the first node's load, which let go of the GIL
+    prepare_pieces(con)
+    nodes = node_list(con)
     counts = dict.fromkeys([_RUNS, *_TABLES], 0)
     pending: deque[Future[NodeFindings]] = deque()
     workers = max(1, workers)
@@ -161,8 +169,10 @@ def sweep_case(
             events, held = load_within(con, info, budget)
             pending.append(pool.submit(find_within, events, budget, held))
             del events
+            warmed_up(warmed, progress)  # at once after the first node: loaded meanwhile
             while len(pending) > workers:
                 store_oldest()
+        warmed_up(warmed, progress)
         while pending:
             store_oldest()
     return counts

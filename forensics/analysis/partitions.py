@@ -234,9 +234,9 @@ def sweep_external(
     request codes and analysis_piece_events in the case database."""
     meta = ledger_meta(con)
     assert meta is not None, "the case's ledger is loaded, not external"
-    with ThreadPoolExecutor(max_workers=1) as early:  # the compiled code, beside the SQL
-        warming = early.submit(order.warm_up)
-        args, rows = _tasks(con, meta, ray, workers)
+    warming = order.warming_up()  # the compiled code, beside the SQL (here: the tasks' first)
+    args, rows = _tasks(con, meta, ray, workers)
+    if ray is not None:  # the tasks run elsewhere: compiled here first, so that they load it
         order.warmed_up(warming, progress)
     # The largest partitions start first, so that a large one does not start last and run
     # alone at the end while the other workers are idle; results are stored in partition order.
@@ -262,6 +262,7 @@ def sweep_external(
 
             progress("sweep", 0, len(args))
             tasks = {pool.submit(within_budget, i): i for i in starts}
+            order.warmed_up(warming, progress)  # loaded while the tasks read their partitions
             for done in as_completed(tasks):
                 found[tasks[done]] = done.result()
                 progress("sweep", len(found), len(args))
