@@ -267,9 +267,7 @@ def check_partition(
                 bad = int(flagged[0]) if flagged else 0
                 sha, size = digest.result()
                 counts.append(FileCounts(f.rel, "kv_events", sha, size, read, read - bad, bad))
-                facts.append(
-                    con.sql(sql("ledger/part_facts"), params={"file": f.rel}).to_arrow_table()
-                )
+                facts.append(_rows(con, "ledger/part_facts", f.rel))
                 for rows, query in (
                     (quarantine, "ledger/quarantine_rows"),
                     (warnings, "ledger/unknown_requests"),
