@@ -4,11 +4,11 @@ local folder or at an fsspec URL that every worker can read.
 `ingest --ledger-external` validates it partition by partition (each partition one Ray task
 with `--ray`) with the same checks as a loaded ledger: the per-file counts and SHA-256 go to
 input_files (and so the manifest), bad rows to quarantine, unknown requests to
-ingest_warnings. Only those and `ledger_files` (one row per part) are written to the case
-database. Each connection then sees `kv_events` as a temporary view over the parts
-(queries/ledger/view.sql), leaving out the quarantined rows, so every later stage reads it like
-the loaded table; the analysis sweeps each partition in its own task, which reads only that
-partition (forensics.ledger.tasks).
+ingest_warnings. Only those and `ledger_files` (one row per part, with what its kept rows
+are) are written to the case database. Each connection then sees `kv_events` as a temporary
+view over the parts (queries/ledger/view.sql), leaving out the quarantined rows, so every
+later stage reads it like the loaded table; the analysis sweeps each partition in its own
+task, which reads only that partition (forensics.ledger.tasks).
 """
 
 from __future__ import annotations
@@ -231,9 +231,10 @@ def check_partition(
 ) -> PartitionCheck:
     """Validate one partition's parts with the ingest's own checks
     (queries/ingest/validate_kv_events.sql and a check that each row's node is its folder's),
-    each part in one read that keeps only the rows it flags; nothing is loaded. A part's
-    checksum is computed beside that read, in a thread. spill_beside: the case database, when
-    the check runs on its machine."""
+    each part in one read that keeps only the rows it flags and the facts of its kept rows
+    (queries/ledger/check_part.sql); nothing is loaded. A part's checksum is computed beside
+    that read, in a thread. spill_beside: the case database, when the check runs on its
+    machine."""
     con = open_database(":memory:", schema=False, spill_beside=spill_beside)  # macros only
     register_filesystems(con, [f.url for f in files])
     try:
