@@ -1,8 +1,11 @@
 """Run one stage in a child process and measure it: wall time, CPU time and peak memory.
 
-Each stage runs in its own process so its peak resident memory is its own (a process's
-ru_maxrss only ever grows). CPU time counts the worker processes a stage waited for; peak memory
-adds the largest of them to the stage's own."""
+Each stage runs in its own process so its peak resident memory is its own: the high-water mark
+of the stage's own memory (Linux's VmHWM). Not ru_maxrss, which a spawned process inherits
+from the one that started it (Linux keeps it across the exec), so that every stage smaller than
+the bench process would report the bench process's size. CPU time counts the worker processes a
+stage waited for (the log parser's); their memory (about 15 MiB each) is not in the peak, since
+theirs too is floored by the stage's own."""
 
 from __future__ import annotations
 
@@ -38,9 +41,19 @@ def _child(fn: Callable[..., dict[str, Any]], args: tuple[Any, ...], queue: Any)
         result, error = {}, f"{type(exc).__name__}: {exc}"
     seconds = time.perf_counter() - started
     cpu = _cpu_all_threads() - cpu0
-    own, workers = (resource.getrusage(who) for who in _WHO)
-    peak_mb = (own.ru_maxrss + workers.ru_maxrss) / 1024  # the largest worker beside the stage
-    queue.put((seconds, cpu, peak_mb, result, error))
+    queue.put((seconds, cpu, own_peak_mb(), result, error))
+
+
+def own_peak_mb() -> float:
+    """This process's peak resident memory in MiB: VmHWM where /proc has it, else ru_maxrss."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 # The stage's process, and the worker processes it started and waited for (the log parser's).
