@@ -204,11 +204,8 @@ def append_rows(con: duckdb.DuckDBPyConnection, table: str, rows: pa.Table) -> N
     """Append Arrow rows to `table`, column by column name (nothing when there are none)."""
     if rows.num_rows == 0:
         return
-    con.register("_rows_to_append", rows)
-    try:
+    with registered(con, {"_rows_to_append": rows}):
         run(con, "schema/append_rows", table=ident(table))
-    finally:
-        con.unregister("_rows_to_append")
 
 
 # -- the catalog ---------------------------------------------------------------------------------

@@ -211,13 +211,9 @@ def _name_events(con: duckdb.DuckDBPyConnection, found: list[NodeFindings]) -> N
     keys = np.concatenate([np.empty(0, np.int64), *exposed, *violating])
     flags = np.zeros(len(keys), np.int8)
     flags[sum(len(k) for k in exposed) :] = 1  # 1: the event of a violation piece
-    con.register(
-        "_named_keys", pa.table({"event_key": from_numpy(keys), "violation": from_numpy(flags)})
-    )
-    try:
+    named = pa.table({"event_key": from_numpy(keys), "violation": from_numpy(flags)})
+    with registered(con, {"_named_keys": named}):
         run_script(con, sql("analysis/named_keys"))
-    finally:
-        con.unregister("_named_keys")
 
 
 def _rows(con: duckdb.DuckDBPyConnection, table: str) -> pa.Table:
@@ -360,11 +356,8 @@ def _quarantined(con: duckdb.DuckDBPyConnection, group: list[LedgerFile]) -> pa.
 
 def _store(con: duckdb.DuckDBPyConnection, results: list[PartitionFindings]) -> None:
     ids = pa.concat_tables([r.request_ids.select(["request_id"]) for r in results])
-    con.register("_ids", ids)
-    try:
+    with registered(con, {"_ids": ids}):
         run_script(con, sql("analysis/codes_from_ids"))
-    finally:
-        con.unregister("_ids")
     facts = {
         "_ledger_nodes": pa.concat_tables([r.ledger_nodes for r in results]),
         "_request_nodes": pa.concat_tables([r.request_nodes for r in results]),
@@ -384,11 +377,8 @@ def _store(con: duckdb.DuckDBPyConnection, results: list[PartitionFindings]) -> 
 
 def _global_codes(con: duckdb.DuckDBPyConnection, local: pa.Table) -> np.ndarray:
     """to_global[local code] = the case-wide code of the same request."""
-    con.register("_local", local)
-    try:
+    with registered(con, {"_local": local}):
         rows = con.execute(sql("analysis/codes_to_global")).fetchnumpy()
-    finally:
-        con.unregister("_local")
     out = np.full(len(local), -1, np.int64)
     out[rows["local_code"].astype(np.int64)] = rows["req_code"]
     return out

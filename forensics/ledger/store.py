@@ -101,17 +101,14 @@ def _record_files(con: duckdb.DuckDBPyConnection, files: list[LedgerFile], facts
     run_script(con, sql("ledger/files_create"))
     by_rel = {rel: i for i, rel in enumerate(facts.column("rel").to_pylist())}
     taken = facts.drop_columns(["rel"]).take([by_rel[f.rel] for f in files])
-    where = pa.table(
-        {
-            "url": [f.url for f in files],
-            "rel": [f.rel for f in files],
-            "node": [f.node for f in files],
-            "rank": [f.rank for f in files],
-        }
-    )
-    for name, column in zip(taken.column_names, taken.columns, strict=True):
-        where = where.append_column(name, column)
-    append_rows(con, "ledger_files", where)
+    where = {
+        "url": [f.url for f in files],
+        "rel": [f.rel for f in files],
+        "node": [f.node for f in files],
+        "rank": [f.rank for f in files],
+    }
+    recorded = {name: taken.column(name) for name in taken.column_names}
+    append_rows(con, "ledger_files", pa.table(where | recorded))
 
 
 def ledger_meta(con: duckdb.DuckDBPyConnection) -> dict[str, Any] | None:
