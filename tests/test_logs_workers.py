@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import multiprocessing as mp
 import pickle
+import time
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
@@ -71,3 +73,19 @@ def test_a_killed_worker_leaves_the_parse_to_this_process(monkeypatch):
     results = read.parse_files(files, parallel_bytes=0)
     lines = [sum(1 for _ in p.path.open("rb")) for p in files]
     assert [(r.file, r.lines) for r in results] == list(zip(files, lines, strict=True))
+
+
+def test_a_worker_ends_once_the_process_that_started_it_is_gone():
+    """A worker whose starter is not its parent any more (here: never was) ends by itself."""
+    worker = mp.get_context("spawn").Process(target=_orphaned_worker)
+    worker.start()
+    worker.join(timeout=10)
+    alive = worker.is_alive()
+    if alive:
+        worker.kill()
+    assert not alive and worker.exitcode == 1
+
+
+def _orphaned_worker() -> None:
+    read.exit_with_parent(parent=-1)
+    time.sleep(30)  # waiting for work that never comes

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import threading
+import time
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from itertools import groupby
@@ -46,7 +48,9 @@ def parse_files(files: list[LogFile], parallel_bytes: int | None = None) -> list
         return [parse_file(f) for f in files]
     spawn = multiprocessing.get_context("spawn")  # never fork a process that holds DuckDB threads
     try:
-        with ProcessPoolExecutor(workers, mp_context=spawn) as pool:
+        with ProcessPoolExecutor(
+            workers, mp_context=spawn, initializer=exit_with_parent, initargs=(os.getpid(),)
+        ) as pool:
             started = {
                 i: pool.submit(parse_file, files[i])
                 for i in sorted(range(len(files)), key=lambda i: -sizes[i])
@@ -54,6 +58,21 @@ def parse_files(files: list[LogFile], parallel_bytes: int | None = None) -> list
             return [started[i].result() for i in range(len(files))]
     except (BrokenProcessPool, OSError):  # no worker could start, or one was killed
         return [parse_file(f) for f in files]
+
+
+def exit_with_parent(parent: int) -> None:
+    """In a worker: end it once the process that started it is gone (killed in the middle of
+    an ingest, say), instead of leaving it to wait for work that never comes."""
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(PARENT_CHECK_S)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="kvforensics-parent-watch", daemon=True).start()
+
+
+PARENT_CHECK_S = 0.5
 
 
 def _size(path: Path) -> int:
