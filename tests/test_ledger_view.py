@@ -227,3 +227,56 @@ def _node_of(view: str) -> str:
         if f"'{node}' AS node" in view:
             return node
     raise AssertionError(view)
+
+
+# The kept rows of a partition's view whose keys are in temp.analysis_named_keys, as plain SQL
+# picks them out of the whole view: the oracle for kv_named_events.
+NAMED_BY_FILTER = """SELECT * EXCLUDE (input_order), input_order FROM kv_events
+                     WHERE input_order IN (SELECT event_key FROM temp.analysis_named_keys)"""
+NAMED = "SELECT * EXCLUDE (input_order), input_order FROM kv_named_events"
+
+
+def test_the_named_view_holds_exactly_the_kept_rows_named(tmp_path) -> None:
+    """Every third kept row of each partition named, with the keys of its quarantined rows,
+    of rows past the end of its parts and of a part it does not hold (decode-0's two parts,
+    both with quarantined rows, are read a part at a time): the named view holds the rows the
+    named keys pick out of the whole view, each once, and nothing else."""
+    from forensics.analysis.partitions import _tasks
+    from forensics.ledger.external import open_connection
+    from forensics.ledger.store import ledger_meta
+    from forensics.ledger.view import view_sql
+    from forensics.sql import append_rows
+
+    _, external = ingested_both_ways(tmp_path)
+    con = connect(external, read_only=True)
+    try:
+        args, _ = _tasks(con, ledger_meta(con) or {}, None, 1)
+        quarantined = con.execute(
+            "SELECT f.rank * 1099511627776 + q.row FROM quarantine q "
+            "JOIN ledger_files f ON f.rel = q.file"
+        ).fetchall()
+    finally:
+        con.close()
+    assert len(quarantined) == 4 and len(args) == 4
+    checked = 0
+    for parts, utc, quarantine, *_ in args:
+        task = open_connection([p.file.url for p in parts])
+        try:
+            append_rows(task, "quarantine", quarantine)
+            task.execute(view_sql(parts, utc))
+            kept = [k for (k,) in task.execute("SELECT input_order FROM kv_events").fetchall()]
+            ranks = sorted({k >> 40 for k in kept})
+            past = [(r << 40) + 10**6 for r in ranks]
+            other = [(max(ranks) + 7 << 40) + 1]
+            keys = sorted(kept)[::3] + [k for (k,) in quarantined] + past + other + kept[:1]
+            task.execute("CREATE TEMP TABLE analysis_named_keys (event_key BIGINT)")
+            task.executemany("INSERT INTO analysis_named_keys VALUES (?)", [[k] for k in keys])
+            task.execute(view_sql(parts, utc, named=True))
+            named = Counter(task.execute(NAMED).fetchall())
+            expected = Counter(task.execute(NAMED_BY_FILTER).fetchall())
+        finally:
+            task.close()
+        assert named == expected
+        assert sum(named.values()) == len(set(sorted(kept)[::3]) | set(kept[:1]))
+        checked += len(parts)
+    assert checked == 5  # decode-0 in two parts

@@ -59,10 +59,14 @@ class NodeFindings:
     read_counts: np.ndarray  # [request code, reads, distinct slots per category]
 
 
-def make_codes(con: duckdb.DuckDBPyConnection) -> None:
+def make_codes(con: duckdb.DuckDBPyConnection, node: str | None = None) -> None:
     """Write work.analysis_request_codes and work.analysis_hash_codes (and, on the way,
-    temp.analysis_request_nodes)."""
-    run_script(con, sql("analysis/request_nodes"))
+    temp.analysis_request_nodes). node: kv_events holds only this node's events (a partition
+    task)."""
+    if node is None:
+        run_script(con, sql("analysis/request_nodes"))
+    else:
+        run_script(con, sql("analysis/request_nodes_partition"), {"node": node})
     run_script(con, sql("analysis/codes"))
 
 

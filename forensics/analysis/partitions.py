@@ -196,12 +196,13 @@ def _view_and_codes(
     partition's kept rows hold, tell whether any of them has blanks around it (or is blank).
     If one has, the view and the codes are made again with the trim, so the values are those
     of the loaded ledger either way."""
+    node = parts[0].file.node  # a partition is one node's parts
     run_script(con, view_sql(parts, assume_utc, plain=PLAIN_TEXT))
-    order.make_codes(con)
+    order.make_codes(con, node)
     row = one_row(con.execute(sql("analysis/codes_plain")))
     if row is None or not row[0]:
         run_script(con, view_sql(parts, assume_utc))
-        order.make_codes(con)
+        order.make_codes(con, node)
 
 
 def _name_events(con: duckdb.DuckDBPyConnection, found: list[NodeFindings]) -> None:

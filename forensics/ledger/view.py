@@ -97,7 +97,8 @@ def group_sql(
     plain: frozenset[str] = frozenset(),
 ) -> Fragment:
     """The SELECT of one group of parts (same node, schema and flags); named: only the rows
-    whose keys are in temp.analysis_named_keys; plain: text columns read as they are (typed)."""
+    whose keys are in temp.analysis_named_keys (a group of one part); plain: text columns read
+    as they are (typed)."""
     first = parts[0]
     types = dict(first.schema)
     exact = not first.flagged
@@ -119,8 +120,14 @@ def group_sql(
         files=literals(p.file.url for p in parts),
         known=known,
         kept=kept,
-        named=template(sql("ledger/view_named_rows"), ranks=ranks) if named else template(""),
+        named=_named_rows(parts) if named else template(""),
     )
+
+
+def _named_rows(parts: list[PartView]) -> Fragment:
+    if len(parts) != 1:
+        raise ValueError("the named rows are read a part at a time")
+    return template(sql("ledger/view_named_rows"), rank=template(str(int(parts[0].file.rank))))
 
 
 def groups(parts: list[PartView]) -> list[list[PartView]]:
@@ -141,7 +148,9 @@ def view_sql(
     and ranks are literals); named: the view kv_named_events instead of kv_events, of only the
     events whose keys are in temp.analysis_named_keys; plain: the text columns whose values
     are known to need no trimming (see typed)."""
-    selects = [group_sql(g, assume_utc, named, plain) for g in groups(parts)]
+    # the named rows are read a part at a time (queries/ledger/view_named_rows.sql)
+    alike = [[p] for g in groups(parts) for p in g] if named else groups(parts)
+    selects = [group_sql(g, assume_utc, named, plain) for g in alike]
     union = selects[0]
     for s in selects[1:]:
         union = template("{a}\nUNION ALL\n{b}", a=union, b=s)
