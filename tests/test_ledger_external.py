@@ -325,15 +325,14 @@ def test_a_part_changed_or_cut_after_ingest_is_an_error_not_other_evidence(
 
 
 def test_the_changed_part_is_named_with_its_checksums() -> None:
-    from forensics.analysis.partitions import _check_digest
     from forensics.errors import InputError
-    from forensics.ledger.external import LedgerFile
+    from forensics.ledger.external import LedgerFile, check_digest
 
     part = LedgerFile("/x/node=n/p.parquet", "kv_events/node=n/p.parquet", "n", 0)
-    _check_digest(part, ("ab", 10), ("ab", 10))
+    check_digest(part, ("ab", 10), ("ab", 10))
     for recorded in (("cd", 10), ("ab", 11), None):
         with pytest.raises(InputError, match="kv_events/node=n/p.parquet changed since"):
-            _check_digest(part, ("ab", 10), recorded)
+            check_digest(part, ("ab", 10), recorded)
 
 
 def test_the_largest_partitions_start_first_and_the_tables_stay_the_same(

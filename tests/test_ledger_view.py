@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 
 from forensics.cli import run
 from forensics.db import connect
@@ -234,20 +235,33 @@ def _node_of(view: str) -> str:
 NAMED_BY_FILTER = """SELECT * EXCLUDE (input_order), input_order FROM kv_events
                      WHERE input_order IN (SELECT event_key FROM temp.analysis_named_keys)"""
 NAMED = "SELECT * EXCLUDE (input_order), input_order FROM kv_named_events"
+VIEW_TEXT = "SELECT sql FROM duckdb_views() WHERE view_name = 'kv_named_events'"
 
 
-def test_the_named_view_holds_exactly_the_kept_rows_named(tmp_path) -> None:
+@pytest.mark.parametrize("alone", ["none", "first", "all"])
+def test_the_named_view_holds_exactly_the_kept_rows_named(tmp_path, alone) -> None:
     """Every third kept row of each partition named, with the keys of its quarantined rows,
-    of rows past the end of its parts and of a part it does not hold (decode-0's two parts,
-    both with quarantined rows, are read a part at a time): the named view holds the rows the
-    named keys pick out of the whole view, each once, and nothing else."""
+    of rows past the end of its parts and of a part it does not hold: the named view holds the
+    rows the named keys pick out of the whole view, each once, and nothing else, whether a
+    partition's parts of one schema are read in one scan (decode-1's two typed parts), the
+    first by itself, or each by itself (decode-0's two parts, typed and text, both with
+    quarantined rows, are two groups anyway)."""
     from forensics.analysis.partitions import _tasks
     from forensics.ledger.external import open_connection
     from forensics.ledger.store import ledger_meta
     from forensics.ledger.view import view_sql
     from forensics.sql import append_rows
 
-    _, external = ingested_both_ways(tmp_path)
+    case = hive_sample(tmp_path)
+    split_decode0(case)
+    (part,) = (case / "kv_events" / "node=decode-1").glob("*.parquet")
+    table = pq.read_table(part)
+    part.unlink()
+    half = table.num_rows // 2
+    pq.write_table(table.slice(0, half), part.parent / "decode-1-part-00001.parquet")
+    pq.write_table(table.slice(half), part.parent / "decode-1-part-00002.parquet")
+    external = tmp_path / "external.duckdb"
+    assert run(["ingest", str(case), "--db", str(external), "--ledger-external"]) == 1
     con = connect(external, read_only=True)
     try:
         args, _ = _tasks(con, ledger_meta(con) or {}, None, 1)
@@ -259,11 +273,13 @@ def test_the_named_view_holds_exactly_the_kept_rows_named(tmp_path) -> None:
         con.close()
     assert len(quarantined) == 4 and len(args) == 4
     checked = 0
+    shapes: list[tuple[int, int]] = []  # (parts, scans of the whole view) per partition
     for parts, utc, quarantine, *_ in args:
         task = open_connection([p.file.url for p in parts])
         try:
             append_rows(task, "quarantine", quarantine)
             task.execute(view_sql(parts, utc))
+            scans = task.execute(VIEW_TEXT.replace("kv_named_events", "kv_events")).fetchall()
             kept = [k for (k,) in task.execute("SELECT input_order FROM kv_events").fetchall()]
             ranks = sorted({k >> 40 for k in kept})
             past = [(r << 40) + 10**6 for r in ranks]
@@ -271,7 +287,13 @@ def test_the_named_view_holds_exactly_the_kept_rows_named(tmp_path) -> None:
             keys = sorted(kept)[::3] + [k for (k,) in quarantined] + past + other + kept[:1]
             task.execute("CREATE TEMP TABLE analysis_named_keys (event_key BIGINT)")
             task.executemany("INSERT INTO analysis_named_keys VALUES (?)", [[k] for k in keys])
-            task.execute(view_sql(parts, utc, named=True))
+            ranks_alone = {"none": set(), "first": set(ranks[:1]), "all": set(ranks)}[alone]
+            task.execute(view_sql(parts, utc, named=True, alone=frozenset(ranks_alone)))
+            text = task.execute(VIEW_TEXT).fetchall()[0][0]
+            # as many scans as the whole view, unless parts are read by themselves
+            alike = scans[0][0].count("read_parquet(")
+            assert text.count("read_parquet(") == (alike if alone == "none" else len(parts))
+            shapes.append((len(parts), alike))
             named = Counter(task.execute(NAMED).fetchall())
             expected = Counter(task.execute(NAMED_BY_FILTER).fetchall())
         finally:
@@ -279,4 +301,20 @@ def test_the_named_view_holds_exactly_the_kept_rows_named(tmp_path) -> None:
         assert named == expected
         assert sum(named.values()) == len(set(sorted(kept)[::3]) | set(kept[:1]))
         checked += len(parts)
-    assert checked == 5  # decode-0 in two parts
+    assert checked == 6  # decode-0 and decode-1 in two parts each
+    assert sorted(shapes) == [(1, 1), (1, 1), (2, 1), (2, 2)]  # decode-1 in one scan
+
+
+def test_only_parts_of_many_events_have_their_named_rows_read_by_themselves() -> None:
+    """A part's events are the span of its keys (rank * 2^40 + row) in the node's record."""
+    from forensics.analysis.fetch import NodeInfo
+    from forensics.analysis.partitions import _large_parts
+    from forensics.ledger.view import NAMED_ALONE_ROWS as N
+
+    def span(rank: int, rows: int) -> tuple[int, int]:
+        return (rank << 40) + 1, (rank << 40) + rows
+
+    first = NodeInfo("a", 0, False, files=(span(0, N), span(1, N - 1)))
+    second = NodeInfo("b", 0, False, files=(span(5, 10 * N), span(7, 1)))
+    assert _large_parts([first, second]) == {0, 5}
+    assert _large_parts([]) == frozenset()

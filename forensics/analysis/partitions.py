@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import sys
-from concurrent.futures import Future, ThreadPoolExecutor, as_completed
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -25,14 +25,15 @@ import pyarrow as pa
 from forensics.analysis import order
 from forensics.analysis.arrow import from_numpy
 from forensics.analysis.budget import DUCKDB_STREAM_SHARE, MemoryBudget, sweep_budget, task_need
+from forensics.analysis.fetch import NodeInfo
 from forensics.analysis.order import NodeFindings
 from forensics.analysis.runfacts import ExposureRuns, no_pieces
 from forensics.analysis.runfacts import renumbered as runs_renumbered
 from forensics.dbopen import database_file
 from forensics.errors import InputError
-from forensics.ledger.external import LedgerFile, open_connection, sha256_of
+from forensics.ledger.external import LedgerFile, check_digests, open_connection, sha256_of
 from forensics.ledger.store import ledger_meta, part_views_of
-from forensics.ledger.view import PartView, view_sql
+from forensics.ledger.view import NAMED_ALONE_ROWS, PartView, view_sql
 from forensics.progress import ProgressFn, no_progress
 from forensics.raytasks import cluster_cpus, ray_session, run_tasks, task_memory
 from forensics.sql import (
@@ -103,9 +104,9 @@ def sweep_partition(
             except Exception:
                 # a part changed since ingest explains any other failure (its recorded facts
                 # no longer hold, say): that is reported, not what it made fail
-                _check_digests(digests, recorded)
+                check_digests(digests, recorded)
                 raise
-            _check_digests(digests, recorded)
+            check_digests(digests, recorded)
         return found
     except UNREADABLE as exc:
         raise InputError(
@@ -114,28 +115,6 @@ def sweep_partition(
             fix="make the external ledger readable where "
             "it was ingested from, or ingest the case anew",
         ) from exc
-
-
-def _check_digests(
-    digests: list[tuple[LedgerFile, Future[tuple[str, int]]]],
-    recorded: dict[str, tuple[str, int]],
-) -> None:
-    for f, digest in digests:
-        _check_digest(f, digest.result(), recorded.get(f.rel))
-
-
-def _check_digest(
-    part: LedgerFile, found: tuple[str, int], recorded: tuple[str, int] | None
-) -> None:
-    if recorded is None or tuple(found) != tuple(recorded):
-        was = f"SHA-256 {recorded[0]}, {recorded[1]:,} bytes" if recorded else "no record"
-        raise InputError(
-            f"the part {part.rel} changed since it was ingested: now SHA-256 {found[0]}, "
-            f"{found[1]:,} bytes; ingest recorded {was}",
-            path=part.url,
-            fix="restore the part as it was ingested (input_files lists each part's SHA-256), "
-            "or ingest the case anew",
-        )
 
 
 def _sweep_partition(
@@ -159,13 +138,14 @@ def _sweep_partition(
                 order.make_ledger_nodes(con, "analysis/ledger_nodes_recorded")
         found = []
         within = budget or MemoryBudget(sys.maxsize)  # a Ray task: Ray holds its memory
-        for info in order.node_list(con, counted=facts is not None):
+        infos = order.node_list(con, counted=facts is not None)
+        for info in infos:
             events, held = order.load_within(con, info, within)
             found.append(order.find_within(events, within, held))
             del events
         # the events the pieces name, read from the parts by their rows alone
         _name_events(con, found)
-        run_script(con, view_sql(parts, assume_utc, named=True))
+        run_script(con, view_sql(parts, assume_utc, named=True, alone=_large_parts(infos)))
         run_script(con, sql("analysis/piece_events_named"))  # the parts are read here, once
         runs = [order.exposure_runs(con, f, "analysis_named_events") for f in found]
         # the runs stand for the exposure pieces from here on: the pieces stay in the task
@@ -203,6 +183,15 @@ def _view_and_codes(
     if row is None or not row[0]:
         run_script(con, view_sql(parts, assume_utc))
         order.make_codes(con, node)
+
+
+def _large_parts(infos: list[NodeInfo]) -> frozenset[int]:
+    """Ranks of the parts of NAMED_ALONE_ROWS events or more (the span of their keys)."""
+    spans = [(lo, hi) for i in infos for lo, hi in i.files]
+    return frozenset(lo // KEY_PART for lo, hi in spans if hi - lo + 1 >= NAMED_ALONE_ROWS)
+
+
+KEY_PART = 1 << 40  # an event's key is its part's rank * KEY_PART + its row
 
 
 def _name_events(con: duckdb.DuckDBPyConnection, found: list[NodeFindings]) -> None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import functools
 import hashlib
 from collections.abc import Iterable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -304,3 +304,28 @@ def _partial_seq(
     first = min((c.path for c in kept), default="")
     params = {"file": first, "node": node, "with_seq": with_seq, "total": total}
     return con.sql(sql("ledger/partial_seq"), params=params).to_arrow_table()
+
+
+def check_digests(
+    digests: list[tuple[LedgerFile, Future[tuple[str, int]]]],
+    recorded: dict[str, tuple[str, int]],
+) -> None:
+    """check_digest for each part read and its digest computed beside the read."""
+    for f, digest in digests:
+        check_digest(f, digest.result(), recorded.get(f.rel))
+
+
+def check_digest(
+    part: LedgerFile, found: tuple[str, int], recorded: tuple[str, int] | None
+) -> None:
+    """A part read for an analysis must be what ingest recorded (SHA-256, size): a part
+    changed since is an error, never a silent analysis of other evidence."""
+    if recorded is None or tuple(found) != tuple(recorded):
+        was = f"SHA-256 {recorded[0]}, {recorded[1]:,} bytes" if recorded else "no record"
+        raise InputError(
+            f"the part {part.rel} changed since it was ingested: now SHA-256 {found[0]}, "
+            f"{found[1]:,} bytes; ingest recorded {was}",
+            path=part.url,
+            fix="restore the part as it was ingested (input_files lists each part's SHA-256), "
+            "or ingest the case anew",
+        )

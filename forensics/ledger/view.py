@@ -97,8 +97,8 @@ def group_sql(
     plain: frozenset[str] = frozenset(),
 ) -> Fragment:
     """The SELECT of one group of parts (same node, schema and flags); named: only the rows
-    whose keys are in temp.analysis_named_keys (a group of one part); plain: text columns read
-    as they are (typed)."""
+    whose keys are in temp.analysis_named_keys; plain: text columns read as they are
+    (typed)."""
     first = parts[0]
     types = dict(first.schema)
     exact = not first.flagged
@@ -125,9 +125,31 @@ def group_sql(
 
 
 def _named_rows(parts: list[PartView]) -> Fragment:
-    if len(parts) != 1:
-        raise ValueError("the named rows are read a part at a time")
-    return template(sql("ledger/view_named_rows"), rank=template(str(int(parts[0].file.rank))))
+    """The join that keeps a group's named rows: on the row number alone for a part read by
+    itself, on (part, row) for a scan of several."""
+    if len(parts) == 1:
+        rank = template(str(int(parts[0].file.rank)))
+        return template(sql("ledger/view_named_rows"), rank=rank)
+    return template(
+        sql("ledger/view_named_rows_group"), ranks=_numbers([p.file.rank for p in parts])
+    )
+
+
+def named_groups(parts: list[PartView], alone: frozenset[int]) -> list[list[PartView]]:
+    """The groups the named view reads: each part whose rank is in `alone` by itself, the
+    others of each group together."""
+    out = []
+    for g in groups(parts):
+        out += [[p] for p in g if p.file.rank in alone]
+        rest = [p for p in g if p.file.rank not in alone]
+        out += [rest] if rest else []
+    return out
+
+
+# A part of at least this many events has its named rows read in a scan of its own
+# (queries/ledger/view_named_rows.sql), which decodes only those rows but costs about 5 ms
+# more than a part read with others; decoding a row's columns costs about 65 ns.
+NAMED_ALONE_ROWS = 1 << 17
 
 
 def groups(parts: list[PartView]) -> list[list[PartView]]:
@@ -143,13 +165,14 @@ def view_sql(
     assume_utc: bool,
     named: bool = False,
     plain: frozenset[str] = frozenset(),
+    alone: frozenset[int] = frozenset(),
 ) -> str:
     """queries/ledger/view.sql for these parts (a view holds no parameters: the paths, names
     and ranks are literals); named: the view kv_named_events instead of kv_events, of only the
-    events whose keys are in temp.analysis_named_keys; plain: the text columns whose values
-    are known to need no trimming (see typed)."""
-    # the named rows are read a part at a time (queries/ledger/view_named_rows.sql)
-    alike = [[p] for g in groups(parts) for p in g] if named else groups(parts)
+    events whose keys are in temp.analysis_named_keys, the parts whose ranks are in `alone`
+    each read by itself (see named_groups); plain: the text columns whose values are known to
+    need no trimming (see typed)."""
+    alike = named_groups(parts, alone) if named else groups(parts)
     selects = [group_sql(g, assume_utc, named, plain) for g in alike]
     union = selects[0]
     for s in selects[1:]:
