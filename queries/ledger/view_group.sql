@@ -6,9 +6,10 @@
 -- URLs as quoted literals; {ranks} and {rels}: their ranks and names in the same order.
 -- {known}: `true` when none of the group's kept rows names a request missing from the request
 -- log, else the check against requests; {kept}: empty when none of the group's rows is
--- quarantined, else the WHERE clause that leaves those out. {named}: empty, or, for a group of
--- one part, the semi join (queries/ledger/view_named_rows.sql) that keeps only the rows the
--- analysis names, on the scan's own file_row_number, so that only those rows are read.
+-- quarantined, else the WHERE clause that leaves those out. {named}: empty, or the semi join
+-- that keeps only the rows the analysis names, on the scan's own file_row_number for a part
+-- read by itself (queries/ledger/view_named_rows.sql, which DuckDB applies before it decodes
+-- the other columns), else on file_index and file_row_number (view_named_rows_group.sql).
 SELECT {ts} AS ts, {seq} AS seq, {node} AS node, {request_id} AS request_id, {op} AS op,
        {slot_start} AS slot_start, {slot_count} AS slot_count, {pos_start} AS pos_start,
        {source} AS source, {content_hash} AS content_hash,

@@ -1,4 +1,5 @@
--- The rows of a group of parts (queries/ledger/view_group.sql) whose keys are in
+-- The rows of a group of parts read in one scan (queries/ledger/view_group.sql: parts of fewer
+-- than 2^17 events; a larger part is read by itself, view_named_rows.sql) whose keys are in
 -- temp.analysis_named_keys: a key is rank * 2^40 + row (queries/ingest/validate_kv_events.sql),
 -- here turned into the scan's file_index (the rank's place in {ranks}, the group's part ranks
 -- in file order) and file_row_number (row - 1).
