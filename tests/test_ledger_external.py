@@ -78,8 +78,15 @@ def query(db: Path, text: str) -> list[tuple]:
 
 @pytest.fixture(scope="module")
 def spoiled(tmp_path_factory) -> tuple[Path, Path]:
-    """The hive sample with one bad slot_count, and its loaded-and-analysed case database."""
+    """The hive sample with decode-0's ledger in two parts and one bad slot_count, and its
+    loaded-and-analysed case database."""
     case = hive_sample(tmp_path_factory.mktemp("ext"))
+    (part,) = (case / "kv_events" / "node=decode-0").glob("*.parquet")
+    table = pq.read_table(part)
+    part.unlink()
+    half = table.num_rows // 2
+    pq.write_table(table.slice(0, half), part.parent / "decode-0-part-00001.parquet")
+    pq.write_table(table.slice(half), part.parent / "decode-0-part-00002.parquet")
     edit_part(next((case / "kv_events" / "node=decode-1").glob("*.parquet")), 4, "slot_count", 0)
     db = case.parent / "loaded.duckdb"
     assert run(["ingest", str(case), "--db", str(db)]) == 1
@@ -87,18 +94,36 @@ def spoiled(tmp_path_factory) -> tuple[Path, Path]:
     return case, db
 
 
-def test_external_folder_gives_the_tables_of_the_loaded_ledger(spoiled, tmp_path) -> None:
+# The named events of decode-0's two parts read in one scan (the sample's parts are small), or
+# each part's by itself, as a large part's are.
+NAMED_READS = pytest.mark.parametrize("alone", [False, True], ids=["grouped", "alone"])
+
+
+def read_alone(monkeypatch, alone: bool) -> None:
+    if alone:
+        monkeypatch.setattr("forensics.analysis.partitions.NAMED_ALONE_ROWS", 1)
+
+
+@NAMED_READS
+def test_external_folder_gives_the_tables_of_the_loaded_ledger(
+    spoiled, tmp_path, monkeypatch, alone
+) -> None:
+    read_alone(monkeypatch, alone)
     case, loaded = spoiled
     db = tmp_path / "external.duckdb"
     assert run(["ingest", str(case), "--db", str(db), "--ledger-external"]) == 1
     assert query(db, "SELECT count(*) FROM kv_events") == [(0,)]  # nothing of it is stored
-    assert query(db, "SELECT count(*) FROM ledger_files") == [(4,)]
+    assert query(db, "SELECT count(*) FROM ledger_files") == [(5,)]
     assert run(["analyze", "--db", str(db)]) == 1
     assert query(db, "SELECT count(*) FROM exposures") == [(46,)]  # the sample's ground truth
     assert differences(loaded, db) == {}
 
 
-def test_external_url_gives_the_tables_of_the_loaded_ledger(spoiled, tmp_path) -> None:
+@NAMED_READS
+def test_external_url_gives_the_tables_of_the_loaded_ledger(
+    spoiled, tmp_path, monkeypatch, alone
+) -> None:
+    read_alone(monkeypatch, alone)
     fsspec = pytest.importorskip("fsspec")
     case, loaded = spoiled
     fs = fsspec.filesystem("memory")
