@@ -97,8 +97,7 @@ def group_sql(
     plain: frozenset[str] = frozenset(),
 ) -> Fragment:
     """The SELECT of one group of parts (same node, schema and flags); named: only the rows
-    whose keys are in temp.analysis_named_keys; plain: text columns read as they are
-    (typed)."""
+    whose keys are in temp.analysis_named_keys; plain: text columns read as they are (typed)."""
     first = parts[0]
     types = dict(first.schema)
     exact = not first.flagged
