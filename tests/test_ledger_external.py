@@ -47,6 +47,16 @@ def hive_sample(root: Path) -> Path:
     return case
 
 
+def split_in_two(case: Path, node: str) -> None:
+    """The node's one ledger part written as two parts of the same schema, half its rows each."""
+    (part,) = (case / "kv_events" / f"node={node}").glob("*.parquet")
+    table = pq.read_table(part)
+    part.unlink()
+    half = table.num_rows // 2
+    pq.write_table(table.slice(0, half), part.parent / f"{node}-part-00001.parquet")
+    pq.write_table(table.slice(half), part.parent / f"{node}-part-00002.parquet")
+
+
 def edit_part(part: Path, row: int, column: str, value: object) -> None:
     table = pq.read_table(part)
     values = table[column].to_pylist()
@@ -81,12 +91,7 @@ def spoiled(tmp_path_factory) -> tuple[Path, Path]:
     """The hive sample with decode-0's ledger in two parts and one bad slot_count, and its
     loaded-and-analysed case database."""
     case = hive_sample(tmp_path_factory.mktemp("ext"))
-    (part,) = (case / "kv_events" / "node=decode-0").glob("*.parquet")
-    table = pq.read_table(part)
-    part.unlink()
-    half = table.num_rows // 2
-    pq.write_table(table.slice(0, half), part.parent / "decode-0-part-00001.parquet")
-    pq.write_table(table.slice(half), part.parent / "decode-0-part-00002.parquet")
+    split_in_two(case, "decode-0")
     edit_part(next((case / "kv_events" / "node=decode-1").glob("*.parquet")), 4, "slot_count", 0)
     db = case.parent / "loaded.duckdb"
     assert run(["ingest", str(case), "--db", str(db)]) == 1

@@ -17,7 +17,7 @@ import pytest
 
 from forensics.cli import run
 from forensics.db import connect
-from tests.test_ledger_external import differences, hive_sample, query
+from tests.test_ledger_external import differences, hive_sample, query, split_in_two
 
 # Every column of kv_events, ts as microseconds (the table holds TIMESTAMPTZ, the view TIMESTAMP)
 # and input_order as the event's place in input order (a loaded ledger's ranks count the case's
@@ -235,7 +235,7 @@ def _node_of(view: str) -> str:
 NAMED_BY_FILTER = """SELECT * EXCLUDE (input_order), input_order FROM kv_events
                      WHERE input_order IN (SELECT event_key FROM temp.analysis_named_keys)"""
 NAMED = "SELECT * EXCLUDE (input_order), input_order FROM kv_named_events"
-VIEW_TEXT = "SELECT sql FROM duckdb_views() WHERE view_name = 'kv_named_events'"
+VIEW_TEXT = "SELECT sql FROM duckdb_views() WHERE view_name = ?"
 
 
 @pytest.mark.parametrize("alone", ["none", "first", "all"])
@@ -254,12 +254,7 @@ def test_the_named_view_holds_exactly_the_kept_rows_named(tmp_path, alone) -> No
 
     case = hive_sample(tmp_path)
     split_decode0(case)
-    (part,) = (case / "kv_events" / "node=decode-1").glob("*.parquet")
-    table = pq.read_table(part)
-    part.unlink()
-    half = table.num_rows // 2
-    pq.write_table(table.slice(0, half), part.parent / "decode-1-part-00001.parquet")
-    pq.write_table(table.slice(half), part.parent / "decode-1-part-00002.parquet")
+    split_in_two(case, "decode-1")
     external = tmp_path / "external.duckdb"
     assert run(["ingest", str(case), "--db", str(external), "--ledger-external"]) == 1
     con = connect(external, read_only=True)
@@ -279,7 +274,7 @@ def test_the_named_view_holds_exactly_the_kept_rows_named(tmp_path, alone) -> No
         try:
             append_rows(task, "quarantine", quarantine)
             task.execute(view_sql(parts, utc))
-            scans = task.execute(VIEW_TEXT.replace("kv_named_events", "kv_events")).fetchall()
+            scans = task.execute(VIEW_TEXT, ["kv_events"]).fetchall()
             kept = [k for (k,) in task.execute("SELECT input_order FROM kv_events").fetchall()]
             ranks = sorted({k >> 40 for k in kept})
             past = [(r << 40) + 10**6 for r in ranks]
@@ -289,7 +284,7 @@ def test_the_named_view_holds_exactly_the_kept_rows_named(tmp_path, alone) -> No
             task.executemany("INSERT INTO analysis_named_keys VALUES (?)", [[k] for k in keys])
             ranks_alone = {"none": set(), "first": set(ranks[:1]), "all": set(ranks)}[alone]
             task.execute(view_sql(parts, utc, named=True, alone=frozenset(ranks_alone)))
-            text = task.execute(VIEW_TEXT).fetchall()[0][0]
+            text = task.execute(VIEW_TEXT, ["kv_named_events"]).fetchall()[0][0]
             # as many scans as the whole view, unless parts are read by themselves
             alike = scans[0][0].count("read_parquet(")
             assert text.count("read_parquet(") == (alike if alone == "none" else len(parts))

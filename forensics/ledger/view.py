@@ -119,19 +119,17 @@ def group_sql(
         files=literals(p.file.url for p in parts),
         known=known,
         kept=kept,
-        named=_named_rows(parts) if named else template(""),
+        named=_named_rows(parts, ranks) if named else template(""),
     )
 
 
-def _named_rows(parts: list[PartView]) -> Fragment:
-    """The join that keeps a group's named rows: on the row number alone for a part read by
-    itself, on (part, row) for a scan of several."""
+def _named_rows(parts: list[PartView], ranks: Fragment) -> Fragment:
+    """The join that keeps a group's named rows (`ranks`: the parts' ranks, in file order): on
+    the row number alone for a part read by itself, on (part, row) for a scan of several."""
     if len(parts) == 1:
         rank = template(str(int(parts[0].file.rank)))
         return template(sql("ledger/view_named_rows"), rank=rank)
-    return template(
-        sql("ledger/view_named_rows_group"), ranks=_numbers([p.file.rank for p in parts])
-    )
+    return template(sql("ledger/view_named_rows_group"), ranks=ranks)
 
 
 def named_groups(parts: list[PartView], alone: frozenset[int]) -> list[list[PartView]]:
