@@ -348,6 +348,7 @@ def test_a_part_changed_or_cut_after_ingest_is_an_error_not_other_evidence(
     assert run(["analyze", "--db", str(db)]) == 2
     said = capsys.readouterr().err
     assert "node=decode-1 cannot be read" in said and "internal error" not in said
+    assert f"error: {part.parent}: the partition" in said  # its folder: the read names the part
     assert query(db, analysed) == [(0,)]
     part.write_bytes(original)  # as ingested: the analysis runs again
     assert run(["analyze", "--db", str(db)]) == 1

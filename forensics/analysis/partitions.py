@@ -31,7 +31,13 @@ from forensics.analysis.runfacts import ExposureRuns, no_pieces
 from forensics.analysis.runfacts import renumbered as runs_renumbered
 from forensics.dbopen import database_file
 from forensics.errors import InputError
-from forensics.ledger.external import LedgerFile, check_digests, open_connection, sha256_of
+from forensics.ledger.external import (
+    LedgerFile,
+    check_digests,
+    folder_of,
+    open_connection,
+    sha256_of,
+)
 from forensics.ledger.store import ledger_meta, part_views_of
 from forensics.ledger.view import NAMED_ALONE_ROWS, PartView, view_sql
 from forensics.progress import ProgressFn, no_progress
@@ -111,7 +117,7 @@ def sweep_partition(
     except UNREADABLE as exc:
         raise InputError(
             f"the partition node={files[0].node} cannot be read: {exc}",
-            path=files[0].url,
+            path=folder_of(files[0].url),  # the read's error names the part
             fix="make the external ledger readable where "
             "it was ingested from, or ingest the case anew",
         ) from exc

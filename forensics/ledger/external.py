@@ -56,6 +56,11 @@ def is_url(location: str) -> bool:
     return "://" in location
 
 
+def folder_of(url: str) -> str:
+    """The folder a part lies in (its node=NAME folder), as a path or a URL."""
+    return url.rsplit("/", 1)[0] if is_url(url) else str(Path(url).parent)
+
+
 def resolve(case_dir: Path, location: str) -> str:
     """A URL as given; a folder relative to the case folder unless absolute."""
     if is_url(location):
