@@ -1,7 +1,7 @@
 """The compiled building blocks of the sweep, each against a naive per-cell model: run maps
 (forensics.analysis.runmap) and holder maps (forensics.analysis.holders); the compile options
 every kernel must keep (nopython, cached, releasing the GIL); and a stale compiled-code cache,
-which must be recompiled rather than fail."""
+which must be recompiled rather than fail, whichever module is imported first."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import ast
 import importlib
 import inspect
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -18,6 +19,7 @@ import numpy as np
 import pytest
 from numba.core.registry import CPUDispatcher
 
+import forensics
 from forensics.analysis.holders import Holders, new_pool, update_holders, with_room
 from forensics.analysis.runmap import RunMap, bs_next, bs_prev, bs_test, new_map, rm_assign
 from forensics.simulate import kernels as sim_kernels
@@ -235,3 +237,51 @@ def test_a_change_to_a_called_kernel_recompiles_its_cached_callers(tmp_path: Pat
         outputs.append(run.stdout.split())
     assert list((tmp_path / "cache").rglob("*.nbi")), "the first run wrote no cache"
     assert outputs == [["3"], ["21"]]
+
+
+def _modules_with_kernels() -> list[str]:
+    """Every forensics module that compiles a kernel of its own (a decorator at top level)."""
+    root = Path(forensics.__file__).resolve().parent
+    defines = re.compile(r"^@(njit|loop_kernel|inline_kernel)\b", re.MULTILINE)
+    return sorted(
+        ".".join(("forensics", *path.relative_to(root).with_suffix("").parts))
+        for path in root.rglob("*.py")
+        if defines.search(path.read_text(encoding="utf-8"))
+    )
+
+
+# Imported alone, in a fresh interpreter: the type of each cached kernel's source stamp.
+_STAMPS = """
+import importlib, sys
+from numba.core.registry import CPUDispatcher
+
+module = importlib.import_module(sys.argv[1])
+for name, fn in sorted(vars(module).items()):
+    if isinstance(fn, CPUDispatcher) and fn.py_func.__module__ == module.__name__:
+        print(name, type(fn._cache._cache_file._source_stamp).__name__)
+"""
+
+
+def test_the_modules_with_kernels_are_all_found() -> None:
+    found = {name.rsplit(".", 1)[1] for name in _modules_with_kernels()}
+    assert set(KERNEL_MODULES) | {"fetch", "runfacts", "kernels"} <= found
+
+
+@pytest.mark.parametrize("module", _modules_with_kernels())
+def test_a_kernel_module_imported_first_stamps_its_cache_with_its_folder(module: str) -> None:
+    """A cache's stamp is taken when its kernel is defined, so a module whose kernels were
+    defined before forensics.analysis.jitcache was imported kept numba's own stamp (its file
+    alone). Two commands importing the modules in different orders then overwrote each other's
+    caches, recompiling every time (12 s), and a change to a called kernel in another module
+    could run stale code. Each module must import jitcache before defining a kernel."""
+    run = subprocess.run(
+        [sys.executable, "-c", _STAMPS, module],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr
+    stamps = dict(line.split() for line in run.stdout.splitlines())
+    assert stamps, f"{module} compiled no cached kernel"
+    assert set(stamps.values()) == {"tuple"}, stamps  # (numba's stamp, the folder's digest)

@@ -31,6 +31,7 @@ import numpy as np
 import pyarrow as pa
 from numba import njit
 
+import forensics.analysis.jitcache  # noqa: F401  (a stale compiled-code cache is recompiled)
 from forensics.analysis.arrow import as_numpy, from_numpy, repeated
 from forensics.sql import ident, sql, template
 
