@@ -76,6 +76,7 @@ def test_ingest_checks_and_partition_tasks_here_spill_beside_the_case(
     this machine: they spill beside it (the system's temporary folder may be memory)."""
     from test_ledger_external import hive_sample
 
+    import forensics.ledger.check as check
     import forensics.ledger.external as external
     from forensics.cli import run
 
@@ -87,7 +88,8 @@ def test_ingest_checks_and_partition_tasks_here_spill_beside_the_case(
             opened.append(kw.get("spill_beside"))
         return real(path, **kw)
 
-    monkeypatch.setattr(external, "open_database", recorded)
+    monkeypatch.setattr(check, "open_database", recorded)  # the checks
+    monkeypatch.setattr(external, "open_database", recorded)  # the partition tasks
     case, db = hive_sample(tmp_path), tmp_path / "out" / "case.duckdb"
     assert run(["ingest", str(case), "--db", str(db), "--ledger-external"]) == 0
     checks = len(opened)

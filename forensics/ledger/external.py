@@ -1,14 +1,15 @@
 """A KV ledger kept outside the case database: Parquet parts in hive folders `node=NAME/`, in a
 local folder or at an fsspec URL that every worker can read.
 
-`ingest --ledger-external` validates it partition by partition (each partition one Ray task
-with `--ray`) with the same checks as a loaded ledger: the per-file counts and SHA-256 go to
-input_files (and so the manifest), bad rows to quarantine, unknown requests to
-ingest_warnings. Only those and `ledger_files` (one row per part, with what its kept rows
-are) are written to the case database. Each connection then sees `kv_events` as a temporary
-view over the parts (queries/ledger/view.sql), leaving out the quarantined rows, so every
-later stage reads it like the loaded table; the analysis sweeps each partition in its own
-task, which reads only that partition (forensics.ledger.tasks).
+`ingest --ledger-external` validates it partition by partition (forensics.ledger.check; each
+partition one Ray task with `--ray`) with the same checks as a loaded ledger: the per-file
+counts and SHA-256 go to input_files (and so the manifest), bad rows to quarantine, unknown
+requests to ingest_warnings. Only those and `ledger_files` (one row per part, with what its
+kept rows are) are written to the case database. Each connection then sees `kv_events` as a
+temporary view over the parts (queries/ledger/view.sql), leaving out the quarantined rows, so
+every later stage reads it like the loaded table; the analysis sweeps each partition in its
+own task, which reads only that partition (forensics.analysis.partitions). This module lists
+the parts, reads their schemas and checksums, and opens connections able to read them.
 """
 
 from __future__ import annotations
@@ -16,27 +17,21 @@ from __future__ import annotations
 import functools
 import hashlib
 from collections.abc import Iterable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import duckdb
-import pyarrow as pa
 
 from forensics.dbopen import open_database
 from forensics.errors import InputError, MissingColumnError
-from forensics.ingest.contract import KV_EVENTS, OPS
-from forensics.ingest.result import FileCounts
+from forensics.ingest.contract import KV_EVENTS
 from forensics.sql import (
     Fragment,
-    first_row,
     ident,
     join,
     literal,
-    nested,
-    run,
-    run_script,
     sql,
     template,
 )
@@ -215,100 +210,6 @@ def projection(found: Iterable[str], node: str | None) -> Fragment:
             value = template("NULL::VARCHAR")
         out.append(template("{value} AS {name}", value=value, name=ident(c)))
     return join(out)
-
-
-@dataclass
-class PartitionCheck:
-    counts: list[FileCounts]
-    quarantine: pa.Table  # rows for the quarantine table
-    warnings: pa.Table  # rows for ingest_warnings (requests not in the request log)
-    columns: list[str]  # the columns its parts hold
-    schemas: dict[str, dict[str, str]]  # per part (by name): its columns and their types
-    facts: pa.Table  # per part: what its kept rows are (queries/ledger/part_facts.sql)
-
-
-def check_partition(
-    files: list[LedgerFile],
-    nodes: pa.Table,
-    request_ids: pa.Table,
-    assume_utc: bool,
-    spill_beside: Path | None = None,
-) -> PartitionCheck:
-    """Validate one partition's parts with the ingest's own checks
-    (queries/ingest/validate_kv_events.sql and a check that each row's node is its folder's),
-    each part in one read that keeps only the rows it flags and the facts of its kept rows
-    (queries/ledger/check_part.sql); nothing is loaded. A part's checksum is computed beside
-    that read, in a thread. spill_beside: the case database, when the check runs on its
-    machine."""
-    con = open_database(":memory:", schema=False, spill_beside=spill_beside)  # macros only
-    register_filesystems(con, [f.url for f in files])
-    try:
-        con.register("_nodes", nodes)
-        con.register("_request_ids", request_ids)
-        run_script(con, sql("ledger/check_inputs"))
-        checks = template(sql("ledger/check_part"), checks=nested("ingest/validate_kv_events"))
-        counts: list[FileCounts] = []
-        quarantine: list[pa.Table] = []
-        warnings: list[pa.Table] = []
-        columns: set[str] = set()
-        schemas: dict[str, dict[str, str]] = {}
-        facts: list[pa.Table] = []
-        with ThreadPoolExecutor(max_workers=1) as hasher:
-            for f in files:
-                digest = hasher.submit(sha256_of, f.url)
-                found = columns_of(con, f)
-                columns.update(found)
-                schemas[f.rel] = found
-                run(
-                    con,
-                    "ledger/stage_part",
-                    projection=projection(found, f.node),
-                    path=literal(f.url),
-                )
-                row = first_row(con, sql("ingest/counts"))
-                read = int(row[0]) if row else 0
-                bound = {"assume_utc": assume_utc, "file_rank": f.rank, "ops": list(OPS)}
-                run_script(con, checks, {**bound, "node": f.node})
-                flagged = first_row(con, sql("ledger/flagged_count"))
-                bad = int(flagged[0]) if flagged else 0
-                sha, size = digest.result()
-                counts.append(FileCounts(f.rel, "kv_events", sha, size, read, read - bad, bad))
-                facts.append(_rows(con, "ledger/part_facts", f.rel))
-                for rows, query in (
-                    (quarantine, "ledger/quarantine_rows"),
-                    (warnings, "ledger/unknown_requests"),
-                ):
-                    rows.append(_rows(con, query, f.rel))
-        part_facts = pa.concat_tables(facts)
-        with_seq = sum(part_facts.column("with_seq").to_pylist())
-        warnings.append(_partial_seq(con, files[0].node, counts, with_seq))
-    finally:
-        con.close()
-    return PartitionCheck(
-        counts,
-        pa.concat_tables(quarantine),
-        pa.concat_tables(warnings),
-        sorted(columns),
-        schemas,
-        part_facts,
-    )
-
-
-def _rows(con: duckdb.DuckDBPyConnection, query: str, rel: str) -> pa.Table:
-    """What `query` says of the checked part named `rel`."""
-    return con.sql(sql(query), params={"file": rel}).to_arrow_table()
-
-
-def _partial_seq(
-    con: duckdb.DuckDBPyConnection, node: str, counts: list[FileCounts], with_seq: int
-) -> pa.Table:
-    """The partition's partial-seq warning (no row unless some, not all, kept events carry seq),
-    as a loaded ledger gets it; the file named is the first part with kept rows."""
-    kept = [c for c in counts if c.rows_loaded]
-    total = sum(c.rows_loaded for c in kept)
-    first = min((c.path for c in kept), default="")
-    params = {"file": first, "node": node, "with_seq": with_seq, "total": total}
-    return con.sql(sql("ledger/partial_seq"), params=params).to_arrow_table()
 
 
 def check_digests(

@@ -17,14 +17,8 @@ from forensics.dbopen import database_file
 from forensics.errors import first_line
 from forensics.ingest.discover import Discovery
 from forensics.ingest.result import FileCounts
-from forensics.ledger.external import (
-    LedgerFile,
-    PartitionCheck,
-    check_partition,
-    list_files,
-    register_filesystems,
-    resolve,
-)
+from forensics.ledger.check import PartitionCheck, check_partition
+from forensics.ledger.external import LedgerFile, list_files, register_filesystems, resolve
 from forensics.ledger.tasks import check_on_ray
 from forensics.ledger.view import PartView, part_views, view_sql
 from forensics.progress import ProgressFn, no_progress

@@ -6,7 +6,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from forensics.ledger.external import LedgerFile, PartitionCheck, check_partition
+from forensics.ledger.check import PartitionCheck, check_partition
+from forensics.ledger.external import LedgerFile
 from forensics.progress import ProgressFn, no_progress
 from forensics.raytasks import cluster_cpus, ray_session, run_tasks
 

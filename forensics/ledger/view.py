@@ -17,7 +17,7 @@ import duckdb
 
 from forensics.ingest.contract import KV_EVENTS
 from forensics.ledger.external import LedgerFile, columns_of
-from forensics.sql import Fragment, ident, literal, literals, sql, template
+from forensics.sql import Fragment, ident, literal, literals, numbers, sql, template
 
 # How each column of the contract is typed: the kvf_* macro ingest uses, and the part's types
 # that need no macro (the value is the same for every kept row).
@@ -86,10 +86,6 @@ def typed(
     return template("kvf_ts({c}, {utc})", c=c, utc=utc)
 
 
-def _numbers(values: list[int]) -> Fragment:
-    return template("[" + ", ".join(str(int(v)) for v in values) + "]")
-
-
 def group_sql(
     parts: list[PartView],
     assume_utc: bool,
@@ -109,7 +105,7 @@ def group_sql(
         else template("true")
     )
     kept = template(sql("ledger/view_kept"), rels=rels) if first.flagged else template("")
-    ranks = _numbers([p.file.rank for p in parts])
+    ranks = numbers([p.file.rank for p in parts])
     return template(
         sql("ledger/view_group"),
         **{c: v for c, v in cols.items()},

@@ -1,0 +1,221 @@
+"""The check of an external ledger's partition (`ingest --ledger-external`): one node's parts
+validated with the ingest's own checks, nothing loaded.
+
+The parts are read in batches: consecutive parts of the same schema, up to BATCH_ROWS rows or
+BATCH_PARTS parts, in one scan (queries/ledger/stage_parts.sql). A query of its own per part
+cost about 45 ms of planning whatever the part held (the validation has many checks), and an
+engine's ledger tap closes a part every minute: two weeks of a node are some 20,000 parts. A
+batch is bounded in rows because the check keeps each quarantined row apart, and a part can
+have every row quarantined. A batch that cannot be read is read again part by part, so that
+the error names the damaged part.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+
+from forensics.dbopen import open_database
+from forensics.errors import InputError, first_line
+from forensics.ingest.contract import OPS
+from forensics.ingest.result import FileCounts
+from forensics.ledger.external import (
+    LedgerFile,
+    columns_of,
+    projection,
+    register_filesystems,
+    sha256_of,
+)
+from forensics.sql import literals, nested, numbers, registered, run, run_script, sql, template
+
+BATCH_ROWS = 1 << 20  # rows read in one scan, at most (a larger part is read alone)
+BATCH_PARTS = 1 << 12  # parts read in one scan, at most
+
+# What a read that fails because of the SQL, not the part, raises: never blamed on a part.
+NOT_THE_PART = (
+    duckdb.OutOfMemoryException,
+    duckdb.BinderException,
+    duckdb.CatalogException,
+    duckdb.ParserException,
+)
+
+
+@dataclass
+class PartitionCheck:
+    counts: list[FileCounts]
+    quarantine: pa.Table  # rows for the quarantine table
+    warnings: pa.Table  # rows for ingest_warnings (requests not in the request log)
+    columns: list[str]  # the columns its parts hold
+    schemas: dict[str, dict[str, str]]  # per part (by name): its columns and their types
+    facts: pa.Table  # per part: what its kept rows are (queries/ledger/part_facts.sql)
+
+
+@dataclass
+class BatchCheck:
+    """What the check of a batch of parts found, each table in part order."""
+
+    counts: list[tuple[str, int, int]]  # per part: its name, rows read, rows quarantined
+    quarantine: pa.Table
+    warnings: pa.Table
+    facts: pa.Table
+
+
+def check_partition(
+    files: list[LedgerFile],
+    nodes: pa.Table,
+    request_ids: pa.Table,
+    assume_utc: bool,
+    spill_beside: Path | None = None,
+) -> PartitionCheck:
+    """Validate one partition's parts with the ingest's own checks
+    (queries/ingest/validate_kv_events.sql and a check that each row's node is its folder's),
+    a batch of parts in one read that keeps only the rows it flags and the facts of the kept
+    rows (queries/ledger/check_part.sql). The parts' checksums are computed beside the reads,
+    in a thread. spill_beside: the case database, when the check runs on its machine."""
+    con = open_database(":memory:", schema=False, spill_beside=spill_beside)  # macros only
+    register_filesystems(con, [f.url for f in files])
+    try:
+        con.register("_nodes", nodes)
+        con.register("_request_ids", request_ids)
+        run_script(con, sql("ledger/check_inputs"))
+        with ThreadPoolExecutor(max_workers=1) as hasher:
+            digests = [hasher.submit(sha256_of, f.url) for f in files]
+            schemas = {f.rel: columns_of(con, f) for f in files}
+            footer_rows = _footer_rows(con, files)
+            checks = [
+                _check_batch(con, batch, schemas[batch[0].rel], assume_utc)
+                for batch in batches(files, schemas, footer_rows)
+            ]
+            counts = []
+            for f, digest, (rel, read, bad) in zip(
+                files, digests, [c for b in checks for c in b.counts], strict=True
+            ):
+                assert rel == f.rel, (rel, f.rel)
+                if read != footer_rows[f.url]:  # every row is kept or quarantined
+                    raise RuntimeError(
+                        f"{f.rel}: {read:,} rows checked of the {footer_rows[f.url]:,} it holds"
+                    )
+                sha, size = digest.result()
+                counts.append(FileCounts(f.rel, "kv_events", sha, size, read, read - bad, bad))
+        facts = pa.concat_tables([b.facts for b in checks])
+        with_seq = sum(facts.column("with_seq").to_pylist())
+        warnings = [b.warnings for b in checks]
+        warnings.append(_partial_seq(con, files[0].node, counts, with_seq))
+    finally:
+        con.close()
+    return PartitionCheck(
+        counts,
+        pa.concat_tables([b.quarantine for b in checks]),
+        pa.concat_tables(warnings),
+        sorted({c for found in schemas.values() for c in found}),
+        schemas,
+        facts,
+    )
+
+
+def batches(
+    files: list[LedgerFile], schemas: dict[str, dict[str, str]], rows: dict[str, int]
+) -> list[list[LedgerFile]]:
+    """The parts in read batches: runs of consecutive parts with the same columns and types, of
+    at most BATCH_ROWS rows (a larger part alone) and BATCH_PARTS parts."""
+    out: list[list[LedgerFile]] = []
+    held = 0
+    for f in files:
+        batch = out[-1] if out else None
+        if (
+            batch is None
+            or schemas[f.rel] != schemas[batch[0].rel]
+            or held + rows[f.url] > BATCH_ROWS
+            or len(batch) >= BATCH_PARTS
+        ):
+            out.append([f])
+            held = rows[f.url]
+        else:
+            batch.append(f)
+            held += rows[f.url]
+    return out
+
+
+def _footer_rows(con: duckdb.DuckDBPyConnection, files: list[LedgerFile]) -> dict[str, int]:
+    """The rows each part holds, from its footer (read already: each part was described), by
+    URL."""
+    urls = [f.url for f in files]
+    found = dict(con.execute(sql("ledger/part_rows"), {"paths": urls}).fetchall())
+    return {u: int(found[u]) for u in urls}
+
+
+def _check_batch(
+    con: duckdb.DuckDBPyConnection,
+    batch: list[LedgerFile],
+    columns: dict[str, str],
+    assume_utc: bool,
+) -> BatchCheck:
+    """Check a batch of parts in one read; a batch that cannot be read, part by part, so that
+    the part that cannot be is named."""
+    try:
+        return _read_batch(con, batch, columns, assume_utc)
+    except NOT_THE_PART:
+        raise
+    except duckdb.Error as exc:
+        if len(batch) > 1:
+            alone = [_check_batch(con, [f], columns, assume_utc) for f in batch]
+            return BatchCheck(
+                [c for b in alone for c in b.counts],
+                *(pa.concat_tables(getattr(b, t) for b in alone) for t in _TABLES),
+            )
+        raise InputError(
+            f"cannot read this Parquet file: {first_line(exc)}",
+            path=batch[0].rel,
+            fix="check that the file is complete Parquet",
+        ) from exc
+
+
+_TABLES = ("quarantine", "warnings", "facts")  # BatchCheck's tables, in its order
+
+
+def _read_batch(
+    con: duckdb.DuckDBPyConnection,
+    batch: list[LedgerFile],
+    columns: dict[str, str],
+    assume_utc: bool,
+) -> BatchCheck:
+    node = batch[0].node
+    run(
+        con,
+        "ledger/stage_parts",
+        projection=projection(columns, node),
+        paths=literals(f.url for f in batch),
+        ranks=numbers(f.rank for f in batch),
+    )
+    checks = template(sql("ledger/check_part"), checks=nested("ingest/validate_kv_events"))
+    bound = {"assume_utc": assume_utc, "file_rank": 0, "ops": list(OPS), "node": node}
+    run_script(con, checks, bound)
+    parts = pa.table(
+        {"rank": pa.array([f.rank for f in batch], pa.int64()), "rel": [f.rel for f in batch]}
+    )
+    with registered(con, {"_parts": parts}):
+        counts = [
+            (str(rel), int(read), int(bad))
+            for rel, read, bad in con.execute(sql("ledger/part_counts")).fetchall()
+        ]
+        tables = [
+            con.sql(sql(q)).to_arrow_table()
+            for q in ("ledger/quarantine_rows", "ledger/unknown_requests", "ledger/part_facts")
+        ]
+    return BatchCheck(counts, *tables)
+
+
+def _partial_seq(
+    con: duckdb.DuckDBPyConnection, node: str, counts: list[FileCounts], with_seq: int
+) -> pa.Table:
+    """The partition's partial-seq warning (no row unless some, not all, kept events carry seq),
+    as a loaded ledger gets it; the file named is the first part with kept rows."""
+    kept = [c for c in counts if c.rows_loaded]
+    total = sum(c.rows_loaded for c in kept)
+    first = min((c.path for c in kept), default="")
+    params = {"file": first, "node": node, "with_seq": with_seq, "total": total}
+    return con.sql(sql("ledger/partial_seq"), params=params).to_arrow_table()

@@ -1,2 +1,0 @@
--- Rows of the checked part that are quarantined.
-SELECT count(*) FROM flagged WHERE q IS NOT NULL;

@@ -1,0 +1,173 @@
+"""The external ledger's check reads a node's parts in batches (forensics.ledger.check): what it
+records (per-file counts, quarantine, warnings, each part's facts) is what the loaded ledger's
+ingest of the same case gives, part by part, however the parts fall into batches; the batches
+are runs of one schema within their bounds; and a damaged part in a batch is named."""
+
+from __future__ import annotations
+
+import shutil
+from collections import Counter
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+
+import forensics.ledger.check as check
+from forensics.cli import run
+from forensics.ledger.external import LedgerFile
+from tests.test_ledger_external import hive_sample, query
+from tests.test_ledger_part_facts import LOADED, RECORDED
+
+# What ingest records of each file, quarantine and warnings: both ways the same.
+RECORDS = (
+    "SELECT path, table_name, sha256, bytes, rows_read, rows_loaded, rows_quarantined "
+    "FROM input_files ORDER BY ALL",
+    'SELECT table_name, file, "row", "column", "value", reason FROM quarantine ORDER BY ALL',
+    'SELECT table_name, file, "row", "column", "value", reason FROM ingest_warnings ORDER BY ALL',
+)
+
+HOSTILE_ID = "=HYPERLINK(\"http://x\",'o''k')\u3000"  # a formula, quotes, an ideographic space
+
+
+def _split(case: Path, node: str, bounds: list[int]) -> list[Path]:
+    """The node's one part written as parts cut at `bounds` (rows), named so that path order is
+    row order; one name holds a quote and a non-ASCII letter."""
+    folder = case / "kv_events" / f"node={node}"
+    (part,) = folder.glob("*.parquet")
+    table = pq.read_table(part)
+    part.unlink()
+    cuts = [0, *bounds, table.num_rows]
+    paths = []
+    for i, (lo, hi) in enumerate(zip(cuts, cuts[1:], strict=False)):
+        name = f"{node}-part-{i:03d}" + ("-l'été" if i == 4 else "") + ".parquet"
+        pq.write_table(table.slice(lo, hi - lo), folder / name)
+        paths.append(folder / name)
+    return paths
+
+
+def _set(path: Path, rows: list[int] | None, column: str, value: object) -> None:
+    """Set column to value on the given rows of the part (None: every row)."""
+    table = pq.read_table(path)
+    values = table[column].to_pylist()
+    for r in range(len(values)) if rows is None else rows:
+        values[r] = value
+    index = table.schema.get_field_index(column)
+    pq.write_table(table.set_column(index, column, pa.array(values, table[column].type)), path)
+
+
+def _as_text(path: Path, column: str, bad_row: int) -> None:
+    """The part with `column` as text (another schema), one value of it not a number."""
+    table = pq.read_table(path)
+    text = pc.cast(table[column], pa.string()).to_pylist()
+    text[bad_row] = "twelve"
+    index = table.schema.get_field_index(column)
+    pq.write_table(table.set_column(index, column, pa.array(text, pa.string())), path)
+
+
+@pytest.fixture(scope="module")
+def case(tmp_path_factory) -> Path:
+    """The hive sample with decode-0 in 9 parts: quarantined rows in two parts, a part whose
+    every row is quarantined, an empty part, a part of another schema (slot_start as text, one
+    value not a number), a request id no request has (a formula with quotes), two requests
+    left out of the request log (warned of in each part that names them); decode-1 in 2."""
+    root = tmp_path_factory.mktemp("check")
+    case = hive_sample(root)
+    parts = _split(case, "decode-0", [5000, 12000, 12100, 12100, 20000, 30000, 41000, 50000])
+    _set(parts[1], [3, 77], "slot_count", 0)
+    _set(parts[2], None, "slot_count", 0)  # every row quarantined
+    assert pq.read_metadata(parts[3]).num_rows == 0
+    _as_text(parts[5], "slot_start", 9)
+    _set(parts[6], [0], "op", "evict")
+    _set(parts[7], [11, 12], "request_id", HOSTILE_ID)
+    _split(case, "decode-1", [20000])
+    lines = (case / "requests.csv").read_text().splitlines(keepends=True)
+    (case / "requests.csv").write_text("".join(lines[:1] + lines[3:]))
+    return case
+
+
+@pytest.fixture(scope="module")
+def loaded(case, tmp_path_factory) -> Path:
+    db = tmp_path_factory.mktemp("loaded") / "loaded.duckdb"
+    assert run(["ingest", str(case), "--db", str(db)]) == 1
+    return db
+
+
+def _reads(monkeypatch) -> Counter:
+    """Count the batch reads per node."""
+    reads: Counter = Counter()
+    read = check._read_batch
+
+    def counted(con, batch, columns, assume_utc):
+        reads[batch[0].node] += 1
+        return read(con, batch, columns, assume_utc)
+
+    monkeypatch.setattr(check, "_read_batch", counted)
+    return reads
+
+
+@pytest.mark.parametrize(
+    ("rows", "parts", "decode0_reads"),
+    [
+        (check.BATCH_ROWS, check.BATCH_PARTS, 3),  # cut at the part of another schema only
+        (check.BATCH_ROWS, 2, 6),  # [0 1] [2 3] [4] [5] [6 7] [8]
+        (10_000, check.BATCH_PARTS, 7),  # [0] [1 2 3] [4] [5] [6] [7] [8]
+        (1, 1, 9),  # each part alone
+    ],
+    ids=["default", "two-parts", "rows", "alone"],
+)
+def test_a_batched_check_records_what_the_loaded_ingest_does(
+    case, loaded, tmp_path, monkeypatch, rows, parts, decode0_reads
+) -> None:
+    monkeypatch.setattr(check, "BATCH_ROWS", rows)
+    monkeypatch.setattr(check, "BATCH_PARTS", parts)
+    reads = _reads(monkeypatch)
+    db = tmp_path / "external.duckdb"
+    assert run(["ingest", str(case), "--db", str(db), "--ledger-external"]) == 1
+    assert reads["decode-0"] == decode0_reads
+    for text in RECORDS:
+        assert query(db, text) == query(loaded, text), text
+    recorded = query(db, RECORDED)
+    assert [r for r in recorded if r[1]] == query(loaded, LOADED)  # the parts with kept rows
+    none_kept = [r for r in recorded if not r[1]]  # all quarantined, and the empty part
+    assert [r[0].rsplit("/", 1)[1] for r in none_kept] == [
+        "decode-0-part-002.parquet",
+        "decode-0-part-003.parquet",
+    ]
+    assert all(r[1:] == (0, 0, None, None, None, 0, 0, None, None) for r in none_kept)
+    said = query(db, "SELECT file, reason FROM quarantine ORDER BY ALL")
+    assert sum("node=decode-0/decode-0-part-002" in f for f, _ in said) == 100  # all its rows
+    hostile = "SELECT count(*) FROM ingest_warnings WHERE value LIKE '=HYPERLINK%'"
+    assert query(db, hostile) == [(1,)]  # two rows of one part: one warning
+
+
+def test_batches_are_runs_of_one_schema_within_their_bounds(monkeypatch) -> None:
+    monkeypatch.setattr(check, "BATCH_ROWS", 100)
+    monkeypatch.setattr(check, "BATCH_PARTS", 3)
+    files = [LedgerFile(f"/l/node=a/{i}.parquet", f"{i}", "a", i) for i in range(9)]
+    rows = dict(zip((f.url for f in files), [10, 10, 10, 10, 500, 0, 90, 20, 5], strict=True))
+    one, other = {"ts": "TIMESTAMP WITH TIME ZONE"}, {"ts": "VARCHAR"}
+    schemas = {f.rel: other if f.rank == 2 else one for f in files}
+    got = [[f.rank for f in b] for b in check.batches(files, schemas, rows)]
+    assert got == [[0, 1], [2], [3], [4], [5, 6], [7, 8]]
+
+
+def test_a_damaged_part_in_a_batch_is_named(case, tmp_path, capsys) -> None:
+    """Pages that cannot be decoded show only when the rows are read: the batch's read fails,
+    and the parts are read again one by one to name the damaged one."""
+    damaged_case = tmp_path / "case"
+    shutil.copytree(case, damaged_case)
+    part = sorted((damaged_case / "kv_events" / "node=decode-0").glob("*.parquet"))[
+        7
+    ]  # inside a batch: not its first part
+    data = bytearray(part.read_bytes())
+    start = len(data) // 3
+    data[start : start + len(data) // 3] = b"\x55" * (len(data) // 3)  # the footer intact
+    part.write_bytes(bytes(data))
+    db = tmp_path / "external.duckdb"
+    capsys.readouterr()
+    assert run(["ingest", str(damaged_case), "--db", str(db), "--ledger-external"]) == 2
+    said = capsys.readouterr().err
+    assert f"kv_events/node=decode-0/{part.name}: cannot read this Parquet file" in said, said
+    assert "Traceback" not in said
