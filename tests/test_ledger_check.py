@@ -5,10 +5,13 @@ are runs of one schema within their bounds; and a damaged part in a batch is nam
 
 from __future__ import annotations
 
+import datetime as dt
 import shutil
 from collections import Counter
 from pathlib import Path
+from types import SimpleNamespace
 
+import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -171,3 +174,53 @@ def test_a_damaged_part_in_a_batch_is_named(case, tmp_path, capsys) -> None:
     said = capsys.readouterr().err
     assert f"kv_events/node=decode-0/{part.name}: cannot read this Parquet file" in said, said
     assert "Traceback" not in said
+
+
+def _typed_parts(folder: Path) -> list[LedgerFile]:
+    """Parts of many column types, nested ones among them, one with a duplicated column name,
+    one written with INT96 times."""
+    rows = {
+        "ts": pa.array([dt.datetime(2026, 1, 1)], pa.timestamp("us", tz="UTC")),
+        "ts_ns": pa.array([dt.datetime(2026, 1, 1)], pa.timestamp("ns")),
+        "small": pa.array([1], pa.int32()),
+        "unsigned": pa.array([1], pa.uint64()),
+        "text": pa.array(["x"]),
+        "bytes": pa.array([b"x"], pa.binary()),
+        "list": pa.array([[1, 2]], pa.list_(pa.int64())),
+        "record": pa.array([{"a": 1, "b": "x"}]),
+        "map": pa.array([[("k", 1)]], pa.map_(pa.string(), pa.int64())),
+        "lists": pa.array([[[1]]], pa.list_(pa.list_(pa.int8()))),
+        "coded": pa.array([7]).dictionary_encode(),
+        "day": pa.array([dt.date(2026, 1, 1)]),
+        "flag": pa.array([True]),
+    }
+    folder.mkdir(parents=True)
+    pq.write_table(pa.table(rows), folder / "a.parquet")
+    pq.write_table(pa.table(rows), folder / "b.parquet", use_deprecated_int96_timestamps=True)
+    pq.write_table(pa.table({"text": ["x"], "seq": [1]}), folder / "c.parquet")
+    twice = pa.Table.from_arrays([pa.array([1]), pa.array(["y"])], names=["seq", "seq"])
+    pq.write_table(twice, folder / "d.parquet")
+    return [
+        LedgerFile(str(p), p.name, "n", i) for i, p in enumerate(sorted(folder.glob("*.parquet")))
+    ]
+
+
+def test_the_schemas_read_together_are_those_each_part_describes(tmp_path, monkeypatch) -> None:
+    import forensics.ledger.external as external
+
+    # these parts are no ledger: no column is required of them
+    monkeypatch.setattr(external, "KV_EVENTS", SimpleNamespace(required=[]))
+    files = _typed_parts(tmp_path / "node=n")
+    con = duckdb.connect()
+    described = {f.rel: external.columns_of(con, f) for f in files}
+    alone: list[str] = []
+    describe = external.columns_of
+
+    def counted(con, f):
+        alone.append(f.rel)
+        return describe(con, f)
+
+    monkeypatch.setattr(external, "columns_of", counted)
+    assert external.schemas_of(con, files) == described
+    assert alone == ["d.parquet"]  # the part with a column name twice, described by itself
+    assert list(described["a.parquet"]) == list(pq.read_schema(files[0].url).names)

@@ -27,7 +27,7 @@ from forensics.ingest.discover import (
     outside_case,
 )
 from forensics.ingest.readers import stage_file
-from forensics.ingest.result import FileCounts, IngestResult
+from forensics.ingest.result import FileCounts, IngestResult, files_table
 from forensics.ledger.store import (
     ExternalLedger,
     detach,
@@ -45,6 +45,7 @@ from forensics.sql import (
     nested,
     one_row,
     recording,
+    registered,
     run,
     run_script,
     sql,
@@ -322,8 +323,8 @@ def _record(
     queries: QueryLog,
 ) -> None:
     """The files read and the queries used, so that an unchanged case is not loaded again."""
-    for f in result.files:
-        con.execute(sql("ingest/record_file"), f.as_row())
+    with registered(con, {"_files": files_table(result.files)}):
+        run_script(con, sql("ingest/record_files"))
     meta = {
         "ingest_queries": json.dumps(queries.used(), sort_keys=True),
         "case_dir": result.case_dir,

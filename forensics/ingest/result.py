@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
+
+import pyarrow as pa
 
 
 @dataclass
@@ -18,6 +20,18 @@ class FileCounts:
 
     def as_row(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def files_table(files: list[FileCounts]) -> pa.Table:
+    """The files as Arrow rows, a column per field (text or BIGINT), in field order."""
+    return pa.table(
+        {
+            f.name: pa.array(
+                [getattr(c, f.name) for c in files], pa.string() if f.type == "str" else pa.int64()
+            )
+            for f in fields(FileCounts)
+        }
+    )
 
 
 @dataclass

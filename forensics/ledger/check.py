@@ -25,9 +25,9 @@ from forensics.ingest.contract import OPS
 from forensics.ingest.result import FileCounts
 from forensics.ledger.external import (
     LedgerFile,
-    columns_of,
     projection,
     register_filesystems,
+    schemas_of,
     sha256_of,
 )
 from forensics.sql import literals, nested, numbers, registered, run, run_script, sql, template
@@ -84,7 +84,7 @@ def check_partition(
         run_script(con, sql("ledger/check_inputs"))
         with ThreadPoolExecutor(max_workers=1) as hasher:
             digests = [hasher.submit(sha256_of, f.url) for f in files]
-            schemas = {f.rel: columns_of(con, f) for f in files}
+            schemas = schemas_of(con, files)
             footer_rows = _footer_rows(con, files)
             checks = [
                 _check_batch(con, batch, schemas[batch[0].rel], assume_utc)

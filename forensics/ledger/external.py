@@ -89,6 +89,7 @@ def list_files(case_dir: Path, location: str) -> list[LedgerFile]:
             fix="write the ledger as node=NAME/part-*.parquet",
         )
     out = []
+    case_base = case_dir.resolve()
     for rank, (inner, url) in enumerate(parts):
         folder = inner.split("/")[-2] if "/" in inner else ""
         if not folder.startswith("node=") or len(folder) == len("node="):
@@ -97,14 +98,15 @@ def list_files(case_dir: Path, location: str) -> list[LedgerFile]:
                 path=url,
                 fix="move each node's parts into a folder named node=NAME",
             )
-        rel = url if is_url(root) else _case_rel(case_dir, Path(url))
+        rel = url if is_url(root) else _case_rel(case_base, Path(url))
         out.append(LedgerFile(url, rel, folder[len("node=") :], rank))
     return out
 
 
-def _case_rel(case_dir: Path, path: Path) -> str:
+def _case_rel(case_base: Path, path: Path) -> str:
+    """path relative to the case folder (case_base: resolved), or whole when outside it."""
     try:
-        return path.relative_to(case_dir.resolve()).as_posix()
+        return path.relative_to(case_base).as_posix()
     except ValueError:
         return str(path)
 
@@ -185,7 +187,55 @@ def columns_of(con: duckdb.DuckDBPyConnection, f: LedgerFile) -> dict[str, str]:
             path=f.rel,
             fix="check that the file is complete Parquet",
         ) from exc
-    found = {str(r[0]): str(r[1]) for r in rows}
+    return _with_contract(f, {str(r[0]): str(r[1]) for r in rows})
+
+
+def schemas_of(
+    con: duckdb.DuckDBPyConnection, files: list[LedgerFile]
+) -> dict[str, dict[str, str]]:
+    """columns_of each part (by name), from one read of the parts' Parquet schemas: a query
+    per part cost about 1.1 ms, 22 s for a node of 20,000 parts. A part the schemas do not
+    give plainly (none read, a column without a type, two columns of one name), or every part
+    when they cannot be read together, is described by itself, which names a damaged part."""
+    try:
+        rows = con.execute(sql("ledger/part_schemas"), {"paths": [f.url for f in files]})
+        by_file: dict[str, list[tuple[str, str | None, int | None]]] = {}
+        for file_name, name, duckdb_type, children in rows.fetchall():
+            by_file.setdefault(str(file_name), []).append((name, duckdb_type, children))
+    except duckdb.Error:
+        by_file = {}
+    out = {}
+    for f in files:
+        found = _top_level(by_file.get(f.url, []))
+        out[f.rel] = columns_of(con, f) if found is None else _with_contract(f, found)
+    return out
+
+
+def _top_level(rows: list[tuple[str, str | None, int | None]]) -> dict[str, str] | None:
+    """A part's top-level columns and their DuckDB types from its Parquet schema elements (in
+    schema order: the root, then each element followed by its children); None when they do not
+    give them plainly."""
+    if not rows:
+        return None
+    (_, _, root), *elements = rows
+    left = [int(root or 0)]  # elements still to come at each open level
+    found: dict[str, str] = {}
+    for name, duckdb_type, children in elements:
+        if len(left) == 1:
+            if duckdb_type is None:
+                return None
+            found[str(name)] = str(duckdb_type)
+        left[-1] -= 1
+        if children:
+            left.append(int(children))
+        while len(left) > 1 and left[-1] == 0:
+            left.pop()
+    # every element accounted for, and as many columns as the root has (none named twice)
+    return found if left == [0] and len(found) == int(root or 0) else None
+
+
+def _with_contract(f: LedgerFile, found: dict[str, str]) -> dict[str, str]:
+    """found, once it holds the contract's required columns."""
     for column in KV_EVENTS.required:
         if column not in found and column != "node":  # node may come from the folder name
             import difflib

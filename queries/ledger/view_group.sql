@@ -10,13 +10,17 @@
 -- that keeps only the rows the analysis names, on the scan's own file_row_number for a part
 -- read by itself (queries/ledger/view_named_rows.sql, which DuckDB applies before it decodes
 -- the other columns), else on file_index and file_row_number (view_named_rows_group.sql).
+-- The group's parts hold its columns with the same types, and DuckDB reads each part's columns
+-- by name: the scan takes its columns from the first part (union_by_name = false), which lets
+-- DuckDB open the others only when it reads them. Taking the union of every part's columns
+-- read every part's footer first, on every connection: 3.2 s for a node of 20,000 parts.
 SELECT {ts} AS ts, {seq} AS seq, {node} AS node, {request_id} AS request_id, {op} AS op,
        {slot_start} AS slot_start, {slot_count} AS slot_count, {pos_start} AS pos_start,
        {source} AS source, {content_hash} AS content_hash,
        {ranks}[file_index::BIGINT + 1] * 1099511627776 + file_row_number + 1 AS input_order,
        {known} AS request_known,
        {rels}[file_index::BIGINT + 1] AS src_file, file_row_number + 1 AS src_row
-FROM read_parquet({files}, file_row_number = true, union_by_name = true,
+FROM read_parquet({files}, file_row_number = true, union_by_name = false,
                   hive_partitioning = false) AS part
 {named}
 {kept}

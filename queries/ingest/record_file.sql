@@ -1,2 +1,0 @@
-INSERT INTO input_files VALUES ($path, $table, $sha256, $bytes, $rows_read, $rows_loaded,
-                                $rows_quarantined);
