@@ -10,6 +10,7 @@ an address it starts on this machine for the run and stops after it.
 
 from __future__ import annotations
 
+from concurrent.futures import Future
 from typing import Any
 
 import duckdb
@@ -39,12 +40,17 @@ def sweep_case_ray(
     address: str | None,
     workers: int = 2,
     progress: ProgressFn = no_progress,
+    warming: Future[None] | None = None,
 ) -> dict[str, int]:
     """order.sweep_case with each node's order/sweep/emit as a Ray task. The driver fetches a
     node's coded events from the case database (only it can read the file) into the object
-    store; the tasks run wherever the cluster places them. Returns the rows stored per table."""
+    store; the tasks run wherever the cluster places them. Returns the rows stored per table.
+    warming: the compiled code being loaded here, when the caller started it: the tasks start
+    once it is, so that they load it rather than compile it."""
     order.prepare_pieces(con)
     nodes = order.node_list(con)
+    if warming is not None:
+        order.warmed_up(warming, progress)
     counts: dict[str, int] = {}
     with ray_session(address, workers) as ray:
         task = ray.remote(num_cpus=1, max_retries=1)(sweep_node_table)

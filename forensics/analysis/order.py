@@ -143,13 +143,17 @@ def warmed_up(warming: Future[None], progress: ProgressFn) -> None:
 
 
 def sweep_case(
-    con: duckdb.DuckDBPyConnection, workers: int = 2, progress: ProgressFn = no_progress
+    con: duckdb.DuckDBPyConnection,
+    workers: int = 2,
+    progress: ProgressFn = no_progress,
+    warming: Future[None] | None = None,
 ) -> dict[str, int]:
     """Sweep every node and store what it found. Nodes run `workers` at a time in threads; the
     main thread loads the next node meanwhile, when its arrays fit in the memory budget
     beside those of the nodes being swept (forensics.analysis.budget). Returns the rows stored
     per table."""
-    warmed = warming_up()  # beside the SQL and the first node's load, which let go of the GIL
+    # the compiled code, beside the SQL and the first node's load, which let go of the GIL
+    warmed = warming or warming_up()
     prepare_pieces(con)
     nodes = node_list(con)
     counts = dict.fromkeys([_RUNS, *_TABLES], 0)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import sys
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -221,12 +221,14 @@ def sweep_external(
     ray: str | None,
     workers: int = 2,
     progress: ProgressFn = no_progress,
+    warming: Future[None] | None = None,
 ) -> None:
     """Sweep every partition of the case's external ledger and store the pieces, the global
-    request codes and analysis_piece_events in the case database."""
+    request codes and analysis_piece_events in the case database. warming: the compiled code
+    being loaded (order.warming_up), when the caller started it."""
     meta = ledger_meta(con)
     assert meta is not None, "the case's ledger is loaded, not external"
-    warming = order.warming_up()  # the compiled code, beside the SQL (here: the tasks' first)
+    warming = warming or order.warming_up()  # beside the SQL (here: the tasks' first)
     args, rows = _tasks(con, meta, ray, workers)
     if ray is not None:  # the tasks run elsewhere: compiled here first, so that they load it
         order.warmed_up(warming, progress)

@@ -7,6 +7,7 @@ export stage then writes the notification lists from affected_accounts)."""
 from __future__ import annotations
 
 import contextlib
+from concurrent.futures import Future
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -48,8 +49,9 @@ def analyze(
 def _analyze(
     con: duckdb.DuckDBPyConnection, options: AnalysisOptions, progress: ProgressFn
 ) -> dict[str, Any]:
+    warming = order.warming_up()  # the compiled code, loaded beside the SQL from here on
     aggregate.prepare(con)
-    piece_events = sweep(con, options, progress)
+    piece_events = sweep(con, options, progress, warming)
     progress("aggregate", 0, None)
     aggregate.ledger_tables(con, piece_events)
     screening = options.screening()
@@ -73,18 +75,23 @@ def _analyze(
     return out
 
 
-def sweep(con: duckdb.DuckDBPyConnection, options: AnalysisOptions, progress: ProgressFn) -> bool:
+def sweep(
+    con: duckdb.DuckDBPyConnection,
+    options: AnalysisOptions,
+    progress: ProgressFn,
+    warming: Future[None] | None = None,
+) -> bool:
     """The per-node sweep on the local engine, or as Ray tasks when options.ray is set (an
     address, or "local" for an embedded Ray). Returns whether analysis_piece_events is still to
-    be made from kv_events."""
+    be made from kv_events. warming: the compiled code being loaded (order.warming_up)."""
     workers, ray = options.workers, options.ray
     if ledger_meta(con) is not None:  # the ledger is kept outside the database
-        sweep_external(con, ray, workers, progress)
+        sweep_external(con, ray, workers, progress, warming)
         return False
     if ray is None:
-        order.sweep_case(con, workers, progress)
+        order.sweep_case(con, workers, progress, warming)
         return True
-    distributed.sweep_case_ray(con, ray, workers, progress)
+    distributed.sweep_case_ray(con, ray, workers, progress, warming)
     return True
 
 
