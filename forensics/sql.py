@@ -261,11 +261,6 @@ def literals(texts: Iterable[str]) -> Fragment:
     return Fragment("[" + ", ".join(literal(t) for t in texts) + "]")
 
 
-def numbers(values: Iterable[int]) -> Fragment:
-    """A SQL list of integer literals: [1, 2]."""
-    return Fragment("[" + ", ".join(str(int(v)) for v in values) + "]")
-
-
 def join(fragments: Iterable[Fragment], sep: str = ", ") -> Fragment:
     """Fragments joined by a separator (', ' or ' AND ' and the like: no SQL of its own)."""
     if sep.strip() not in ("", ",", "AND", "OR"):

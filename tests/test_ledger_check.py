@@ -20,7 +20,8 @@ import pytest
 import forensics.ledger.check as check
 from forensics.cli import run
 from forensics.ledger.external import LedgerFile
-from tests.test_ledger_external import hive_sample, query
+from forensics.ledger.view import PartView, groups
+from tests.test_ledger_external import differences, hive_sample, query
 from tests.test_ledger_part_facts import LOADED, RECORDED
 
 # What ingest records of each file, quarantine and warnings: both ways the same.
@@ -224,3 +225,26 @@ def test_the_schemas_read_together_are_those_each_part_describes(tmp_path, monke
     assert external.schemas_of(con, files) == described
     assert alone == ["d.parquet"]  # the part with a column name twice, described by itself
     assert list(described["a.parquet"]) == list(pq.read_schema(files[0].url).names)
+
+
+def test_the_views_of_the_batched_case_give_the_loaded_analysis(case, loaded, tmp_path) -> None:
+    """decode-0's parts fall in view groups of consecutive ranks (flags and schema alternate,
+    an empty part among them): the external analysis gives the loaded ledger's tables."""
+    analysed = tmp_path / "loaded.duckdb"
+    shutil.copy(loaded, analysed)
+    assert run(["analyze", "--db", str(analysed)]) in (0, 1)
+    db = tmp_path / "external.duckdb"
+    assert run(["ingest", str(case), "--db", str(db), "--ledger-external"]) == 1
+    assert run(["analyze", "--db", str(db)]) in (0, 1)
+    assert differences(analysed, db) == {}
+    assert query(db, "SELECT count(*) FROM exposures")[0][0] > 0  # something to compare
+
+
+def test_view_groups_are_runs_of_consecutive_parts_read_alike() -> None:
+    def part(rank: int, flagged: bool, node: str = "a") -> PartView:
+        return PartView(LedgerFile(f"/{node}/{rank}", f"{rank}", node, rank), (), flagged, False)
+
+    parts = [part(0, False), part(1, True), part(2, False), part(3, False), part(5, False)]
+    parts += [part(6, False, "b"), part(4, False)]  # out of order: grouped by rank
+    got = [[p.file.rank for p in g] for g in groups(parts)]
+    assert got == [[0], [1], [2, 3, 4, 5], [6]]

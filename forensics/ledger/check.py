@@ -30,7 +30,7 @@ from forensics.ledger.external import (
     schemas_of,
     sha256_of,
 )
-from forensics.sql import literals, nested, numbers, registered, run, run_script, sql, template
+from forensics.sql import literals, nested, registered, run, run_script, sql, template
 
 BATCH_ROWS = 1 << 20  # rows read in one scan, at most (a larger part is read alone)
 BATCH_PARTS = 1 << 12  # parts read in one scan, at most
@@ -120,14 +120,15 @@ def check_partition(
 def batches(
     files: list[LedgerFile], schemas: dict[str, dict[str, str]], rows: dict[str, int]
 ) -> list[list[LedgerFile]]:
-    """The parts in read batches: runs of consecutive parts with the same columns and types, of
-    at most BATCH_ROWS rows (a larger part alone) and BATCH_PARTS parts."""
+    """The parts in read batches: runs of parts of consecutive ranks with the same columns and
+    types, of at most BATCH_ROWS rows (a larger part alone) and BATCH_PARTS parts."""
     out: list[list[LedgerFile]] = []
     held = 0
     for f in files:
         batch = out[-1] if out else None
         if (
             batch is None
+            or f.rank != batch[-1].rank + 1
             or schemas[f.rel] != schemas[batch[0].rel]
             or held + rows[f.url] > BATCH_ROWS
             or len(batch) >= BATCH_PARTS
@@ -184,12 +185,14 @@ def _read_batch(
     assume_utc: bool,
 ) -> BatchCheck:
     node = batch[0].node
+    ranks = [f.rank for f in batch]
+    assert ranks == list(range(ranks[0], ranks[0] + len(ranks))), "a batch's ranks run on"
     run(
         con,
         "ledger/stage_parts",
         projection=projection(columns, node),
         paths=literals(f.url for f in batch),
-        ranks=numbers(f.rank for f in batch),
+        rank=template(str(int(batch[0].rank))),
     )
     checks = template(sql("ledger/check_part"), checks=nested("ingest/validate_kv_events"))
     bound = {"assume_utc": assume_utc, "file_rank": 0, "ops": list(OPS), "node": node}

@@ -17,7 +17,7 @@ import duckdb
 
 from forensics.ingest.contract import KV_EVENTS
 from forensics.ledger.external import LedgerFile, columns_of
-from forensics.sql import Fragment, ident, literal, literals, numbers, sql, template
+from forensics.sql import Fragment, ident, literal, literals, sql, template
 
 # How each column of the contract is typed: the kvf_* macro ingest uses, and the part's types
 # that need no macro (the value is the same for every kept row).
@@ -105,27 +105,30 @@ def group_sql(
         else template("true")
     )
     kept = template(sql("ledger/view_kept"), rels=rels) if first.flagged else template("")
-    ranks = numbers([p.file.rank for p in parts])
+    ranks = [p.file.rank for p in parts]
+    assert ranks == list(range(ranks[0], ranks[0] + len(ranks))), "a group's ranks run on"
+    rank = template(str(int(ranks[0])))
     return template(
         sql("ledger/view_group"),
         **{c: v for c, v in cols.items()},
         node=literal(first.file.node),
-        ranks=ranks,
+        rank=rank,
         rels=rels,
         files=literals(p.file.url for p in parts),
         known=known,
         kept=kept,
-        named=_named_rows(parts, ranks) if named else template(""),
+        named=_named_rows(parts, rank) if named else template(""),
     )
 
 
-def _named_rows(parts: list[PartView], ranks: Fragment) -> Fragment:
-    """The join that keeps a group's named rows (`ranks`: the parts' ranks, in file order): on
-    the row number alone for a part read by itself, on (part, row) for a scan of several."""
+def _named_rows(parts: list[PartView], rank: Fragment) -> Fragment:
+    """The join that keeps a group's named rows (`rank`: its first part's; the others' follow
+    on): on the row number alone for a part read by itself, on (part, row) for a scan of
+    several."""
     if len(parts) == 1:
-        rank = template(str(int(parts[0].file.rank)))
         return template(sql("ledger/view_named_rows"), rank=rank)
-    return template(sql("ledger/view_named_rows_group"), ranks=ranks)
+    last = template(str(int(parts[-1].file.rank)))
+    return template(sql("ledger/view_named_rows_group"), rank=rank, last=last)
 
 
 def named_groups(parts: list[PartView], alone: frozenset[int]) -> list[list[PartView]]:
@@ -146,11 +149,27 @@ NAMED_ALONE_ROWS = 1 << 17
 
 
 def groups(parts: list[PartView]) -> list[list[PartView]]:
-    """Parts read alike, each group in path order, groups in the order of their first part."""
-    out: dict[tuple[str, Schema, bool, bool], list[PartView]] = {}
+    """Parts read alike, in one scan: runs of parts of consecutive ranks (in path order) with
+    the same node, schema and flags. A group's parts follow on, so a row's rank is its group's
+    first plus the scan's file_index: looking it up in a list of the group's ranks made DuckDB
+    copy the list for every vector it read, 7 s over 5.3 M rows of 20,000 parts."""
+    out: list[list[PartView]] = []
     for p in sorted(parts, key=lambda p: p.file.rank):
-        out.setdefault((p.file.node, p.schema, p.flagged, p.unknown), []).append(p)
-    return list(out.values())
+        last = out[-1][-1] if out else None
+        if last is not None and p.file.rank == last.file.rank + 1 and _alike(p, last):
+            out[-1].append(p)
+        else:
+            out.append([p])
+    return out
+
+
+def _alike(a: PartView, b: PartView) -> bool:
+    return (a.file.node, a.schema, a.flagged, a.unknown) == (
+        b.file.node,
+        b.schema,
+        b.flagged,
+        b.unknown,
+    )
 
 
 def view_sql(

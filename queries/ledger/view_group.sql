@@ -3,7 +3,8 @@
 -- column is typed by {ts}, {seq}, ... (a plain expression where the part holds it typed, the
 -- text-tolerant kvf_* macros otherwise); a part's rank, name and node are constants looked up
 -- by the scan's file_index, so no row is joined to ledger_files. {files}: the parts' paths or
--- URLs as quoted literals; {ranks} and {rels}: their ranks and names in the same order.
+-- URLs as quoted literals, in rank order; {rank}: the first part's rank (the others' follow
+-- on); {rels}: their names in the same order (looked up only where a query reads src_file).
 -- {known}: `true` when none of the group's kept rows names a request missing from the request
 -- log, else the check against requests; {kept}: empty when none of the group's rows is
 -- quarantined, else the WHERE clause that leaves those out. {named}: empty, or the semi join
@@ -17,7 +18,7 @@
 SELECT {ts} AS ts, {seq} AS seq, {node} AS node, {request_id} AS request_id, {op} AS op,
        {slot_start} AS slot_start, {slot_count} AS slot_count, {pos_start} AS pos_start,
        {source} AS source, {content_hash} AS content_hash,
-       {ranks}[file_index::BIGINT + 1] * 1099511627776 + file_row_number + 1 AS input_order,
+       ({rank} + file_index::BIGINT) * 1099511627776 + file_row_number + 1 AS input_order,
        {known} AS request_known,
        {rels}[file_index::BIGINT + 1] AS src_file, file_row_number + 1 AS src_row
 FROM read_parquet({files}, file_row_number = true, union_by_name = false,
