@@ -37,6 +37,7 @@ BATCH_PARTS = 1 << 12  # parts read in one scan, at most
 
 # What a read that fails because of the SQL, not the part, raises: never blamed on a part.
 NOT_THE_PART = (
+    duckdb.InterruptException,
     duckdb.OutOfMemoryException,
     duckdb.BinderException,
     duckdb.CatalogException,
@@ -143,9 +144,13 @@ def batches(
 
 def _footer_rows(con: duckdb.DuckDBPyConnection, files: list[LedgerFile]) -> dict[str, int]:
     """The rows each part holds, from its footer (read already: each part was described), by
-    URL."""
+    URL; a part the read of all names otherwise (a filesystem may spell a URL its own way) is
+    read by itself."""
     urls = [f.url for f in files]
     found = dict(con.execute(sql("ledger/part_rows"), {"paths": urls}).fetchall())
+    for u in urls:
+        if u not in found:
+            ((_, found[u]),) = con.execute(sql("ledger/part_rows"), {"paths": [u]}).fetchall()
     return {u: int(found[u]) for u in urls}
 
 
