@@ -248,3 +248,46 @@ def test_view_groups_are_runs_of_consecutive_parts_read_alike() -> None:
     parts += [part(6, False, "b"), part(4, False)]  # out of order: grouped by rank
     got = [[p.file.rank for p in g] for g in groups(parts)]
     assert got == [[0], [1], [2, 3, 4, 5], [6]]
+
+
+def test_a_part_whose_name_the_footer_read_spells_otherwise_is_counted_by_itself() -> None:
+    """A filesystem may give a URL back spelled its own way: that part's rows are read by
+    themselves, never taken as missing."""
+
+    class Spelled:
+        def __init__(self) -> None:
+            self.calls: list[list[str]] = []
+
+        def execute(self, _query: str, params: dict) -> SimpleNamespace:
+            paths = params["paths"]
+            self.calls.append(paths)
+            rows = {"s3://b/a.parquet": 5, "s3://b/b.parquet": 7}
+            spelled = [(p.replace("s3://b/b", "s3://b//b"), rows[p]) for p in paths]
+            given = spelled if len(paths) > 1 else [(paths[0] + "?v", rows[paths[0]])]
+            return SimpleNamespace(fetchall=lambda: given)
+
+    con = Spelled()
+    files = [LedgerFile(f"s3://b/{n}.parquet", f"{n}", "x", i) for i, n in enumerate("ab")]
+    assert check._footer_rows(con, files) == {"s3://b/a.parquet": 5, "s3://b/b.parquet": 7}
+    assert con.calls == [[f.url for f in files], ["s3://b/b.parquet"]]
+
+
+@pytest.mark.parametrize("name", ["decode-0-part-9.parquet.gz", "extra.csv", "more.jsonl.zst"])
+def test_a_file_of_rows_the_external_ledger_cannot_read_is_refused(tmp_path, capsys, name):
+    """Left out, a compressed part's or another format's rows would be lost without a word."""
+    case = hive_sample(tmp_path)
+    (case / "kv_events" / "node=decode-0" / name).write_bytes(b"rows")
+    capsys.readouterr()
+    db = tmp_path / "external.duckdb"
+    assert run(["ingest", str(case), "--db", str(db), "--ledger-external"]) == 2
+    said = capsys.readouterr().err
+    assert f"node=decode-0/{name}: a file in the external ledger that is not a Parquet" in said
+
+
+def test_files_that_are_not_the_ledgers_stay_out_of_it(tmp_path) -> None:
+    """What a writer leaves beside its parts (_SUCCESS, checksums) is not ledger rows."""
+    case = hive_sample(tmp_path)
+    for name in ("_SUCCESS", ".decode-0-part-00001.parquet.crc"):
+        (case / "kv_events" / "node=decode-0" / name).write_bytes(b"")
+    db = tmp_path / "external.duckdb"
+    assert run(["ingest", str(case), "--db", str(db), "--ledger-external"]) == 0

@@ -25,7 +25,7 @@ from typing import Any
 import duckdb
 
 from forensics.dbopen import open_database
-from forensics.errors import InputError, MissingColumnError
+from forensics.errors import InputError, MissingColumnError, first_line
 from forensics.ingest.contract import KV_EVENTS
 from forensics.sql import (
     Fragment,
@@ -82,6 +82,7 @@ def list_files(case_dir: Path, location: str) -> list[LedgerFile]:
             (str(p), p.relative_to(root).as_posix()) for p in Path(root).rglob("*") if p.is_file()
         ]
     parts = sorted((inner, url) for url, inner in found if inner.lower().endswith(PARQUET))
+    _refuse_other_data(found)
     if not parts:
         raise InputError(
             "no Parquet parts in the external ledger",
@@ -101,6 +102,29 @@ def list_files(case_dir: Path, location: str) -> list[LedgerFile]:
         rel = url if is_url(root) else _case_rel(case_base, Path(url))
         out.append(LedgerFile(url, rel, folder[len("node=") :], rank))
     return out
+
+
+# Names of files that hold ledger rows but are not Parquet parts an external ledger can read in
+# place (a compressed part, another format); other files, and those whose name starts with "."
+# or "_" (what Hive and Spark writers leave beside their parts), are not the ledger's.
+_OTHER_DATA = (".parquet.", ".pq.", ".csv", ".jsonl", ".json", ".gz", ".gzip", ".zst", ".zstd")
+
+
+def _refuse_other_data(found: list[tuple[str, str]]) -> None:
+    """Refuse a file of ledger rows the external ledger cannot read in place: left out, its
+    rows would be lost without a word."""
+    for url, inner in sorted(found, key=lambda f: f[1]):
+        name = inner.rsplit("/", 1)[-1].lower()
+        hidden = name.startswith((".", "_"))  # a writer's own (_SUCCESS, .part.parquet.crc)
+        if not hidden and not name.endswith(PARQUET) and any(x in name for x in _OTHER_DATA):
+            raise InputError(
+                "a file in the external ledger that is not a Parquet part: an external "
+                "ledger is read in place, and only Parquet parts can be",
+                path=url,
+                fix="unpack a compressed part beside the others (Parquet compresses inside the "
+                "file), move other files out of the ledger folder, or ingest without "
+                "--ledger-external",
+            )
 
 
 def _case_rel(case_base: Path, path: Path) -> str:
@@ -183,7 +207,7 @@ def columns_of(con: duckdb.DuckDBPyConnection, f: LedgerFile) -> dict[str, str]:
         rows = con.execute(sql("ledger/describe_part"), {"path": f.url}).fetchall()
     except duckdb.Error as exc:
         raise InputError(
-            f"cannot read this Parquet file: {exc}",
+            f"cannot read this Parquet file: {first_line(exc)}",
             path=f.rel,
             fix="check that the file is complete Parquet",
         ) from exc
