@@ -52,6 +52,7 @@ class PartView:
     schema: Schema
     flagged: bool  # ingest quarantined some of its rows
     unknown: bool  # some of its kept rows name a request not in the request log
+    rows: int = 0  # the rows it holds (its footer's count, as ingest read it)
 
 
 def schema_of(types: dict[str, str]) -> Schema:
@@ -151,10 +152,34 @@ NAMED_ALONE_ROWS = 1 << 17
 
 def groups(parts: list[PartView]) -> list[list[PartView]]:
     """Parts read alike, in one scan: runs of parts of consecutive ranks (in path order) with
-    the same node, schema and flags. A group's parts follow on, so a row's rank is its group's
-    first plus the scan's file_index: looking it up in a list of the group's ranks made DuckDB
-    copy the list for every vector it read, 7 s over 5.3 M rows of 20,000 parts."""
-    return _runs(sorted(parts, key=lambda p: p.file.rank), _alike)
+    the same node, schema and flags, each split where DuckDB would misjudge its size (see
+    planned_near). A group's parts follow on, so a row's rank is its group's first plus the
+    scan's file_index: looking it up in a list of the group's ranks made DuckDB copy the list
+    for every vector it read, 7 s over 5.3 M rows of 20,000 parts."""
+    runs = _runs(sorted(parts, key=lambda p: p.file.rank), _alike)
+    return [scan for run in runs for scan in planned_near(run)]
+
+
+def planned_near(run: list[PartView]) -> list[list[PartView]]:
+    """The run in scans that DuckDB plans at a quarter of their rows or more. DuckDB plans a
+    scan of several parts as its first part's rows times the number of parts: a node whose
+    first parts are small and later ones large (a tap that closes a part a minute, on an engine
+    started mid-minute) looked tiny, so its join built its hash table on the node's events
+    instead of the request codes, handed the events back in no order, and the sorted refetch
+    ran out of the task's memory. A run planned too small is cut before its first part of at
+    least half its mean size, and each side is cut again as it needs: the parts cut off are
+    each under half that mean, so the cuts shrink quickly and a run takes a few scans."""
+    out: list[list[PartView]] = []
+    todo = [run]
+    while todo:
+        scan = todo.pop()
+        total = sum(p.rows for p in scan)
+        if len(scan) == 1 or scan[0].rows * len(scan) * 4 >= total:
+            out.append(scan)
+            continue
+        cut = next(i for i, p in enumerate(scan) if p.rows * len(scan) * 2 >= total)
+        todo += [scan[cut:], scan[:cut]]  # the first part first
+    return out
 
 
 def _runs(
@@ -207,13 +232,14 @@ def part_views(
     """The parts of the case database's ledger (ledger_files) with their schema, as ingest
     recorded it (a case ingested before it did: read from the part's footer), and flags."""
     flags = {
-        rel: (bool(q), bool(u)) for rel, q, u in con.execute(sql("ledger/part_flags")).fetchall()
+        rel: (bool(q), bool(u), int(n or 0))
+        for rel, q, u, n in con.execute(sql("ledger/part_flags")).fetchall()
     }
     out = []
     for f in files:
         types = schemas.get(f.rel)
         if types is None:
             types = columns_of(con, f)
-        flagged, unknown = flags.get(f.rel, (True, True))
-        out.append(PartView(f, schema_of(types), flagged, unknown))
+        flagged, unknown, rows = flags.get(f.rel, (True, True, 0))
+        out.append(PartView(f, schema_of(types), flagged, unknown, rows))
     return out
