@@ -16,7 +16,7 @@ import pytest
 from forensics.analysis import order
 from forensics.cli import run
 from forensics.ledger.external import LedgerFile
-from forensics.ledger.view import PartView, groups
+from forensics.ledger.view import PartView, groups, named_groups
 from tests.test_ledger_external import differences, hive_sample, query
 
 
@@ -50,6 +50,15 @@ def test_each_scan_is_planned_near_its_rows(rows) -> None:
     for s in scans:  # a part read alone is planned exactly
         assert len(s) == 1 or planned(s) * 4 >= sum(p.rows for p in s), s
     assert len(scans) <= 2 * len(rows).bit_length()
+
+
+def test_the_named_views_scans_are_planned_near_their_rows() -> None:
+    rows = [3, 3, 50_000, 3, 3, 200_000, 3, 3, 40_000]
+    scans = named_groups(parts(rows), alone=frozenset({5}))
+    assert sorted(p.file.rank for s in scans for p in s) == list(range(len(rows)))
+    assert [5] in [[p.file.rank for p in s] for s in scans]
+    for s in scans:
+        assert len(s) == 1 or planned(s) * 4 >= sum(p.rows for p in s), s
 
 
 @pytest.mark.parametrize(

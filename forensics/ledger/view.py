@@ -136,11 +136,12 @@ def _named_rows(parts: list[PartView], rank: Fragment) -> Fragment:
 def named_groups(parts: list[PartView], alone: frozenset[int]) -> list[list[PartView]]:
     """The groups the named view reads: each part whose rank is in `alone` by itself, the
     others of each group in runs of consecutive ranks (a part read by itself splits its
-    group)."""
+    group), cut as planned_near cuts them."""
     out = []
     for g in groups(parts):
         out += [[p] for p in g if p.file.rank in alone]
-        out += _runs([p for p in g if p.file.rank not in alone], _alike)
+        rest = _runs([p for p in g if p.file.rank not in alone], _alike)
+        out += [scan for run in rest for scan in planned_near(run)]
     return out
 
 
