@@ -31,6 +31,7 @@ from forensics.analysis.runfacts import ExposureRuns, no_pieces
 from forensics.analysis.runfacts import renumbered as runs_renumbered
 from forensics.dbopen import database_file
 from forensics.errors import InputError
+from forensics.ledger.copies import copy_groups, remove_copies
 from forensics.ledger.external import (
     LedgerFile,
     check_digests,
@@ -39,7 +40,7 @@ from forensics.ledger.external import (
     sha256_of,
 )
 from forensics.ledger.store import ledger_meta, part_views_of
-from forensics.ledger.view import NAMED_ALONE_ROWS, PartView, view_sql
+from forensics.ledger.view import NAMED_ALONE_ROWS, Copies, PartView, view_sql
 from forensics.progress import ProgressFn, no_progress
 from forensics.raytasks import cluster_cpus, ray_session, run_tasks, task_memory
 from forensics.sql import (
@@ -134,10 +135,12 @@ def _sweep_partition(
     spill_beside: Path | None,
 ) -> PartitionFindings:
     con = open_connection([p.file.url for p in parts], memory_limit, spill_beside)
+    copied: Copies = {}
     try:
         run(con, "ledger/task_threads", threads=template(str(max(1, int(threads)))))
         append_rows(con, "quarantine", quarantine)
-        _view_and_codes(con, parts, assume_utc)
+        copied = copy_groups(con, parts)  # many small parts: read once, into one local file
+        _view_and_codes(con, parts, assume_utc, copied)
         run_script(con, sql("analysis/pieces_create"))
         if facts is not None:
             with registered(con, {"_part_facts": facts}):
@@ -151,7 +154,8 @@ def _sweep_partition(
             del events
         # the events the pieces name, read from the parts by their rows alone
         _name_events(con, found)
-        run_script(con, view_sql(parts, assume_utc, named=True, alone=_large_parts(infos)))
+        alone = _large_parts(infos)
+        run_script(con, view_sql(parts, assume_utc, named=True, alone=alone, copied=copied))
         run_script(con, sql("analysis/piece_events_named"))  # the parts are read here, once
         runs = [order.exposure_runs(con, f, "analysis_named_events") for f in found]
         # the runs stand for the exposure pieces from here on: the pieces stay in the task
@@ -163,6 +167,7 @@ def _sweep_partition(
         ]
     finally:
         con.close()
+        remove_copies(copied)
     return PartitionFindings(found, runs, ids, events, *facts)
 
 
@@ -172,7 +177,7 @@ PLAIN_TEXT = frozenset({"request_id", "content_hash"})
 
 
 def _view_and_codes(
-    con: duckdb.DuckDBPyConnection, parts: list[PartView], assume_utc: bool
+    con: duckdb.DuckDBPyConnection, parts: list[PartView], assume_utc: bool, copied: Copies
 ) -> None:
     """The kv_events view and the request and hash codes of the partition. Ingest keeps a text
     value trimmed (kvf_str), but trimming every row costs half of the pass that makes the codes
@@ -183,11 +188,11 @@ def _view_and_codes(
     If one has, the view and the codes are made again with the trim, so the values are those
     of the loaded ledger either way."""
     node = parts[0].file.node  # a partition is one node's parts
-    run_script(con, view_sql(parts, assume_utc, plain=PLAIN_TEXT))
+    run_script(con, view_sql(parts, assume_utc, plain=PLAIN_TEXT, copied=copied))
     order.make_codes(con, node)
     row = one_row(con.execute(sql("analysis/codes_plain")))
     if row is None or not row[0]:
-        run_script(con, view_sql(parts, assume_utc))
+        run_script(con, view_sql(parts, assume_utc, copied=copied))
         order.make_codes(con, node)
 
 

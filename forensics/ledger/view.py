@@ -42,6 +42,7 @@ _ABSENT = {
 }
 
 Schema = tuple[tuple[str, str], ...]  # (column, DuckDB type) of the contract's columns a part holds
+Copies = dict[int, str]  # a group's local copy (its path), by the group's first part's rank
 
 
 @dataclass(frozen=True)
@@ -93,9 +94,12 @@ def group_sql(
     assume_utc: bool,
     named: bool = False,
     plain: frozenset[str] = frozenset(),
+    copy: str | None = None,
 ) -> Fragment:
     """The SELECT of one group of parts (same node, schema and flags); named: only the rows
-    whose keys are in temp.analysis_named_keys; plain: text columns read as they are (typed)."""
+    whose keys are in temp.analysis_named_keys; plain: text columns read as they are (typed);
+    copy: the path of a local copy of the group's rows to read instead of its parts
+    (forensics.ledger.copies)."""
     first = parts[0]
     types = dict(first.schema)
     exact = not first.flagged
@@ -116,11 +120,17 @@ def group_sql(
         node=literal(first.file.node),
         rank=rank,
         rels=rels,
-        files=literals(p.file.url for p in parts),
+        scan=_scan(parts, copy),
         known=known,
         kept=kept,
         named=_named_rows(parts, rank) if named else template(""),
     )
+
+
+def _scan(parts: list[PartView], copy: str | None) -> Fragment:
+    if copy is None:
+        return template(sql("ledger/view_parts"), files=literals(p.file.url for p in parts))
+    return template(sql("ledger/view_copy"), copy=literal(copy))
 
 
 def _named_rows(parts: list[PartView], rank: Fragment) -> Fragment:
@@ -133,12 +143,17 @@ def _named_rows(parts: list[PartView], rank: Fragment) -> Fragment:
     return template(sql("ledger/view_named_rows_group"), rank=rank, last=last)
 
 
-def named_groups(parts: list[PartView], alone: frozenset[int]) -> list[list[PartView]]:
+def named_groups(
+    parts: list[PartView], alone: frozenset[int], copied: Copies | None = None
+) -> list[list[PartView]]:
     """The groups the named view reads: each part whose rank is in `alone` by itself, the
     others of each group in runs of consecutive ranks (a part read by itself splits its
-    group), cut as planned_near cuts them."""
+    group), cut as planned_near cuts them; a group read from its copy (`copied`) whole."""
     out = []
     for g in groups(parts):
+        if copied and g[0].file.rank in copied:
+            out.append(g)
+            continue
         out += [[p] for p in g if p.file.rank in alone]
         rest = _runs([p for p in g if p.file.rank not in alone], _alike)
         out += [scan for run in rest for scan in planned_near(run)]
@@ -212,14 +227,17 @@ def view_sql(
     named: bool = False,
     plain: frozenset[str] = frozenset(),
     alone: frozenset[int] = frozenset(),
+    copied: Copies | None = None,
 ) -> str:
     """queries/ledger/view.sql for these parts (a view holds no parameters: the paths, names
     and ranks are literals); named: the view kv_named_events instead of kv_events, of only the
     events whose keys are in temp.analysis_named_keys, the parts whose ranks are in `alone`
     each read by itself (see named_groups); plain: the text columns whose values are known to
-    need no trimming (see typed)."""
-    alike = named_groups(parts, alone) if named else groups(parts)
-    selects = [group_sql(g, assume_utc, named, plain) for g in alike]
+    need no trimming (see typed); copied: the groups read from a local copy of their rows
+    instead of their parts, by their first part's rank (forensics.ledger.copies)."""
+    copied = copied or {}
+    alike = named_groups(parts, alone, copied) if named else groups(parts)
+    selects = [group_sql(g, assume_utc, named, plain, copied.get(g[0].file.rank)) for g in alike]
     union = selects[0]
     for s in selects[1:]:
         union = template("{a}\nUNION ALL\n{b}", a=union, b=s)
