@@ -10,7 +10,7 @@ import duckdb
 
 from forensics.dbopen import open_database
 from forensics.ledger.store import attach
-from forensics.sql import sql, tables
+from forensics.sql import one_row, sql, tables
 
 INPUT_TABLES = (
     "requests",
@@ -35,6 +35,12 @@ def connect(
     con = open_database(path, read_only=read_only, memory_limit=memory_limit)
     attach(con)
     return con
+
+
+def ingested(con: duckdb.DuckDBPyConnection) -> bool:
+    """Whether an ingest into this case database finished (it records the case folder last)."""
+    row = one_row(con.execute(sql("ingest/ingested")))
+    return bool(row and row[0])
 
 
 def rows(

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import duckdb
 
-from forensics.sql import sql
+from forensics.sql import run_script, sql
 
 T0 = datetime(2026, 8, 27, 12, 0, 0)
 
@@ -149,8 +149,14 @@ class CaseBuilder:
             relation = con.table(table)
             for row in rows:
                 relation.insert(list(row))
+        mark_ingested(con, path.parent)
         con.close()
         return path
+
+
+def mark_ingested(con: duckdb.DuckDBPyConnection, case_dir: Path) -> None:
+    """Record the case folder as ingest does last: the commands then take it for a case."""
+    run_script(con, sql("ingest/case_meta_set"), {"key": "case_dir", "value": str(case_dir)})
 
 
 def query(path: Path, text: str) -> list[tuple]:

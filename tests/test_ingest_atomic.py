@@ -80,6 +80,12 @@ def test_hard_kill_mid_ingest_leaves_previous_state(case, cli, tmp_path, kill_at
     cli("ingest", root, "--db", db)
     before = _snapshot(db)
     _case(case, 8)
+    assert _killed_ingest(root, db, kill_at) == -9
+    assert _snapshot(db) == before
+
+
+def _killed_ingest(root, db, kill_at: int) -> int:
+    """Ingest root into db in a process killed (SIGKILL) as it loads its kill_at-th file."""
     script = textwrap.dedent(f"""
         import os, signal, sys
         from pathlib import Path
@@ -101,5 +107,50 @@ def test_hard_kill_mid_ingest_leaves_previous_state(case, cli, tmp_path, kill_at
         env={"PYTHONPATH": str(REPO)},
         check=False,
     )
-    assert proc.returncode == -9
-    assert _snapshot(db) == before
+    return proc.returncode
+
+
+@pytest.mark.parametrize("how", ["bad file", "interrupted"])
+def test_a_failed_first_ingest_leaves_no_case_database(case, cli, tmp_path, monkeypatch, how):
+    """Left with its tables and no rows, the database read as a case where nothing happened:
+    `analyze` found no exposures in it and exited 0."""
+    import forensics.ingest.load as load
+
+    root = _case(case, 5)
+    if how == "bad file":
+        (root / "kv_events" / "p2.parquet").write_bytes(b"PAR1 not a parquet file")
+    else:
+
+        def interrupted(*_args, **_kwargs):
+            raise KeyboardInterrupt
+
+        monkeypatch.setattr(load, "_load_file", interrupted)
+    db = tmp_path / "new" / "c.duckdb"
+    code, _, _ = cli("ingest", root, "--db", db)
+    assert code == 2
+    assert not db.exists() and not db.with_name("c.duckdb.wal").exists()
+    code, _, err = cli("analyze", "--db", db)
+    assert code == 2 and "no case database" in err
+
+
+def test_a_killed_first_ingest_is_not_taken_for_a_case(case, cli, tmp_path):
+    """A kill leaves the database the first ingest created, with its tables and no rows: every
+    command on the case refuses it, saying to ingest again, and writes nothing."""
+    root = _case(case, 5)
+    db = tmp_path / "c.duckdb"
+    assert _killed_ingest(root, db, 1) == -9 and db.exists()
+    out = tmp_path / "out"
+    for argv in (
+        ["analyze", "--db", db],
+        ["reconstruct", "--db", db],
+        ["replay", "--db", db],
+        ["report", "--db", db, "--out", out],
+    ):
+        code, _, err = cli(*argv)
+        assert code == 2, argv
+        assert "holds no ingested case" in " ".join(err.split()), argv
+    assert not out.exists()
+    code, _, _ = cli("ingest", root, "--db", db)  # ingested again, it is a case
+    assert code == 0
+    code, _, _ = cli("analyze", "--db", db)
+    assert code in (0, 1)

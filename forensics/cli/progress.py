@@ -13,7 +13,7 @@ import duckdb
 from rich.console import Console
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-from forensics.db import connect
+from forensics.db import connect, ingested
 from forensics.errors import CaseError
 from forensics.progress import ProgressFn
 
@@ -65,6 +65,11 @@ def run_on_case(
         )
     con = connect(db)
     try:
+        if not ingested(con):
+            raise CaseError(
+                f"{db} holds no ingested case (an ingest into it failed or was stopped); "
+                f"ingest the case again with `kvforensics ingest CASE --db {db}`"
+            )
         with progress_reporter(console, title) as progress:
             return work(con, progress)
     finally:

@@ -62,8 +62,11 @@ def ingest_case(
     progress: ProgressFn = no_progress,
     ledger: ExternalLedger | None = None,
 ) -> IngestResult:
-    """Open (or create) the case database at db_path and ingest case_dir into it."""
+    """Open (or create) the case database at db_path and ingest case_dir into it. A database
+    this ingest created is removed again when the ingest fails: left with its tables and no
+    rows, it read as a case in which nothing happened (an existing case stays as it was)."""
     discovery = discover(case_dir, follow_links)
+    created = not db_path.exists()
     with recording():
         con = connect(db_path)
         try:
@@ -76,6 +79,12 @@ def ingest_case(
                 progress=progress,
                 ledger=ledger,
             )
+        except BaseException:
+            con.close()
+            if created:
+                for path in (db_path, db_path.with_name(db_path.name + ".wal")):
+                    path.unlink(missing_ok=True)
+            raise
         finally:
             con.close()
 

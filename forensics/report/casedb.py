@@ -13,6 +13,7 @@ from pathlib import Path
 
 import duckdb
 
+from forensics.db import ingested
 from forensics.dbopen import open_database
 from forensics.errors import CaseError
 from forensics.sql import ident, sql, statements, tables, template
@@ -27,9 +28,16 @@ def open_case(db: Path) -> duckdb.DuckDBPyConnection:
     if not db.is_file():
         raise CaseError(f"no case database at {db}; run `kvforensics ingest CASE --db {db}` first")
     try:
-        return open_database(db, read_only=True)
+        con = open_database(db, read_only=True)
     except duckdb.Error as exc:
         raise CaseError(f"{db} is not a readable DuckDB case database: {exc}") from exc
+    if not ingested(con):
+        con.close()
+        raise CaseError(
+            f"{db} holds no ingested case (an ingest into it failed or was stopped); "
+            f"ingest the case again with `kvforensics ingest CASE --db {db}`"
+        )
+    return con
 
 
 def schema_tables() -> dict[str, str]:
