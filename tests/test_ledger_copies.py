@@ -21,7 +21,7 @@ from forensics.ledger.external import LedgerFile
 from forensics.ledger.store import ledger_meta, part_views_of
 from forensics.ledger.view import PartView, groups
 from tests.test_ledger_check import case, loaded  # noqa: F401  (fixtures)
-from tests.test_ledger_external import differences, hive_sample, query
+from tests.test_ledger_external import differences, hive_sample, query, spoiled  # noqa: F401
 from tests.test_ledger_view import split_decode0
 
 
@@ -142,3 +142,21 @@ def test_only_groups_of_many_small_parts_are_copied() -> None:
     assert not copies.wanted(_group(copies.COPY_PARTS - 1, 10))
     assert not copies.wanted(_group(copies.COPY_PARTS, copies.COPY_MEAN_ROWS))
     assert not copies.wanted(_group(500, 1_000_000))
+
+
+def test_copies_of_a_url_ledger_beside_an_odd_path(spoiled, tmp_path, monkeypatch) -> None:  # noqa: F811
+    """Parts at an fsspec URL, the case database in a folder whose name holds a quote and
+    non-ASCII letters (the copies lie in its spill folder beside it)."""
+    fsspec = pytest.importorskip("fsspec")
+    case_dir, loaded_db = spoiled
+    fs = fsspec.filesystem("memory")
+    for part in sorted((case_dir / "kv_events").rglob("*.parquet")):
+        fs.pipe(f"/kvf-copies/{part.parent.name}/{part.name}", part.read_bytes())
+    made = copy_everything(monkeypatch)
+    db = tmp_path / "o'brien – été" / "url.duckdb"
+    ledger = "memory://kvf-copies"
+    assert run(["ingest", str(case_dir), "--db", str(db), "--ledger-external", ledger]) == 1
+    assert run(["analyze", "--db", str(db)]) == 1
+    assert made == [1, 1, 1, 1]  # a group a partition: decode-0's two parts are of one kind
+    assert set(differences(loaded_db, db)) == {"input_files", "quarantine"}  # named by URL
+    assert left_beside(db) == []

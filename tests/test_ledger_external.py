@@ -67,8 +67,9 @@ def edit_part(part: Path, row: int, column: str, value: object) -> None:
 
 def differences(a: Path, b: Path) -> dict[str, tuple[int, int]]:
     con = duckdb.connect()
-    con.execute(f"ATTACH '{a}' AS a (READ_ONLY)")
-    con.execute(f"ATTACH '{b}' AS b (READ_ONLY)")
+    for name, path in (("a", a), ("b", b)):
+        quoted = str(path).replace("'", "''")
+        con.execute(f"ATTACH '{quoted}' AS {name} (READ_ONLY)")
     out = {}
     for t in TABLES:
         ab = con.execute(f"SELECT count(*) FROM (FROM a.{t} EXCEPT ALL FROM b.{t})").fetchall()
