@@ -12,9 +12,11 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+from forensics.cli import run as cli
 from forensics.tap import writer as writer_mod
 from forensics.tap.hashing import PrefixHashes, chain, label
 from forensics.tap.recorder import SEQ_SHIFT, Recorder, Settings
+from tests.test_ledger_external import differences, query
 
 
 def _row(k: int) -> tuple:
@@ -23,7 +25,7 @@ def _row(k: int) -> tuple:
 
 def _read(folder: Path) -> list[dict]:
     rows: list[dict] = []
-    for path in sorted(folder.glob("*.parquet")):
+    for path in sorted(folder.rglob("*.parquet")):
         rows += pq.read_table(path).to_pylist()
     return rows
 
@@ -33,8 +35,9 @@ def test_rows_rotate_into_parquet_in_order(tmp_path: Path) -> None:
     for k in range(100):
         rec.rows([_row(k)])
     rec.close()
-    files = sorted((tmp_path / "kv_events").glob("*.parquet"))
+    files = sorted((tmp_path / "kv_events").rglob("*.parquet"))
     assert len(files) >= 4 and not list(tmp_path.rglob("*.tmp"))
+    assert {f.parent.name for f in files} == {"node=node-a"}  # the layout read in place
     rows = _read(tmp_path / "kv_events")
     assert [r["slot_start"] for r in rows] == list(range(100))
     seqs = [r["seq"] for r in rows]
@@ -84,3 +87,27 @@ def test_block_identity_depends_on_every_earlier_token() -> None:
     assert ha.of_block(a, 1, 64) != hb.of_block(b, 1, 64)  # the second block's tokens agree
     assert ha.of_block(a, 1, 64) == label(chain(chain(b"kvforensics-tap-v1", a[:32]), a[32:]))
     assert ha.of_block(a, 1, 40) != ha.of_block(a, 1, 64)  # a partial block is another thing
+
+
+@pytest.mark.parametrize("node", ["vllm-a", "host:8000", "7", "n=1 ü"])
+def test_a_tap_folder_is_a_case_loaded_or_read_in_place(tmp_path: Path, node: str) -> None:
+    """The ledger's parts lie in kv_events/node=NODE/: `ingest` loads them, and `ingest
+    --ledger-external` reads them in place, and both analyses give the same tables."""
+    case = tmp_path / "case"
+    rec = Recorder(Settings(case, node, batch_events=10, rotate_events=10))
+    for k in range(40):  # three requests allocate, write and read their slots; one frees
+        rid = f"req-{k % 3}"
+        op = "alloc" if k < 3 else "free" if k == 39 else "read" if k % 2 else "write"
+        rec.rows([(rid, op, k % 3 * 4, 4, 0, "decode" if op == "write" else None, None)])
+    rec.close()
+    header = "request_id,account_id,model,received_at,http_status,prompt_tokens\n"
+    rows = "".join(f"req-{i},acct-{i},m,2026-08-27T10:00:0{i}Z,200,4\n" for i in range(3))
+    (case / "requests.csv").write_text(header + rows)
+    assert len(list((case / "kv_events" / f"node={node}").glob("*.parquet"))) == 4
+    loaded, external = tmp_path / "loaded.duckdb", tmp_path / "external.duckdb"
+    assert cli(["ingest", str(case), "--db", str(loaded)]) == 0
+    assert cli(["ingest", str(case), "--db", str(external), "--ledger-external"]) == 0
+    for db in (loaded, external):
+        assert cli(["analyze", "--db", str(db)]) in (0, 1)
+    assert differences(loaded, external) == {}
+    assert query(external, "SELECT DISTINCT node FROM ledger_files") == [(node,)]

@@ -28,6 +28,8 @@ from conftest import REPO
 from engines import engines_python
 
 from forensics.cli import run as cli
+from forensics.ledger.copies import COPY_PARTS
+from tests.test_ledger_external import differences
 
 BLOCK = 32
 
@@ -58,7 +60,9 @@ def engine(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     return {"python": python, "model": tmp_path_factory.mktemp("model") / "tiny-llama"}
 
 
-def _serve(engine: dict[str, Any], mode: str, base: Path) -> dict[str, Any]:
+def _serve(
+    engine: dict[str, Any], mode: str, base: Path, tap: dict[str, str] | None = None
+) -> dict[str, Any]:
     case = base / "case"
     env = {
         **os.environ,
@@ -67,6 +71,7 @@ def _serve(engine: dict[str, Any], mode: str, base: Path) -> dict[str, Any]:
         "KVFORENSICS_TAP_CONTENTS": "1",
         "VLLM_CPU_KVCACHE_SPACE": "1",
         "PYTHONPATH": str(REPO),
+        **(tap or {}),
     }
     cmd = [str(engine["python"]), str(REPO / "tests" / "vllm_run.py"), mode, str(engine["model"])]
     done = subprocess.run([*cmd, str(case)], env=env, capture_output=True, text=True, timeout=900)
@@ -84,7 +89,15 @@ def healthy(engine: dict[str, Any], tmp_path_factory: pytest.TempPathFactory) ->
 
 @pytest.fixture(scope="module")
 def faulty(engine: dict[str, Any], tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    return _serve(engine, "faults", tmp_path_factory.mktemp("faults"))
+    # The tap closes a part every few events (a queue long enough that nothing is
+    # dropped), so that its ledger is one of many small parts, as a quiet node's is after two
+    # weeks of parts closed every minute.
+    tap = {
+        "KVFORENSICS_TAP_BATCH_EVENTS": "4",
+        "KVFORENSICS_TAP_ROTATE_EVENTS": "4",
+        "KVFORENSICS_TAP_QUEUE_BATCHES": "100000",
+    }
+    return _serve(engine, "faults", tmp_path_factory.mktemp("faults"), tap)
 
 
 def _rows(db: Path, text: str) -> list[tuple[Any, ...]]:
@@ -272,3 +285,18 @@ def test_replay_never_confirms_a_healthy_request(
     for rid, (verdict, reason, delivered, dirty, clean, _) in results.items():
         assert verdict == "not-reproduced", (rid, reason)
         assert delivered == dirty == clean == _sha(healthy["outputs"][rid]), (rid, reason)
+
+
+def test_the_tap_folder_read_in_place_gives_the_loaded_tables(
+    faulty: dict[str, Any], tmp_path: Path
+) -> None:
+    """The tap writes its parts in kv_events/node=NODE/, so `ingest --ledger-external` reads
+    its folder as it is; its many small parts are copied by the analysis task into one local
+    file, and the tables are those of the loaded ledger."""
+    db = tmp_path / "external.duckdb"
+    assert cli(["ingest", str(faulty["case"]), "--db", str(db), "--ledger-external"]) == 0
+    parts = _rows(db, "SELECT count(*) FROM ledger_files WHERE node = 'vllm-0'")[0][0]
+    assert parts >= COPY_PARTS  # enough to be copied
+    assert cli(["analyze", "--db", str(db)]) == faulty["analyze"]
+    assert differences(faulty["db"], db) == {}
+    assert _rows(db, "SELECT count(*) FROM exposures")[0][0] > 0

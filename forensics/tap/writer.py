@@ -1,14 +1,16 @@
 """The tap's background writer: rotating zstd Parquet files in the input contract.
 
 Files are written as `NAME.parquet.tmp` and renamed when closed, so a reader only ever sees
-complete files. A file is closed after `rotate_events` rows or `rotate_s` seconds. Besides
-`kv_events/` and `contents/`, the writer keeps `tap/status-<stem>.json` (events recorded,
-written and dropped, files) and `tap/gaps-<stem>.jsonl` (one line per dropped batch)."""
+complete files; the ledger's go to `kv_events/node=NODE/` (see ledger_folder). A file is closed
+after `rotate_events` rows or `rotate_s` seconds. Besides `kv_events/` and `contents/`, the
+writer keeps `tap/status-<stem>.json` (events recorded, written and dropped, files) and
+`tap/gaps-<stem>.jsonl` (one line per dropped batch)."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import threading
 import time
 from pathlib import Path
@@ -111,6 +113,19 @@ def contents_table(rows: list[tuple[str, list[int], list[int], list[int] | None]
     )
 
 
+def ledger_folder(out: Path, node: str) -> Path:
+    """Where the node's ledger parts go: kv_events/node=NODE/, the layout `ingest
+    --ledger-external` reads a ledger in place from (and the loaded ingest reads too), so that
+    a tap folder is a case either way. A node name no folder can be named after (a slash, a
+    control character, a dot name) keeps its parts in kv_events/ itself."""
+    if _FOLDER_SAFE.fullmatch(node) and node not in (".", ".."):
+        return out / "kv_events" / f"node={node}"
+    return out / "kv_events"
+
+
+_FOLDER_SAFE = re.compile(r"[^/\\\x00-\x1f\x7f]+")
+
+
 class Writer(threading.Thread):
     """Takes batches from the recorder's queue and writes them until `finish`."""
 
@@ -120,7 +135,11 @@ class Writer(threading.Thread):
         self.out = settings.out_dir
         stem = recorder.stem
         self.events = Rotating(
-            self.out / "kv_events", stem, EVENTS, settings.rotate_events, settings.rotate_s
+            ledger_folder(self.out, recorder.node),
+            stem,
+            EVENTS,
+            settings.rotate_events,
+            settings.rotate_s,
         )
         self.contents = Rotating(
             self.out / "contents", stem, CONTENTS, settings.rotate_events, settings.rotate_s
