@@ -39,6 +39,8 @@ def connect(
 
 def ingested(con: duckdb.DuckDBPyConnection) -> bool:
     """Whether an ingest into this case database finished (it records the case folder last)."""
+    if "case_meta" not in tables(con):
+        return False
     row = one_row(con.execute(sql("ingest/ingested")))
     return bool(row and row[0])
 

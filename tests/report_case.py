@@ -15,7 +15,7 @@ from typing import Any
 import duckdb
 
 from forensics.report.casedb import SCHEMAS
-from forensics.sql import run_script, sql
+from forensics.sql import sql
 
 # The worked example (inputs and hand-worked answers), kept as a test fixture.
 EXAMPLE = Path(__file__).resolve().parent / "data" / "examples" / "semantics-seq"
@@ -239,8 +239,6 @@ def build_case(
             marks = ", ".join("?" for _ in names)
             cols = ", ".join(f'"{n}"' for n in names)
             con.execute(f"INSERT INTO {table} ({cols}) VALUES ({marks})", list(record.values()))
-    if "schema/case" in schemas and "case_meta" not in tables:  # as ingest records it, last
-        run_script(con, sql("ingest/case_meta_set"), {"key": "case_dir", "value": str(db.parent)})
     con.close()
     return db
 

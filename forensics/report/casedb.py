@@ -2,7 +2,8 @@
 
 A stage that did not run leaves its tables missing. `stand_ins` creates empty TEMP copies of
 them for the time of a `with` block, so every query reads them as empty, and reports which tables
-were missing so the outputs can say so. Nothing is written to the case database itself."""
+were missing so the outputs can say so (an ingest killed before it stored the case counts as
+missing its record, case_meta). Nothing is written to the case database itself."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import duckdb
 from forensics.db import ingested
 from forensics.dbopen import open_database
 from forensics.errors import CaseError
-from forensics.sql import ident, sql, statements, tables, template
+from forensics.sql import ident, one_row, sql, statements, tables, template
 
 # The DDL files whose tables the report and the exports read (each stage's own DDL).
 SCHEMAS = ("schema/case", "schema/analysis", "schema/logs", "schema/replay", "schema/reconstruct")
@@ -28,16 +29,19 @@ def open_case(db: Path) -> duckdb.DuckDBPyConnection:
     if not db.is_file():
         raise CaseError(f"no case database at {db}; run `kvforensics ingest CASE --db {db}` first")
     try:
-        con = open_database(db, read_only=True)
+        return open_database(db, read_only=True)
     except duckdb.Error as exc:
         raise CaseError(f"{db} is not a readable DuckDB case database: {exc}") from exc
-    if not ingested(con):
-        con.close()
-        raise CaseError(
-            f"{db} holds no ingested case (an ingest into it failed or was stopped); "
-            f"ingest the case again with `kvforensics ingest CASE --db {db}`"
-        )
-    return con
+
+
+def _ingest_unfinished(con: duckdb.DuckDBPyConnection, present: set[str]) -> bool:
+    """Whether the case's tables are those of an ingest that never finished (one killed before
+    it stored the case: its tables are there, empty, and no ingest is recorded), which the
+    report must call an ingest that has not run, not a case in which nothing happened."""
+    if "case_meta" not in present or "requests" not in present or ingested(con):
+        return False
+    row = one_row(con.execute(sql("report/case_requests")))
+    return row is not None and row[0] == 0
 
 
 def schema_tables() -> dict[str, str]:
@@ -60,7 +64,7 @@ def stand_ins(con: duckdb.DuckDBPyConnection) -> Iterator[list[str]]:
     for name in missing:
         con.execute(_CREATE.sub(f"CREATE TEMP TABLE IF NOT EXISTS {name}", ddl[name]))
     try:
-        yield missing
+        yield sorted(missing + (["case_meta"] if _ingest_unfinished(con, present) else []))
     finally:
         for name in missing:
             con.execute(template(sql("report/drop_stand_in"), table=ident(name)))
