@@ -111,3 +111,10 @@ def test_a_tap_folder_is_a_case_loaded_or_read_in_place(tmp_path: Path, node: st
         assert cli(["analyze", "--db", str(db)]) in (0, 1)
     assert differences(loaded, external) == {}
     assert query(external, "SELECT DISTINCT node FROM ledger_files") == [(node,)]
+
+
+@pytest.mark.parametrize("node", ["a/b", "..", "tab\there", "padded ", "\u3000wide"])
+def test_a_node_name_no_folder_carries_keeps_the_flat_layout(tmp_path: Path, node: str) -> None:
+    """A folder could not be named after it, or would spell it otherwise than ingest reads the
+    rows' node (trimmed): its parts stay in kv_events/, where the loaded ingest reads them."""
+    assert writer_mod.ledger_folder(tmp_path, node) == tmp_path / "kv_events"

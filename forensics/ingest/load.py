@@ -69,8 +69,9 @@ def ingest_case(
     created = not db_path.exists()
     with recording():
         con = connect(db_path)
+        done = False
         try:
-            return ingest_into(
+            result = ingest_into(
                 con,
                 case_dir,
                 discovery,
@@ -79,14 +80,13 @@ def ingest_case(
                 progress=progress,
                 ledger=ledger,
             )
-        except BaseException:
-            con.close()
-            if created:
-                for path in (db_path, db_path.with_name(db_path.name + ".wal")):
-                    path.unlink(missing_ok=True)
-            raise
+            done = True
+            return result
         finally:
             con.close()
+            if created and not done:
+                for path in (db_path, db_path.with_name(db_path.name + ".wal")):
+                    path.unlink(missing_ok=True)
 
 
 def ingest_into(

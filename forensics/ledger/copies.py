@@ -53,18 +53,20 @@ def spill_folder(con: duckdb.DuckDBPyConnection) -> Path:
 def copy_groups(con: duckdb.DuckDBPyConnection, parts: list[PartView]) -> Copies:
     """Copy each group of the partition's parts that is `wanted` into the task's spill folder;
     the copies' paths by their group's first rank."""
+    todo = [(i, g) for i, g in enumerate(groups(parts)) if wanted(g)]
+    if not todo:
+        return {}
     folder = spill_folder(con)
+    made = not folder.exists()
+    folder.mkdir(parents=True, exist_ok=True)
     copied: Copies = {}
-    for i, group in enumerate(groups(parts)):
-        if not wanted(group):
-            continue
+    for i, group in todo:
         path = folder / _COPY_NAME.format(i)
-        folder.mkdir(parents=True, exist_ok=True)
         if _copied(con, group, path):
             copied[group[0].file.rank] = str(path)
         else:
             path.unlink(missing_ok=True)
-    if not copied:  # the folder made for none (DuckDB makes it again if it spills)
+    if made and not copied:  # the folder made for none (DuckDB makes it again if it spills)
         with contextlib.suppress(OSError):
             folder.rmdir()
     return copied

@@ -213,12 +213,10 @@ def _runs(
 
 
 def _alike(a: PartView, b: PartView) -> bool:
-    return (a.file.node, a.schema, a.flagged, a.unknown) == (
-        b.file.node,
-        b.schema,
-        b.flagged,
-        b.unknown,
-    )
+    def kind(p: PartView) -> tuple[str, Schema, bool, bool]:
+        return p.file.node, p.schema, p.flagged, p.unknown
+
+    return kind(a) == kind(b)
 
 
 def view_sql(

@@ -117,8 +117,9 @@ def ledger_folder(out: Path, node: str) -> Path:
     """Where the node's ledger parts go: kv_events/node=NODE/, the layout `ingest
     --ledger-external` reads a ledger in place from (and the loaded ingest reads too), so that
     a tap folder is a case either way. A node name no folder can be named after (a slash, a
-    control character, a dot name) keeps its parts in kv_events/ itself."""
-    if _FOLDER_SAFE.fullmatch(node) and node not in (".", ".."):
+    control character, a dot name) or that the folder would spell otherwise than ingest reads
+    the rows' node (blanks around it, which ingest trims) keeps its parts in kv_events/."""
+    if _FOLDER_SAFE.fullmatch(node) and node not in (".", "..") and node == node.strip():
         return out / "kv_events" / f"node={node}"
     return out / "kv_events"
 
