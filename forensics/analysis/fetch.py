@@ -34,8 +34,8 @@ import pyarrow as pa
 from numba import njit
 
 import forensics.analysis.jitcache  # noqa: F401  (a stale compiled-code cache is recompiled)
-from forensics.analysis.arrow import as_numpy
 from forensics.analysis.codes import OPS
+from forensics.arrow import as_numpy
 from forensics.sql import nested, run_script, sql, template
 
 FETCH_ROWS = 1 << 20  # rows per batch when fetching a node's events

@@ -21,7 +21,6 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
-from forensics.analysis.arrow import from_numpy, repeated
 from forensics.analysis.budget import DUCKDB_STREAM_SHARE, MemoryBudget, node_need, sweep_budget
 from forensics.analysis.codes import OPS
 from forensics.analysis.coverage import read_counts, run_numbers
@@ -44,6 +43,7 @@ from forensics.analysis.runfacts import (
     runs_table,
 )
 from forensics.analysis.sweep import cells_of, sweep_cells_of, table_applies
+from forensics.arrow import from_numpy, repeated
 from forensics.progress import ProgressFn, no_progress
 from forensics.sql import append_rows, run_script, sql
 

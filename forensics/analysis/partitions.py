@@ -23,12 +23,12 @@ import numpy as np
 import pyarrow as pa
 
 from forensics.analysis import order
-from forensics.analysis.arrow import from_numpy
 from forensics.analysis.budget import DUCKDB_STREAM_SHARE, MemoryBudget, sweep_budget, task_need
 from forensics.analysis.fetch import NodeInfo
 from forensics.analysis.order import NodeFindings
 from forensics.analysis.runfacts import ExposureRuns, no_pieces
 from forensics.analysis.runfacts import renumbered as runs_renumbered
+from forensics.arrow import from_numpy
 from forensics.dbopen import database_file
 from forensics.errors import InputError
 from forensics.ledger.copies import copy_groups, remove_copies

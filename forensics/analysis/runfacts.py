@@ -32,7 +32,7 @@ import pyarrow as pa
 from numba import njit
 
 import forensics.analysis.jitcache  # noqa: F401  (a stale compiled-code cache is recompiled)
-from forensics.analysis.arrow import as_numpy, from_numpy, repeated
+from forensics.arrow import as_numpy, from_numpy, repeated
 from forensics.sql import ident, sql, template
 
 PROMPT, GENERATED, BY_POSITION = 0, 1, 2  # source codes of queries/analysis/exposure_events.sql

@@ -7,6 +7,8 @@ from typing import Any
 
 import pyarrow as pa
 
+from forensics.arrow import columns_table
+
 
 @dataclass
 class FileCounts:
@@ -24,14 +26,10 @@ class FileCounts:
 
 def files_table(files: list[FileCounts]) -> pa.Table:
     """The files as Arrow rows, a column per field (text or BIGINT), in field order."""
-    return pa.table(
-        {
-            f.name: pa.array(
-                [getattr(c, f.name) for c in files], pa.string() if f.type == "str" else pa.int64()
-            )
-            for f in fields(FileCounts)
-        }
+    schema = pa.schema(
+        [(f.name, pa.string() if f.type == "str" else pa.int64()) for f in fields(FileCounts)]
     )
+    return columns_table({f.name: [getattr(c, f.name) for c in files] for f in schema}, schema)
 
 
 @dataclass

@@ -19,6 +19,7 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
+from forensics.arrow import columns_table
 from forensics.dbopen import open_database
 from forensics.errors import InputError, first_line
 from forensics.ingest.contract import OPS
@@ -181,6 +182,7 @@ def _check_batch(
 
 
 _TABLES = ("quarantine", "warnings", "facts")  # BatchCheck's tables, in its order
+_PARTS = pa.schema([("rank", pa.int64()), ("rel", pa.string())])  # a batch's parts
 
 
 def _read_batch(
@@ -202,9 +204,7 @@ def _read_batch(
     checks = template(sql("ledger/check_part"), checks=nested("ingest/validate_kv_events"))
     bound = {"assume_utc": assume_utc, "file_rank": 0, "ops": list(OPS), "node": node}
     run_script(con, checks, bound)
-    parts = pa.table(
-        {"rank": pa.array([f.rank for f in batch], pa.int64()), "rel": [f.rel for f in batch]}
-    )
+    parts = columns_table({"rank": [f.rank for f in batch], "rel": [f.rel for f in batch]}, _PARTS)
     with registered(con, {"_parts": parts}):
         counts = [
             (str(rel), int(read), int(bad))

@@ -11,8 +11,10 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+import numpy as np
 import pyarrow as pa
 
+from forensics.arrow import column_of, from_numpy
 from forensics.dbopen import database_file
 from forensics.errors import first_line
 from forensics.ingest.discover import Discovery
@@ -94,12 +96,13 @@ def _record_files(con: duckdb.DuckDBPyConnection, files: list[LedgerFile], facts
     """One row per part: where it is, its node and rank, and its facts (by part name)."""
     run_script(con, sql("ledger/files_create"))
     by_rel = {rel: i for i, rel in enumerate(facts.column("rel").to_pylist())}
-    taken = facts.drop_columns(["rel"]).take([by_rel[f.rel] for f in files])
+    order = np.fromiter((by_rel[f.rel] for f in files), np.int64, len(files))
+    taken = facts.drop_columns(["rel"]).take(from_numpy(order))
     where = {
-        "url": [f.url for f in files],
-        "rel": [f.rel for f in files],
-        "node": [f.node for f in files],
-        "rank": [f.rank for f in files],
+        "url": column_of([f.url for f in files], pa.string()),
+        "rel": column_of([f.rel for f in files], pa.string()),
+        "node": column_of([f.node for f in files], pa.string()),
+        "rank": column_of([f.rank for f in files], pa.int64()),
     }
     recorded = {name: taken.column(name) for name in taken.column_names}
     append_rows(con, "ledger_files", pa.table(where | recorded))

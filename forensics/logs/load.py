@@ -13,6 +13,7 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
+from forensics.arrow import table_of
 from forensics.errors import InputError
 from forensics.logs.audit import NodeAudit
 from forensics.logs.discover import is_log_file
@@ -94,9 +95,9 @@ def load_logs(
     con.execute(sql("schema/logs"))
     tables = {
         "logs_files_in": _files_table(summary, {shown: p for p, _, shown in triples}),
-        "logs_nodes_in": pa.Table.from_pylist(_node_rows(summary.nodes), _NODES),
-        "logs_facts_in": pa.Table.from_pylist(_fact_rows(summary.nodes), _FACTS),
-        "logs_evidence_in": pa.Table.from_pylist(_evidence_rows(summary), _EVIDENCE),
+        "logs_nodes_in": table_of(_node_rows(summary.nodes), _NODES),
+        "logs_facts_in": table_of(_fact_rows(summary.nodes), _FACTS),
+        "logs_evidence_in": table_of(_evidence_rows(summary), _EVIDENCE),
     }
     with registered(con, tables):
         con.execute(sql("logs/clear"))
@@ -157,7 +158,7 @@ def _files_table(summary: LogsSummary, paths: dict[str, Path]) -> pa.Table:
                 "ignored": f.ignored,
             }
         )
-    return pa.Table.from_pylist(rows, _FILES)
+    return table_of(rows, _FILES)
 
 
 def _node_rows(nodes: list[NodeAudit]) -> list[dict[str, Any]]:

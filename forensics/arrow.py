@@ -1,0 +1,133 @@
+"""Columns between Python, numpy and Arrow without pyarrow's conversion functions.
+
+`pa.array(...)`, `Table.from_pylist` and `Array.to_numpy()` import pandas on their first use
+wherever pandas is installed: about 0.4 to 0.6 s of a run's fixed cost, paid by every analysis
+and ingest in a process of its own. The columns kvforensics builds are integers, floats,
+booleans, text and microsecond timestamps, which are simple to lay out as Arrow buffers; any
+other type goes through pyarrow's own conversion."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+_INTEGERS = {pa.int8(), pa.int16(), pa.int32(), pa.int64()}
+
+# The largest text column that fits pa.string()'s 32-bit offsets; a larger one goes through
+# pyarrow, which splits it into chunks.
+_MAX_TEXT_BYTES = (1 << 31) - 1
+
+_EPOCH = datetime(1970, 1, 1)
+_EPOCH_UTC = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
+
+
+def as_numpy(column: pa.Array) -> np.ndarray:
+    """An integer column without nulls as a numpy view of its buffer; anything else through
+    pyarrow's own conversion."""
+    if column.type in _INTEGERS and column.null_count == 0:
+        dtype = np.dtype(f"int{column.type.bit_width}")
+        return np.frombuffer(
+            column.buffers()[1], dtype, count=len(column), offset=column.offset * dtype.itemsize
+        )
+    return column.to_numpy(zero_copy_only=False)
+
+
+def from_numpy(values: np.ndarray) -> pa.Array:
+    """A 1-D signed integer array as an Arrow array without nulls (copied when strided)."""
+    if values.ndim != 1 or values.dtype.kind != "i":
+        raise TypeError(f"expected a 1-D signed integer array, got {values.dtype} {values.shape}")
+    values = np.ascontiguousarray(values)
+    kind = pa.from_numpy_dtype(values.dtype)
+    return pa.Array.from_buffers(kind, len(values), [None, pa.py_buffer(values)])
+
+
+def repeated(text: str, n: int) -> pa.Array:
+    """A string column holding `text` n times (dictionary-encoded, one copy of the text)."""
+    data = text.encode()
+    offsets = np.array([0, len(data)], np.int32)
+    words = pa.Array.from_buffers(pa.string(), 1, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+    return pa.DictionaryArray.from_arrays(from_numpy(np.zeros(n, np.int32)), words)
+
+
+def table_of(rows: Sequence[Mapping[str, Any]], schema: pa.Schema) -> pa.Table:
+    """Rows (mappings by column name; a name a row lacks is null) as a table of `schema`."""
+    return columns_table({f.name: [row.get(f.name) for row in rows] for f in schema}, schema)
+
+
+def columns_table(columns: Mapping[str, Sequence[Any]], schema: pa.Schema) -> pa.Table:
+    """Python columns (a sequence of values per name of `schema`) as a table of `schema`."""
+    arrays = [column_of(columns[f.name], f.type) for f in schema]
+    return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def column_of(values: Sequence[Any], kind: pa.DataType) -> pa.Array:
+    """Python values (None for null) as an Arrow array of `kind`. A value of the wrong type
+    raises TypeError, one out of range OverflowError, as pyarrow's conversion would refuse it."""
+    values = list(values)
+    valid = np.fromiter((v is not None for v in values), bool, len(values))
+    nulls = len(values) - int(valid.sum())
+    bitmap = pa.py_buffer(np.packbits(valid, bitorder="little")) if nulls else None
+    if kind in _INTEGERS or kind == pa.float64():
+        dtype = np.dtype(kind.to_pandas_dtype())
+        data = np.array([_number(v, dtype) for v in values], dtype)
+        return pa.Array.from_buffers(kind, len(values), [bitmap, pa.py_buffer(data)], nulls)
+    if kind == pa.bool_():
+        truth = np.array([_boolean(v) for v in values], bool)
+        data = pa.py_buffer(np.packbits(truth, bitorder="little"))
+        return pa.Array.from_buffers(kind, len(values), [bitmap, data], nulls)
+    if kind == pa.string():
+        encoded = [_text(v) for v in values]
+        lengths = np.fromiter(map(len, encoded), np.int64, len(encoded))
+        if int(lengths.sum()) <= _MAX_TEXT_BYTES:
+            offsets = np.zeros(len(values) + 1, np.int32)
+            np.cumsum(lengths, out=offsets[1:], dtype=np.int32)
+            buffers = [bitmap, pa.py_buffer(offsets), pa.py_buffer(b"".join(encoded))]
+            return pa.Array.from_buffers(kind, len(values), buffers, nulls)
+    if pa.types.is_timestamp(kind) and kind.unit == "us":
+        data = np.array([_microseconds(v) for v in values], np.int64)
+        return pa.Array.from_buffers(kind, len(values), [bitmap, pa.py_buffer(data)], nulls)
+    return pa.array(values, kind)
+
+
+def _number(v: Any, dtype: np.dtype) -> Any:
+    if v is None:
+        return 0
+    if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
+        raise TypeError(f"expected a number for a {dtype} column, got {type(v).__name__}: {v!r}")
+    if dtype.kind == "i" and not isinstance(v, (int, np.integer)):
+        raise TypeError(f"expected an integer for a {dtype} column, got {v!r}")
+    return v
+
+
+def _boolean(v: Any) -> bool:
+    if v is None:
+        return False
+    if not isinstance(v, (bool, np.bool_)):
+        raise TypeError(f"expected a boolean, got {type(v).__name__}: {v!r}")
+    return bool(v)
+
+
+def _text(v: Any) -> bytes:
+    if v is None:
+        return b""
+    if not isinstance(v, str):
+        raise TypeError(f"expected text, got {type(v).__name__}: {v!r}")
+    return v.encode()
+
+
+def _microseconds(v: Any) -> int:
+    """A datetime as microseconds since the epoch: its own time for a naive one, UTC for an
+    aware one (as pyarrow stores both); an integer is taken as microseconds already."""
+    if v is None:
+        return 0
+    if isinstance(v, (int, np.integer)) and not isinstance(v, bool):
+        return int(v)
+    if not isinstance(v, datetime):
+        raise TypeError(f"expected a datetime, got {type(v).__name__}: {v!r}")
+    epoch = _EPOCH if v.tzinfo is None or v.utcoffset() is None else _EPOCH_UTC
+    return (v - epoch) // _MICROSECOND
