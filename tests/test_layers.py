@@ -56,6 +56,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "forensics.sql",
             "forensics.hashing",
             "forensics.spillnames",
+            "forensics.arrow",
         ),
     ),
 )

@@ -6,6 +6,7 @@ else, blank lines and continuation lines included). `lines = parsed + truncated 
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -74,7 +75,37 @@ def parse_file(log: LogFile) -> FileResult:
     return result
 
 
+# A line that is one SGLang record whose only recognised message is a whole batch line, the
+# bulk of a busy engine's log: such a line is parsed and only counted (see _use), which this
+# tells without cutting it into records. It is lines._SGLANG_PREFIX, the batch spec's head,
+# and no "[" after it (no second record, no colour code); the spec's full tail ends it; and it
+# holds no other spec's needle, no bootstrap room and no NUL byte.
+_BATCH_LINE = re.compile(
+    r"\[(?:\d{4}-\d{2}-\d{2}[ T])?\d{2}:\d{2}:\d{2}(?:[.,]\d{1,6})?(?: [A-Z][A-Z_]*\d+)*\] ?"
+    r"(?:Prefill|Decode) batch[.,] #[^\[]*"
+)
+_NOT_ONLY_A_BATCH = (*(s.needle for s in ALL_SPECS if s is not sglang.BATCH), "room", "\x00")
+_TAIL_CHARS = 96  # where the full tail is looked for: a longer one takes the general path
+_WHOLE_BATCH = Match(sglang.BATCH, complete=True)
+
+
+def only_a_batch(raw: str) -> bool:
+    """Whether the physical line is one whole batch line and nothing else (see _BATCH_LINE)."""
+    if _BATCH_LINE.fullmatch(raw) is None:
+        return False
+    if sglang.BATCH.full.search(raw, max(0, len(raw) - _TAIL_CHARS)) is None:
+        return False
+    for needle in _NOT_ONLY_A_BATCH:
+        if needle in raw:
+            return False
+    return True
+
+
 def _parse_line(result: FileResult, lineno: int, raw: str) -> None:
+    if " batch" in raw and only_a_batch(raw):
+        _count(result, _WHOLE_BATCH)
+        result.parsed += 1
+        return
     damaged = "\x00" in raw
     records = split_records(clean(raw.replace("\x00", "") if damaged else raw))
     if len(records) > 1:
@@ -100,10 +131,14 @@ def _parse_record(result: FileResult, lineno: int, rec: Record) -> str:
     return "parsed" if all(m.complete for m in matches) else "truncated"
 
 
-def _use(result: FileResult, lineno: int, rec: Record, match: Match) -> None:
-    kind = match.spec.kind
-    (result.kinds if match.complete else result.truncated_kinds)[kind] += 1
+def _count(result: FileResult, match: Match) -> None:
+    (result.kinds if match.complete else result.truncated_kinds)[match.spec.kind] += 1
     result.engines[match.spec.engine] += 1
+
+
+def _use(result: FileResult, lineno: int, rec: Record, match: Match) -> None:
+    _count(result, match)
+    kind = match.spec.kind
     is_evidence = kind.startswith("evidence.")
     if not (is_evidence or match.spec.starts_run or match.values):
         return  # a message only counted (a batch line): no time, ranks or values to keep
