@@ -148,6 +148,25 @@ def storage_version() -> str:
     return chosen
 
 
+_UNITS = {"": 1, "B": 1, "BYTES": 1, "KB": 1000, "MB": 1000**2, "GB": 1000**3, "TB": 1000**4}
+_UNITS |= {"KIB": 1 << 10, "MIB": 1 << 20, "GIB": 1 << 30, "TIB": 1 << 40}
+
+
+def size_bytes(text: str) -> int:
+    """Bytes of a DuckDB size such as '3.7 GiB', '512MB' or '1048576KiB'."""
+    m = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([A-Za-z]*)\s*", text)
+    if m is None or m.group(2).upper() not in _UNITS:
+        raise ValueError(f"not a size: {text!r}")
+    return int(float(m.group(1)) * _UNITS[m.group(2).upper()])
+
+
+def memory_limit_bytes(con: duckdb.DuckDBPyConnection) -> int:
+    """The connection's memory limit in bytes: as it was opened with (schema/settings), or as
+    precise as DuckDB reports its setting."""
+    rows = con.execute(sql("schema/memory_limit")).fetchall()
+    return size_bytes(str(rows[0][0])) if rows and rows[0][0] else 0
+
+
 def _size(text: str) -> str:
     """Accept only sizes like '4GB' or '512MiB' (SET takes no parameter)."""
     if not re.fullmatch(r"[0-9]+(\.[0-9]+)?\s*[KMGT]i?B", text.strip(), re.IGNORECASE):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import datetime as dt
 import shutil
+import time
 from collections import Counter
 from pathlib import Path
 from types import SimpleNamespace
@@ -18,6 +19,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import forensics.ledger.check as check
+import forensics.ledger.store as store
 from forensics.cli import run
 from forensics.ledger.external import LedgerFile
 from forensics.ledger.view import PartView, groups
@@ -291,3 +293,76 @@ def test_files_that_are_not_the_ledgers_stay_out_of_it(tmp_path) -> None:
         (case / "kv_events" / "node=decode-0" / name).write_bytes(b"")
     db = tmp_path / "external.duckdb"
     assert run(["ingest", str(case), "--db", str(db), "--ledger-external"]) == 0
+
+
+def _damage(part: Path) -> None:
+    data = bytearray(part.read_bytes())
+    data[len(data) // 3 : 2 * len(data) // 3] = b"\x55" * (2 * len(data) // 3 - len(data) // 3)
+    part.write_bytes(bytes(data))
+
+
+def test_two_damaged_partitions_name_the_first_whichever_check_ends_first(
+    tmp_path, capsys, monkeypatch
+) -> None:
+    """The partitions are checked side by side; the failure reported is the first partition's
+    in partition order, even when a later one's check fails first."""
+    case = hive_sample(tmp_path)
+    first = next((case / "kv_events" / "node=decode-0").glob("*.parquet"))
+    later = next((case / "kv_events" / "node=prefill-1").glob("*.parquet"))
+    _damage(first)
+    _damage(later)
+    checked = store.check_partition
+
+    def slow_first(files, *args):  # type: ignore[no-untyped-def]
+        if files[0].node == "decode-0":
+            time.sleep(1.0)  # the later partition's check fails before this one does
+        return checked(files, *args)
+
+    monkeypatch.setattr(store, "check_partition", slow_first)
+    capsys.readouterr()
+    db = tmp_path / "external.duckdb"
+    assert run(["ingest", str(case), "--db", str(db), "--ledger-external"]) == 2
+    said = capsys.readouterr().err
+    assert f"kv_events/node=decode-0/{first.name}: cannot read" in said, said
+    assert "prefill-1" not in said
+    assert not db.exists()
+
+
+def test_the_checks_share_the_cores_and_the_memory_limit(tmp_path, monkeypatch) -> None:
+    case = hive_sample(tmp_path)
+    shares: list[tuple[str, tuple[int, str | None]]] = []
+    checked = store.check_partition
+
+    def record(files, nodes, ids, assume_utc, spill_beside, share):  # type: ignore[no-untyped-def]
+        shares.append((files[0].node, share))
+        return checked(files, nodes, ids, assume_utc, spill_beside, share)
+
+    monkeypatch.setattr(store, "check_partition", record)
+    monkeypatch.setattr(store.os, "cpu_count", lambda: 6)
+    monkeypatch.setattr(store, "_local_bytes", lambda f: 1 + 99 * f.node.startswith("prefill"))
+    monkeypatch.setenv("KVFORENSICS_MEMORY_LIMIT", "3GB")
+    db = tmp_path / "external.duckdb"
+    assert run(["ingest", str(case), "--db", str(db), "--ledger-external"]) in (0, 1)
+    assert sorted(n for n, _ in shares) == ["decode-0", "decode-1", "prefill-0", "prefill-1"]
+    assert {s for _, s in shares} == {(3, f"{3 * 10**9 // 2 >> 10}KiB")}
+    assert {n for n, _ in shares[:2]} == {"prefill-0", "prefill-1"}  # the largest first
+
+
+def test_an_interrupt_stops_the_checks_not_yet_started(tmp_path, capsys, monkeypatch) -> None:
+    case = hive_sample(tmp_path)
+    started: list[str] = []
+
+    def interrupted(files, *_args):  # type: ignore[no-untyped-def]
+        started.append(files[0].node)
+        if len(started) == 1:
+            raise KeyboardInterrupt
+        time.sleep(0.5)
+        raise AssertionError("not reached: the interrupt is raised first")
+
+    monkeypatch.setattr(store, "check_partition", interrupted)
+    db = tmp_path / "x.duckdb"
+    capsys.readouterr()
+    assert run(["ingest", str(case), "--db", str(db), "--ledger-external"]) == 2
+    assert "interrupted" in capsys.readouterr().err
+    assert len(started) == 2  # the first, and the one beside it; the other two never began
+    assert not db.exists()

@@ -16,13 +16,13 @@ A node that alone needs more runs alone.
 from __future__ import annotations
 
 import contextlib
-import re
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 import duckdb
 
+from forensics.dbopen import memory_limit_bytes, size_bytes
 from forensics.sql import literal, one_row, run, sql
 
 BYTES_PER_EVENT = 48  # a node's arrays at their peak, when its mix is not known
@@ -67,17 +67,6 @@ DUCKDB_SHARE = 0.25  # of the memory limit, for DuckDB while a sweep runs beside
 DUCKDB_STREAM_SHARE = 0.125
 DUCKDB_FLOOR = 256 << 20  # but at least this much (or the whole limit, when it is smaller)
 
-_UNITS = {"": 1, "B": 1, "BYTES": 1, "KB": 1000, "MB": 1000**2, "GB": 1000**3, "TB": 1000**4}
-_UNITS |= {"KIB": 1 << 10, "MIB": 1 << 20, "GIB": 1 << 30, "TIB": 1 << 40}
-
-
-def size_bytes(text: str) -> int:
-    """Bytes of a DuckDB size such as '3.7 GiB', '512MB' or '1048576KiB'."""
-    m = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([A-Za-z]*)\s*", text)
-    if m is None or m.group(2).upper() not in _UNITS:
-        raise ValueError(f"not a size: {text!r}")
-    return int(float(m.group(1)) * _UNITS[m.group(2).upper()])
-
 
 def task_need(events: int) -> int:
     """What a Ray task sweeping an external partition of `events` events may hold (its reads
@@ -88,7 +77,7 @@ def task_need(events: int) -> int:
 
 def memory_limit(con: duckdb.DuckDBPyConnection) -> int:
     """DuckDB's memory limit in bytes (as precise as DuckDB reports it)."""
-    return size_bytes(_setting(con))
+    return memory_limit_bytes(con)
 
 
 class MemoryBudget:
@@ -161,5 +150,5 @@ def _set_limit(con: duckdb.DuckDBPyConnection, size: str) -> None:
 
 
 def _setting(con: duckdb.DuckDBPyConnection) -> str:
-    row = one_row(con.execute(sql("analysis/memory_limit")))
+    row = one_row(con.execute(sql("schema/memory_limit")))
     return str(row[0]) if row else "0B"

@@ -72,13 +72,20 @@ def check_partition(
     request_ids: pa.Table,
     assume_utc: bool,
     spill_beside: Path | None = None,
+    share: tuple[int, str | None] = (0, None),
 ) -> PartitionCheck:
     """Validate one partition's parts with the ingest's own checks
     (queries/ingest/validate_kv_events.sql and a check that each row's node is its folder's),
     a batch of parts in one read that keeps only the rows it flags and the facts of the kept
     rows (queries/ledger/check_part.sql). The parts' checksums are computed beside the reads,
-    in a thread. spill_beside: the case database, when the check runs on its machine."""
-    con = open_database(":memory:", schema=False, spill_beside=spill_beside)  # macros only
+    in a thread. spill_beside: the case database, when the check runs on its machine. share:
+    the DuckDB threads and memory limit of the check (0 and None: DuckDB's and the default)."""
+    threads, memory_limit = share
+    con = open_database(  # macros only
+        ":memory:", schema=False, spill_beside=spill_beside, memory_limit=memory_limit
+    )
+    if threads > 0:
+        run(con, "ledger/task_threads", threads=template(str(int(threads))))
     register_filesystems(con, [f.url for f in files])
     try:
         con.register("_nodes", nodes)

@@ -27,7 +27,7 @@ def check_on_ray(
         shared = (ray.put(nodes), ray.put(request_ids))
 
         def submit(group: list[LedgerFile]) -> Any:
-            return task.remote(group, *shared, assume_utc)
+            return task.remote(group, *shared, assume_utc, None, (1, None))  # a task, a core
 
         def take(_group: list[LedgerFile], check: PartitionCheck) -> None:
             out.append(check)
