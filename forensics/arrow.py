@@ -100,7 +100,9 @@ def _number(v: Any, dtype: np.dtype) -> Any:
     if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
         raise TypeError(f"expected a number for a {dtype} column, got {type(v).__name__}: {v!r}")
     if dtype.kind == "i" and not isinstance(v, (int, np.integer)):
-        raise TypeError(f"expected an integer for a {dtype} column, got {v!r}")
+        if not float(v).is_integer():  # as pyarrow: a whole float is taken, a fraction is not
+            raise TypeError(f"expected an integer for a {dtype} column, got {v!r}")
+        return int(v)
     return v
 
 

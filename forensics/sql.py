@@ -151,6 +151,9 @@ def run_script(
     """Execute each statement, binding only the parameters that statement names."""
     params = params or {}
     for statement in statements(script):
+        if not params:  # nothing to bind: no need to find the names a statement uses
+            con.execute(statement)
+            continue
         names = _named(statement)
         bound = {k: v for k, v in params.items() if k in names}
         con.execute(statement, bound) if bound else con.execute(statement)

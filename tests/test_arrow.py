@@ -84,7 +84,7 @@ TIMES = [
     -1,
 ]
 COLUMNS: list[tuple[pa.DataType, list[Any]]] = [
-    (pa.int64(), [0, None, -(2**63), 2**63 - 1, 7, np.int64(-5), None]),
+    (pa.int64(), [0, None, -(2**63), 2**63 - 1, 7, np.int64(-5), None, 16.0]),
     (pa.int32(), [2**31 - 1, -(2**31), None, 0]),
     (pa.int16(), [None, None, 12]),
     (pa.int8(), [127, -128, None]),

@@ -6,7 +6,10 @@ are runs of one schema within their bounds; and a damaged part in a batch is nam
 from __future__ import annotations
 
 import datetime as dt
+import os
 import shutil
+import signal
+import threading
 import time
 from collections import Counter
 from pathlib import Path
@@ -349,20 +352,23 @@ def test_the_checks_share_the_cores_and_the_memory_limit(tmp_path, monkeypatch) 
 
 
 def test_an_interrupt_stops_the_checks_not_yet_started(tmp_path, capsys, monkeypatch) -> None:
+    """Ctrl-C while two checks run: the two finish, the other two never start."""
     case = hive_sample(tmp_path)
     started: list[str] = []
+    lock = threading.Lock()
 
-    def interrupted(files, *_args):  # type: ignore[no-untyped-def]
-        started.append(files[0].node)
-        if len(started) == 1:
-            raise KeyboardInterrupt
-        time.sleep(0.5)
-        raise AssertionError("not reached: the interrupt is raised first")
+    def slow(files, *_args):  # type: ignore[no-untyped-def]
+        with lock:
+            started.append(files[0].node)
+            if len(started) == 1:  # Ctrl-C reaches the main thread while the checks run
+                threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT)).start()
+        time.sleep(1.5)
+        raise AssertionError("not reached: the interrupt stops the ingest first")
 
-    monkeypatch.setattr(store, "check_partition", interrupted)
+    monkeypatch.setattr(store, "check_partition", slow)
     db = tmp_path / "x.duckdb"
     capsys.readouterr()
     assert run(["ingest", str(case), "--db", str(db), "--ledger-external"]) == 2
     assert "interrupted" in capsys.readouterr().err
-    assert len(started) == 2  # the first, and the one beside it; the other two never began
+    assert len(started) == 2  # the two checks at work; the other two never began
     assert not db.exists()

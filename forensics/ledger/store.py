@@ -181,9 +181,13 @@ def ledger_files(con: duckdb.DuckDBPyConnection) -> list[LedgerFile]:
     return [LedgerFile(url, rel, node, int(rank)) for url, rel, node, rank in rows]
 
 
-def part_views_of(con: duckdb.DuckDBPyConnection, meta: dict[str, Any]) -> list[PartView]:
-    """The case's ledger parts as the kv_events view reads them."""
-    return part_views(con, ledger_files(con), dict(meta.get("schemas") or {}))
+def part_views_of(
+    con: duckdb.DuckDBPyConnection, meta: dict[str, Any], files: list[LedgerFile] | None = None
+) -> list[PartView]:
+    """The case's ledger parts (`files`, when the caller has read them) as the kv_events view
+    reads them."""
+    files = ledger_files(con) if files is None else files
+    return part_views(con, files, dict(meta.get("schemas") or {}))
 
 
 def attach(con: duckdb.DuckDBPyConnection) -> None:
@@ -197,7 +201,7 @@ def attach(con: duckdb.DuckDBPyConnection) -> None:
         return
     try:
         register_filesystems(con, [f.url for f in files])
-        run_script(con, view_sql(part_views_of(con, meta), bool(meta["assume_utc"])))
+        run_script(con, view_sql(part_views_of(con, meta, files), bool(meta["assume_utc"])))
     except (duckdb.Error, OSError, ImportError) as exc:
         why = first_line(exc).replace(";", ",")
         message = (

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
 
 import duckdb
 
@@ -58,6 +59,12 @@ class PartView:
 
 def schema_of(types: dict[str, str]) -> Schema:
     """A part's schema as the view keys it: the contract's columns it holds, in contract order."""
+    return _schema_of(tuple(types.items()))  # a ledger's parts share a few schemas
+
+
+@lru_cache(maxsize=256)
+def _schema_of(items: tuple[tuple[str, str], ...]) -> Schema:
+    types = dict(items)
     return tuple((c, types[c]) for c in KV_EVENTS.names if c in types)
 
 
