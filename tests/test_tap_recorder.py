@@ -13,6 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from forensics.cli import run as cli
+from forensics.db import connect
 from forensics.tap import writer as writer_mod
 from forensics.tap.hashing import PrefixHashes, chain, label
 from forensics.tap.recorder import SEQ_SHIFT, Recorder, Settings
@@ -118,3 +119,44 @@ def test_a_node_name_no_folder_carries_keeps_the_flat_layout(tmp_path: Path, nod
     """A folder could not be named after it, or would spell it otherwise than ingest reads the
     rows' node (trimmed): its parts stay in kv_events/, where the loaded ingest reads them."""
     assert writer_mod.ledger_folder(tmp_path, node) == tmp_path / "kv_events"
+
+
+@pytest.mark.parametrize("external", [False, True], ids=["loaded", "external"])
+def test_a_restart_keeps_the_events_in_input_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, external: bool
+) -> None:
+    """An engine restarted on one node: the new process's id may sort before the old one's.
+    The parts sort by the second each process started, so ingest numbers the old process's
+    events before the new one's, as they happened."""
+    case = tmp_path / "case"
+    clock = [1_788_000_000.0]
+    monkeypatch.setattr("forensics.tap.recorder.time.time", lambda: clock[0])
+    # an hour later, process 40000, whose id sorts before 5000's as text
+    for pid, start in ((5_000, 1_788_000_000), (40_000, 1_788_003_600)):
+        clock[0] = float(start)
+        monkeypatch.setattr("forensics.tap.recorder.os.getpid", lambda pid=pid: pid)
+        rec = Recorder(Settings(case, "decode-0", batch_events=5, rotate_events=5))
+        for k in range(12):
+            rec.rows([(f"req-{pid}-{k % 2}", "write", k, 1, k, "decode", None)])
+        rec.close()
+    parts = sorted(p.name for p in (case / "kv_events" / "node=decode-0").glob("*.parquet"))
+    assert [p.split("-")[2] for p in parts] == ["1788000000"] * 3 + ["1788003600"] * 3
+    header = "request_id,account_id,model,received_at,http_status,prompt_tokens\n"
+    rows = "".join(
+        f"req-{pid}-{i},acct-{i},m,2026-08-27T10:00:0{i}Z,200,4\n"
+        for pid in (9, 40_000)
+        for i in (0, 1)
+    )
+    (case / "requests.csv").write_text(header + rows)
+    db = tmp_path / "case.duckdb"
+    args = ["ingest", str(case), "--db", str(db)] + (["--ledger-external"] if external else [])
+    assert cli(args) == 0
+    assert cli(["analyze", "--db", str(db)]) in (0, 1)
+    con = connect(db, read_only=True)  # with the view over an external ledger
+    try:
+        seqs = [
+            s for (s,) in con.execute("SELECT seq FROM kv_events ORDER BY input_order").fetchall()
+        ]
+    finally:
+        con.close()
+    assert len(seqs) == 24 and seqs == sorted(seqs)  # input order is the order of events

@@ -73,9 +73,12 @@ def from_env(port: str | None = None) -> Settings | None:
     )
 
 
-def file_stem(node: str) -> str:
-    """A file-name-safe stem for this process's files: node and process id."""
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", node) + f"-{os.getpid()}"
+def file_stem(node: str, start_s: int) -> str:
+    """A file-name-safe stem for this process's files: node, the second it started (ten digits
+    until the year 2286) and process id. A node's files then sort in the order its processes
+    started, which is the order ingest gives their events (their input order), also across a
+    restart whose process id is lower than the one before."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", node) + f"-{start_s:010d}-{os.getpid()}"
 
 
 class Recorder:
@@ -84,8 +87,8 @@ class Recorder:
     def __init__(self, settings: Settings):
         self.settings = settings
         self.node = settings.node
-        self.stem = file_stem(settings.node)
         start_s = int(time.time())
+        self.stem = file_stem(settings.node, start_s)
         self._seq = start_s << SEQ_SHIFT
         self._cur: list[Row] = []
         self._contents: list[tuple[str, list[int], list[int], list[int] | None]] = []

@@ -25,7 +25,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from forensics.tap.recorder import Recorder, Settings, file_stem, from_env
+from forensics.tap.recorder import Recorder, Settings, from_env
 from forensics.tap.vllm_steps import StepTracker
 
 _PATCHED = False
@@ -68,7 +68,7 @@ class Tap:
         randomised = not getattr(envs, "VLLM_DISABLE_REQUEST_ID_RANDOMIZATION", False)
         self.tracker = StepTracker(scheduler.block_size, randomised)
         self.scheduler = scheduler
-        _write_node(scheduler, settings)
+        _write_node(scheduler, settings, self.rec.stem)
         atexit.register(self.rec.close)
 
     def lookup(self, req_id: str) -> tuple[Sequence[int], int] | None:
@@ -173,8 +173,9 @@ def _wrap_free(cls: Any) -> None:
     cls.free = free
 
 
-def _write_node(scheduler: Any, settings: Settings) -> None:
-    """nodes/<stem>.csv: the node's role, engine, block size, pool and context length."""
+def _write_node(scheduler: Any, settings: Settings, stem: str) -> None:
+    """nodes/<stem>.csv: the node's role, engine, block size, pool and context length (stem:
+    the recorder's, forensics.tap.recorder.file_stem)."""
     import vllm
 
     config = scheduler.vllm_config
@@ -191,7 +192,7 @@ def _write_node(scheduler: Any, settings: Settings) -> None:
     }
     folder = settings.out_dir / "nodes"
     folder.mkdir(parents=True, exist_ok=True)
-    with open(folder / f"{file_stem(settings.node)}.csv", "w", newline="") as fh:
+    with open(folder / f"{stem}.csv", "w", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=list(row))
         writer.writeheader()
         writer.writerow(row)
