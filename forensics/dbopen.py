@@ -19,7 +19,7 @@ import duckdb
 from forensics.errors import CaseError, UsageError
 from forensics.schema_docs import apply_comments
 from forensics.spillnames import SPILL_PREFIX, spill_pid
-from forensics.sql import literal, run, run_script, sql
+from forensics.sql import literal, run, run_script, sql, statements
 
 # DuckDB's own default is 80 % of the machine's memory; the compiled sweep's arrays live beside
 # it, so the case database gets a fixed budget (override with KVFORENSICS_MEMORY_LIMIT or the
@@ -75,13 +75,26 @@ def open_database(
     run(con, "schema/settings", memory_limit=literal(_size(memory_limit)))
     run_script(con, sql("schema/macros"))
     if schema and not read_only:
-        run_script(con, sql("schema/case"))
+        create_case_schema(con)
         run_script(con, sql("schema/logs"))
         # The comments explain a case database to its readers; a scratch one (a partition
         # task's, a check's) goes without them.
         if not scratch:
             apply_comments(con)
     return con
+
+
+def create_case_schema(con: duckdb.DuckDBPyConnection) -> None:
+    """The input tables (queries/schema/case.sql) where missing; kv_events not where the view of
+    a ledger kept outside the case stands in its place (forensics.ledger.store.keep_outside):
+    DuckDB before 2.0 refuses to create a table of a view's name even if not there."""
+    outside = con.execute(sql("schema/ledger_view")).fetchall()
+    for statement in statements(sql("schema/case")):
+        if not (outside and _KV_EVENTS_TABLE.match(statement)):
+            con.execute(statement)
+
+
+_KV_EVENTS_TABLE = re.compile(r"(?:--[^\n]*\n|\s)*CREATE TABLE IF NOT EXISTS kv_events\b")
 
 
 def scratch_spill_folder(beside: Path | None = None) -> str:

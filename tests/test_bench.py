@@ -113,7 +113,8 @@ def test_bench_ledger_kept_outside_gives_what_the_loaded_ledger_gives(tmp_path):
     assert ingested["rows_loaded"] > 0 and analysed["reads"] > 0
     con = duckdb.connect(str(outside / "case.duckdb"), read_only=True)  # no ledger view
     try:
-        assert con.execute("SELECT count(*) FROM kv_events").fetchall() == [(0,)]
+        with pytest.raises(duckdb.Error, match="not in this file"):  # never an empty table
+            con.execute("SELECT count(*) FROM kv_events").fetchall()
         assert con.execute("SELECT count(*) FROM ledger_files").fetchall() == [(4,)]
     finally:
         con.close()

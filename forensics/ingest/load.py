@@ -32,6 +32,7 @@ from forensics.ledger.store import (
     ExternalLedger,
     detach,
     ledger_meta,
+    ledger_table,
     validate_ledger,
     without_ledger,
 )
@@ -116,6 +117,7 @@ def ingest_into(
         run_script(con, sql("ingest/settings"))
         con.begin()
         try:
+            ledger_table(con)  # where an earlier external ingest left its view
             result = _load(con, case_dir, discovery, hashes, params, progress, ledger)
             _record(con, result, params, queries)
             con.commit()
@@ -353,8 +355,9 @@ def _stored_result(
     params: dict[str, bool],
     queries: QueryLog,
 ) -> IngestResult | None:
-    """The last ingest's result when it read exactly these files with these parameters (its
-    queries then count as used by this run)."""
+    """The last ingest's result when it read exactly these files with these parameters and
+    loaded the ledger too (its queries then count as used by this run); None otherwise, also
+    when the last ingest kept the ledger outside the case: this one loads it."""
     rows = con.execute(sql("ingest/stored_files")).fetchall()
     stored = [FileCounts(*r) for r in rows]
     meta = dict(con.execute(sql("ingest/case_meta_all")).fetchall())
@@ -362,6 +365,7 @@ def _stored_result(
         {f.path: f.sha256 for f in stored} == hashes
         and meta.get("ingest_params") == json.dumps(params, sort_keys=True)
         and bool(stored)
+        and ledger_meta(con) is None
     )
     if not same:
         return None
@@ -374,7 +378,6 @@ def _stored_result(
         _warning_count(con),
         unchanged=True,
         notes=order_notes(con),
-        ledger_external=ledger_meta(con) is not None,
     )
 
 

@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 
 from forensics.arrow import column_of, from_numpy
-from forensics.dbopen import database_file, memory_limit_bytes
+from forensics.dbopen import create_case_schema, database_file, memory_limit_bytes
 from forensics.errors import first_line
 from forensics.ingest.discover import Discovery
 from forensics.ingest.result import FileCounts
@@ -32,7 +32,7 @@ from forensics.ledger.external import (
 from forensics.ledger.tasks import check_on_ray
 from forensics.ledger.view import PartView, part_views, view_sql
 from forensics.progress import ProgressFn, no_progress
-from forensics.sql import append_rows, literal, run, run_script, sql
+from forensics.sql import append_rows, literal, relations, run, run_script, sql, template
 
 META_KEY = "ledger_external"
 
@@ -92,6 +92,7 @@ def validate_ledger(
         "schemas": {rel: types for check in checks for rel, types in check.schemas.items()},
     }
     run_script(con, sql("ingest/case_meta_set"), {"key": META_KEY, "value": json.dumps(meta)})
+    keep_outside(con, str(meta["location"]))
     attach(con)
     return [c for check in checks for c in check.counts]
 
@@ -208,7 +209,41 @@ def attach(con: duckdb.DuckDBPyConnection) -> None:
             f"the external ledger of this case ({meta['location']}) cannot be read "
             f"({why}): make it readable again, or ingest the case anew"
         )
-        run(con, "ledger/unreadable", message=literal(message))
+        run(
+            con,
+            "ledger/refusing_view",
+            view=template("TEMP VIEW kv_events"),
+            message=literal(message),
+        )
+
+
+def keep_outside(con: duckdb.DuckDBPyConnection, location: str) -> None:
+    """Make the case database's own kv_events a view that says where the ledger is when it is
+    read, instead of a table that stays empty: a reader without kvforensics (the DuckDB CLI)
+    would take that for a case without events."""
+    if _own_ledger(con) == "table":
+        run_script(con, sql("ledger/drop_ledger_table"))
+    message = (
+        f"kv_events of this case is not in this file: its KV ledger is kept outside it, as the "
+        f"Parquet parts at {location} that the table ledger_files lists (url; their counts and "
+        f"checksums are in input_files); read them, or open the case with kvforensics, which "
+        f"makes kv_events a view over them"
+    )
+    run(con, "ledger/refusing_view", view=template("VIEW main.kv_events"), message=literal(message))
+
+
+def ledger_table(con: duckdb.DuckDBPyConnection) -> None:
+    """Make the case database's own kv_events the table again where keep_outside left its view
+    (before an ingest, which fills the table or replaces it by the view once more)."""
+    if _own_ledger(con) == "view":
+        run_script(con, sql("ledger/drop_outside_view"))
+        create_case_schema(con)
+
+
+def _own_ledger(con: duckdb.DuckDBPyConnection) -> str | None:
+    """What the case database's own kv_events is: "table", "view", or None."""
+    kinds = [r.view for r in relations(con) if r.schema == "main" and r.name == "kv_events"]
+    return None if not kinds else "view" if kinds[0] else "table"
 
 
 def detach(con: duckdb.DuckDBPyConnection) -> None:

@@ -12,6 +12,7 @@ import duckdb
 
 from forensics.analysis.screening import SUSPECT_REASONS
 from forensics.context import RunContext, StageResult
+from forensics.dbopen import create_case_schema
 from forensics.errors import CaseError, StageUnavailable, UsageError
 from forensics.replay import INSTALL_HINT, replay_available
 from forensics.sql import sql, tables
@@ -117,7 +118,7 @@ def _ensure_tables(con: duckdb.DuckDBPyConnection) -> None:
         raise CaseError(
             f"the case database lacks {', '.join(sorted(missing))}: run kvforensics ingest first"
         )
-    con.execute(sql("schema/case"))  # creates an empty contents table when none was kept
+    create_case_schema(con)  # creates an empty contents table when none was kept
 
 
 def summarise(run: Any, timings: bool = True) -> dict[str, Any]:
