@@ -88,10 +88,20 @@ def create_case_schema(con: duckdb.DuckDBPyConnection) -> None:
     """The input tables (queries/schema/case.sql) where missing; kv_events not where the view of
     a ledger kept outside the case stands in its place (forensics.ledger.store.keep_outside):
     DuckDB before 2.0 refuses to create a table of a view's name even if not there."""
-    outside = con.execute(sql("schema/ledger_view")).fetchall()
+    outside = ledger_outside(con)
     for statement in statements(sql("schema/case")):
         if not (outside and _KV_EVENTS_TABLE.match(statement)):
             con.execute(statement)
+
+
+def ledger_outside(con: duckdb.DuckDBPyConnection) -> bool:
+    """Whether the case database's own kv_events is the view of a ledger kept outside it."""
+    return bool(con.execute(sql("schema/ledger_view")).fetchall())
+
+
+def thread_share(workers: int) -> int:
+    """DuckDB threads for each of `workers` connections working at once on this machine."""
+    return max(1, (os.cpu_count() or 1) // max(1, workers))
 
 
 _KV_EVENTS_TABLE = re.compile(r"(?:--[^\n]*\n|\s)*CREATE TABLE IF NOT EXISTS kv_events\b")

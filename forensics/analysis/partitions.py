@@ -11,7 +11,6 @@ findings and stores them, so the tables that follow are those of a loaded ledger
 
 from __future__ import annotations
 
-import os
 import sys
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, replace
@@ -29,7 +28,7 @@ from forensics.analysis.order import NodeFindings
 from forensics.analysis.runfacts import ExposureRuns, no_pieces
 from forensics.analysis.runfacts import renumbered as runs_renumbered
 from forensics.arrow import from_numpy
-from forensics.dbopen import database_file
+from forensics.dbopen import database_file, thread_share
 from forensics.errors import InputError
 from forensics.ledger.copies import copy_groups, remove_copies
 from forensics.ledger.external import (
@@ -306,7 +305,7 @@ def _tasks(
     utc = bool(meta["assume_utc"])
     # Each task's DuckDB gets its share of the cores (a Ray task holds one CPU): tasks that each
     # use every core only contend for them (a fifth more CPU for the same work on two cores).
-    threads = task_threads(workers) if ray is None else 1
+    threads = thread_share(workers) if ray is None else 1
     with_facts = "events" in con.sql(sql("ledger/files_columns")).columns
     args = [
         (
@@ -320,11 +319,6 @@ def _tasks(
         for g in groups
     ]
     return args, [_partition_rows(con, g) for g in groups]
-
-
-def task_threads(workers: int) -> int:
-    """DuckDB threads for each of `workers` partition tasks run at once on this machine."""
-    return max(1, (os.cpu_count() or 1) // max(1, workers))
 
 
 def by_node(parts: list[PartView]) -> list[list[PartView]]:

@@ -17,7 +17,13 @@ import numpy as np
 import pyarrow as pa
 
 from forensics.arrow import column_of, from_numpy
-from forensics.dbopen import create_case_schema, database_file, memory_limit_bytes
+from forensics.dbopen import (
+    create_case_schema,
+    database_file,
+    ledger_outside,
+    memory_limit_bytes,
+    thread_share,
+)
 from forensics.errors import first_line
 from forensics.ingest.discover import Discovery
 from forensics.ingest.result import FileCounts
@@ -32,7 +38,7 @@ from forensics.ledger.external import (
 from forensics.ledger.tasks import check_on_ray
 from forensics.ledger.view import PartView, part_views, view_sql
 from forensics.progress import ProgressFn, no_progress
-from forensics.sql import append_rows, literal, relations, run, run_script, sql, template
+from forensics.sql import append_rows, literal, run, run_script, sql, template
 
 META_KEY = "ledger_external"
 
@@ -117,7 +123,7 @@ def _check_here(
     case_file = database_file(con)  # the checks run here: they spill beside it
     workers = max(1, min(CHECK_WORKERS, len(groups)))
     share = (
-        max(1, (os.cpu_count() or 1) // workers),
+        thread_share(workers),
         f"{max(1, memory_limit_bytes(con) // workers) >> 10}KiB",
     )
     starts = sorted(range(len(groups)), key=lambda i: (-sum(map(_local_bytes, groups[i])), i))
@@ -221,7 +227,7 @@ def keep_outside(con: duckdb.DuckDBPyConnection, location: str) -> None:
     """Make the case database's own kv_events a view that says where the ledger is when it is
     read, instead of a table that stays empty: a reader without kvforensics (the DuckDB CLI)
     would take that for a case without events."""
-    if _own_ledger(con) == "table":
+    if not ledger_outside(con):
         run_script(con, sql("ledger/drop_ledger_table"))
     message = (
         f"kv_events of this case is not in this file: its KV ledger is kept outside it, as the "
@@ -235,15 +241,9 @@ def keep_outside(con: duckdb.DuckDBPyConnection, location: str) -> None:
 def ledger_table(con: duckdb.DuckDBPyConnection) -> None:
     """Make the case database's own kv_events the table again where keep_outside left its view
     (before an ingest, which fills the table or replaces it by the view once more)."""
-    if _own_ledger(con) == "view":
+    if ledger_outside(con):
         run_script(con, sql("ledger/drop_outside_view"))
         create_case_schema(con)
-
-
-def _own_ledger(con: duckdb.DuckDBPyConnection) -> str | None:
-    """What the case database's own kv_events is: "table", "view", or None."""
-    kinds = [r.view for r in relations(con) if r.schema == "main" and r.name == "kv_events"]
-    return None if not kinds else "view" if kinds[0] else "table"
 
 
 def detach(con: duckdb.DuckDBPyConnection) -> None:
