@@ -46,12 +46,19 @@ def from_numpy(values: np.ndarray) -> pa.Array:
     return pa.Array.from_buffers(kind, len(values), [None, pa.py_buffer(values)])
 
 
+# The most bytes of text a column with 32-bit offsets can hold.
+TEXT_BYTES_32 = np.iinfo(np.int32).max
+
+
 def repeated(text: str, n: int) -> pa.Array:
-    """A string column holding `text` n times (dictionary-encoded, one copy of the text)."""
+    """A string column holding `text` n times, laid out directly (a dictionary column would
+    need pyarrow.compute, a tenth of a second to import, to become plain text). Its offsets
+    are 64-bit (large_string) where the text would pass 32-bit ones."""
     data = text.encode()
-    offsets = np.array([0, len(data)], np.int32)
-    words = pa.Array.from_buffers(pa.string(), 1, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
-    return pa.DictionaryArray.from_arrays(from_numpy(np.zeros(n, np.int32)), words)
+    wide = n * len(data) > TEXT_BYTES_32
+    offsets = np.arange(n + 1, dtype=np.int64 if wide else np.int32) * len(data)
+    kind = pa.large_string() if wide else pa.string()
+    return pa.Array.from_buffers(kind, n, [None, pa.py_buffer(offsets), pa.py_buffer(data * n)])
 
 
 def table_of(rows: Sequence[Mapping[str, Any]], schema: pa.Schema) -> pa.Table:

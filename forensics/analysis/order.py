@@ -262,7 +262,7 @@ def store_findings(
     append_rows(con, _RUNS, runs_table(found.node, runs))
     for table, (attr, names) in _TABLES.items():
         rows = getattr(found, attr)
-        node = repeated(found.node, len(rows)).cast(pa.string())
+        node = repeated(found.node, len(rows))
         frame = pa.table(
             [node, *(from_numpy(rows[:, i]) for i in range(len(names)))], names=["node", *names]
         )

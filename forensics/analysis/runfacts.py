@@ -256,7 +256,7 @@ def runs_table(node: str, runs: ExposureRuns) -> pa.Table:
     """The node's runs as the rows of temp.analysis_exposure_runs."""
     n = len(runs.slot_start)
     utc = pa.timestamp("us", tz="UTC")
-    cols: dict[str, pa.Array] = {"node": repeated(node, n).cast(pa.string())}
+    cols: dict[str, pa.Array] = {"node": repeated(node, n)}
     for name, values in zip(ExposureRuns._fields, runs, strict=True):
         column = from_numpy(values)
         if name in _TIMES:
