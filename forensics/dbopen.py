@@ -50,9 +50,6 @@ def open_database(
     (schema=False: settings and macros only, for a scratch connection that checks files).
     spill_beside: for an in-memory connection, the case database it works for on this machine
     (it then spills beside it; see scratch_spill_folder)."""
-    memory_limit = (
-        memory_limit or os.environ.get("KVFORENSICS_MEMORY_LIMIT") or (DEFAULT_MEMORY_LIMIT)
-    )
     config: dict[str, str | bool | int | float | list[str]] = (
         {} if read_only else {"storage_compatibility_version": storage_version()}
     )
@@ -72,16 +69,27 @@ def open_database(
         raise CaseError(f"{path}: cannot open the case database ({exc}); {fix}") from exc
     if not read_only and not scratch:
         remove_stale_spills(Path(path))  # this run holds the database: none is a writer's
+    prepare_connection(con, memory_limit, schema=schema and not read_only)
+    # The comments explain a case database to its readers; a scratch one (a partition task's,
+    # a check's) goes without them.
+    if schema and not read_only and not scratch:
+        apply_comments(con)
+    return con
+
+
+def prepare_connection(
+    con: duckdb.DuckDBPyConnection, memory_limit: str | None = None, schema: bool = True
+) -> None:
+    """The settings and macros of a connection (its own: DuckDB keeps them per connection), and
+    the input schema where missing in its database when `schema`."""
+    memory_limit = (
+        memory_limit or os.environ.get("KVFORENSICS_MEMORY_LIMIT") or (DEFAULT_MEMORY_LIMIT)
+    )
     run(con, "schema/settings", memory_limit=literal(_size(memory_limit)))
     run_script(con, sql("schema/macros"))
-    if schema and not read_only:
+    if schema:
         create_case_schema(con)
         run_script(con, sql("schema/logs"))
-        # The comments explain a case database to its readers; a scratch one (a partition
-        # task's, a check's) goes without them.
-        if not scratch:
-            apply_comments(con)
-    return con
 
 
 def create_case_schema(con: duckdb.DuckDBPyConnection) -> None:

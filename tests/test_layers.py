@@ -37,6 +37,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "forensics.context",
             "forensics.db",
             "forensics.dbopen",
+            "forensics.scratch",
             "forensics.raytasks",
             "forensics.schema_docs",
             "forensics.manifest",

@@ -336,9 +336,9 @@ def test_the_checks_share_the_cores_and_the_memory_limit(tmp_path, monkeypatch) 
     shares: list[tuple[str, tuple[int, str | None]]] = []
     checked = store.check_partition
 
-    def record(files, nodes, ids, assume_utc, spill_beside, share):  # type: ignore[no-untyped-def]
+    def record(files, nodes, ids, assume_utc, spill_beside, share, pool):  # type: ignore[no-untyped-def]
         shares.append((files[0].node, share))
-        return checked(files, nodes, ids, assume_utc, spill_beside, share)
+        return checked(files, nodes, ids, assume_utc, spill_beside, share, pool)
 
     monkeypatch.setattr(store, "check_partition", record)
     monkeypatch.setattr(store.os, "cpu_count", lambda: 6)

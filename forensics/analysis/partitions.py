@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import sys
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
+from contextlib import closing
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -27,12 +28,11 @@ from forensics.analysis.fetch import NodeInfo
 from forensics.analysis.order import NodeFindings
 from forensics.analysis.runfacts import ExposureRuns, no_pieces
 from forensics.analysis.runfacts import renumbered as runs_renumbered
-from forensics.arrow import from_numpy
+from forensics.arrow import as_numpy, from_numpy
 from forensics.dbopen import database_file, thread_share
 from forensics.errors import InputError
 from forensics.ledger.copies import copy_groups, remove_copies
 from forensics.ledger.external import (
-    LedgerFile,
     check_digests,
     folder_of,
     open_connection,
@@ -42,6 +42,7 @@ from forensics.ledger.store import ledger_meta, part_views_of
 from forensics.ledger.view import NAMED_ALONE_ROWS, Copies, PartView, view_sql
 from forensics.progress import ProgressFn, no_progress
 from forensics.raytasks import cluster_cpus, ray_session, run_tasks, task_memory
+from forensics.scratch import ScratchDatabases
 from forensics.sql import (
     append_rows,
     ident,
@@ -78,6 +79,7 @@ def sweep_partition(
     memory_limit: str | None = None,
     budget: MemoryBudget | None = None,
     spill_beside: Path | None = None,
+    pool: ScratchDatabases | None = None,
 ) -> PartitionFindings:
     """The task: read, order and sweep one partition (its parts only), its DuckDB on `threads`
     threads and within memory_limit (None: the default). Each part's SHA-256 and size are
@@ -89,7 +91,9 @@ def sweep_partition(
     once the pass that lists the node has counted them (forensics.analysis.order.load_within),
     so that as many partitions are swept at once as fit. Without one (a Ray task, whose memory
     Ray holds for it) nothing waits. spill_beside: the case database, when the task runs on its
-    machine (its DuckDB spills beside it; elsewhere to the system's temporary folder)."""
+    machine (its DuckDB spills beside it; elsewhere to the system's temporary folder). pool:
+    the databases of the threads that run the tasks one after another (forensics.scratch);
+    None: the task opens a database of its own (a Ray task)."""
     files = [p.file for p in parts]
     try:
         with ThreadPoolExecutor(max_workers=1) as hasher:
@@ -104,6 +108,7 @@ def sweep_partition(
                     memory_limit,
                     budget,
                     spill_beside,
+                    pool,
                 )
             except UNREADABLE:
                 raise  # the part is damaged: the read's own error says how
@@ -132,40 +137,40 @@ def _sweep_partition(
     memory_limit: str | None,
     budget: MemoryBudget | None,
     spill_beside: Path | None,
+    pool: ScratchDatabases | None,
 ) -> PartitionFindings:
-    con = open_connection([p.file.url for p in parts], memory_limit, spill_beside)
     copied: Copies = {}
     try:
-        run(con, "ledger/task_threads", threads=template(str(max(1, int(threads)))))
-        append_rows(con, "quarantine", quarantine)
-        copied = copy_groups(con, parts)  # many small parts: read once, into one local file
-        _view_and_codes(con, parts, assume_utc, copied)
-        run_script(con, sql("analysis/pieces_create"))
-        if facts is not None:
-            with registered(con, {"_part_facts": facts}):
-                order.make_ledger_nodes(con, "analysis/ledger_nodes_recorded")
-        found = []
-        within = budget or MemoryBudget(sys.maxsize)  # a Ray task: Ray holds its memory
-        infos = order.node_list(con, counted=facts is not None)
-        for info in infos:
-            events, held = order.load_within(con, info, within)
-            found.append(order.find_within(events, within, held))
-            del events
-        # the events the pieces name, read from the parts by their rows alone
-        _name_events(con, found)
-        alone = _large_parts(infos)
-        run_script(con, view_sql(parts, assume_utc, named=True, alone=alone, copied=copied))
-        run_script(con, sql("analysis/piece_events_named"))  # the parts are read here, once
-        runs = [order.exposure_runs(con, f, "analysis_named_events") for f in found]
-        # the runs stand for the exposure pieces from here on: the pieces stay in the task
-        found = [replace(f, exposures=no_pieces()) for f in found]
-        ids = con.sql(sql("analysis/request_code_list")).to_arrow_table()
-        events = con.sql(sql("analysis/piece_events_all")).to_arrow_table()
-        facts = [
-            _rows(con, t) for t in ("temp.analysis_ledger_nodes", "temp.analysis_request_nodes")
-        ]
+        with open_connection([p.file.url for p in parts], memory_limit, spill_beside, pool) as con:
+            run(con, "ledger/task_threads", threads=template(str(max(1, int(threads)))))
+            append_rows(con, "quarantine", quarantine)
+            copied = copy_groups(con, parts)  # many small parts: read once, into one local file
+            _view_and_codes(con, parts, assume_utc, copied)
+            run_script(con, sql("analysis/pieces_create"))
+            if facts is not None:
+                with registered(con, {"_part_facts": facts}):
+                    order.make_ledger_nodes(con, "analysis/ledger_nodes_recorded")
+            found = []
+            within = budget or MemoryBudget(sys.maxsize)  # a Ray task: Ray holds its memory
+            infos = order.node_list(con, counted=facts is not None)
+            for info in infos:
+                events, held = order.load_within(con, info, within)
+                found.append(order.find_within(events, within, held))
+                del events
+            # the events the pieces name, read from the parts by their rows alone
+            _name_events(con, found)
+            alone = _large_parts(infos)
+            run_script(con, view_sql(parts, assume_utc, named=True, alone=alone, copied=copied))
+            run_script(con, sql("analysis/piece_events_named"))  # the parts are read here, once
+            runs = [order.exposure_runs(con, f, "analysis_named_events") for f in found]
+            # the runs stand for the exposure pieces from here on: the pieces stay in the task
+            found = [replace(f, exposures=no_pieces()) for f in found]
+            ids = con.sql(sql("analysis/request_code_list")).to_arrow_table()
+            events = con.sql(sql("analysis/piece_events_all")).to_arrow_table()
+            facts = [
+                _rows(con, t) for t in ("temp.analysis_ledger_nodes", "temp.analysis_request_nodes")
+            ]
     finally:
-        con.close()
         remove_copies(copied)
     return PartitionFindings(found, runs, ids, events, *facts)
 
@@ -246,24 +251,31 @@ def sweep_external(
         # which, as for a loaded ledger, only reads and codes the events; a task holds its
         # node's arrays in the memory budget once it has counted them, so as many nodes are
         # swept at once as fit (forensics.analysis.budget).
-        with (
-            sweep_budget(con, DUCKDB_STREAM_SHARE) as budget,
-            ThreadPoolExecutor(max_workers=max(1, workers)) as pool,
-        ):
+        with sweep_budget(con, DUCKDB_STREAM_SHARE) as budget:
             task_limit = f"{max(1, budget.duckdb_bytes // max(1, workers)) >> 10}KiB"
             case_file = database_file(con)
+            # each thread's DuckDB database is opened once, for all the tasks it runs
+            databases = ScratchDatabases(task_limit, case_file)
 
             def within_budget(i: int) -> PartitionFindings:
                 return sweep_partition(
-                    *args[i], memory_limit=task_limit, budget=budget, spill_beside=case_file
+                    *args[i],
+                    memory_limit=task_limit,
+                    budget=budget,
+                    spill_beside=case_file,
+                    pool=databases,
                 )
 
             progress("sweep", 0, len(args))
-            tasks = {pool.submit(within_budget, i): i for i in starts}
-            order.warmed_up(warming, progress)  # loaded while the tasks read their partitions
-            for done in as_completed(tasks):
-                found[tasks[done]] = done.result()
-                progress("sweep", len(found), len(args))
+            with (
+                closing(databases),
+                ThreadPoolExecutor(max_workers=max(1, workers)) as pool,
+            ):
+                tasks = {pool.submit(within_budget, i): i for i in starts}
+                order.warmed_up(warming, progress)  # loaded while the tasks read their parts
+                for done in as_completed(tasks):
+                    found[tasks[done]] = done.result()
+                    progress("sweep", len(found), len(args))
     else:
         with ray_session(ray, workers) as session:
             task = session.remote(num_cpus=1, max_retries=1)(sweep_partition)
@@ -300,25 +312,42 @@ TaskArgs = tuple[list[PartView], bool, pa.Table, dict[str, tuple[str, int]], pa.
 def _tasks(
     con: duckdb.DuckDBPyConnection, meta: dict[str, Any], ray: str | None, workers: int
 ) -> tuple[list[TaskArgs], list[int]]:
-    """Each partition's task arguments and kept rows, in partition order."""
+    """Each partition's task arguments and kept rows, in partition order. What ingest recorded
+    of the parts is read in one query per table for all the partitions (a fleet's ledger has a
+    partition per engine node: hundreds of queries would hold every task back)."""
     groups = by_node(part_views_of(con, meta))
     utc = bool(meta["assume_utc"])
     # Each task's DuckDB gets its share of the cores (a Ray task holds one CPU): tasks that each
     # use every core only contend for them (a fifth more CPU for the same work on two cores).
     threads = thread_share(workers) if ray is None else 1
-    with_facts = "events" in con.sql(sql("ledger/files_columns")).columns
-    args = [
-        (
-            g,
-            utc,
-            _quarantined(con, [p.file for p in g]),
-            _recorded(con, g),
-            _facts(con, g) if with_facts else None,
-            threads,
+    files = [p.file.rel for g in groups for p in g]
+    params = {"files": files, "groups": [i for i, g in enumerate(groups) for _ in g]}
+    quarantine = _by_partition(con, "ledger/partitions_quarantine", params, len(groups))
+    facts: list[pa.Table | None] = [None] * len(groups)
+    if "events" in con.sql(sql("ledger/files_columns")).columns:
+        facts = list(_by_partition(con, "ledger/partitions_facts", params, len(groups)))
+    recorded = {
+        path: (sha, int(size), int(kept or 0))
+        for path, sha, size, kept in con.execute(
+            sql("ledger/partitions_digests"), {"files": files}
+        ).fetchall()
+    }
+    args: list[TaskArgs] = []
+    rows: list[int] = []
+    for g, quarantined, recorded_facts in zip(groups, quarantine, facts, strict=True):
+        mine = {p.file.rel: recorded[p.file.rel] for p in g if p.file.rel in recorded}
+        args.append(
+            (
+                g,
+                utc,
+                quarantined,
+                {path: (sha, size) for path, (sha, size, _) in mine.items()},
+                recorded_facts,
+                threads,
+            )
         )
-        for g in groups
-    ]
-    return args, [_partition_rows(con, g) for g in groups]
+        rows.append(sum(kept for _, _, kept in mine.values()))
+    return args, rows
 
 
 def by_node(parts: list[PartView]) -> list[list[PartView]]:
@@ -329,26 +358,16 @@ def by_node(parts: list[PartView]) -> list[list[PartView]]:
     return [out[n] for n in sorted(out)]
 
 
-def _partition_rows(con: duckdb.DuckDBPyConnection, group: list[PartView]) -> int:
-    files = [p.file.rel for p in group]
-    row = one_row(con.execute(sql("ledger/partition_rows"), {"files": files}))
-    return int(row[0]) if row else 0
-
-
-def _recorded(con: duckdb.DuckDBPyConnection, group: list[PartView]) -> dict[str, tuple[str, int]]:
-    files = [p.file.rel for p in group]
-    rows = con.execute(sql("ledger/part_digests"), {"files": files}).fetchall()
-    return {path: (sha, int(size)) for path, sha, size in rows}
-
-
-def _facts(con: duckdb.DuckDBPyConnection, group: list[PartView]) -> pa.Table:
-    files = [p.file.rel for p in group]
-    return con.sql(sql("ledger/part_facts_recorded"), params={"files": files}).to_arrow_table()
-
-
-def _quarantined(con: duckdb.DuckDBPyConnection, group: list[LedgerFile]) -> pa.Table:
-    rels = [f.rel for f in group]
-    return con.sql(sql("ledger/partition_quarantine"), params={"files": rels}).to_arrow_table()
+def _by_partition(
+    con: duckdb.DuckDBPyConnection, name: str, params: dict[str, Any], partitions: int
+) -> list[pa.Table]:
+    """The rows of query `name`, in partition order with the partition's index first, as one
+    table per partition (without that column)."""
+    rows = con.sql(sql(name), params=params).to_arrow_table()
+    index = as_numpy(rows.column("partition").combine_chunks())
+    rows = rows.drop_columns(["partition"])
+    bounds = np.searchsorted(index, np.arange(partitions + 1), side="left")
+    return [rows.slice(lo, hi - lo) for lo, hi in zip(bounds[:-1], bounds[1:], strict=True)]
 
 
 def _store(con: duckdb.DuckDBPyConnection, results: list[PartitionFindings]) -> None:

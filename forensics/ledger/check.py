@@ -20,7 +20,6 @@ import duckdb
 import pyarrow as pa
 
 from forensics.arrow import columns_table
-from forensics.dbopen import open_database
 from forensics.errors import InputError, first_line
 from forensics.ingest.contract import OPS
 from forensics.ingest.result import FileCounts
@@ -31,6 +30,7 @@ from forensics.ledger.external import (
     schemas_of,
     sha256_of,
 )
+from forensics.scratch import ScratchDatabases, scratch_connection
 from forensics.sql import literals, nested, registered, run, run_script, sql, template
 
 BATCH_ROWS = 1 << 20  # rows read in one scan, at most (a larger part is read alone)
@@ -73,21 +73,22 @@ def check_partition(
     assume_utc: bool,
     spill_beside: Path | None = None,
     share: tuple[int, str | None] = (0, None),
+    pool: ScratchDatabases | None = None,
 ) -> PartitionCheck:
     """Validate one partition's parts with the ingest's own checks
     (queries/ingest/validate_kv_events.sql and a check that each row's node is its folder's),
     a batch of parts in one read that keeps only the rows it flags and the facts of the kept
     rows (queries/ledger/check_part.sql). The parts' checksums are computed beside the reads,
     in a thread. spill_beside: the case database, when the check runs on its machine. share:
-    the DuckDB threads and memory limit of the check (0 and None: DuckDB's and the default)."""
+    the DuckDB threads and memory limit of the check (0 and None: DuckDB's and the default).
+    pool: the databases of the threads that run the checks one after another
+    (forensics.scratch); None: the check opens a database of its own (a Ray task)."""
     threads, memory_limit = share
-    con = open_database(  # macros only
-        ":memory:", schema=False, spill_beside=spill_beside, memory_limit=memory_limit
-    )
-    if threads > 0:
-        run(con, "ledger/task_threads", threads=template(str(int(threads))))
-    register_filesystems(con, [f.url for f in files])
-    try:
+    # settings and macros only: no input tables
+    with scratch_connection(pool, memory_limit, spill_beside, schema=False) as con:
+        if threads > 0:
+            run(con, "ledger/task_threads", threads=template(str(int(threads))))
+        register_filesystems(con, [f.url for f in files])
         con.register("_nodes", nodes)
         con.register("_request_ids", request_ids)
         run_script(con, sql("ledger/check_inputs"))
@@ -114,8 +115,6 @@ def check_partition(
         with_seq = sum(facts.column("with_seq").to_pylist())
         warnings = [b.warnings for b in checks]
         warnings.append(_partial_seq(con, files[0].node, counts, with_seq))
-    finally:
-        con.close()
     return PartitionCheck(
         counts,
         pa.concat_tables([b.quarantine for b in checks]),

@@ -16,17 +16,18 @@ from __future__ import annotations
 
 import functools
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from concurrent.futures import Future
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import duckdb
 
-from forensics.dbopen import open_database
 from forensics.errors import InputError, MissingColumnError, first_line
 from forensics.ingest.contract import KV_EVENTS
+from forensics.scratch import ScratchDatabases, scratch_connection
 from forensics.sql import (
     Fragment,
     ident,
@@ -169,23 +170,34 @@ def _memory_reads() -> type:
     return MemoryReads
 
 
+@contextmanager
 def open_connection(
-    urls: list[str], memory_limit: str | None = None, spill_beside: Path | None = None
-) -> duckdb.DuckDBPyConnection:
-    """An in-memory DuckDB with the project's macros, able to read the given URLs (within
-    memory_limit; None: the default), spilling beside the case database `spill_beside` where
-    it is on this machine."""
-    con = open_database(":memory:", memory_limit=memory_limit, spill_beside=spill_beside)
-    register_filesystems(con, urls)
-    return con
+    urls: list[str],
+    memory_limit: str | None = None,
+    spill_beside: Path | None = None,
+    pool: ScratchDatabases | None = None,
+) -> Iterator[duckdb.DuckDBPyConnection]:
+    """An in-memory DuckDB connection with the project's macros and input schema, able to read
+    the given URLs: in a database of `pool` (forensics.scratch), or without one in a database
+    of its own, within memory_limit (None: the default) and spilling beside the case database
+    `spill_beside` where it is on this machine."""
+    with scratch_connection(pool, memory_limit, spill_beside) as con:
+        register_filesystems(con, urls)
+        yield con
 
 
 def register_filesystems(con: duckdb.DuckDBPyConnection, urls: list[str]) -> None:
-    done = set()
+    """The fsspec filesystems of the URLs, in con's database (where a connection before it,
+    in a database that tasks share, may have registered them already)."""
+    done = set(con.list_filesystems())
     for url in urls:
         protocol = url.split("://", 1)[0] if is_url(url) else None
         if protocol and protocol not in done:
-            con.register_filesystem(filesystem(url))
+            try:
+                con.register_filesystem(filesystem(url))
+            except duckdb.InvalidInputException as exc:  # under another of its names
+                if "already been registered" not in str(exc):
+                    raise
             done.add(protocol)
 
 

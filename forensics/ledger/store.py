@@ -8,6 +8,7 @@ import json
 import os
 from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor, as_completed
+from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,6 +39,7 @@ from forensics.ledger.external import (
 from forensics.ledger.tasks import check_on_ray
 from forensics.ledger.view import PartView, part_views, view_sql
 from forensics.progress import ProgressFn, no_progress
+from forensics.scratch import ScratchDatabases
 from forensics.sql import append_rows, literal, run, run_script, sql, template
 
 META_KEY = "ledger_external"
@@ -129,9 +131,15 @@ def _check_here(
     starts = sorted(range(len(groups)), key=lambda i: (-sum(map(_local_bytes, groups[i])), i))
     found: dict[int, PartitionCheck] = {}
     progress("ledger", 0, len(groups))
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="kvforensics-check") as pool:
+    databases = ScratchDatabases(share[1], case_file)  # each thread's, for all its checks
+    with (
+        closing(databases),
+        ThreadPoolExecutor(max_workers=workers, thread_name_prefix="kvforensics-check") as pool,
+    ):
         tasks = {
-            pool.submit(check_partition, groups[i], *known, assume_utc, case_file, share): i
+            pool.submit(
+                check_partition, groups[i], *known, assume_utc, case_file, share, databases
+            ): i
             for i in starts
         }
         failed: dict[int, Exception] = {}
