@@ -258,17 +258,23 @@ def store_findings(
     parts); else they are made here, from kv_events."""
     if runs is None:
         runs = exposure_runs(con, found, "kv_events")
-    counts = {_RUNS: len(runs.slot_start)}
-    append_rows(con, _RUNS, runs_table(found.node, runs))
+    rows = findings_rows(found, runs)
+    for table, frame in rows.items():
+        append_rows(con, table, frame)
+    return {table: frame.num_rows for table, frame in rows.items()}
+
+
+def findings_rows(found: NodeFindings, runs: ExposureRuns) -> dict[str, pa.Table]:
+    """One node's findings as the rows of their tables (exposure runs, violation pieces, read
+    counts), by table."""
+    out = {_RUNS: runs_table(found.node, runs)}
     for table, (attr, names) in _TABLES.items():
         rows = getattr(found, attr)
         node = repeated(found.node, len(rows))
-        frame = pa.table(
+        out[table] = pa.table(
             [node, *(from_numpy(rows[:, i]) for i in range(len(names)))], names=["node", *names]
         )
-        append_rows(con, table, frame)
-        counts[table] = len(rows)
-    return counts
+    return out
 
 
 def exposure_runs(con: duckdb.DuckDBPyConnection, found: NodeFindings, events: str) -> ExposureRuns:

@@ -6,15 +6,15 @@ the quarantined rows), codes requests and content hashes locally, orders, sweeps
 node's pieces, folds its exposure pieces into runs (forensics.analysis.runfacts) from the
 events they name, read by their rows alone, and returns them with its request codes and the
 events its violation pieces name (analysis_piece_events). The driver numbers requests over the
-whole case (the same codes as queries/analysis/codes.sql would give), renumbers each node's
-findings and stores them, so the tables that follow are those of a loaded ledger."""
+whole case, renumbers each node's findings and stores them (forensics.analysis.merge), so the
+tables that follow are those of a loaded ledger."""
 
 from __future__ import annotations
 
 import sys
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from contextlib import closing
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -25,9 +25,9 @@ import pyarrow as pa
 from forensics.analysis import order
 from forensics.analysis.budget import DUCKDB_STREAM_SHARE, MemoryBudget, sweep_budget, task_need
 from forensics.analysis.fetch import NodeInfo
+from forensics.analysis.merge import PartitionFindings, store
 from forensics.analysis.order import NodeFindings
-from forensics.analysis.runfacts import ExposureRuns, no_pieces
-from forensics.analysis.runfacts import renumbered as runs_renumbered
+from forensics.analysis.runfacts import no_pieces
 from forensics.arrow import as_numpy, from_numpy
 from forensics.dbopen import database_file, thread_share
 from forensics.errors import InputError
@@ -53,17 +53,6 @@ from forensics.sql import (
     sql,
     template,
 )
-
-
-@dataclass
-class PartitionFindings:
-    found: list[NodeFindings]  # request codes local to the partition
-    runs: list[ExposureRuns]  # each node's exposure runs, request codes local
-    request_ids: pa.Table  # request_id, req_code (local)
-    piece_events: pa.Table  # rows of analysis_piece_events
-    ledger_nodes: pa.Table  # rows of temp.analysis_ledger_nodes
-    request_nodes: pa.Table  # rows of temp.analysis_request_nodes
-
 
 # What reading a damaged or missing part raises.
 UNREADABLE = (duckdb.IOException, duckdb.InvalidInputException, OSError)
@@ -295,7 +284,7 @@ def sweep_external(
                 in_flight=2 * cluster_cpus(session),
                 progress=progress,
             )
-    _store(con, [found[i] for i in range(len(args))])
+    store(con, [found[i] for i in range(len(args))])
 
 
 def largest_first(rows: list[int]) -> list[int]:
@@ -368,46 +357,3 @@ def _by_partition(
     rows = rows.drop_columns(["partition"])
     bounds = np.searchsorted(index, np.arange(partitions + 1), side="left")
     return [rows.slice(lo, hi - lo) for lo, hi in zip(bounds[:-1], bounds[1:], strict=True)]
-
-
-def _store(con: duckdb.DuckDBPyConnection, results: list[PartitionFindings]) -> None:
-    ids = pa.concat_tables([r.request_ids.select(["request_id"]) for r in results])
-    with registered(con, {"_ids": ids}):
-        run_script(con, sql("analysis/codes_from_ids"))
-    facts = {
-        "_ledger_nodes": pa.concat_tables([r.ledger_nodes for r in results]),
-        "_request_nodes": pa.concat_tables([r.request_nodes for r in results]),
-    }
-    with registered(con, facts):
-        run_script(con, sql("analysis/ledger_facts_from_tasks"))
-    run_script(con, sql("analysis/pieces_create"))
-    run_script(con, sql("analysis/piece_events_create"))
-    for r in results:
-        to_global = _global_codes(con, r.request_ids)
-        for found, runs in zip(r.found, r.runs, strict=True):
-            order.store_findings(
-                con, renumbered(found, to_global), runs_renumbered(runs, to_global)
-            )
-        append_rows(con, "temp.analysis_piece_events", r.piece_events)
-
-
-def _global_codes(con: duckdb.DuckDBPyConnection, local: pa.Table) -> np.ndarray:
-    """to_global[local code] = the case-wide code of the same request."""
-    with registered(con, {"_local": local}):
-        rows = con.execute(sql("analysis/codes_to_global")).fetchnumpy()
-    out = np.full(len(local), -1, np.int64)
-    out[rows["local_code"].astype(np.int64)] = rows["req_code"]
-    return out
-
-
-def renumbered(found: NodeFindings, to_global: np.ndarray) -> NodeFindings:
-    """The node's findings with case-wide request codes (-1, no other holder, stays)."""
-    ex = found.exposures._replace(
-        receiver=to_global[found.exposures.receiver], leaker=to_global[found.exposures.leaker]
-    )
-    vio = found.violations.copy()
-    other = vio[:, 2] >= 0
-    vio[other, 2] = to_global[vio[other, 2]]
-    counts = found.read_counts.copy()
-    counts[:, 0] = to_global[counts[:, 0]]
-    return replace(found, exposures=ex, violations=vio, read_counts=counts)
