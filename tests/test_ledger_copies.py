@@ -14,19 +14,27 @@ import duckdb
 import pytest
 
 import forensics.ledger.copies as copies
-from forensics.analysis.partitions import by_node
+from forensics.analysis.tasks import by_node
 from forensics.cli import run
 from forensics.db import connect
 from forensics.ledger.external import LedgerFile
 from forensics.ledger.store import ledger_meta, part_views_of
 from forensics.ledger.view import PartView, groups
 from tests.test_ledger_check import case, loaded  # noqa: F401  (fixtures)
-from tests.test_ledger_external import differences, hive_sample, query, spoiled  # noqa: F401
+from tests.test_ledger_external import (  # noqa: F401
+    differences,
+    hive_sample,
+    query,
+    spoiled,
+    task_per_partition,
+)
 from tests.test_ledger_view import split_decode0
 
 
 def copy_everything(monkeypatch) -> list[int]:
-    """Every group of parts copied; the number of copies each task made, in a list."""
+    """Every group of parts copied; the number of copies each task made, in a list (a task per
+    partition)."""
+    task_per_partition(monkeypatch)
     monkeypatch.setattr(copies, "COPY_PARTS", 1)
     monkeypatch.setattr(copies, "COPY_MEAN_ROWS", 10**12)
     made: list[int] = []

@@ -86,6 +86,12 @@ OWN_LEDGER = (
 )
 
 
+def task_per_partition(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Each partition swept by a task of its own (small ones are otherwise swept together:
+    forensics.analysis.tasks.grouped)."""
+    monkeypatch.setattr("forensics.analysis.tasks.TASK_ROWS", 0)
+
+
 def query(db: Path, text: str) -> list[tuple]:
     con = duckdb.connect(str(db), read_only=True)
     try:
@@ -382,6 +388,7 @@ def test_the_largest_partitions_start_first_and_the_tables_stay_the_same(
     loaded ledger's: findings are stored in partition order whatever order they finish in."""
     from forensics.analysis import partitions
 
+    task_per_partition(monkeypatch)
     case = hive_sample(tmp_path)
     (part,) = (case / "kv_events" / "node=decode-0").glob("*.parquet")
     pq.write_table(pq.read_table(part).slice(0, 20_000), part)
@@ -404,7 +411,7 @@ def test_the_largest_partitions_start_first_and_the_tables_stay_the_same(
 
 
 def test_largest_first_keeps_partition_order_among_equals() -> None:
-    from forensics.analysis.partitions import largest_first
+    from forensics.analysis.tasks import largest_first
 
     assert largest_first([5, 9, 5, 0, 9]) == [1, 4, 0, 2, 3]
     assert largest_first([]) == []

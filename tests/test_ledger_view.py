@@ -17,7 +17,7 @@ import pytest
 
 from forensics.cli import run
 from forensics.db import connect
-from tests.test_ledger_external import differences, hive_sample, query
+from tests.test_ledger_external import differences, hive_sample, query, task_per_partition
 
 # Every column of kv_events, ts as microseconds (the table holds TIMESTAMPTZ, the view TIMESTAMP)
 # and input_order as the event's place in input order (a loaded ledger's ranks count the case's
@@ -199,6 +199,7 @@ def test_text_read_as_it_is_only_where_no_value_needs_trimming(tmp_path, monkeyp
     """A partition whose request ids and content hashes need no trimming is read without the
     trim; one with a blank-padded value (here some of prefill-0's content hashes and
     decode-1's request ids) is read again with it, and both give the loaded ledger's tables."""
+    task_per_partition(monkeypatch)
     case = hive_sample(tmp_path)
     pad_text(next((case / "kv_events" / "node=prefill-0").glob("*.parquet")), "content_hash", 2)
     pad_text(next((case / "kv_events" / "node=decode-1").glob("*.parquet")), "request_id", 7)
@@ -258,7 +259,7 @@ def test_the_named_view_holds_exactly_the_kept_rows_named(tmp_path, alone) -> No
     first by itself, the middle one by itself (which splits decode-1's scan in three), or each
     by itself (decode-0's two parts, typed and text, both with quarantined rows, are two groups
     anyway)."""
-    from forensics.analysis.partitions import _tasks
+    from forensics.analysis.tasks import tasks_of
     from forensics.ledger.external import open_connection
     from forensics.ledger.store import ledger_meta
     from forensics.ledger.view import view_sql
@@ -271,7 +272,7 @@ def test_the_named_view_holds_exactly_the_kept_rows_named(tmp_path, alone) -> No
     assert run(["ingest", str(case), "--db", str(external), "--ledger-external"]) == 1
     con = connect(external, read_only=True)
     try:
-        args, _ = _tasks(con, ledger_meta(con) or {}, None, 1)
+        args, _ = tasks_of(con, ledger_meta(con) or {}, None, 1)
         quarantined = con.execute(
             "SELECT f.rank * 1099511627776 + q.row FROM quarantine q "
             "JOIN ledger_files f ON f.rel = q.file"
@@ -282,8 +283,7 @@ def test_the_named_view_holds_exactly_the_kept_rows_named(tmp_path, alone) -> No
     checked = 0
     shapes: list[tuple[int, int]] = []  # (parts, scans of the whole view) per partition
     for parts, utc, quarantine, *_ in args:
-        task = open_connection([p.file.url for p in parts])
-        try:
+        with open_connection([p.file.url for p in parts]) as task:
             append_rows(task, "quarantine", quarantine)
             task.execute(view_sql(parts, utc))
             scans = task.execute(VIEW_TEXT, ["kv_events"]).fetchall()
@@ -313,8 +313,6 @@ def test_the_named_view_holds_exactly_the_kept_rows_named(tmp_path, alone) -> No
             shapes.append((len(parts), alike))
             named = Counter(task.execute(NAMED).fetchall())
             expected = Counter(task.execute(NAMED_BY_FILTER).fetchall())
-        finally:
-            task.close()
         assert named == expected
         assert sum(named.values()) == len(set(sorted(kept)[::3]) | set(kept[:1]))
         checked += len(parts)

@@ -12,6 +12,7 @@ tables that follow are those of a loaded ledger."""
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from contextlib import closing
 from dataclasses import replace
@@ -28,17 +29,19 @@ from forensics.analysis.fetch import NodeInfo
 from forensics.analysis.merge import PartitionFindings, store
 from forensics.analysis.order import NodeFindings
 from forensics.analysis.runfacts import no_pieces
-from forensics.arrow import as_numpy, from_numpy
-from forensics.dbopen import database_file, thread_share
+from forensics.analysis.tasks import grouped, largest_first, tasks_of
+from forensics.arrow import from_numpy
+from forensics.dbopen import database_file
 from forensics.errors import InputError
 from forensics.ledger.copies import copy_groups, remove_copies
 from forensics.ledger.external import (
+    LedgerFile,
     check_digests,
     folder_of,
     open_connection,
     sha256_of,
 )
-from forensics.ledger.store import ledger_meta, part_views_of
+from forensics.ledger.store import ledger_meta
 from forensics.ledger.view import NAMED_ALONE_ROWS, Copies, PartView, view_sql
 from forensics.progress import ProgressFn, no_progress
 from forensics.raytasks import cluster_cpus, ray_session, run_tasks, task_memory
@@ -110,7 +113,7 @@ def sweep_partition(
         return found
     except UNREADABLE as exc:
         raise InputError(
-            f"the partition node={files[0].node} cannot be read: {exc}",
+            f"the {_named(files)} cannot be read: {exc}",
             path=folder_of(files[0].url),  # the read's error names the part
             fix="make the external ledger readable where "
             "it was ingested from, or ingest the case anew",
@@ -134,18 +137,18 @@ def _sweep_partition(
             run(con, "ledger/task_threads", threads=template(str(max(1, int(threads)))))
             append_rows(con, "quarantine", quarantine)
             copied = copy_groups(con, parts)  # many small parts: read once, into one local file
-            _view_and_codes(con, parts, assume_utc, copied)
+            plain = _view_and_codes(con, parts, assume_utc, copied)
+
+            def view_sql_of(own: list[PartView]) -> str:
+                return view_sql(own, assume_utc, plain=plain, copied=copied)
+
             run_script(con, sql("analysis/pieces_create"))
             if facts is not None:
                 with registered(con, {"_part_facts": facts}):
                     order.make_ledger_nodes(con, "analysis/ledger_nodes_recorded")
-            found = []
             within = budget or MemoryBudget(sys.maxsize)  # a Ray task: Ray holds its memory
             infos = order.node_list(con, counted=facts is not None)
-            for info in infos:
-                events, held = order.load_within(con, info, within)
-                found.append(order.find_within(events, within, held))
-                del events
+            found = _sweep_nodes(con, parts, infos, within, view_sql_of)
             # the events the pieces name, read from the parts by their rows alone
             _name_events(con, found)
             alone = _large_parts(infos)
@@ -164,6 +167,32 @@ def _sweep_partition(
     return PartitionFindings(found, runs, ids, events, *facts)
 
 
+def _sweep_nodes(
+    con: duckdb.DuckDBPyConnection,
+    parts: list[PartView],
+    infos: list[NodeInfo],
+    within: MemoryBudget,
+    view_sql_of: Callable[[list[PartView]], str],
+) -> list[NodeFindings]:
+    """Load and sweep the task's nodes one by one, in node order (the order they are stored
+    in). In a task of several small partitions each node is read through a view of its own
+    parts (view_sql_of): DuckDB plans a read over every branch of a view, which costs more than
+    a small node's read itself."""
+    own: dict[str, list[PartView]] = {}
+    for p in parts:
+        own.setdefault(p.file.node, []).append(p)
+    found = []
+    for info in sorted(infos, key=lambda i: i.node):
+        if len(own) > 1:
+            run_script(con, view_sql_of(own[info.node]))
+        events, held = order.load_within(con, info, within)
+        found.append(order.find_within(events, within, held))
+        del events
+    if len(own) > 1:  # kv_events is the task's whole view again
+        run_script(con, view_sql_of(parts))
+    return found
+
+
 # Text columns the passes over a whole partition read: as they are when every value is already
 # as ingest keeps it (see _view_and_codes).
 PLAIN_TEXT = frozenset({"request_id", "content_hash"})
@@ -171,7 +200,7 @@ PLAIN_TEXT = frozenset({"request_id", "content_hash"})
 
 def _view_and_codes(
     con: duckdb.DuckDBPyConnection, parts: list[PartView], assume_utc: bool, copied: Copies
-) -> None:
+) -> frozenset[str]:
     """The kv_events view and the request and hash codes of the partition. Ingest keeps a text
     value trimmed (kvf_str), but trimming every row costs half of the pass that makes the codes
     and a sixth of the sweep's input (each row's value is then trimmed and joined, where DuckDB
@@ -179,14 +208,17 @@ def _view_and_codes(
     ids and content hashes as they are, and the codes, which name every distinct value the
     partition's kept rows hold, tell whether any of them has blanks around it (or is blank).
     If one has, the view and the codes are made again with the trim, so the values are those
-    of the loaded ledger either way."""
-    node = parts[0].file.node  # a partition is one node's parts
+    of the loaded ledger either way. Returns the text columns the view reads as they are."""
+    nodes = {p.file.node for p in parts}  # one partition's, or a few small ones' together
+    node = nodes.pop() if len(nodes) == 1 else None
     run_script(con, view_sql(parts, assume_utc, plain=PLAIN_TEXT, copied=copied))
     order.make_codes(con, node)
     row = one_row(con.execute(sql("analysis/codes_plain")))
     if row is None or not row[0]:
         run_script(con, view_sql(parts, assume_utc, copied=copied))
         order.make_codes(con, node)
+        return frozenset()
+    return PLAIN_TEXT
 
 
 def _large_parts(infos: list[NodeInfo]) -> frozenset[int]:
@@ -227,7 +259,9 @@ def sweep_external(
     meta = ledger_meta(con)
     assert meta is not None, "the case's ledger is loaded, not external"
     warming = warming or order.warming_up()  # beside the SQL (here: the tasks' first)
-    args, rows = _tasks(con, meta, ray, workers)
+    args, rows = tasks_of(con, meta, ray, workers)
+    if ray is None:  # small partitions swept together here (a Ray task reads one partition)
+        args, rows = grouped(args, rows, workers)
     if ray is not None:  # the tasks run elsewhere: compiled here first, so that they load it
         order.warmed_up(warming, progress)
     # The largest partitions start first, so that a large one does not start last and run
@@ -287,73 +321,9 @@ def sweep_external(
     store(con, [found[i] for i in range(len(args))])
 
 
-def largest_first(rows: list[int]) -> list[int]:
-    """Partition indexes by their rows, largest first (ties in partition order)."""
-    return sorted(range(len(rows)), key=lambda i: (-rows[i], i))
-
-
-# A partition task's arguments before its memory limit, budget and spill folder: its parts, whether
-# times without a zone are UTC, its quarantined rows, its parts' recorded digests and facts, its
-# threads.
-TaskArgs = tuple[list[PartView], bool, pa.Table, dict[str, tuple[str, int]], pa.Table | None, int]
-
-
-def _tasks(
-    con: duckdb.DuckDBPyConnection, meta: dict[str, Any], ray: str | None, workers: int
-) -> tuple[list[TaskArgs], list[int]]:
-    """Each partition's task arguments and kept rows, in partition order. What ingest recorded
-    of the parts is read in one query per table for all the partitions (a fleet's ledger has a
-    partition per engine node: hundreds of queries would hold every task back)."""
-    groups = by_node(part_views_of(con, meta))
-    utc = bool(meta["assume_utc"])
-    # Each task's DuckDB gets its share of the cores (a Ray task holds one CPU): tasks that each
-    # use every core only contend for them (a fifth more CPU for the same work on two cores).
-    threads = thread_share(workers) if ray is None else 1
-    files = [p.file.rel for g in groups for p in g]
-    params = {"files": files, "groups": [i for i, g in enumerate(groups) for _ in g]}
-    quarantine = _by_partition(con, "ledger/partitions_quarantine", params, len(groups))
-    facts: list[pa.Table | None] = [None] * len(groups)
-    if "events" in con.sql(sql("ledger/files_columns")).columns:
-        facts = list(_by_partition(con, "ledger/partitions_facts", params, len(groups)))
-    recorded = {
-        path: (sha, int(size), int(kept or 0))
-        for path, sha, size, kept in con.execute(
-            sql("ledger/partitions_digests"), {"files": files}
-        ).fetchall()
-    }
-    args: list[TaskArgs] = []
-    rows: list[int] = []
-    for g, quarantined, recorded_facts in zip(groups, quarantine, facts, strict=True):
-        mine = {p.file.rel: recorded[p.file.rel] for p in g if p.file.rel in recorded}
-        args.append(
-            (
-                g,
-                utc,
-                quarantined,
-                {path: (sha, size) for path, (sha, size, _) in mine.items()},
-                recorded_facts,
-                threads,
-            )
-        )
-        rows.append(sum(kept for _, _, kept in mine.values()))
-    return args, rows
-
-
-def by_node(parts: list[PartView]) -> list[list[PartView]]:
-    """The partitions: the parts grouped by node, in node order, each in path order."""
-    out: dict[str, list[PartView]] = {}
-    for p in parts:
-        out.setdefault(p.file.node, []).append(p)
-    return [out[n] for n in sorted(out)]
-
-
-def _by_partition(
-    con: duckdb.DuckDBPyConnection, name: str, params: dict[str, Any], partitions: int
-) -> list[pa.Table]:
-    """The rows of query `name`, in partition order with the partition's index first, as one
-    table per partition (without that column)."""
-    rows = con.sql(sql(name), params=params).to_arrow_table()
-    index = as_numpy(rows.column("partition").combine_chunks())
-    rows = rows.drop_columns(["partition"])
-    bounds = np.searchsorted(index, np.arange(partitions + 1), side="left")
-    return [rows.slice(lo, hi - lo) for lo, hi in zip(bounds[:-1], bounds[1:], strict=True)]
+def _named(files: list[LedgerFile]) -> str:
+    """The task's partition, or its partitions (small ones are swept together)."""
+    nodes = sorted({f.node for f in files})
+    return ("partition " if len(nodes) == 1 else "partitions ") + ", ".join(
+        f"node={n}" for n in nodes
+    )
