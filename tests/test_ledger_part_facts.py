@@ -13,7 +13,13 @@ import pytest
 
 from forensics.analysis import order
 from forensics.cli import run
-from tests.test_ledger_external import differences, edit_part, hive_sample, query
+from tests.test_ledger_external import (
+    differences,
+    edit_part,
+    hive_sample,
+    query,
+    task_per_partition,
+)
 
 # Per part, from the loaded ledger's kv_events: the oracle.
 LOADED = """
@@ -67,6 +73,7 @@ def test_the_analysis_lists_the_nodes_from_the_records(cases, tmp_path, monkeypa
     db = tmp_path / "external.duckdb"
     db.write_bytes(external.read_bytes())
     listed = _spy(monkeypatch)
+    task_per_partition(monkeypatch)
     assert run(["analyze", "--db", str(db)]) == 1
     assert sorted(listed) == [True] * 4  # every partition, without a pass of its own
     assert differences(loaded, db) == {}
@@ -84,6 +91,7 @@ def test_a_case_ingested_before_the_records_is_analysed_with_a_pass(
     )
     con.close()
     listed = _spy(monkeypatch)
+    task_per_partition(monkeypatch)
     assert run(["analyze", "--db", str(db)]) == 1
     assert sorted(listed) == [False] * 4
     assert differences(loaded, db) == {}
