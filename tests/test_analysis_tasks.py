@@ -11,7 +11,7 @@ import pytest
 import forensics.analysis.partitions
 import forensics.analysis.tasks
 from forensics.analysis.tasks import TASK_NODES, grouped
-from tests.test_ledger_external import differences, query, spoiled  # noqa: F401  (a fixture)
+from tests.test_ledger_external import differences, hive_sample, query, spoiled  # noqa: F401
 from tests.test_ledger_external import run as kvf
 
 
@@ -88,3 +88,19 @@ def test_partitions_swept_together_give_the_loaded_ledgers_tables(
     assert len(swept) < 4 and any(len(nodes) > 1 for nodes in swept)
     assert query(db, "SELECT count(*) FROM exposures") == [(46,)]  # the sample's ground truth
     assert differences(loaded, db) == {}
+
+
+def test_a_damaged_part_of_partitions_swept_together_is_named(tmp_path, monkeypatch, capsys):
+    """The error names the task's partitions, the ledger's folder and the part the read
+    failed on, and the analysis stops (exit 2)."""
+    monkeypatch.setattr(forensics.analysis.tasks, "TASK_SHARE", 1)
+    case = hive_sample(tmp_path)
+    db = tmp_path / "external.duckdb"
+    assert kvf(["ingest", str(case), "--db", str(db), "--ledger-external"]) == 0
+    part = next((case / "kv_events" / "node=prefill-0").glob("*.parquet"))
+    part.write_bytes(part.read_bytes()[:1000])
+    capsys.readouterr()
+    assert kvf(["analyze", "--db", str(db), "--workers", "1"]) == 2
+    said = " ".join(capsys.readouterr().err.split())
+    assert f"{case / 'kv_events'}: the partitions node=decode-0, node=decode-1," in said, said
+    assert f"node=prefill-0/{part.name}" in said

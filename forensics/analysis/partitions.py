@@ -114,7 +114,7 @@ def sweep_partition(
     except UNREADABLE as exc:
         raise InputError(
             f"the {_named(files)} cannot be read: {exc}",
-            path=folder_of(files[0].url),  # the read's error names the part
+            path=_folder(files),  # the read's error names the part
             fix="make the external ledger readable where "
             "it was ingested from, or ingest the case anew",
         ) from exc
@@ -319,6 +319,12 @@ def sweep_external(
                 progress=progress,
             )
     store(con, [found[i] for i in range(len(args))])
+
+
+def _folder(files: list[LedgerFile]) -> str:
+    """The partition's node=NAME folder; for several partitions, the ledger's folder."""
+    folders = sorted({folder_of(f.url) for f in files})
+    return folders[0] if len(folders) == 1 else folder_of(folders[0])
 
 
 def _named(files: list[LedgerFile]) -> str:
