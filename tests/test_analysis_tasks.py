@@ -3,6 +3,9 @@ task (forensics.analysis.tasks.grouped), with the tables a loaded ledger gives."
 
 from __future__ import annotations
 
+import os
+import signal
+import threading
 from pathlib import Path
 
 import pyarrow as pa
@@ -11,7 +14,13 @@ import pytest
 import forensics.analysis.partitions
 import forensics.analysis.tasks
 from forensics.analysis.tasks import TASK_NODES, grouped
-from tests.test_ledger_external import differences, hive_sample, query, spoiled  # noqa: F401
+from tests.test_ledger_external import (  # noqa: F401
+    differences,
+    hive_sample,
+    query,
+    spoiled,
+    task_per_partition,
+)
 from tests.test_ledger_external import run as kvf
 
 
@@ -104,3 +113,48 @@ def test_a_damaged_part_of_partitions_swept_together_is_named(tmp_path, monkeypa
     said = " ".join(capsys.readouterr().err.split())
     assert f"{case / 'kv_events'}: the partitions node=decode-0, node=decode-1," in said, said
     assert f"node=prefill-0/{part.name}" in said
+
+
+def test_an_interrupt_stops_the_tasks_not_yet_started(tmp_path, capsys, monkeypatch) -> None:
+    """Ctrl-C while two partition tasks run: the two end, the other two never start, and the
+    analysis changes nothing."""
+    from forensics.analysis import partitions
+
+    task_per_partition(monkeypatch)
+    case = hive_sample(tmp_path)
+    db = tmp_path / "external.duckdb"
+    assert kvf(["ingest", str(case), "--db", str(db), "--ledger-external"]) == 0
+    started: list[str] = []
+    lock = threading.Lock()
+    interrupted = threading.Event()
+    waited = partitions.as_completed
+
+    def watched(tasks):  # type: ignore[no-untyped-def]
+        try:
+            yield from waited(tasks)
+        except BaseException:
+            interrupted.set()  # the tasks at work may end now
+            raise
+
+    def slow(parts, *_args, **_kwargs):  # type: ignore[no-untyped-def]
+        with lock:
+            started.append(parts[0].file.node)
+            if len(started) == 1:  # Ctrl-C reaches the main thread while the tasks run
+                threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGINT)).start()
+        assert interrupted.wait(60)
+        raise AssertionError("not reached: the interrupt stops the analysis first")
+
+    monkeypatch.setattr(partitions, "as_completed", watched)
+    monkeypatch.setattr(partitions, "sweep_partition", slow)
+    capsys.readouterr()
+    handler = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        assert kvf(["analyze", "--db", str(db), "--workers", "2"]) == 2
+    finally:
+        signal.signal(signal.SIGINT, handler)
+    assert "interrupted" in capsys.readouterr().err
+    assert len(started) == 2  # the largest two; not the other two
+    # the analysis' transaction rolled back: no table of it was made
+    assert query(db, "SELECT count(*) FROM duckdb_tables() WHERE table_name = 'exposures'") == [
+        (0,)
+    ]

@@ -295,10 +295,15 @@ def sweep_external(
                 ThreadPoolExecutor(max_workers=max(1, workers)) as pool,
             ):
                 tasks = {pool.submit(within_budget, i): i for i in starts}
-                order.warmed_up(warming, progress)  # loaded while the tasks read their parts
-                for done in as_completed(tasks):
-                    found[tasks[done]] = done.result()
-                    progress("sweep", len(found), len(args))
+                try:
+                    order.warmed_up(warming, progress)  # loaded while the tasks read their parts
+                    for done in as_completed(tasks):
+                        found[tasks[done]] = done.result()
+                        progress("sweep", len(found), len(args))
+                except BaseException:  # a failure or an interrupt: the tasks not yet started
+                    for task in tasks:  # never start (those running end first)
+                        task.cancel()
+                    raise
     else:
         with ray_session(ray, workers) as session:
             task = session.remote(num_cpus=1, max_retries=1)(sweep_partition)
