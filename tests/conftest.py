@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import gzip
 import io
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -74,3 +75,19 @@ def parquet_bytes(rows: list[dict[str, Any]]) -> bytes:
     sink = io.BytesIO()
     pq.write_table(pa.Table.from_pylist(rows), sink)
     return sink.getvalue()
+
+
+def watching(
+    waited: Callable[[Iterable[Any]], Iterator[Any]], interrupted: threading.Event
+) -> Callable[[Iterable[Any]], Iterator[Any]]:
+    """as_completed (`waited`) that sets `interrupted` when Ctrl-C (or any error) stops the
+    wait, so that the tasks a test holds at work may end then."""
+
+    def watched(tasks: Iterable[Any]) -> Iterator[Any]:
+        try:
+            yield from waited(tasks)
+        except BaseException:
+            interrupted.set()
+            raise
+
+    return watched

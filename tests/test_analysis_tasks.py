@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
+from conftest import watching
 
 import forensics.analysis.partitions
 import forensics.analysis.tasks
@@ -127,14 +128,6 @@ def test_an_interrupt_stops_the_tasks_not_yet_started(tmp_path, capsys, monkeypa
     started: list[str] = []
     lock = threading.Lock()
     interrupted = threading.Event()
-    waited = partitions.as_completed
-
-    def watched(tasks):  # type: ignore[no-untyped-def]
-        try:
-            yield from waited(tasks)
-        except BaseException:
-            interrupted.set()  # the tasks at work may end now
-            raise
 
     def slow(parts, *_args, **_kwargs):  # type: ignore[no-untyped-def]
         with lock:
@@ -144,7 +137,7 @@ def test_an_interrupt_stops_the_tasks_not_yet_started(tmp_path, capsys, monkeypa
         assert interrupted.wait(60)
         raise AssertionError("not reached: the interrupt stops the analysis first")
 
-    monkeypatch.setattr(partitions, "as_completed", watched)
+    monkeypatch.setattr(partitions, "as_completed", watching(partitions.as_completed, interrupted))
     monkeypatch.setattr(partitions, "sweep_partition", slow)
     capsys.readouterr()
     handler = signal.signal(signal.SIGINT, signal.default_int_handler)

@@ -20,6 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
+from conftest import watching
 
 import forensics.ledger.check as check
 import forensics.ledger.store as store
@@ -357,14 +358,6 @@ def test_an_interrupt_stops_the_checks_not_yet_started(tmp_path, capsys, monkeyp
     started: list[str] = []
     lock = threading.Lock()
     interrupted = threading.Event()
-    waited = store.as_completed
-
-    def watched(tasks):  # type: ignore[no-untyped-def]
-        try:
-            yield from waited(tasks)
-        except BaseException:
-            interrupted.set()  # the checks at work may end now
-            raise
 
     def slow(files, *_args):  # type: ignore[no-untyped-def]
         with lock:
@@ -374,7 +367,7 @@ def test_an_interrupt_stops_the_checks_not_yet_started(tmp_path, capsys, monkeyp
         assert interrupted.wait(60)
         raise AssertionError("not reached: the interrupt stops the ingest first")
 
-    monkeypatch.setattr(store, "as_completed", watched)
+    monkeypatch.setattr(store, "as_completed", watching(store.as_completed, interrupted))
     monkeypatch.setattr(store, "check_partition", slow)
     db = tmp_path / "x.duckdb"
     capsys.readouterr()
