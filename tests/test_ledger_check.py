@@ -27,7 +27,7 @@ import forensics.ledger.store as store
 from forensics.cli import run
 from forensics.ledger.external import LedgerFile
 from forensics.ledger.view import PartView, groups
-from tests.test_ledger_external import differences, hive_sample, query
+from tests.test_ledger_external import differences, edit_part, hive_sample, query
 from tests.test_ledger_part_facts import LOADED, RECORDED
 
 # What ingest records of each file, quarantine and warnings: both ways the same.
@@ -342,6 +342,7 @@ def test_the_checks_share_the_cores_and_the_memory_limit(tmp_path, monkeypatch) 
         return checked(files, nodes, ids, assume_utc, spill_beside, share, pool)
 
     monkeypatch.setattr(store, "check_partition", record)
+    monkeypatch.setattr(store, "CHECK_BYTES", 0)  # a check per partition
     monkeypatch.setattr(store.os, "cpu_count", lambda: 6)
     monkeypatch.setattr(store, "_local_bytes", lambda f: 1 + 99 * f.node.startswith("prefill"))
     monkeypatch.setenv("KVFORENSICS_MEMORY_LIMIT", "3GB")
@@ -368,6 +369,7 @@ def test_an_interrupt_stops_the_checks_not_yet_started(tmp_path, capsys, monkeyp
         raise AssertionError("not reached: the interrupt stops the ingest first")
 
     monkeypatch.setattr(store, "as_completed", watching(store.as_completed, interrupted))
+    monkeypatch.setattr(store, "CHECK_BYTES", 0)  # a check per partition
     monkeypatch.setattr(store, "check_partition", slow)
     db = tmp_path / "x.duckdb"
     capsys.readouterr()
@@ -381,3 +383,71 @@ def test_an_interrupt_stops_the_checks_not_yet_started(tmp_path, capsys, monkeyp
     assert "interrupted" in capsys.readouterr().err
     assert sorted(started) == ["decode-0", "decode-1"]  # the largest two; not the other two
     assert not db.exists()
+
+
+def _checked_together(monkeypatch) -> list[list[str]]:
+    """Every partition of a case in one check; the nodes of each check made, in a list."""
+    monkeypatch.setattr(store, "CHECK_WORKERS", 1)
+    monkeypatch.setattr(store, "CHECK_SHARE", 1)
+    monkeypatch.setattr(store, "CHECK_BYTES", 1 << 40)
+    made: list[list[str]] = []
+    checked = store.check_partition
+
+    def counted(files, *args):  # type: ignore[no-untyped-def]
+        made.append(sorted({f.node for f in files}))
+        return checked(files, *args)
+
+    monkeypatch.setattr(store, "check_partition", counted)
+    return made
+
+
+def test_partitions_checked_together_give_the_loaded_records(
+    case, loaded, tmp_path, monkeypatch
+) -> None:
+    """The case's four partitions in one check, their parts of one schema read in scans that
+    span nodes: the quarantine, warnings, file counts and analysis of the loaded ledger."""
+    made = _checked_together(monkeypatch)
+    analysed = tmp_path / "loaded.duckdb"
+    shutil.copy(loaded, analysed)
+    assert run(["analyze", "--db", str(analysed)]) in (0, 1)
+    db = tmp_path / "external.duckdb"
+    assert run(["ingest", str(case), "--db", str(db), "--ledger-external"]) == 1
+    assert made == [["decode-0", "decode-1", "prefill-0", "prefill-1"]]
+    assert query(db, "SELECT count(*) FROM quarantine")[0][0] > 0  # something to compare
+    assert run(["analyze", "--db", str(db)]) in (0, 1)
+    assert differences(analysed, db) == {}
+
+
+def test_a_row_in_another_folder_is_found_in_a_scan_of_several_nodes(tmp_path, monkeypatch) -> None:
+    """A row of decode-1's part naming decode-0, its part read in one scan with decode-0's:
+    checked against its own part's folder, and only it is quarantined."""
+    made = _checked_together(monkeypatch)
+    case = hive_sample(tmp_path)
+    part = next((case / "kv_events" / "node=decode-1").glob("*.parquet"))
+    edit_part(part, 3, "node", "decode-0")
+    db = tmp_path / "case.duckdb"
+    assert run(["ingest", str(case), "--db", str(db), "--ledger-external"]) == 1
+    assert len(made) == 1
+    [(file, row, value, reason)] = query(db, 'SELECT file, "row", "value", reason FROM quarantine')
+    assert (file.split("/")[-2], row, value) == ("node=decode-1", 4, "decode-0")
+    assert reason.startswith("row is in folder node=decode-1 but names node decode-0")
+
+
+def test_checks_take_runs_of_small_partitions_in_partition_order(monkeypatch) -> None:
+    sizes = {"a": 10, "b": 20, "c": 500, "d": 5, "e": 5, "f": 600}
+    monkeypatch.setattr(store, "_local_bytes", lambda f: sizes[f.node])
+    parts = [[LedgerFile(f"/{n}/p", f"{n}/p", n, i)] for i, n in enumerate(sizes)]
+    # 1,140 bytes over one worker: at most 1,140 // 4 = 285 bytes a check
+    got = [[f.node for f in g] for g in store.checked_together(parts, workers=1)]
+    assert got == [["a", "b"], ["c"], ["d", "e"], ["f"]]
+    monkeypatch.setattr(store, "CHECK_NODES", 1)
+    assert len(store.checked_together(parts, workers=1)) == 6
+
+
+def test_a_scan_spans_nodes_only_where_the_parts_have_a_node_column() -> None:
+    files = [LedgerFile(f"/{n}/p", f"{n}/p", n, i) for i, n in enumerate("aab")]
+    rows = {f.url: 10 for f in files}
+    with_node = {f.rel: {"node": "VARCHAR", "ts": "TIMESTAMP"} for f in files}
+    without = {f.rel: {"ts": "TIMESTAMP"} for f in files}
+    assert [len(b) for b in check.batches(files, with_node, rows)] == [3]
+    assert [len(b) for b in check.batches(files, without, rows)] == [2, 1]

@@ -31,7 +31,17 @@ from forensics.ledger.external import (
     sha256_of,
 )
 from forensics.scratch import ScratchDatabases, scratch_connection
-from forensics.sql import literals, nested, registered, run, run_script, sql, template
+from forensics.sql import (
+    Fragment,
+    literal,
+    literals,
+    nested,
+    registered,
+    run,
+    run_script,
+    sql,
+    template,
+)
 
 BATCH_ROWS = 1 << 20  # rows read in one scan, at most (a larger part is read alone)
 BATCH_PARTS = 1 << 12  # parts read in one scan, at most
@@ -112,9 +122,14 @@ def check_partition(
                 sha, size = digest.result()
                 counts.append(FileCounts(f.rel, "kv_events", sha, size, read, read - bad, bad))
         facts = pa.concat_tables([b.facts for b in checks])
-        with_seq = sum(facts.column("with_seq").to_pylist())
         warnings = [b.warnings for b in checks]
-        warnings.append(_partial_seq(con, files[0].node, counts, with_seq))
+        node_of = {f.rel: f.node for f in files}
+        rels, seqs = facts.column("rel").to_pylist(), facts.column("with_seq").to_pylist()
+        seq_of = dict(zip(rels, seqs, strict=True))
+        for node in sorted(set(node_of.values())):  # each partition's, as a loaded ledger's
+            mine = [c for c in counts if node_of[c.path] == node]
+            with_seq = sum(seq_of.get(c.path, 0) for c in mine)
+            warnings.append(_partial_seq(con, node, mine, with_seq))
     return PartitionCheck(
         counts,
         pa.concat_tables([b.quarantine for b in checks]),
@@ -138,6 +153,7 @@ def batches(
             batch is None
             or f.rank != batch[-1].rank + 1
             or schemas[f.rel] != schemas[batch[0].rel]
+            or (f.node != batch[0].node and "node" not in schemas[f.rel])
             or held + rows[f.url] > BATCH_ROWS
             or len(batch) >= BATCH_PARTS
         ):
@@ -207,8 +223,12 @@ def _read_batch(
         paths=literals(f.url for f in batch),
         rank=template(str(int(batch[0].rank))),
     )
-    checks = template(sql("ledger/check_part"), checks=nested("ingest/validate_kv_events"))
-    bound = {"assume_utc": assume_utc, "file_rank": 0, "ops": list(OPS), "node": node}
+    checks = template(
+        sql("ledger/check_part"),
+        checks=nested("ingest/validate_kv_events"),
+        folder=_folder_node(batch),
+    )
+    bound = {"assume_utc": assume_utc, "file_rank": 0, "ops": list(OPS)}
     run_script(con, checks, bound)
     parts = columns_table({"rank": [f.rank for f in batch], "rel": [f.rel for f in batch]}, _PARTS)
     with registered(con, {"_parts": parts}):
@@ -221,6 +241,20 @@ def _read_batch(
             for q in ("ledger/quarantine_rows", "ledger/unknown_requests", "ledger/part_facts")
         ]
     return BatchCheck(counts, *tables)
+
+
+def _folder_node(batch: list[LedgerFile]) -> Fragment:
+    """The node of a row's folder in the check (queries/ledger/check_part.sql): the batch's
+    node, or, for a batch of several nodes' parts (which all have a node column), the node of
+    the row's part, by its rank (input_order // 2^40) in the batch's ranks, which run on."""
+    nodes = [f.node for f in batch]
+    if len(set(nodes)) == 1:
+        return literal(nodes[0])
+    return template(
+        "{nodes}[(input_order // 1099511627776 - {rank})::BIGINT + 1]",
+        nodes=literals(nodes),
+        rank=template(str(int(batch[0].rank))),
+    )
 
 
 def _partial_seq(

@@ -2,7 +2,9 @@
 -- queries/ingest/validate_kv_events.sql, run with a file_rank of 0, so that its input_order is
 -- the row's event key (part rank * 2^40 + row); on top of its checks, a part in folder
 -- node=NAME holds the events of node NAME only (the analysis reads each partition alone, so a
--- row of another node there would be missed): such a row is quarantined.
+-- row of another node there would be missed): such a row is quarantined. {folder}: the row's
+-- folder's node, a literal when the parts read are one node's, else looked up by the row's part
+-- (small partitions are checked together: forensics.ledger.check).
 -- The read is grouped so that it gives three things at once, per part (part_rank). Each row
 -- that is quarantined is a group of its own, with why (src_row: its row in its part); the kept
 -- rows whose request is not in the request log make a group per request (unknown_request),
@@ -23,8 +25,8 @@ SELECT event_key // 1099511627776 AS part_rank,
 FROM (
     SELECT input_order AS event_key, request_id, request_known, seq, slot_start, slot_count,
            op, ts,
-           CASE WHEN q IS NULL AND node <> $node
-               THEN kvf_bad('node', node, 'row is in folder node=' || $node || ' but names node '
+           CASE WHEN q IS NULL AND node <> {folder}
+               THEN kvf_bad('node', node, 'row is in folder node=' || {folder} || ' but names node '
                             || node || ', move it to the folder of its node')
                ELSE q
            END AS q
