@@ -19,7 +19,6 @@ from forensics.cli.params import (
 )
 from forensics.cli.progress import progress_reporter
 from forensics.cli.summary import print_investigation
-from forensics.investigate import investigate as run_investigation
 from forensics.options import InvestigateOptions
 
 
@@ -53,6 +52,8 @@ def investigate(
         command=command_line(),
     )
     with progress_reporter(console, "investigate") as progress:
+        from forensics.investigate import investigate as run_investigation  # the stages
+
         result = run_investigation(case_dir, out, options, progress=progress)
     if json_out:
         emit_json(result.to_json())

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.console import Console
 
 from forensics.ingest.report import print_ingest_summary
-from forensics.investigate import InvestigateResult
+
+if TYPE_CHECKING:  # the stages, numba among them, load when a command runs them
+    from forensics.investigate import InvestigateResult
 
 
 def print_investigation(console: Console, result: InvestigateResult) -> None:
