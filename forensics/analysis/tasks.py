@@ -12,6 +12,7 @@ import pyarrow as pa
 
 from forensics.arrow import as_numpy
 from forensics.dbopen import thread_share
+from forensics.ledger.external import runs_together
 from forensics.ledger.store import part_views_of
 from forensics.ledger.view import PartView
 from forensics.sql import sql
@@ -83,21 +84,11 @@ TASK_SHARE = 4  # a task holds at most 1 / TASK_SHARE of a worker's share of the
 def grouped(
     args: list[TaskArgs], rows: list[int], workers: int
 ) -> tuple[list[TaskArgs], list[int]]:
-    """The partitions' tasks with runs of small partitions merged, in partition order. A task
-    holds at most 1 / TASK_SHARE of each worker's share of the events, so that the workers stay
-    busy to the end."""
-    cap = min(TASK_ROWS, max(1, sum(rows) // (TASK_SHARE * max(1, workers))))
-    out: list[TaskArgs] = []
-    out_rows: list[int] = []
-    run: list[int] = []
-    for i, n in enumerate(rows + [cap + 1]):  # a last one larger than any run: it ends the run
-        if run and (sum(rows[j] for j in run) + n > cap or len(run) >= TASK_NODES):
-            out.append(_merged([args[j] for j in run]))
-            out_rows.append(sum(rows[j] for j in run))
-            run = []
-        if i < len(rows):
-            run.append(i)
-    return out, out_rows
+    """The partitions' tasks with runs of small partitions merged, in partition order
+    (forensics.ledger.external.runs_together)."""
+    runs = runs_together(rows, TASK_ROWS, TASK_SHARE, workers, TASK_NODES)
+    merged = [_merged([args[i] for i in run]) for run in runs]
+    return merged, [sum(rows[i] for i in run) for run in runs]
 
 
 def _merged(tasks: list[TaskArgs]) -> TaskArgs:

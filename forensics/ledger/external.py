@@ -298,6 +298,26 @@ def projection(found: Iterable[str], node: str | None) -> Fragment:
     return join(out)
 
 
+def runs_together(
+    sizes: list[int], limit: int, share: int, workers: int, most: int
+) -> list[list[int]]:
+    """Indexes of partitions (by their sizes, in partition order) in runs to be worked on
+    together: consecutive partitions while the run holds at most `limit`, and at most 1 / share
+    of each worker's share of the whole, and at most `most` partitions; a larger partition is a
+    run of its own. Small partitions checked or swept together pay a task's fixed cost once."""
+    cap = min(limit, max(1, sum(sizes) // (share * max(1, workers))))
+    out: list[list[int]] = []
+    held = 0
+    for i, size in enumerate(sizes):
+        if out and len(out[-1]) < most and held + size <= cap:
+            out[-1].append(i)
+            held += size
+        else:
+            out.append([i])
+            held = size
+    return out
+
+
 def check_digests(
     digests: list[tuple[LedgerFile, Future[tuple[str, int]]]],
     recorded: dict[str, tuple[str, int]],

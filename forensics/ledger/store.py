@@ -35,6 +35,7 @@ from forensics.ledger.external import (
     list_files,
     register_filesystems,
     resolve,
+    runs_together,
 )
 from forensics.ledger.tasks import check_on_ray
 from forensics.ledger.view import PartView, part_views, view_sql
@@ -177,17 +178,8 @@ def checked_together(groups: list[list[LedgerFile]], workers: int) -> list[list[
     partition alone, runs of small ones together. Parts at a URL count as small (their size is
     not known without asking the store)."""
     sizes = [sum(map(_local_bytes, g)) for g in groups]
-    cap = min(CHECK_BYTES, max(1, sum(sizes) // (CHECK_SHARE * max(1, workers))))
-    out: list[list[LedgerFile]] = []
-    held = nodes = 0
-    for group, size in zip(groups, sizes, strict=True):
-        if out and nodes < CHECK_NODES and held + size <= cap:
-            out[-1] = out[-1] + group
-            held, nodes = held + size, nodes + 1
-        else:
-            out.append(list(group))
-            held, nodes = size, 1
-    return out
+    runs = runs_together(sizes, CHECK_BYTES, CHECK_SHARE, workers, CHECK_NODES)
+    return [[f for i in run for f in groups[i]] for run in runs]
 
 
 def _local_bytes(f: LedgerFile) -> int:
