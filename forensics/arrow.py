@@ -37,6 +37,16 @@ def as_numpy(column: pa.Array) -> np.ndarray:
     return column.to_numpy(zero_copy_only=False)
 
 
+def whole_numpy(column: pa.ChunkedArray) -> np.ndarray:
+    """A table's column as one numpy array (as_numpy of each chunk, joined). Not through
+    ChunkedArray.combine_chunks, which imports pandas on a column of no chunks: the result of a
+    query that found no rows."""
+    parts = [as_numpy(chunk) for chunk in column.chunks]
+    if not parts:
+        return np.empty(0, np.dtype(column.type.to_pandas_dtype()))
+    return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+
 def from_numpy(values: np.ndarray) -> pa.Array:
     """A 1-D signed integer array as an Arrow array without nulls (copied when strided)."""
     if values.ndim != 1 or values.dtype.kind != "i":

@@ -18,7 +18,15 @@ import pytest
 from conftest import REPO
 
 import forensics.arrow
-from forensics.arrow import as_numpy, column_of, columns_table, from_numpy, repeated, table_of
+from forensics.arrow import (
+    as_numpy,
+    column_of,
+    columns_table,
+    from_numpy,
+    repeated,
+    table_of,
+    whole_numpy,
+)
 from tests.test_ledger_external import hive_sample
 
 SAMPLE = REPO / "data_samples" / "incident"
@@ -45,6 +53,15 @@ def test_each_column_of_a_two_dimensional_array_becomes_its_own_values() -> None
         assert column.type == pa.int64()
         assert column.to_pylist() == [int(v) for v in rows[:, i]]
     assert from_numpy(np.array([1, -2], np.int32)).type == pa.int32()
+
+
+@pytest.mark.parametrize("chunks", [0, 1, 3])
+def test_a_table_column_is_its_chunks_values_in_order(chunks: int) -> None:
+    values = [np.arange(i * 10, i * 10 + i + 2, dtype=np.int32) for i in range(chunks)]
+    column = pa.chunked_array([from_numpy(v) for v in values], type=pa.int32())
+    got = whole_numpy(column)
+    assert got.dtype == np.int32
+    assert got.tolist() == [int(x) for v in values for x in v]
 
 
 def test_only_integer_vectors_are_taken() -> None:
@@ -216,9 +233,12 @@ def in_fresh_process(statements: str) -> tuple[int, str]:
 
 
 @WITHOUT_PANDAS
-def test_the_analysis_runs_without_loading_pandas(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize("external", [False, True], ids=["loaded", "external"])
+def test_the_analysis_runs_without_loading_pandas(tmp_path: Path, cli, external: bool) -> None:  # type: ignore[no-untyped-def]
     db = tmp_path / "case.duckdb"
-    code, _, err = cli("ingest", SAMPLE, "--db", db)
+    case = hive_sample(tmp_path) if external else SAMPLE
+    more = ["--ledger-external"] if external else []
+    code, _, err = cli("ingest", case, "--db", db, *more)
     assert code == 0, err
     runs, modules = in_fresh_process(
         "from forensics.db import connect\n"

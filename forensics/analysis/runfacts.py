@@ -32,7 +32,7 @@ import pyarrow as pa
 from numba import njit
 
 import forensics.analysis.jitcache  # noqa: F401  (a stale compiled-code cache is recompiled)
-from forensics.arrow import as_numpy, from_numpy, repeated
+from forensics.arrow import from_numpy, repeated, whole_numpy
 from forensics.sql import ident, sql, template
 
 PROMPT, GENERATED, BY_POSITION = 0, 1, 2  # source codes of queries/analysis/exposure_events.sql
@@ -181,7 +181,7 @@ def event_facts(
             "are missing from the ledger, or lack a time stamp or position: the case database "
             "changed during the analysis"
         )
-    cols = {name: as_numpy(got.column(name).combine_chunks()) for name in got.column_names}
+    cols = {name: whole_numpy(got.column(name)) for name in got.column_names}
     at = np.argsort(keys, kind="stable")  # the keys' rows in key order
     by_key = np.argsort(cols["event_key"], kind="stable")
     place = np.empty(len(keys), np.int64)

@@ -10,7 +10,7 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
-from forensics.arrow import as_numpy
+from forensics.arrow import whole_numpy
 from forensics.dbopen import thread_share
 from forensics.ledger.external import runs_together
 from forensics.ledger.store import part_views_of
@@ -120,7 +120,7 @@ def _by_partition(
     """The rows of query `name`, in partition order with the partition's index first, as one
     table per partition (without that column)."""
     rows = con.sql(sql(name), params=params).to_arrow_table()
-    index = as_numpy(rows.column("partition").combine_chunks())
+    index = whole_numpy(rows.column("partition"))
     rows = rows.drop_columns(["partition"])
     bounds = np.searchsorted(index, np.arange(partitions + 1), side="left")
     return [rows.slice(lo, hi - lo) for lo, hi in zip(bounds[:-1], bounds[1:], strict=True)]
