@@ -1,4 +1,4 @@
-"""Text timestamps: the macros ingest and the external ledger's view type them with
+"""Text timestamps, and text trimmed: the macros ingest and the external ledger's view type them with
 (queries/schema/macros.sql) give, for every text, what the rules as first written give
 (tests/data/timestamps_reference.sql: one pattern per rule, every value trimmed). The macros
 try their patterns only where cheap tests leave a doubt, so the texts here are built to sit on
@@ -171,6 +171,13 @@ def test_text_is_typed_as_the_rules_type_it(con, assume_utc: bool) -> None:  # t
 
 def test_kept_text_is_typed_as_the_rules_type_it(con) -> None:  # type: ignore[no-untyped-def]
     assert differing(con, "kvf_ts_kept(x)", "ref_ts_kept(x)") == []
+
+
+def test_text_is_trimmed_as_trim_trims_it(con) -> None:  # type: ignore[no-untyped-def]
+    """kvf_trimmed (and kvf_str, which every text column of every input goes through) calls
+    trim only where it could remove something."""
+    assert differing(con, "kvf_trimmed(x)", "trim(x)") == []
+    assert differing(con, "kvf_str(x)", "nullif(trim(x), '')") == []
 
 
 def test_the_texts_reach_every_rule(con) -> None:  # type: ignore[no-untyped-def]

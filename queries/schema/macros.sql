@@ -129,7 +129,7 @@ CREATE OR REPLACE TEMP MACRO kvf_bad(col, val, why) AS
     struct_pack("column" := col::VARCHAR, "value" := val::VARCHAR, reason := why::VARCHAR);
 
 -- Text with surrounding blanks removed; NULL when empty. Accepts typed values (ids as integers).
-CREATE OR REPLACE TEMP MACRO kvf_str(x) AS nullif(trim(x::VARCHAR), '');
+CREATE OR REPLACE TEMP MACRO kvf_str(x) AS nullif(kvf_trimmed(x), '');
 
 -- A text cell made safe for CSV files that a spreadsheet opens: a value that would run as a
 -- formula (first character after any leading spaces is =, +, -, @, TAB or CR) gets a leading
