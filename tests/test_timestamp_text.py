@@ -1,9 +1,9 @@
-"""Text timestamps, and text trimmed: the macros ingest and the external ledger's view type them with
-(queries/schema/macros.sql) give, for every text, what the rules as first written give
-(tests/data/timestamps_reference.sql: one pattern per rule, every value trimmed). The macros
-try their patterns only where cheap tests leave a doubt, so the texts here are built to sit on
-every edge of those tests: offsets of every form and size, spaces and other blanks around the
-value, integers, instants out of range, and random mutations of all of them."""
+"""Text timestamps, and text trimmed: the macros ingest and the external ledger's view type
+them with (queries/schema/macros.sql) give, for every text, what the rules as first written
+give (tests/data/timestamps_reference.sql: one pattern per rule, every value trimmed). The
+macros try their patterns only where cheap tests leave a doubt, so the texts here are built to
+sit on every edge of those tests: offsets of every form and size, spaces and other blanks
+around the value, integers, instants out of range, and random mutations of all of them."""
 
 from __future__ import annotations
 
