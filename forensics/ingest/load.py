@@ -16,6 +16,7 @@ from forensics import __version__
 from forensics.db import BOOKKEEPING_TABLES, INPUT_TABLES, connect, derived_tables
 from forensics.errors import InputError
 from forensics.hashing import sha256_file
+from forensics.ingest.batched import batches, load_batch
 from forensics.ingest.chunks import jsonl_parts
 from forensics.ingest.contract import OPS, TABLES, TableContract
 from forensics.ingest.discover import (
@@ -209,10 +210,18 @@ def _load_tables(
     done = 0
     for table in TABLES:
         files = [f for f in discovery.files if f.table == table.name]
-        for f in files:
-            progress(f.rel, done, len(discovery.files))
-            counts[f.rel] = _load_file(con, f, table, (hashes[f.rel], rank[f.rel]), params, workdir)
-            done += 1
+        for batch in batches(con, files, table, rank):  # small ledger parts several at once
+            progress(batch.files[0].rel, done, len(discovery.files))
+            if batch.projection is None:
+                (f,) = batch.files
+                identity = (hashes[f.rel], rank[f.rel])
+                counts[f.rel] = _load_file(con, f, table, identity, params, workdir)
+            else:
+                loaded = load_batch(
+                    con, batch, table, lambda f: (hashes[f.rel], rank[f.rel]), params
+                )
+                counts.update((c.path, c) for c in loaded)
+            done += len(batch.files)
         if table.key and files:
             _dedupe(con, table, counts)
         if table.name == "nodes":

@@ -121,20 +121,30 @@ def stage_parquet(
     if f.compression is not None:
         path = workdir / f"{abs(hash(f.rel))}.parquet"
         decompress_to(f, path)
+    projection = parquet_projection(f, table, parquet_types(con, f, path))
+    run(con, "ingest/stage_parquet_rows", projection=projection, path=literal(str(path)))
+    return None
+
+
+def parquet_types(con: duckdb.DuckDBPyConnection, f: InputFile, path: Path) -> dict[str, str]:
+    """The Parquet file's columns and their types (path: the file, or its unpacked copy)."""
     try:
         described = con.execute(sql("ingest/describe_parquet"), {"path": str(path)})
-        types = {r[0]: r[1] for r in described.fetchall()}
+        return {r[0]: r[1] for r in described.fetchall()}
     except duckdb.Error as exc:
         raise InputError(
             f"cannot read this Parquet file: {first_line(exc)}",
             path=f.rel,
             fix="check that the file is complete Parquet",
         ) from exc
+
+
+def parquet_projection(f: InputFile, table: TableContract, types: dict[str, str]) -> Fragment:
+    """The staged columns of a Parquet file of these columns and types, once the contract's
+    checks of them pass (InputError naming the file otherwise)."""
     _check_columns(f, table, list(types))
     _check_scalar_types(f, table, types)
-    projection = join(_column(ident(c) if c in types else _NULL, c) for c in table.names)
-    run(con, "ingest/stage_parquet_rows", projection=projection, path=literal(str(path)))
-    return None
+    return join(_column(ident(c) if c in types else _NULL, c) for c in table.names)
 
 
 def _check_scalar_types(f: InputFile, table: TableContract, types: dict[str, str]) -> None:

@@ -1,0 +1,170 @@
+"""Small Parquet parts of the ledger loaded several to a statement (forensics.ingest.batched)
+give the tables a load of one part at a time gives: every event with its own part's name, row
+and input order, every quarantined row under its own part, and each part's own counts. The
+oracle is the load of one file at a time (batching switched off), on a case whose ledger is
+cut into many small parts: bad rows in several parts of one batch, a part of another schema
+between two runs, a compressed part and a large one (both loaded alone)."""
+
+from __future__ import annotations
+
+import gzip
+import shutil
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from conftest import REPO
+
+import forensics.ingest.batched as batched
+from forensics.errors import InputError
+from forensics.ingest.load import ingest_case
+
+SAMPLE = REPO / "data_samples" / "incident"
+SIZES = (50, 300, 700, 1_100, 2_000)  # rows per small part, in turn
+
+
+def many_parts(root: Path) -> Path:
+    """The sample with each node's ledger cut into small parts (sizes from SIZES in turn; the
+    last decode-1 rows a part of its own, large enough to be loaded alone)."""
+    case = root / "case"
+    shutil.copytree(SAMPLE, case, ignore=shutil.ignore_patterns("kv_events"))
+    out = case / "kv_events"
+    out.mkdir()
+    for part in sorted((SAMPLE / "kv_events").glob("*.parquet")):
+        table = pq.read_table(part)
+        node = part.name.split("-part-")[0]
+        start, i = 0, 0
+        while start < table.num_rows:
+            n = SIZES[i % len(SIZES)]
+            if node == "decode-1" and table.num_rows - start > 30_000:
+                n = table.num_rows - start  # one large part at the end
+            piece = table.slice(start, n)
+            if node == "decode-0" and i in (3, 4, 6):
+                piece = _spoiled(piece, i)  # bad rows in three parts of one run
+            if node == "decode-0" and i == 9:
+                piece = piece.drop_columns(["content_hash"])  # another schema
+            path = out / f"{node}-part-{i:05d}.parquet"
+            pq.write_table(piece, path)
+            if node == "prefill-0" and i == 1:
+                with path.open("rb") as src, gzip.open(f"{path}.gz", "wb") as dst:
+                    shutil.copyfileobj(src, dst)
+                path.unlink()
+            start, i = start + n, i + 1
+    return case
+
+
+def _spoiled(piece: pa.Table, i: int) -> pa.Table:
+    """Rows the checks quarantine: a negative slot_start, an unknown op."""
+    starts = piece["slot_start"].to_pylist()
+    starts[1] = -5
+    ops = piece["op"].to_pylist()
+    ops[min(i, len(ops) - 1)] = "steal"
+    piece = piece.set_column(
+        piece.schema.get_field_index("slot_start"), "slot_start", pa.array(starts, pa.int64())
+    )
+    return piece.set_column(piece.schema.get_field_index("op"), "op", pa.array(ops, pa.string()))
+
+
+TABLES = ("kv_events", "quarantine", "ingest_warnings", "input_files")
+
+
+def rows_of(db: Path) -> dict[str, list[tuple[Any, ...]]]:
+    """Each table's rows in their stored order, the events in input order (a load of several
+    threads may store a file's rows a little out of order; the columns that name when it was
+    loaded left out)."""
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        out = {}
+        for t in TABLES:
+            cols = [
+                c
+                for (c,) in con.execute(
+                    "SELECT column_name FROM duckdb_columns() WHERE table_name = ? AND "
+                    "schema_name = 'main' AND column_name NOT LIKE '%_at' ORDER BY column_index",
+                    [t],
+                ).fetchall()
+            ]
+            select = ", ".join(f'"{c}"' for c in cols)
+            order = "input_order" if t == "kv_events" else "rowid"  # events: by their key
+            out[t] = con.execute(f'SELECT {select} FROM "{t}" ORDER BY {order}').fetchall()
+        return out
+    finally:
+        con.close()
+
+
+@pytest.fixture(scope="module")
+def both(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, list[int]]:
+    root = tmp_path_factory.mktemp("batched")
+    case = many_parts(root)
+    alone, together = root / "alone.duckdb", root / "together.duckdb"
+    sizes: list[int] = []
+    real = batched.load_batch
+
+    def spy(con, batch, *args, **kwargs):  # type: ignore[no-untyped-def]
+        sizes.append(len(batch.files))
+        return real(con, batch, *args, **kwargs)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(batched, "BATCHED_TABLES", frozenset())
+        ingest_case(case, alone)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(batched, "BATCH_FILES", 7)  # several batches to a node
+        mp.setattr("forensics.ingest.load.load_batch", spy)
+        ingest_case(case, together)
+    return alone, together, sizes
+
+
+def test_parts_loaded_together_give_the_tables_of_parts_loaded_alone(both) -> None:  # type: ignore[no-untyped-def]
+    alone, together, sizes = both
+    assert len(sizes) >= 6 and max(sizes) == 7  # batching took place
+    a, b = rows_of(alone), rows_of(together)
+    for t in TABLES:
+        assert a[t] == b[t], t
+    assert len(a["kv_events"]) > 100_000
+    assert len(a["quarantine"]) == 6  # two bad rows in each of three parts of a batch
+
+
+def test_each_part_keeps_its_own_counts(both) -> None:  # type: ignore[no-untyped-def]
+    _, together, _ = both
+    con = duckdb.connect(str(together), read_only=True)
+    try:
+        counts = con.execute(
+            "SELECT path, rows_read, rows_loaded, rows_quarantined FROM input_files "
+            "WHERE path LIKE 'kv_events/decode-0-part-0000%' ORDER BY path"
+        ).fetchall()
+        per_file = dict(
+            con.execute(
+                "SELECT src_file, count(*) FROM kv_events "
+                "WHERE src_file LIKE 'kv_events/decode-0%' GROUP BY src_file"
+            ).fetchall()
+        )
+    finally:
+        con.close()
+    spoiled = {f"kv_events/decode-0-part-{i:05d}.parquet" for i in (3, 4, 6)}
+    for path, read, loaded, quarantined in counts:
+        assert read == SIZES[int(path[-13:-8]) % len(SIZES)]
+        assert (quarantined, loaded) == ((2, read - 2) if path in spoiled else (0, read))
+        assert per_file[path] == loaded
+
+
+def test_a_damaged_part_in_a_batch_is_named(tmp_path: Path) -> None:
+    """A part whose footer reads but whose pages do not fails the batch's load, and is named
+    as a part loaded alone is named."""
+    case = many_parts(tmp_path)
+    victim = case / "kv_events" / "decode-0-part-00007.parquet"
+    table = pq.read_table(victim)
+    pq.write_table(table, victim, compression="zstd")
+    data = bytearray(victim.read_bytes())
+    for at in range(200, len(data) // 2):  # the column chunks, not the footer
+        data[at] = 0x5A
+    victim.write_bytes(bytes(data))
+    assert pq.read_metadata(victim).num_rows == table.num_rows  # the footer still reads
+    db = tmp_path / "case.duckdb"
+    with pytest.raises(InputError) as raised:
+        ingest_case(case, db)
+    assert raised.value.path == "kv_events/decode-0-part-00007.parquet"
+    assert "cannot read this Parquet file" in str(raised.value)
+    assert not db.exists()  # the failed first ingest leaves no database
