@@ -3,6 +3,8 @@ messages and exit codes (see forensics.cli)."""
 
 from __future__ import annotations
 
+import duckdb
+
 
 class KvfError(Exception):
     """Base class: a failure the user can act on. The message says what to do next."""
@@ -69,3 +71,15 @@ def first_line(exc: BaseException) -> str:
     """An error's first line (DuckDB appends the statement it ran, which names no user input)."""
     text = str(exc)
     return text.splitlines()[0] if text else type(exc).__name__
+
+
+def interrupted(exc: BaseException) -> bool:
+    """Whether exc is Ctrl-C: Python's own, or DuckDB's when the signal came while a statement
+    ran (DuckDB stops the statement and raises an error of its own: an InterruptException, or in
+    some releases a plain RuntimeError saying the query was interrupted)."""
+    if isinstance(exc, KeyboardInterrupt):
+        return True
+    interrupt = getattr(duckdb, "InterruptException", None)
+    if interrupt is not None and isinstance(exc, interrupt):
+        return True
+    return type(exc) is RuntimeError and str(exc) == "Query interrupted"

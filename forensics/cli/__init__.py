@@ -27,7 +27,7 @@ from forensics.cli import (  # noqa: F401  (each module registers its commands)
 )
 from forensics.cli.app import app, command, console, set_command_args
 from forensics.cli.ray_option import optional_values
-from forensics.errors import KvfError, first_line
+from forensics.errors import KvfError, first_line, interrupted
 
 __all__ = ["app", "main", "run"]
 
@@ -57,7 +57,10 @@ def run(argv: list[str] | None = None) -> int:
             "this machine"
         )
         return 2
-    except Exception:  # the last boundary: never a bare traceback without an exit code
+    except Exception as exc:  # the last boundary: never a bare traceback without an exit code
+        if interrupted(exc):  # Ctrl-C while a DuckDB statement ran
+            console.print("interrupted; nothing was changed by the step in progress")
+            return 2
         console.print("[bold red]internal error[/] (please report it with this traceback):")
         console.print(traceback.format_exc(), markup=False)
         return 2

@@ -1,0 +1,57 @@
+"""Ctrl-C while a DuckDB statement runs: DuckDB stops the statement and raises an error of its
+own (an InterruptException, or, for a SIGINT in this release, a RuntimeError saying the query
+was interrupted), which the command line reports as an interrupt, not as an internal error to
+report. A real statement of an ingest, stopped by DuckDB's own interrupt."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import duckdb
+import pytest
+from conftest import REPO
+
+import forensics.ingest.load as load
+from forensics.cli import run
+from forensics.errors import interrupted
+
+SAMPLE = REPO / "data_samples" / "incident"
+LONG = "SELECT count(*) FROM range(1000000000000) t(x) WHERE x % 7 = 3"
+
+
+def test_a_statement_stopped_by_an_interrupt_is_reported_as_one(
+    tmp_path: Path, capsys, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    ran: list[str] = []
+
+    def long_load(con, f, *_args, **_kwargs):  # type: ignore[no-untyped-def]
+        ran.append(f.rel)
+        threading.Timer(0.3, con.interrupt).start()
+        con.execute(LONG).fetchall()  # stopped by the interrupt
+        raise AssertionError("not reached: the interrupt stops the statement")
+
+    monkeypatch.setattr(load, "_load_file", long_load)
+    db = tmp_path / "case.duckdb"
+    capsys.readouterr()
+    assert run(["ingest", str(SAMPLE), "--db", str(db)]) == 2
+    err = capsys.readouterr().err
+    assert len(ran) == 1
+    assert "interrupted; nothing was changed" in err
+    assert "internal error" not in err
+    assert not db.exists()  # a first ingest that did not finish leaves no database
+
+
+@pytest.mark.parametrize(
+    ("exc", "expected"),
+    [
+        (KeyboardInterrupt(), True),
+        (duckdb.InterruptException("INTERRUPT Error: Interrupted!"), True),
+        (RuntimeError("Query interrupted"), True),  # DuckDB's, for a SIGINT in a statement
+        (RuntimeError("Query interrupted by a bug"), False),
+        (ValueError("Query interrupted"), False),
+        (duckdb.IOException("No magic bytes"), False),
+    ],
+)
+def test_what_counts_as_an_interrupt(exc: BaseException, expected: bool) -> None:
+    assert interrupted(exc) is expected
