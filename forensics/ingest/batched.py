@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import duckdb
 
 from forensics.dbopen import open_database
-from forensics.errors import InputError
+from forensics.errors import InputError, interrupted
 from forensics.ingest.contract import OPS, TableContract
 from forensics.ingest.discover import InputFile
 from forensics.ingest.readers import parquet_projection, parquet_types
@@ -147,7 +147,7 @@ def load_batch(
             ).fetchall()
             quarantined = {str(name): int(n) for name, n in per_file}
     except duckdb.Error as exc:
-        damaged = _damaged(batch)
+        damaged = None if interrupted(exc) else _damaged(batch)
         if damaged is None:
             raise
         raise damaged from exc

@@ -14,7 +14,7 @@ import duckdb
 
 from forensics import __version__
 from forensics.db import BOOKKEEPING_TABLES, INPUT_TABLES, connect, derived_tables
-from forensics.errors import InputError
+from forensics.errors import InputError, interrupted
 from forensics.hashing import sha256_file
 from forensics.ingest.batched import batches, load_batch
 from forensics.ingest.chunks import jsonl_parts
@@ -274,7 +274,7 @@ def _load_file(
         try:
             counts = _load_part(con, part, table, rank, params, workdir, lines_before)
         except duckdb.Error as exc:
-            if f.fmt != "parquet":
+            if f.fmt != "parquet" or interrupted(exc):
                 raise
             # Parquet pages are read as the rows are checked: damage shows only then
             raise InputError(
