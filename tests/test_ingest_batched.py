@@ -24,6 +24,8 @@ from forensics.ingest.load import ingest_case
 
 SAMPLE = REPO / "data_samples" / "incident"
 SIZES = (50, 300, 700, 1_100, 2_000)  # rows per small part, in turn
+LARGE = 30_000  # decode-1's last rows at most, a part of their own
+SMALL = 20_000  # SMALL_ROWS in these tests: that part is loaded alone
 
 
 def many_parts(root: Path) -> Path:
@@ -39,7 +41,7 @@ def many_parts(root: Path) -> Path:
         start, i = 0, 0
         while start < table.num_rows:
             n = SIZES[i % len(SIZES)]
-            if node == "decode-1" and table.num_rows - start > 30_000:
+            if node == "decode-1" and table.num_rows - start <= LARGE:
                 n = table.num_rows - start  # one large part at the end
             piece = table.slice(start, n)
             if node == "decode-0" and i in (3, 4, 6):
@@ -96,15 +98,15 @@ def rows_of(db: Path) -> dict[str, list[tuple[Any, ...]]]:
 
 
 @pytest.fixture(scope="module")
-def both(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, list[int]]:
+def both(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, list[list[str]]]:
     root = tmp_path_factory.mktemp("batched")
     case = many_parts(root)
     alone, together = root / "alone.duckdb", root / "together.duckdb"
-    sizes: list[int] = []
+    together_parts: list[list[str]] = []
     real = batched.load_batch
 
     def spy(con, batch, *args, **kwargs):  # type: ignore[no-untyped-def]
-        sizes.append(len(batch.files))
+        together_parts.append([f.rel.split("/")[-1] for f in batch.files])
         return real(con, batch, *args, **kwargs)
 
     with pytest.MonkeyPatch.context() as mp:
@@ -112,14 +114,24 @@ def both(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, list[int
         ingest_case(case, alone)
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(batched, "BATCH_FILES", 7)  # several batches to a node
+        mp.setattr(batched, "SMALL_ROWS", SMALL)  # so that decode-1's last part is loaded alone
         mp.setattr("forensics.ingest.load.load_batch", spy)
         ingest_case(case, together)
-    return alone, together, sizes
+    return alone, together, together_parts
 
 
 def test_parts_loaded_together_give_the_tables_of_parts_loaded_alone(both) -> None:  # type: ignore[no-untyped-def]
-    alone, together, sizes = both
-    assert len(sizes) >= 6 and max(sizes) == 7  # batching took place
+    alone, together, batches = both
+    assert len(batches) >= 10 and max(map(len, batches)) == 7  # batching took place
+    batched_parts = {name for b in batches for name in b}
+    for alone_part in (  # the large part, the compressed one, the one of another schema
+        "decode-1-part-00025.parquet",
+        "prefill-0-part-00001.parquet.gz",
+        "decode-0-part-00009.parquet",
+    ):
+        assert alone_part not in batched_parts
+    assert "decode-0-part-00008.parquet" in batched_parts  # its neighbours are batched
+    assert "decode-0-part-00010.parquet" in batched_parts
     a, b = rows_of(alone), rows_of(together)
     for t in TABLES:
         assert a[t] == b[t], t
@@ -168,3 +180,20 @@ def test_a_damaged_part_in_a_batch_is_named(tmp_path: Path) -> None:
     assert raised.value.path == "kv_events/decode-0-part-00007.parquet"
     assert "cannot read this Parquet file" in str(raised.value)
     assert not db.exists()  # the failed first ingest leaves no database
+
+
+@pytest.mark.parametrize("cut", ["decode-0-part-00005.parquet", "decode-1-part-00002.parquet"])
+def test_a_cut_part_among_small_ones_is_named(tmp_path: Path, cut: str) -> None:
+    """A part cut short (no footer) among small parts: the parts' schemas and rows are read
+    beside the ingest, so the cut part's own load names it (before, the failed read of the
+    footers ended the ingest's transaction, and the next part was named instead)."""
+    case = many_parts(tmp_path)
+    victim = case / "kv_events" / cut
+    victim.write_bytes(victim.read_bytes()[: victim.stat().st_size // 2])
+    db = tmp_path / "case.duckdb"
+    with pytest.raises(InputError) as raised:
+        ingest_case(case, db)
+    assert raised.value.path == f"kv_events/{cut}"
+    assert "cannot read this Parquet file" in str(raised.value)
+    assert "transaction" not in str(raised.value).lower()
+    assert not db.exists()

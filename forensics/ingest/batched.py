@@ -43,7 +43,6 @@ class Batch:
 
 
 def batches(
-    con: duckdb.DuckDBPyConnection,
     files: list[InputFile],
     table: TableContract,
     rank: dict[str, int],
@@ -53,7 +52,7 @@ def batches(
     read is alone, and its load says why."""
     if table.name not in BATCHED_TABLES:
         return [Batch([f]) for f in files]
-    small = _small_parts(con, [f for f in files if f.fmt == "parquet" and f.compression is None])
+    small = _small_parts([f for f in files if f.fmt == "parquet" and f.compression is None])
     out: list[Batch] = []
     run_key: tuple[object, ...] | None = None
     for f in files:
@@ -88,28 +87,31 @@ def batches(
     return [b if len(b.files) > 1 else Batch(b.files) for b in out]
 
 
-def _small_parts(
-    con: duckdb.DuckDBPyConnection, parts: list[InputFile]
-) -> dict[str, tuple[dict[str, str], int]]:
-    """The columns and types, and the rows, of each part under SMALL_ROWS rows, by name."""
+def _small_parts(parts: list[InputFile]) -> dict[str, tuple[dict[str, str], int]]:
+    """The columns and types, and the rows, of each part under SMALL_ROWS rows, by name. Read
+    by a connection of their own: a part that cannot be read fails a statement, which would end
+    the ingest's transaction before the part's own load could name it."""
     if not parts:
         return {}
+    con = open_database(":memory:", schema=False)
     try:
-        rows = dict(
-            con.execute(sql("ledger/part_rows"), {"paths": [str(f.path) for f in parts]}).fetchall()
-        )
-    except duckdb.Error:  # a damaged footer: every part is loaded alone, which names it
-        return {}
-    out = {}
-    for f in parts:
-        n = rows.get(str(f.path))
-        if n is None or int(n) >= SMALL_ROWS:
-            continue
         try:
-            out[f.rel] = (parquet_types(con, f, f.path), int(n))
-        except InputError:
-            continue
-    return out
+            found = con.execute(sql("ledger/part_rows"), {"paths": [str(f.path) for f in parts]})
+            rows = dict(found.fetchall())
+        except duckdb.Error:  # a damaged footer: every part is loaded alone, which names it
+            return {}
+        out = {}
+        for f in parts:
+            n = rows.get(str(f.path))
+            if n is None or int(n) >= SMALL_ROWS:
+                continue
+            try:
+                out[f.rel] = (parquet_types(con, f, f.path), int(n))
+            except InputError:
+                continue
+        return out
+    finally:
+        con.close()
 
 
 def load_batch(

@@ -210,7 +210,7 @@ def _load_tables(
     done = 0
     for table in TABLES:
         files = [f for f in discovery.files if f.table == table.name]
-        for batch in batches(con, files, table, rank):  # small ledger parts several at once
+        for batch in batches(files, table, rank):  # small ledger parts several at once
             progress(batch.files[0].rel, done, len(discovery.files))
             if batch.projection is None:
                 (f,) = batch.files
