@@ -3,7 +3,9 @@ give the tables a load of one part at a time gives: every event with its own par
 and input order, every quarantined row under its own part, and each part's own counts. The
 oracle is the load of one file at a time (batching switched off), on a case whose ledger is
 cut into many small parts: bad rows in several parts of one batch, a part of another schema
-between two runs, a compressed part and a large one (both loaded alone)."""
+between two runs, a compressed part and a large one (both loaded alone), two parts with a column
+named as one the Parquet reader adds to each row (loaded alone too: the reader's would be
+theirs)."""
 
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ from conftest import REPO
 import forensics.ingest.batched as batched
 from forensics.errors import InputError
 from forensics.ingest.load import ingest_case
+from forensics.ledger.store import ExternalLedger
 
 SAMPLE = REPO / "data_samples" / "incident"
 SIZES = (50, 300, 700, 1_100, 2_000)  # rows per small part, in turn
@@ -48,6 +51,8 @@ def many_parts(root: Path) -> Path:
                 piece = _spoiled(piece, i)  # bad rows in three parts of one run
             if node == "decode-0" and i == 9:
                 piece = piece.drop_columns(["content_hash"])  # another schema
+            if node == "decode-0" and i in (12, 13):  # a column named as the reader's own
+                piece = piece.append_column("file_index", pa.array([7] * len(piece), pa.int64()))
             path = out / f"{node}-part-{i:05d}.parquet"
             pq.write_table(piece, path)
             if node == "prefill-0" and i == 1:
@@ -124,10 +129,12 @@ def test_parts_loaded_together_give_the_tables_of_parts_loaded_alone(both) -> No
     alone, together, batches = both
     assert len(batches) >= 10 and max(map(len, batches)) == 7  # batching took place
     batched_parts = {name for b in batches for name in b}
-    for alone_part in (  # the large part, the compressed one, the one of another schema
-        "decode-1-part-00025.parquet",
+    for alone_part in (  # the large part, the compressed one, the one of another schema,
+        "decode-1-part-00025.parquet",  # the two with a column named file_index
         "prefill-0-part-00001.parquet.gz",
         "decode-0-part-00009.parquet",
+        "decode-0-part-00012.parquet",
+        "decode-0-part-00013.parquet",
     ):
         assert alone_part not in batched_parts
     assert "decode-0-part-00008.parquet" in batched_parts  # its neighbours are batched
@@ -197,3 +204,18 @@ def test_a_cut_part_among_small_ones_is_named(tmp_path: Path, cut: str) -> None:
     assert "cannot read this Parquet file" in str(raised.value)
     assert "transaction" not in str(raised.value).lower()
     assert not db.exists()
+
+
+def test_an_external_part_with_a_column_named_as_the_readers_is_refused(tmp_path: Path) -> None:
+    """A ledger kept outside the case numbers each part's rows by the reader's file_index and
+    file_row_number; a part's own column of either name (in any case) would stand in for them."""
+    from tests.test_ledger_external import hive_sample
+
+    case = hive_sample(tmp_path)
+    (part,) = (case / "kv_events" / "node=decode-1").glob("*.parquet")
+    table = pq.read_table(part)
+    pq.write_table(table.append_column("File_Index", pa.array([0] * len(table), pa.int64())), part)
+    with pytest.raises(InputError) as raised:
+        ingest_case(case, tmp_path / "case.duckdb", ledger=ExternalLedger("kv_events"))
+    assert raised.value.path == f"kv_events/node=decode-1/{part.name}"
+    assert "'File_Index'" in str(raised.value)

@@ -20,7 +20,7 @@ import duckdb
 
 from forensics.dbopen import open_database
 from forensics.errors import InputError, interrupted
-from forensics.ingest.contract import OPS, TableContract
+from forensics.ingest.contract import OPS, TableContract, reader_column
 from forensics.ingest.discover import InputFile
 from forensics.ingest.readers import parquet_projection, parquet_types
 from forensics.ingest.result import FileCounts
@@ -88,7 +88,8 @@ def batches(
 
 
 def _small_parts(parts: list[InputFile]) -> dict[str, tuple[dict[str, str], int]]:
-    """The columns and types, and the rows, of each part under SMALL_ROWS rows, by name. Read
+    """The columns and types, and the rows, of each part under SMALL_ROWS rows that has no
+    column named as one the reader adds (forensics.ingest.contract.READER_COLUMNS), by name. Read
     by a connection of their own: a part that cannot be read fails a statement, which would end
     the ingest's transaction before the part's own load could name it."""
     if not parts:
@@ -106,9 +107,11 @@ def _small_parts(parts: list[InputFile]) -> dict[str, tuple[dict[str, str], int]
             if n is None or int(n) >= SMALL_ROWS:
                 continue
             try:
-                out[f.rel] = (parquet_types(con, f, f.path), int(n))
+                types = parquet_types(con, f, f.path)
             except InputError:
                 continue
+            if reader_column(list(types)) is None:  # else its own column would number the rows
+                out[f.rel] = (types, int(n))
         return out
     finally:
         con.close()

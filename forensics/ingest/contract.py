@@ -78,3 +78,16 @@ KV_EVENTS = TableContract(
 TABLES: tuple[TableContract, ...] = (NODES, ACCOUNTS, REQUESTS, CONTENTS, KV_EVENTS)
 BY_NAME = {t.name: t for t in TABLES}
 OPS = ("free", "alloc", "share", "write", "read")  # in op-rank order (the analysis' op codes)
+
+
+# Columns the Parquet reader gives every row it reads from several files: the file's place in
+# the scan and the row's place in its file. A file's own column of one of these names stands in
+# for the reader's (DuckDB binds the name to the file's column), so a scan that numbers rows by
+# them would number, order and name them after the column's values.
+READER_COLUMNS = ("file_index", "file_row_number")
+
+
+def reader_column(found: list[str]) -> str | None:
+    """A column among found named as one the Parquet reader adds (names match without regard
+    to case, as DuckDB binds them), or None."""
+    return next((c for c in found if c.lower() in READER_COLUMNS), None)
