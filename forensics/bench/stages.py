@@ -94,7 +94,7 @@ def scan_floor(case_dir: str) -> dict[str, Any]:
     con = connect(":memory:")
     try:
         pattern = ledger_parts(case_dir)
-        row = one_row(con.execute(sql("bench/scan_floor"), {"pattern": pattern}))
+        row = one_row(con.execute(sql("ingest/read_parquet_whole"), {"path": pattern}))
     finally:
         con.close()
     return {"rows": int(row[0]) if row else 0}
@@ -106,7 +106,7 @@ def read_floor(case_dir: str) -> dict[str, Any]:
     con = connect(":memory:")
     try:
         pattern = ledger_parts(case_dir)
-        events = con.execute(sql("bench/scan_floor"), {"pattern": pattern}).fetchall()
+        events = con.execute(sql("ingest/read_parquet_whole"), {"path": pattern}).fetchall()
         requests = con.execute(
             sql("bench/read_floor_csv"), {"path": str(Path(case_dir) / "requests.csv")}
         ).fetchall()

@@ -2,7 +2,7 @@
 validated with the ingest's own checks, nothing loaded.
 
 The parts are read in batches: consecutive parts of the same schema, up to BATCH_ROWS rows or
-BATCH_PARTS parts, in one scan (queries/ledger/stage_parts.sql). A query of its own per part
+BATCH_PARTS parts, in one scan (queries/ingest/stage_parquet_batch.sql). A query of its own per part
 cost about 45 ms of planning whatever the part held (the validation has many checks), and an
 engine's ledger tap closes a part every minute: two weeks of a node are some 20,000 parts. A
 batch is bounded in rows because the check keeps each quarantined row apart, and a part can
@@ -218,7 +218,7 @@ def _read_batch(
     assert ranks == list(range(ranks[0], ranks[0] + len(ranks))), "a batch's ranks run on"
     run(
         con,
-        "ledger/stage_parts",
+        "ingest/stage_parquet_batch",
         projection=projection(columns, node),
         paths=literals(f.url for f in batch),
         rank=template(str(int(batch[0].rank))),
@@ -251,7 +251,7 @@ def _folder_node(batch: list[LedgerFile]) -> Fragment:
     if len(set(nodes)) == 1:
         return literal(nodes[0])
     return template(
-        "{nodes}[(input_order // 1099511627776 - {rank})::BIGINT + 1]",
+        "kvf_of_part({nodes}, input_order, {rank})",
         nodes=literals(nodes),
         rank=template(str(int(batch[0].rank))),
     )

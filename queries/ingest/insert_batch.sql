@@ -5,7 +5,7 @@
 -- hands them on in the order its threads read them. Returns the rows inserted.
 INSERT INTO {table} BY NAME
 SELECT * EXCLUDE (q, src_row),
-       $files[(src_row // 1099511627776 - $rank)::BIGINT + 1] AS src_file,
+       kvf_of_part($files, src_row, $rank) AS src_file,
        src_row % 1099511627776 AS src_row
 FROM ({checks}) WHERE q IS NULL
 ORDER BY input_order;

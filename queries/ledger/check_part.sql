@@ -1,4 +1,4 @@
--- Parts of an external ledger checked in one read (queries/ledger/stage_parts.sql). {checks} is
+-- Parts of an external ledger checked in one read (queries/ingest/stage_parquet_batch.sql). {checks} is
 -- queries/ingest/validate_kv_events.sql, run with a file_rank of 0, so that its input_order is
 -- the row's event key (part rank * 2^40 + row); on top of its checks, a part in folder
 -- node=NAME holds the events of node NAME only (the analysis reads each partition alone, so a

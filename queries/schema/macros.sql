@@ -141,3 +141,9 @@ CREATE OR REPLACE TEMP MACRO kvf_csv_cell(x) AS
         WHEN regexp_matches(x::VARCHAR, '^[ ]*[=+\-@\t\r]') THEN '''' || x::VARCHAR
         ELSE x::VARCHAR
     END;
+
+-- The entry of list for the file an event key (its file's rank * 2^40 + its row) belongs to,
+-- list holding one entry per file of a scan whose ranks run on from first_rank
+-- (ingest/stage_parquet_batch.sql): its name, or its folder's node.
+CREATE OR REPLACE TEMP MACRO kvf_of_part(list, event_key, first_rank) AS
+    list[(event_key // 1099511627776 - first_rank)::BIGINT + 1];
