@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import duckdb
 import numpy as np
+import pyarrow as pa
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -19,10 +20,12 @@ from forensics.analysis.runfacts import (
     ExposureRuns,
     event_facts,
     exposure_pieces,
+    facts_at,
     fold_runs,
     renumbered,
     runs_table,
 )
+from forensics.sql import sql
 
 pieces_strategy = st.lists(
     st.tuples(
@@ -173,3 +176,45 @@ def test_runs_table_keeps_time_stamps_to_the_microsecond():
     back = con.execute("SELECT first_read_at, receiver_code, node FROM t").fetchall()
     assert [b[0] for b in back] == [r[1] for r in rows]
     assert {(b[1], b[2]) for b in back} == {(5, "node-a")}
+
+
+def _named_facts(con: duckdb.DuckDBPyConnection) -> pa.Table:
+    """queries/analysis/named_event_facts.sql over a view of the test ledger, as a partition
+    task reads it: every named event, those of violation pieces (an alloc without a position,
+    key 13) among them."""
+    con.execute(
+        "INSERT INTO kv_events VALUES (13, TIMESTAMPTZ '2026-03-01 12:00:00+00', 2, NULL, NULL)"
+    )
+    con.execute("CREATE VIEW kv_named_events AS SELECT * FROM kv_events")
+    return con.sql(sql("analysis/named_event_facts")).to_arrow_table()
+
+
+def test_facts_of_named_events_leave_the_other_events_out():
+    con = duckdb.connect()
+    rows = {r[0]: r for r in _ledger(con)}
+    facts = _named_facts(con)
+    keys = np.array([5, 11, 3], np.int64)
+    got = facts_at(facts, keys)
+    epoch = datetime(1970, 1, 1, tzinfo=UTC)
+    assert got.ts.tolist() == [(rows[k][1] - epoch) // timedelta(microseconds=1) for k in keys]
+    assert got.pos_offset.tolist() == [20 - 20, 5 - 0, 9 - 4]
+    assert got.source.tolist() == [PROMPT, BY_POSITION, GENERATED]
+    assert len(facts_at(facts, np.empty(0, np.int64)).ts) == 0
+
+
+def test_facts_of_named_events_refuse_an_event_without_position_or_missing():
+    con = duckdb.connect()
+    _ledger(con)
+    facts = _named_facts(con)
+    with pytest.raises(ValueError, match="1 of the 2 events"):
+        facts_at(facts, np.array([13, 3], np.int64))  # 13 has no position
+    with pytest.raises(ValueError, match="2 of the 3 events"):
+        facts_at(facts, np.array([3, 4, 99], np.int64))  # neither 4 nor 99 is there
+
+
+def test_facts_of_named_events_refuse_an_event_read_twice():
+    con = duckdb.connect()
+    _ledger(con)
+    twice = pa.concat_tables([_named_facts(con)] * 2)
+    with pytest.raises(ValueError, match="repeat"):
+        facts_at(twice, np.array([3], np.int64))

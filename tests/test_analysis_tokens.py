@@ -1,11 +1,11 @@
 """exposure_tokens (queries/analysis/exposure_tokens.sql) against per-slot sets: exposure runs of
 one pair that overlap, touch or nest across kinds, read at different times, with known and
-unknown accounts."""
+unknown accounts. The runs are given as the sweep leaves them (temp.analysis_exposure_runs, by
+request code), the accounts through the request log, as the analysis gives them."""
 
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any
 
 import duckdb
 import pyarrow as pa
@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from forensics.analysis.codes import EXPOSURE_KINDS
 from forensics.sql import run_script, sql
-from tests.analysis_case import at, new_case
+from tests.analysis_case import at, insert, new_case
 
 ACCOUNTS = {"r0": "acct-a", "r1": "acct-b", "r2": None}  # r2: not in the request log
 
@@ -38,20 +38,61 @@ _CASE: list[duckdb.DuckDBPyConnection] = []
 
 def _case() -> duckdb.DuckDBPyConnection:
     """One case database with the analysis tables for every example (making one takes longer
-    than an example)."""
+    than an example): r0 and r1 in the request log, r2 not; request codes in id order."""
     if not _CASE:
         con = new_case()
         run_script(con, sql("schema/analysis"))
+        insert(
+            con,
+            "requests",
+            [
+                {
+                    "request_id": r,
+                    "account_id": a,
+                    "model": "m",
+                    "received_at": at(0),
+                    "http_status": 200,
+                    "prompt_tokens": 10,
+                }
+                for r, a in ACCOUNTS.items()
+                if a is not None
+            ],
+        )
+        run_script(con, sql("analysis/requests"))
+        con.execute(
+            "CREATE OR REPLACE TABLE work.analysis_request_codes AS SELECT request_id, "
+            "CAST(row_number() OVER (ORDER BY request_id) - 1 AS INTEGER) AS req_code "
+            f"FROM (SELECT unnest({sorted(ACCOUNTS)}) AS request_id)"
+        )
         _CASE.append(con)
     return _CASE[0]
 
 
-def insert_exposures(con: duckdb.DuckDBPyConnection, rows: list[dict[str, Any]]) -> None:
+def insert_runs(con: duckdb.DuckDBPyConnection, rows: list[tuple]) -> None:
+    """The exposure runs (receiver, leaker, node, kind, slot_start, slot_count, first read,
+    read span) as temp.analysis_exposure_runs holds them."""
+    run_script(con, sql("analysis/pieces_create"))
     if not rows:
         return
-    con.register("_rows", pa.Table.from_pylist(rows))
+    code = {r: i for i, r in enumerate(sorted(ACCOUNTS))}
+    table = pa.Table.from_pylist(
+        [
+            {
+                "node": node,
+                "receiver_code": code[r],
+                "leaker_code": code[w],
+                "kind_code": EXPOSURE_KINDS.index(kind),
+                "slot_start": s,
+                "slot_count": n,
+                "first_read_at": at(t),
+                "last_read_at": at(t + dt),
+            }
+            for r, w, node, kind, s, n, t, dt in rows
+        ]
+    )
+    con.register("_rows", table)
     try:
-        con.execute("INSERT INTO exposures BY NAME SELECT * FROM _rows")
+        con.execute("INSERT INTO temp.analysis_exposure_runs BY NAME SELECT * FROM _rows")
     finally:
         con.unregister("_rows")
 
@@ -60,34 +101,7 @@ def insert_exposures(con: duckdb.DuckDBPyConnection, rows: list[dict[str, Any]])
 @given(runs)
 def test_tokens_are_distinct_slots_per_pair_whatever_the_kind(rows):
     con = _case()
-    con.execute("DELETE FROM exposures")
-    insert_exposures(
-        con,
-        [
-            {
-                "receiver_request_id": r,
-                "receiver_account_id": ACCOUNTS[r],
-                "leaker_request_id": w,
-                "leaker_account_id": ACCOUNTS[w],
-                "node": node,
-                "slot_start": s,
-                "slot_count": n,
-                "leaker_pos_min": 0,
-                "leaker_pos_max": 0,
-                "leaker_part": "prompt",
-                "first_read_at": at(t),
-                "last_read_at": at(t + dt),
-                "first_write_at": at(0),
-                "last_write_at": at(0),
-                "kind": kind,
-                "cross_account": None
-                if ACCOUNTS[r] is None or ACCOUNTS[w] is None
-                else ACCOUNTS[r] != ACCOUNTS[w],
-                "confidence": "ledger",
-            }
-            for r, w, node, kind, s, n, t, dt in rows
-        ],
-    )
+    insert_runs(con, rows)
     run_script(con, sql("analysis/exposure_tokens"))
     got = {
         (r, node, w): rest

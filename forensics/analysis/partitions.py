@@ -28,7 +28,7 @@ from forensics.analysis.budget import DUCKDB_STREAM_SHARE, MemoryBudget, sweep_b
 from forensics.analysis.fetch import NodeInfo
 from forensics.analysis.merge import PartitionFindings, store
 from forensics.analysis.order import NodeFindings
-from forensics.analysis.runfacts import no_pieces
+from forensics.analysis.runfacts import ExposureRuns, facts_at, fold_runs, no_pieces
 from forensics.analysis.tasks import grouped, largest_first, tasks_of
 from forensics.arrow import from_numpy
 from forensics.dbopen import database_file
@@ -153,8 +153,8 @@ def _sweep_partition(
             _name_events(con, found)
             alone = _large_parts(infos)
             run_script(con, view_sql(parts, assume_utc, named=True, alone=alone, copied=copied))
-            run_script(con, sql("analysis/piece_events_named"))  # the parts are read here, once
-            runs = [order.exposure_runs(con, f, "analysis_named_events") for f in found]
+            runs = _exposure_runs(con, found)  # the named events are read here, once
+            run_script(con, sql("analysis/piece_events_named"))  # those of violations again
             # the runs stand for the exposure pieces from here on: the pieces stay in the task
             found = [replace(f, exposures=no_pieces()) for f in found]
             ids = con.sql(sql("analysis/request_code_list")).to_arrow_table()
@@ -240,6 +240,13 @@ def _name_events(con: duckdb.DuckDBPyConnection, found: list[NodeFindings]) -> N
     named = pa.table({"event_key": from_numpy(keys), "violation": from_numpy(flags)})
     with registered(con, {"_named_keys": named}):
         run_script(con, sql("analysis/named_keys"))
+
+
+def _exposure_runs(con: duckdb.DuckDBPyConnection, found: list[NodeFindings]) -> list[ExposureRuns]:
+    """Each node's exposure runs, the columns of the events their pieces name read in one pass
+    over the partition's named events (kv_named_events)."""
+    facts = con.sql(sql("analysis/named_event_facts")).to_arrow_table()
+    return [fold_runs(f.exposures, facts_at(facts, f.exposures.named)) for f in found]
 
 
 def _rows(con: duckdb.DuckDBPyConnection, table: str) -> pa.Table:

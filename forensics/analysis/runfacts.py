@@ -4,8 +4,10 @@ The sweep emits one exposure piece per (read, write) pair it finds; a node's pie
 numbered into runs (forensics.analysis.coverage.run_numbers) and put in run order. A run's row
 needs, besides its pieces' slots, three columns of the events they name: when each read and
 write happened, the write's token positions, and where its data came from. Those columns are
-fetched for the named events only (queries/analysis/exposure_events.sql), once per event
-however many pieces name it, and one compiled pass folds each run's pieces into its row:
+fetched for the named events only (queries/analysis/exposure_events.sql from a loaded ledger;
+from a ledger kept outside the database, queries/analysis/named_event_facts.sql, in one pass
+over all of a partition task's named events), once per event however many pieces name it, and
+one compiled pass folds each run's pieces into its row:
 
 - slot_start, slot_count: the run's slots (its pieces' lowest start to highest end);
 - leaker_pos_min/max: the leaker's token positions the run holds (per piece, the write's
@@ -163,10 +165,9 @@ def event_facts(
     con: duckdb.DuckDBPyConnection, keys: np.ndarray, events: str = "kv_events"
 ) -> EventFacts:
     """The columns of the events whose keys (kv_events.input_order) are `keys`, in that order,
-    from the relation `events` (kv_events, or a partition task's view of its named events)."""
+    from the relation `events` (a relation with kv_events' columns)."""
     if len(keys) == 0:
-        empty = np.empty(0, np.int64)
-        return EventFacts(empty, empty, np.empty(0, np.int8))
+        return _no_facts()
     con.register("_exposure_keys", pa.table({"event_key": from_numpy(keys)}))
     try:
         got = con.sql(
@@ -175,22 +176,38 @@ def event_facts(
         ).to_arrow_table()
     finally:
         con.unregister("_exposure_keys")
-    if got.num_rows != len(keys) or any(c.null_count for c in got.columns):
-        raise ValueError(
-            f"{len(keys) - got.num_rows} of the {len(keys)} events that exposure pieces name "
-            "are missing from the ledger, or lack a time stamp or position: the case database "
-            "changed during the analysis"
-        )
+    return facts_at(got, keys)
+
+
+def facts_at(got: pa.Table, keys: np.ndarray) -> EventFacts:
+    """The rows of `got` (queries/analysis/exposure_events.sql's columns, each event at most
+    once, in any order, and maybe more events than `keys`) of the events whose keys are
+    `keys`, in that order. Every key must be there, with its time stamp and position."""
+    if len(keys) == 0:
+        return _no_facts()
     cols = {name: whole_numpy(got.column(name)) for name in got.column_names}
-    at = np.argsort(keys, kind="stable")  # the keys' rows in key order
     by_key = np.argsort(cols["event_key"], kind="stable")
-    place = np.empty(len(keys), np.int64)
-    place[at] = by_key  # row of the fetched table holding keys[i]
-    if not np.array_equal(cols["event_key"][place], keys):
+    fetched = cols["event_key"][by_key]
+    if len(fetched) > 1 and np.any(fetched[1:] == fetched[:-1]):
         raise ValueError("the events that exposure pieces name repeat in the ledger")
+    at = np.minimum(np.searchsorted(fetched, keys), max(0, len(fetched) - 1))
+    found = fetched[at] == keys if len(fetched) else np.zeros(len(keys), bool)
+    place = by_key[at] if len(fetched) else at
+    complete = found & (cols["complete"][place] == 1) if len(fetched) else found
+    if not complete.all():
+        raise ValueError(
+            f"{int(np.count_nonzero(~complete))} of the {len(keys)} events that exposure "
+            "pieces name are missing from the ledger, or lack a time stamp or position: the "
+            "case database changed during the analysis"
+        )
     return EventFacts(
         cols["ts_us"][place], cols["pos_offset"][place], cols["source_code"][place].astype(np.int8)
     )
+
+
+def _no_facts() -> EventFacts:
+    empty = np.empty(0, np.int64)
+    return EventFacts(empty, empty, np.empty(0, np.int8))
 
 
 def fold_runs(pieces: ExposurePieces, facts: EventFacts) -> ExposureRuns:

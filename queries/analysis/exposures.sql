@@ -35,4 +35,6 @@ SELECT rc.request_id AS receiver_request_id, runs.leaker_request_id, runs.node,
 FROM runs
 JOIN work.analysis_request_codes rc ON rc.req_code = runs.receiver_code
 LEFT JOIN work.analysis_requests rr ON rr.request_id = rc.request_id
-ORDER BY node, receiver_request_id, leaker_request_id, slot_start, kind;
+-- Request codes are numbered in request id order (queries/analysis/codes.sql), so sorting by
+-- them is sorting by the ids, at the cost of integers.
+ORDER BY runs.node, runs.receiver_code, runs.leaker_code, runs.slot_start, kind;
