@@ -31,6 +31,19 @@ def at(us: int | None) -> dt.datetime | None:
     return None if us is None else EPOCH + dt.timedelta(microseconds=us)
 
 
+def request_row(rid: str, account: str, prompt_tokens: int = 10, **more: Any) -> dict[str, Any]:
+    """A request log row with the columns the log requires (received at EPOCH, answered 200)."""
+    row = {
+        "request_id": rid,
+        "account_id": account,
+        "model": "m",
+        "received_at": at(0),
+        "http_status": 200,
+        "prompt_tokens": prompt_tokens,
+    }
+    return row | more
+
+
 def new_case() -> duckdb.DuckDBPyConnection:
     return connect(":memory:")
 

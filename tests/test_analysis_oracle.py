@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 import oracle
-from analysis_case import EPOCH, at, insert, insert_ledger, new_case
+from analysis_case import EPOCH, insert, insert_ledger, new_case, request_row
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from ledgers import REQUESTS, busy_ledger, ledger
@@ -30,18 +30,7 @@ def _check(events: list[dict], requests: dict[str, tuple[str, int]]) -> None:
     insert(
         con,
         "requests",
-        [
-            {
-                "request_id": r,
-                "account_id": a,
-                "model": "m",
-                "received_at": at(0),
-                "http_status": 200,
-                "prompt_tokens": p,
-                "decode_node": "n1",
-            }
-            for r, (a, p) in requests.items()
-        ],
+        [request_row(r, a, p, decode_node="n1") for r, (a, p) in requests.items()],
     )
     analyze(con)
     facts = oracle.run(events)

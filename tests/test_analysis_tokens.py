@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from forensics.analysis.codes import EXPOSURE_KINDS
 from forensics.sql import run_script, sql
-from tests.analysis_case import at, insert, new_case
+from tests.analysis_case import at, insert, new_case, request_row
 
 ACCOUNTS = {"r0": "acct-a", "r1": "acct-b", "r2": None}  # r2: not in the request log
 
@@ -45,18 +45,7 @@ def _case() -> duckdb.DuckDBPyConnection:
         insert(
             con,
             "requests",
-            [
-                {
-                    "request_id": r,
-                    "account_id": a,
-                    "model": "m",
-                    "received_at": at(0),
-                    "http_status": 200,
-                    "prompt_tokens": 10,
-                }
-                for r, a in ACCOUNTS.items()
-                if a is not None
-            ],
+            [request_row(r, a) for r, a in ACCOUNTS.items() if a is not None],
         )
         run_script(con, sql("analysis/requests"))
         con.execute(
