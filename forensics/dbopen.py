@@ -17,6 +17,7 @@ from pathlib import Path
 import duckdb
 
 from forensics.errors import CaseError, UsageError
+from forensics.interrupts import register
 from forensics.schema_docs import apply_comments
 from forensics.spillnames import SPILL_PREFIX, spill_pid
 from forensics.sql import literal, run, run_script, sql, statements
@@ -67,6 +68,7 @@ def open_database(
             else "give a file path where it can be written, and no other process holding it"
         )
         raise CaseError(f"{path}: cannot open the case database ({exc}); {fix}") from exc
+    register(con)  # Ctrl-C stops its statements, whichever thread runs them
     if not read_only and not scratch:
         remove_stale_spills(Path(path))  # this run holds the database: none is a writer's
     prepare_connection(con, memory_limit, schema=schema and not read_only)

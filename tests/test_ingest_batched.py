@@ -219,3 +219,25 @@ def test_an_external_part_with_a_column_named_as_the_readers_is_refused(tmp_path
         ingest_case(case, tmp_path / "case.duckdb", ledger=ExternalLedger("kv_events"))
     assert raised.value.path == f"kv_events/node=decode-1/{part.name}"
     assert "'File_Index'" in str(raised.value)
+
+
+@pytest.mark.parametrize("name", ["file_row_number", "FILE_ROW_NUMBER"])
+def test_a_loaded_part_with_a_column_named_as_the_readers_row_number_is_refused(
+    tmp_path: Path, name: str
+) -> None:
+    """A part loaded into the case is read with the reader's file_row_number, by which each
+    row is named; a part's own column of that name (in any case) would stand in for it or make
+    the read fail. It is refused, naming the part and the column, before anything is loaded."""
+    from tests.test_ledger_external import hive_sample
+
+    case = hive_sample(tmp_path)
+    (part,) = (case / "kv_events" / "node=decode-1").glob("*.parquet")
+    table = pq.read_table(part)
+    pq.write_table(table.append_column(name, pa.array(range(len(table)), pa.int64())), part)
+    db = tmp_path / "case.duckdb"
+    with pytest.raises(InputError) as raised:
+        ingest_case(case, db)
+    assert raised.value.path == f"kv_events/node=decode-1/{part.name}"
+    assert f"'{name}'" in str(raised.value)
+    assert "rename or drop" in raised.value.fix
+    assert not db.exists()

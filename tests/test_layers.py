@@ -58,6 +58,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "forensics.hashing",
             "forensics.spillnames",
             "forensics.arrow",
+            "forensics.interrupts",
         ),
     ),
 )

@@ -32,7 +32,7 @@ from forensics.analysis.runfacts import ExposureRuns, facts_at, fold_runs, no_pi
 from forensics.analysis.tasks import grouped, largest_first, tasks_of
 from forensics.arrow import from_numpy
 from forensics.dbopen import database_file
-from forensics.errors import InputError
+from forensics.errors import InputError, interrupted
 from forensics.ledger.copies import copy_groups, remove_copies
 from forensics.ledger.external import (
     LedgerFile,
@@ -104,7 +104,11 @@ def sweep_partition(
                 )
             except UNREADABLE:
                 raise  # the part is damaged: the read's own error says how
-            except Exception:
+            except Exception as exc:
+                if interrupted(exc):  # Ctrl-C: the parts not hashed yet are left unhashed
+                    for _, digest in digests:
+                        digest.cancel()
+                    raise
                 # a part changed since ingest explains any other failure (its recorded facts
                 # no longer hold, say): that is reported, not what it made fail
                 check_digests(digests, recorded)

@@ -28,6 +28,7 @@ from forensics.cli import (  # noqa: F401  (each module registers its commands)
 from forensics.cli.app import app, command, console, set_command_args
 from forensics.cli.ray_option import optional_values
 from forensics.errors import KvfError, first_line, interrupted
+from forensics.interrupts import reaching_every_statement
 
 __all__ = ["app", "main", "run"]
 
@@ -38,7 +39,8 @@ def run(argv: list[str] | None = None) -> int:
         given = sys.argv[1:] if argv is None else list(argv)
         set_command_args(given)
         args = optional_values(given)
-        result = command().main(args=args, prog_name="kvforensics", standalone_mode=False)
+        with reaching_every_statement():  # Ctrl-C stops DuckDB's statements in every thread
+            result = command().main(args=args, prog_name="kvforensics", standalone_mode=False)
     except KvfError as exc:
         console.print(f"[bold red]error:[/] {escape(str(exc))}")
         return exc.exit_code

@@ -87,7 +87,7 @@ OPS = ("free", "alloc", "share", "write", "read")  # in op-rank order (the analy
 READER_COLUMNS = ("file_index", "file_row_number")
 
 
-def reader_column(found: list[str]) -> str | None:
-    """A column among found named as one the Parquet reader adds (names match without regard
-    to case, as DuckDB binds them), or None."""
-    return next((c for c in found if c.lower() in READER_COLUMNS), None)
+def reader_column(found: list[str], names: tuple[str, ...] = READER_COLUMNS) -> str | None:
+    """A column among found named as one of `names`, columns the Parquet reader adds (names
+    match without regard to case, as DuckDB binds them), or None."""
+    return next((c for c in found if c.lower() in names), None)

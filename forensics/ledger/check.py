@@ -104,23 +104,27 @@ def check_partition(
         run_script(con, sql("ledger/check_inputs"))
         with ThreadPoolExecutor(max_workers=1) as hasher:
             digests = [hasher.submit(sha256_of, f.url) for f in files]
-            schemas = schemas_of(con, files)
-            footer_rows = _footer_rows(con, files)
-            checks = [
-                _check_batch(con, batch, schemas[batch[0].rel], assume_utc)
-                for batch in batches(files, schemas, footer_rows)
-            ]
-            counts = []
-            for f, digest, (rel, read, bad) in zip(
-                files, digests, [c for b in checks for c in b.counts], strict=True
-            ):
-                assert rel == f.rel, (rel, f.rel)
-                if read != footer_rows[f.url]:  # every row is kept or quarantined
-                    raise RuntimeError(
-                        f"{f.rel}: {read:,} rows checked of the {footer_rows[f.url]:,} it holds"
-                    )
-                sha, size = digest.result()
-                counts.append(FileCounts(f.rel, "kv_events", sha, size, read, read - bad, bad))
+            try:
+                schemas = schemas_of(con, files)
+                footer_rows = _footer_rows(con, files)
+                checks = [
+                    _check_batch(con, batch, schemas[batch[0].rel], assume_utc)
+                    for batch in batches(files, schemas, footer_rows)
+                ]
+                counts = []
+                for f, digest, (rel, read, bad) in zip(
+                    files, digests, [c for b in checks for c in b.counts], strict=True
+                ):
+                    assert rel == f.rel, (rel, f.rel)
+                    if read != footer_rows[f.url]:  # every row is kept or quarantined
+                        raise RuntimeError(
+                            f"{f.rel}: {read:,} rows checked of the {footer_rows[f.url]:,} it holds"
+                        )
+                    sha, size = digest.result()
+                    counts.append(FileCounts(f.rel, "kv_events", sha, size, read, read - bad, bad))
+            except BaseException:  # a failed or interrupted check hashes no more parts
+                hasher.shutdown(wait=False, cancel_futures=True)
+                raise
         facts = pa.concat_tables([b.facts for b in checks])
         warnings = [b.warnings for b in checks]
         node_of = {f.rel: f.node for f in files}

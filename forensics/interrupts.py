@@ -1,0 +1,100 @@
+"""Ctrl-C that stops every DuckDB statement running in the process, in any thread.
+
+Python runs a signal's handler in the main thread, when that thread next runs Python code, and
+DuckDB looks for one only in a statement the main thread runs, between the statement's tasks.
+A statement run by another thread (a partition task's sweep input, a ledger part's check)
+would not see Ctrl-C at all: the command would wait for it to end, however long it takes. A
+statement in the main thread that is between such checks for long would not see it either.
+
+While a command runs (`reaching_every_statement`), Ctrl-C therefore calls DuckDB's
+`interrupt()` on every connection open in the process (each is registered when opened, by
+forensics.dbopen): from a thread of its own that the signal wakes at once (Python's wakeup
+file descriptor), and again from the handler in the main thread, which then raises
+KeyboardInterrupt as Python's own handler does. Each statement stops with DuckDB's interrupt
+error, which the command line reports as an interrupt (forensics.errors.interrupted).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import weakref
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import FrameType
+
+import duckdb
+
+_OPEN: weakref.WeakSet[duckdb.DuckDBPyConnection] = weakref.WeakSet()
+_LOCK = threading.Lock()
+
+
+def register(con: duckdb.DuckDBPyConnection) -> None:
+    """Make `con` one of the connections that Ctrl-C interrupts (held weakly)."""
+    with _LOCK:
+        _OPEN.add(con)
+
+
+def interrupt_all() -> int:
+    """Interrupt the statement each open connection runs (a no-op for one that runs none);
+    returns how many connections were told."""
+    with _LOCK:
+        cons = list(_OPEN)
+    for con in cons:
+        try:
+            con.interrupt()
+        except duckdb.Error:  # closed meanwhile
+            pass
+    return len(cons)
+
+
+def _on_interrupt(_signum: int, _frame: FrameType | None) -> None:
+    interrupt_all()
+    raise KeyboardInterrupt
+
+
+@contextmanager
+def reaching_every_statement() -> Iterator[None]:
+    """Within the block, Ctrl-C interrupts every open connection's statement, then raises
+    KeyboardInterrupt in the main thread. Only where Python's own Ctrl-C handler is in place
+    and this is the main thread: a Ctrl-C ignored or handled by whoever runs the command is
+    left as it is."""
+    if (
+        threading.current_thread() is not threading.main_thread()
+        or signal.getsignal(signal.SIGINT) is not signal.default_int_handler
+    ):
+        yield
+        return
+    read_end, write_end = os.pipe()
+    os.set_blocking(write_end, False)
+    try:
+        previous_fd = signal.set_wakeup_fd(write_end, warn_on_full_buffer=False)
+    except ValueError:  # not the main interpreter's main thread after all
+        os.close(read_end)
+        os.close(write_end)
+        yield
+        return
+    watcher = threading.Thread(
+        target=_watch, args=(read_end,), name="kvforensics-interrupts", daemon=True
+    )
+    watcher.start()
+    signal.signal(signal.SIGINT, _on_interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.set_wakeup_fd(previous_fd)
+        os.close(write_end)  # the watcher reads the end of the pipe and stops
+        watcher.join(timeout=1.0)
+
+
+def _watch(read_end: int) -> None:
+    """Interrupt every statement each time the wakeup pipe says SIGINT came; stop at the
+    pipe's end."""
+    try:
+        while chunk := os.read(read_end, 64):
+            if signal.SIGINT in chunk:
+                interrupt_all()
+    finally:
+        os.close(read_end)
