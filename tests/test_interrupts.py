@@ -66,6 +66,17 @@ CHILD = textwrap.dedent(
 )
 
 
+def _python(code: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """Run `code` in a fresh interpreter that imports this checkout."""
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        timeout=timeout,
+    )
+
+
 def _interrupted_run(tmp_path: Path, where: str) -> tuple[str, float]:
     """Start the child, SIGINT it once its statements run, return its output and how long it
     took to end after the signal."""
@@ -120,13 +131,7 @@ def test_a_ctrl_c_someone_else_handles_is_left_to_them() -> None:
             print(signal.getsignal(signal.SIGINT) is signal.SIG_IGN)
         """
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
-        timeout=60,
-    )
+    done = _python(code)
     assert done.stdout.strip() == "True", done.stderr
 
 
@@ -154,11 +159,56 @@ def test_every_command_runs_with_the_handler_and_every_connection_is_registered(
         print(cli.run([]), seen, signal.getsignal(signal.SIGINT) is signal.default_int_handler)
         """
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
+    done = _python(code)
+    assert done.stdout.strip() == "0 [True, True] True", done.stdout + done.stderr
+
+
+def test_ctrl_c_while_the_compiled_code_is_built_ends_the_run_at_once(tmp_path: Path) -> None:
+    """The first analysis after an install builds the compiled code (a minute); a Ctrl-C then
+    ends the run at once, not when the build ends. The build is stood in for by a warm-up that
+    takes two minutes."""
+    from forensics.cli import run
+
+    db = tmp_path / "case.duckdb"
+    assert run(["ingest", str(REPO / "data_samples" / "incident"), "--db", str(db)]) in (0, 1)
+    script = tmp_path / "child.py"
+    script.write_text(
+        textwrap.dedent(
+            f"""
+            import signal, sys, time
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+            import forensics.analysis.order as order
+            from forensics.cli import run
+
+            def building():
+                print("building", flush=True)
+                time.sleep(120)
+
+            order.warm_up = building
+            sys.exit(run(["analyze", "--db", {str(db)!r}]))
+            """
+        ),
+        encoding="utf-8",
+    )
+    child = subprocess.Popen(
+        [sys.executable, str(script)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
         text=True,
         env={**os.environ, "PYTHONPATH": str(REPO)},
-        timeout=120,
     )
-    assert done.stdout.strip() == "0 [True, True] True", done.stdout + done.stderr
+    try:
+        assert child.stdout is not None
+        assert child.stdout.readline().strip() == "building"
+        time.sleep(3)  # the analysis waits for the warm-up by now
+        child.send_signal(signal.SIGINT)
+        sent = time.monotonic()
+        out, _ = child.communicate(timeout=60)
+        took = time.monotonic() - sent
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    assert child.returncode == 2, out
+    assert "interrupted; nothing was changed" in out
+    assert took < 20, f"{took:.1f} s to end after Ctrl-C"

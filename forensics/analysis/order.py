@@ -13,6 +13,7 @@ No per-event table is written, so the analysis costs one pass over the ledger pl
 
 from __future__ import annotations
 
+import threading
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -122,12 +123,24 @@ COMPILE_NOTE = "compiling the sweep (once per installed version; a minute or so 
 
 def warming_up() -> Future[None]:
     """warm_up in a thread of its own, which ends with it: the caller goes on with its SQL and
-    calls warmed_up before it waits for a sweep."""
-    early = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kvforensics-warm-up")
-    try:
-        return early.submit(warm_up)
-    finally:
-        early.shutdown(wait=False)
+    calls warmed_up before it waits for a sweep. A daemon thread: a run stopped by Ctrl-C while
+    the compiled code is being built (a minute, the first time) ends at once, where a pool's
+    thread would hold the process until the build ended (numba writes its cache files whole,
+    so a build cut short leaves none)."""
+    warmed: Future[None] = Future()
+
+    def build() -> None:
+        if not warmed.set_running_or_notify_cancel():
+            return
+        try:
+            warm_up()
+        except BaseException as exc:  # handed to whoever waits for it
+            warmed.set_exception(exc)
+        else:
+            warmed.set_result(None)
+
+    threading.Thread(target=build, name="kvforensics-warm-up", daemon=True).start()
+    return warmed
 
 
 def warmed_up(warming: Future[None], progress: ProgressFn) -> None:
