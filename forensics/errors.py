@@ -73,11 +73,16 @@ def first_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
+class Interrupted(Exception):
+    """Ctrl-C, seen by work outside DuckDB that looks for it between its steps
+    (forensics.interrupts.stop_if_interrupted)."""
+
+
 def interrupted(exc: BaseException) -> bool:
     """Whether exc is Ctrl-C: Python's own, or DuckDB's when the signal came while a statement
     ran (DuckDB stops the statement and raises an error of its own: an InterruptException, or in
     some releases a plain RuntimeError saying the query was interrupted)."""
-    if isinstance(exc, KeyboardInterrupt):
+    if isinstance(exc, KeyboardInterrupt | Interrupted):
         return True
     interrupt = getattr(duckdb, "InterruptException", None)
     if interrupt is not None and isinstance(exc, interrupt):

@@ -11,7 +11,9 @@ While a command runs (`reaching_every_statement`), Ctrl-C therefore calls DuckDB
 forensics.dbopen): from a thread of its own that the signal wakes at once (Python's wakeup
 file descriptor), and again from the handler in the main thread, which then raises
 KeyboardInterrupt as Python's own handler does. Each statement stops with DuckDB's interrupt
-error, which the command line reports as an interrupt (forensics.errors.interrupted).
+error, which the command line reports as an interrupt (forensics.errors.interrupted). Work
+outside DuckDB that runs long in compiled code (a node's sweep) looks between its steps
+(stop_if_interrupted) and stops with forensics.errors.Interrupted.
 """
 
 from __future__ import annotations
@@ -26,8 +28,12 @@ from types import FrameType
 
 import duckdb
 
+from forensics.errors import Interrupted
+
 _OPEN: weakref.WeakSet[duckdb.DuckDBPyConnection] = weakref.WeakSet()
 _LOCK = threading.Lock()
+_STOP = threading.Event()  # Ctrl-C came while the command runs
+_MAIN = threading.main_thread()
 
 
 def register(con: duckdb.DuckDBPyConnection) -> None:
@@ -37,8 +43,10 @@ def register(con: duckdb.DuckDBPyConnection) -> None:
 
 
 def interrupt_all() -> int:
-    """Interrupt the statement each open connection runs (a no-op for one that runs none);
-    returns how many connections were told."""
+    """Interrupt the statement each open connection runs (a no-op for one that runs none), and
+    ask work outside DuckDB to stop (stop_if_interrupted); returns how many connections were
+    told."""
+    _STOP.set()
     with _LOCK:
         cons = list(_OPEN)
     for con in cons:
@@ -47,6 +55,16 @@ def interrupt_all() -> int:
         except duckdb.Error:  # closed meanwhile
             pass
     return len(cons)
+
+
+def stop_if_interrupted(workers_only: bool = False) -> None:
+    """Raise Interrupted once Ctrl-C came while a command runs: for long work outside DuckDB
+    (the compiled sweep) to call between its steps, in whichever thread it runs; and before
+    each statement, with workers_only, in a thread other than the main one (a statement begun
+    after the interrupt would run to its end; the main thread's own work, and the clean-up
+    it does after Ctrl-C, see KeyboardInterrupt instead)."""
+    if _STOP.is_set() and not (workers_only and threading.current_thread() is _MAIN):
+        raise Interrupted("interrupted")
 
 
 def _on_interrupt(_signum: int, _frame: FrameType | None) -> None:
@@ -79,11 +97,13 @@ def reaching_every_statement() -> Iterator[None]:
         target=_watch, args=(read_end,), name="kvforensics-interrupts", daemon=True
     )
     watcher.start()
+    _STOP.clear()
     signal.signal(signal.SIGINT, _on_interrupt)
     try:
         yield
     finally:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+        _STOP.clear()
         signal.set_wakeup_fd(previous_fd)
         os.close(write_end)  # the watcher reads the end of the pipe and stops
         watcher.join(timeout=1.0)

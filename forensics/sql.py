@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import duckdb
 
 from forensics.errors import KvfError
+from forensics.interrupts import stop_if_interrupted
 from forensics.resources import resource_dir
 
 if TYPE_CHECKING:
@@ -151,6 +152,7 @@ def run_script(
     """Execute each statement, binding only the parameters that statement names."""
     params = params or {}
     for statement in statements(script):
+        stop_if_interrupted(workers_only=True)  # Ctrl-C came: a worker begins no statement
         if not params:  # nothing to bind: no need to find the names a statement uses
             con.execute(statement)
             continue
@@ -173,6 +175,7 @@ def first_row(
     """Execute a script of one statement, binding only the parameters it names; its first row
     (an INSERT's is the number of rows it inserted)."""
     (statement,) = statements(script)
+    stop_if_interrupted(workers_only=True)
     names = _named(statement)
     bound = {k: v for k, v in (params or {}).items() if k in names}
     return one_row(con.execute(statement, bound))

@@ -115,3 +115,42 @@ def test_sweep_matches_oracle_when_its_holder_pools_start_tiny(events: list[dict
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(sweep, "POOL_START", 1)
         _assert_sweep_matches_oracle(events)
+
+
+@settings(max_examples=60, deadline=None)
+@given(busy_ledger())
+def test_sweep_matches_oracle_when_it_runs_a_few_events_at_a_time(events: list[dict]) -> None:
+    """The sweep runs its events in stretches, looking for Ctrl-C between them; stretches of
+    three events (with the buffers and pools starting tiny, so that stretches end beside the
+    stops for room) must give the oracle's pieces too."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(sweep, "STRETCH", 3)
+        patch.setattr(sweep, "POOL_START", 1)
+        _assert_sweep_matches_oracle(events)
+
+
+def test_a_sweep_stops_between_stretches_once_ctrl_c_came(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Compiled code cannot be interrupted: the sweep looks for Ctrl-C between stretches of
+    events and stops there, with an error the command line reports as an interrupt."""
+    from forensics import interrupts
+    from forensics.errors import Interrupted, interrupted
+
+    looks: list[int] = []
+
+    def ctrl_c_at_the_second_look() -> None:
+        looks.append(1)
+        if len(looks) == 2:
+            interrupts._STOP.set()  # what a Ctrl-C sets while a command runs
+        interrupts.stop_if_interrupted()
+
+    monkeypatch.setattr(sweep, "STRETCH", 2)
+    monkeypatch.setattr(sweep, "stop_if_interrupted", ctrl_c_at_the_second_look)
+    req = np.repeat(np.arange(3), 4)
+    op = np.array([OPS.index(o) for o in ("alloc", "write", "read", "free")] * 3)
+    try:
+        with pytest.raises(Interrupted) as raised:
+            sweep_node(req, op, np.zeros(12, np.int64), np.full(12, 4), np.full(12, -1))
+    finally:
+        interrupts._STOP.clear()
+    assert interrupted(raised.value)
+    assert len(looks) == 2  # stopped at once, not at the end of the node

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -212,3 +213,27 @@ def test_ctrl_c_while_the_compiled_code_is_built_ends_the_run_at_once(tmp_path: 
     assert child.returncode == 2, out
     assert "interrupted; nothing was changed" in out
     assert took < 20, f"{took:.1f} s to end after Ctrl-C"
+
+
+def test_after_ctrl_c_a_worker_thread_begins_no_statement() -> None:
+    """DuckDB's interrupt stops the statements running when Ctrl-C comes; a worker thread then
+    begins no other (one begun later would run to its end), while the main thread, which sees
+    KeyboardInterrupt and cleans up, still can."""
+    import duckdb
+
+    from forensics import interrupts
+    from forensics.errors import Interrupted
+    from forensics.sql import first_row, run_script
+
+    con = duckdb.connect()
+    interrupts._STOP.set()  # what a Ctrl-C sets while a command runs
+    try:
+        run_script(con, "CREATE TABLE t AS SELECT 1 AS x")
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            for begin in (run_script, first_row):
+                with pytest.raises(Interrupted):
+                    pool.submit(begin, con, "SELECT count(*) FROM t").result()
+    finally:
+        interrupts._STOP.clear()
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        assert pool.submit(first_row, con, "SELECT count(*) FROM t").result() == (1,)

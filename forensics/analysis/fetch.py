@@ -25,7 +25,7 @@ int32 where the node's keys span less than 2**31, else int64).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 import duckdb
@@ -36,6 +36,7 @@ from numba import njit
 import forensics.analysis.jitcache  # noqa: F401  (a stale compiled-code cache is recompiled)
 from forensics.analysis.codes import OPS
 from forensics.arrow import as_numpy
+from forensics.interrupts import stop_if_interrupted
 from forensics.sql import nested, run_script, sql, template
 
 FETCH_ROWS = 1 << 20  # rows per batch when fetching a node's events
@@ -143,14 +144,21 @@ def load_node(con: duckdb.DuckDBPyConnection, info: NodeInfo) -> NodeEvents:
 
 def fetch_batches(
     con: duckdb.DuckDBPyConnection, info: NodeInfo, ordered: bool = False
-) -> pa.RecordBatchReader:
+) -> Iterator[pa.RecordBatch]:
     """One node's coded events (queries/analysis/sweep_input.sql) in batches: as DuckDB
     produces them, or sorted into the total order."""
     params = {"node": info.node, "by_seq": info.by_seq, "ops": list(OPS)}
     text = sql("analysis/sweep_input")
     if ordered:
         text = template(sql("analysis/sweep_input_ordered"), query=nested("analysis/sweep_input"))
-    return con.sql(text, params=params).to_arrow_reader(FETCH_ROWS)
+    return _stoppable(con.sql(text, params=params).to_arrow_reader(FETCH_ROWS))
+
+
+def _stoppable(reader: pa.RecordBatchReader) -> Iterator[pa.RecordBatch]:
+    """The reader's batches, until Ctrl-C comes (a stream begun before it runs on otherwise)."""
+    for batch in reader:
+        stop_if_interrupted(workers_only=True)
+        yield batch
 
 
 def events_of(

@@ -57,6 +57,7 @@ from forensics.analysis.holders import (
 from forensics.analysis.kinds import read
 from forensics.analysis.runmap import RunMap, new_map, rm_assign
 from forensics.analysis.violations import check_holders
+from forensics.interrupts import stop_if_interrupted
 
 
 class Events(NamedTuple):
@@ -86,38 +87,43 @@ class SweepMaps(NamedTuple):
     hf: Holders  # holder requests with the event that acquired each holding
 
 
-@njit(cache=True, nogil=True)
 def sweep_cells(ev: Events, maps: SweepMaps, out: Pieces) -> Pieces:
     """Run one node's ordered events through the maps; see the module docstring. Returns the
     output buffers (new ones where they had to grow).
 
-    The events run in sweep_until, which stops at an event that needs more room; the room is
-    made here, and the sweep goes on from that event."""
+    The events run in sweep_until, STRETCH events at a time, which stops early at an event that
+    needs more room; the room is made here, and the sweep goes on from that event. Between
+    stretches a Ctrl-C stops the sweep (forensics.interrupts.stop_if_interrupted): compiled
+    code cannot be interrupted, and a large node's sweep runs for minutes."""
     t = 0
     room_at = -1
-    while True:
-        t, need, ex_rows, cat_rows, vio_rows = sweep_until(ev, t, room_at, maps, out)
-        if need == DONE:
-            return out
+    n = ev.req.shape[0]
+    while t < n:
+        stop_if_interrupted()
+        t, need, ex_rows, cat_rows, vio_rows = sweep_until(
+            ev, t, min(n, t + STRETCH), room_at, maps, out
+        )
         if need == MORE_ROWS:  # drop event t's rows, grow the buffers; t runs again
             out = regrown(out, ex_rows, cat_rows, vio_rows)
-        else:  # MORE_HOLDERS: room in both pools for event t's update
+        elif need == MORE_HOLDERS:  # room in both pools for event t's update
             a, b = ev.c0[t], ev.c1[t]
             maps = SweepMaps(maps.lw, maps.ww, with_room(maps.hc, a, b), with_room(maps.hf, a, b))
             room_at = t
+    return out
 
 
+STRETCH = 1 << 18  # events swept between two looks for a Ctrl-C (a tenth of a second or less)
 DONE, MORE_ROWS, MORE_HOLDERS = 0, 1, 2  # why sweep_until stopped
 
 
 @loop_kernel
 def sweep_until(
-    ev: Events, t0: int, room_at: int, maps: SweepMaps, out: Pieces
+    ev: Events, t0: int, t_end: int, room_at: int, maps: SweepMaps, out: Pieces
 ) -> tuple[int, int, int, int, int]:
-    """Run events t0, t0 + 1, ... through the maps until one needs room that is not there:
-    returns (that event, MORE_ROWS or MORE_HOLDERS, and for MORE_ROWS the rows each buffer
-    had before it), or (events, DONE, ...) at the end. The pools have room for event room_at
-    (the caller made it).
+    """Run events t0, t0 + 1, ... (before t_end) through the maps until one needs room that is
+    not there: returns (that event, MORE_ROWS or MORE_HOLDERS, and for MORE_ROWS the rows each
+    buffer had before it), or (t_end, DONE, ...) once t_end is reached. The pools have room for
+    event room_at (the caller made it).
 
     Compiled without reference counting (_nrt=False), as is everything it calls: they only
     read and write arrays their caller owns and never make one, and counting references to
@@ -125,7 +131,7 @@ def sweep_until(
     req, op, c0, c1 = ev.req, ev.op, ev.c0, ev.c1
     lw, ww, hc, hf = maps.lw, maps.ww, maps.hc, maps.hf
     rows = out.rows
-    for t in range(t0, req.shape[0]):
+    for t in range(t0, t_end):
         o = op[t]
         r = req[t]
         a = c0[t]
@@ -147,7 +153,7 @@ def sweep_until(
             since = t if o != FREE else -1  # acquired at t; -1 (FREE): drop the holding
             update_holders(hc, a, b, r, min(since, 0))  # hc: every holding acquired at 0
             update_holders(hf, a, b, r, since)
-    return req.shape[0], DONE, 0, 0, 0
+    return t_end, DONE, 0, 0, 0
 
 
 @inline_kernel
