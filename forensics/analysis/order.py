@@ -270,7 +270,7 @@ def store_findings(
     the node's exposure runs when already made (a partition task makes them from its own
     parts); else they are made here, from kv_events."""
     if runs is None:
-        runs = exposure_runs(con, found, "kv_events")
+        runs = exposure_runs(con, found)
     rows = findings_rows(found, runs)
     for table, frame in rows.items():
         append_rows(con, table, frame)
@@ -290,7 +290,6 @@ def findings_rows(found: NodeFindings, runs: ExposureRuns) -> dict[str, pa.Table
     return out
 
 
-def exposure_runs(con: duckdb.DuckDBPyConnection, found: NodeFindings, events: str) -> ExposureRuns:
-    """The node's exposure runs, the events its pieces name read from `events` (a relation
-    with kv_events' columns)."""
-    return fold_runs(found.exposures, event_facts(con, found.exposures.named, events))
+def exposure_runs(con: duckdb.DuckDBPyConnection, found: NodeFindings) -> ExposureRuns:
+    """The node's exposure runs, the events its pieces name read from kv_events."""
+    return fold_runs(found.exposures, event_facts(con, found.exposures.named))

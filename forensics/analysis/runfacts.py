@@ -35,7 +35,7 @@ from numba import njit
 
 import forensics.analysis.jitcache  # noqa: F401  (a stale compiled-code cache is recompiled)
 from forensics.arrow import from_numpy, repeated, whole_numpy
-from forensics.sql import ident, sql, template
+from forensics.sql import sql
 
 PROMPT, GENERATED, BY_POSITION = 0, 1, 2  # source codes of queries/analysis/exposure_events.sql
 
@@ -161,18 +161,15 @@ def _gather(ex, order, run, req, ref, p):  # type: ignore[no-untyped-def]
     return places
 
 
-def event_facts(
-    con: duckdb.DuckDBPyConnection, keys: np.ndarray, events: str = "kv_events"
-) -> EventFacts:
+def event_facts(con: duckdb.DuckDBPyConnection, keys: np.ndarray) -> EventFacts:
     """The columns of the events whose keys (kv_events.input_order) are `keys`, in that order,
-    from the relation `events` (a relation with kv_events' columns)."""
+    from kv_events."""
     if len(keys) == 0:
         return _no_facts()
     con.register("_exposure_keys", pa.table({"event_key": from_numpy(keys)}))
     try:
         got = con.sql(
-            template(sql("analysis/exposure_events"), events=ident(events)),
-            params={"lo": int(keys.min()), "hi": int(keys.max())},
+            sql("analysis/exposure_events"), params={"lo": int(keys.min()), "hi": int(keys.max())}
         ).to_arrow_table()
     finally:
         con.unregister("_exposure_keys")
@@ -188,18 +185,19 @@ def facts_at(got: pa.Table, keys: np.ndarray) -> EventFacts:
     cols = {name: whole_numpy(got.column(name)) for name in got.column_names}
     by_key = np.argsort(cols["event_key"], kind="stable")
     fetched = cols["event_key"][by_key]
-    if len(fetched) > 1 and np.any(fetched[1:] == fetched[:-1]):
+    if np.any(fetched[1:] == fetched[:-1]):
         raise ValueError("the events that exposure pieces name repeat in the ledger")
-    at = np.minimum(np.searchsorted(fetched, keys), max(0, len(fetched) - 1))
-    found = fetched[at] == keys if len(fetched) else np.zeros(len(keys), bool)
-    place = by_key[at] if len(fetched) else at
-    complete = found & (cols["complete"][place] == 1) if len(fetched) else found
+    at = np.searchsorted(fetched, keys)  # where each key is, or would be, among those fetched
+    complete = at < len(fetched)
+    complete[complete] = fetched[at[complete]] == keys[complete]
+    complete[complete] = cols["complete"][by_key[at[complete]]] == 1
     if not complete.all():
         raise ValueError(
             f"{int(np.count_nonzero(~complete))} of the {len(keys)} events that exposure "
             "pieces name are missing from the ledger, or lack a time stamp or position: the "
             "case database changed during the analysis"
         )
+    place = by_key[at]  # row of the fetched table holding keys[i]
     return EventFacts(
         cols["ts_us"][place], cols["pos_offset"][place], cols["source_code"][place].astype(np.int8)
     )

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from forensics.errors import InputError
+
 Kind = Literal["str", "int", "ts", "ids"]
 
 
@@ -91,3 +93,17 @@ def reader_column(found: list[str], names: tuple[str, ...] = READER_COLUMNS) -> 
     """A column among found named as one of `names`, columns the Parquet reader adds (names
     match without regard to case, as DuckDB binds them), or None."""
     return next((c for c in found if c.lower() in names), None)
+
+
+def refuse_reader_column(rel: str, found: list[str], names: tuple[str, ...], why: str) -> None:
+    """InputError naming the file `rel` when one of its columns `found` has the name of one of
+    `names`, columns the Parquet reader adds to each row (`why`: what the reader's column is
+    used for, which the file's own would stand in for)."""
+    reserved = reader_column(found, names)
+    if reserved is not None:
+        raise InputError(
+            f"column '{reserved}' has the name of a column the Parquet reader adds to each row "
+            f"({why})",
+            path=rel,
+            fix=f"rename or drop the column '{reserved}' (it is not a column of the contract)",
+        )

@@ -12,7 +12,7 @@ from pathlib import Path
 import duckdb
 
 from forensics.errors import InputError, MissingColumnError, first_line
-from forensics.ingest.contract import TableContract, reader_column
+from forensics.ingest.contract import TableContract, refuse_reader_column
 from forensics.ingest.discover import InputFile
 from forensics.ingest.integrity import Scan, scan_file, text_blocks
 from forensics.sql import Fragment, ident, join, literal, run, run_script, sql, template
@@ -142,14 +142,12 @@ def parquet_types(con: duckdb.DuckDBPyConnection, f: InputFile, path: Path) -> d
 def parquet_projection(f: InputFile, table: TableContract, types: dict[str, str]) -> Fragment:
     """The staged columns of a Parquet file of these columns and types, once the contract's
     checks of them pass (InputError naming the file otherwise)."""
-    reserved = reader_column(list(types), ("file_row_number",))
-    if reserved is not None:  # DuckDB would bind the reader's row number to it, or refuse both
-        raise InputError(
-            f"column '{reserved}' has the name of the column the Parquet reader adds to each "
-            "row (its row in the file), by which ingest names every row it loads",
-            path=f.rel,
-            fix=f"rename or drop the column '{reserved}' (it is not a column of the contract)",
-        )
+    refuse_reader_column(  # DuckDB would bind the reader's row number to it, or refuse both
+        f.rel,
+        list(types),
+        ("file_row_number",),
+        "its row in the file, by which ingest names every row it loads",
+    )
     _check_columns(f, table, list(types))
     _check_scalar_types(f, table, types)
     return join(_column(ident(c) if c in types else _NULL, c) for c in table.names)

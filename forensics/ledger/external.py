@@ -26,7 +26,7 @@ from typing import Any
 import duckdb
 
 from forensics.errors import InputError, MissingColumnError, first_line
-from forensics.ingest.contract import KV_EVENTS, reader_column
+from forensics.ingest.contract import KV_EVENTS, READER_COLUMNS, refuse_reader_column
 from forensics.scratch import ScratchDatabases, scratch_connection
 from forensics.sql import (
     Fragment,
@@ -273,15 +273,13 @@ def _top_level(rows: list[tuple[str, str | None, int | None]]) -> dict[str, str]
 def _with_contract(f: LedgerFile, found: dict[str, str]) -> dict[str, str]:
     """found, once it holds the contract's required columns and no column named as one the
     Parquet reader adds, by which every read of the parts numbers and names the rows."""
-    reserved = reader_column(list(found))
-    if reserved is not None:
-        raise InputError(
-            f"column '{reserved}' has the name of a column the Parquet reader adds to each row "
-            "(its file's place in the scan, or its row in the file), by which a ledger kept "
-            "outside the case numbers its events",
-            path=f.rel,
-            fix=f"rename or drop the column '{reserved}' (it is not a column of the contract)",
-        )
+    refuse_reader_column(
+        f.rel,
+        list(found),
+        READER_COLUMNS,
+        "its file's place in the scan, or its row in the "
+        "file, by which a ledger kept outside the case numbers its events",
+    )
     for column in KV_EVENTS.required:
         if column not in found and column != "node":  # node may come from the folder name
             import difflib
