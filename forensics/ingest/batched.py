@@ -20,6 +20,7 @@ import duckdb
 
 from forensics.dbopen import open_database
 from forensics.errors import InputError, interrupted
+from forensics.ingest import columns
 from forensics.ingest.contract import OPS, TableContract, reader_column
 from forensics.ingest.discover import InputFile
 from forensics.ingest.readers import parquet_projection, parquet_types
@@ -40,6 +41,7 @@ class Batch:
     files: list[InputFile]
     projection: Fragment | None = None
     rows: tuple[int, ...] = ()
+    columns: tuple[str, ...] = ()  # the parts' columns (one schema)
 
 
 def batches(
@@ -79,10 +81,10 @@ def batches(
             if found is None:
                 out.append(Batch([f]))
             else:
-                out.append(Batch([f], projection, (rows,)))
+                out.append(Batch([f], projection, (rows,), tuple(types)))
             run_key = key
             continue
-        out[-1] = Batch([*last.files, f], last.projection, (*last.rows, rows))
+        out[-1] = Batch([*last.files, f], last.projection, (*last.rows, rows), last.columns)
     # a batch of one part is loaded as any file
     return [b if len(b.files) > 1 else Batch(b.files) for b in out]
 
@@ -130,6 +132,7 @@ def load_batch(
     ranks = [identity(f)[1] for f in batch.files]
     assert ranks == list(range(ranks[0], ranks[0] + len(ranks))), "a batch's ranks run on"
     names = [f.rel for f in batch.files]
+    columns.seen_in_parts(con, table.name, dict.fromkeys(names, list(batch.columns)))
     try:
         run(
             con,

@@ -16,6 +16,7 @@ from forensics import __version__
 from forensics.db import BOOKKEEPING_TABLES, INPUT_TABLES, connect, derived_tables
 from forensics.errors import InputError, interrupted
 from forensics.hashing import sha256_file
+from forensics.ingest import columns
 from forensics.ingest.batched import batches, load_batch
 from forensics.ingest.chunks import jsonl_parts
 from forensics.ingest.contract import OPS, TABLES, TableContract
@@ -175,6 +176,7 @@ def _load(
     ledger: ExternalLedger | None = None,
 ) -> IngestResult:
     _clear(con)
+    columns.start(con)
     with tempfile.TemporaryDirectory(prefix="kvforensics-") as tmp:
         counts = _load_tables(con, discovery, hashes, params, progress, Path(tmp))
     if ledger is not None:
@@ -184,13 +186,14 @@ def _load(
         counts.update({c.path: c for c in checked})
     if ledger is None:  # an external ledger's checks already warned of unknown requests
         run_script(con, sql("ingest/unknown_requests"))
+    columns.warn_ignored(con)
     result = IngestResult(
         str(case_dir),
         [counts[rel] for rel in sorted(counts)],
         discovery.skipped,
         _warning_count(con),
         unchanged=False,
-        notes=order_notes(con),
+        notes=input_notes(con),
         ledger_external=ledger is not None,
     )
     progress("done", len(discovery.files), len(discovery.files))
@@ -386,10 +389,10 @@ def _stored_result(
         discovery.skipped,
         _warning_count(con),
         unchanged=True,
-        notes=order_notes(con),
+        notes=input_notes(con),
     )
 
 
-def order_notes(con: duckdb.DuckDBPyConnection) -> list[str]:
+def input_notes(con: duckdb.DuckDBPyConnection) -> list[str]:
     """Warnings that change how events are ordered (a node with seq on some rows only)."""
-    return [r[0] for r in con.execute(sql("ingest/order_notes")).fetchall()]
+    return [r[0] for r in con.execute(sql("ingest/input_notes")).fetchall()]

@@ -12,6 +12,7 @@ from pathlib import Path
 import duckdb
 
 from forensics.errors import InputError, MissingColumnError, first_line
+from forensics.ingest import columns
 from forensics.ingest.contract import TableContract, refuse_reader_column
 from forensics.ingest.discover import InputFile
 from forensics.ingest.integrity import Scan, scan_file, text_blocks
@@ -64,6 +65,7 @@ def stage_csv(
     header = scan.header
     found = [name or f"column{i + 1}" for i, name in enumerate(header)]
     _check_columns(f, table, found)
+    columns.seen(con, table.name, f.rel, found)
     _read_raw(con, f, "ingest/stage_csv", dict.fromkeys(found, "VARCHAR"))
     _stage_text(con, header_lines=1)
     projection = join(
@@ -90,6 +92,7 @@ def stage_jsonl(
         }
     )
     _check_columns(f, table, found)
+    columns.seen(con, table.name, f.rel, found)
     projection = join(_column(template(f"vals[{i + 1}]"), c) for i, c in enumerate(table.names))
     paths = ['$."' + c + '"' for c in table.names]
     scalar = [c.name for c in table.columns if c.kind != "ids"]
@@ -121,7 +124,9 @@ def stage_parquet(
     if f.compression is not None:
         path = workdir / f"{abs(hash(f.rel))}.parquet"
         decompress_to(f, path)
-    projection = parquet_projection(f, table, parquet_types(con, f, path))
+    types = parquet_types(con, f, path)
+    projection = parquet_projection(f, table, types)
+    columns.seen(con, table.name, f.rel, list(types))
     run(con, "ingest/stage_parquet_rows", projection=projection, path=literal(str(path)))
     return None
 

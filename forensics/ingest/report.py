@@ -46,7 +46,7 @@ def print_ingest_summary(console: Console, result: IngestResult) -> None:
         console.print(f"warning: {note}", markup=False)
     if result.warnings:
         console.print(
-            f"{result.warnings:,} warnings (loaded rows worth a look): see the "
+            f"{result.warnings:,} warnings (loaded rows or input columns worth a look): see the "
             "ingest_warnings table"
         )
     loaded = result.loaded_parquet_events()

@@ -26,6 +26,7 @@ from forensics.dbopen import (
     thread_share,
 )
 from forensics.errors import first_line
+from forensics.ingest.columns import seen_in_parts
 from forensics.ingest.discover import Discovery
 from forensics.ingest.result import FileCounts
 from forensics.ledger.check import PartitionCheck, check_partition
@@ -93,6 +94,8 @@ def validate_ledger(
         append_rows(con, "quarantine", check.quarantine)
         append_rows(con, "ingest_warnings", check.warnings)
     _record_files(con, files, pa.concat_tables([check.facts for check in checks]))
+    for check in checks:
+        seen_in_parts(con, "kv_events", {rel: list(types) for rel, types in check.schemas.items()})
     columns = sorted({c for check in checks for c in check.columns})
     meta = {
         "location": resolve(case_dir, location),

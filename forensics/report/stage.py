@@ -14,7 +14,7 @@ import duckdb
 
 from forensics.context import RunContext, StageResult
 from forensics.errors import CaseError
-from forensics.ingest.load import order_notes
+from forensics.ingest.load import input_notes
 from forensics.notify.deadlines import iso_utc, load_rules, parse_aware_at
 from forensics.notify.exports import (
     Exports,
@@ -145,7 +145,7 @@ def write_all(
                 queries=log,
             )
         if "ingest_warnings" in tables(con):
-            context.notes.extend(f"Input warning: {note}" for note in order_notes(con))
+            context.notes.extend(f"Input warning: {note}" for note in input_notes(con))
         if aware_at is None:
             context.notes.append(
                 "No awareness time was given (--aware-at), so the notify_by "

@@ -1,0 +1,78 @@
+"""Columns of an input file that are not in the contract: they are not loaded, and each gets
+one warning (per table and column, naming the first file that has it and how many do), so that
+a mis-named column (`contenthash` for `content_hash`) is seen rather than silently left out.
+
+Every reader records the columns it found (`seen`, `seen_in_parts`) in a temporary table of the
+ingest's connection; `warn_ignored` turns those not in the contract into ingest_warnings rows
+once every file is read."""
+
+from __future__ import annotations
+
+import difflib
+
+import duckdb
+import pyarrow as pa
+
+from forensics.ingest.contract import BY_NAME
+from forensics.sql import append_rows, registered, run_script, sql
+from forensics.textsafe import visible
+
+
+def start(con: duckdb.DuckDBPyConnection) -> None:
+    """An empty record of the columns seen (a temporary table of this connection)."""
+    run_script(con, sql("ingest/columns_seen_create"))
+
+
+def seen(con: duckdb.DuckDBPyConnection, table: str, file: str, found: list[str]) -> None:
+    """Record that `file`, an input of `table`, has the columns `found`."""
+    seen_in_parts(con, table, {file: found})
+
+
+def seen_in_parts(con: duckdb.DuckDBPyConnection, table: str, found: dict[str, list[str]]) -> None:
+    """seen for many files at once (file -> its columns): one statement however many parts."""
+    files = [f for f, columns in found.items() for _ in columns]
+    rows = pa.table(
+        {
+            "table_name": pa.array([table] * len(files), pa.string()),
+            "file": pa.array(files, pa.string()),
+            "column": pa.array([c for columns in found.values() for c in columns], pa.string()),
+        }
+    )
+    append_rows(con, "temp.ingest_columns", rows)
+
+
+def warn_ignored(con: duckdb.DuckDBPyConnection) -> None:
+    """One ingest_warnings row per table and column seen that is not in the table's contract."""
+    seen_rows = con.execute(sql("ingest/columns_seen")).fetchall()
+    warnings = [
+        (table, first, column, ignored_reason(table, column, files, first_columns))
+        for table, column, files, first, first_columns in seen_rows
+        if column not in BY_NAME[table].names
+    ]
+    if not warnings:
+        return
+    rows = pa.table(
+        {
+            name: pa.array([w[i] for w in warnings], pa.string())
+            for i, name in enumerate(("table_name", "file", "column", "reason"))
+        }
+    )
+    with registered(con, {"_ignored_columns": rows}):
+        run_script(con, sql("ingest/columns_ignored"))
+
+
+def ignored_reason(table: str, column: str, files: int, first_columns: list[str]) -> str:
+    """Why `column` of `table`'s input was not loaded, with the contract column it may stand
+    for: the closest one that the first file holding it lacks (first_columns: its columns)."""
+    where = f" (in {files:,} files, the first named here)" if files > 1 else ""
+    missing = [c for c in BY_NAME[table].names if c not in first_columns]
+    near = difflib.get_close_matches(column, missing, n=1, cutoff=0.6)
+    fix = (
+        f"; did you mean '{near[0]}'? Rename the column"
+        if near
+        else "; if it holds one of the table's columns, rename it to that column's name"
+    )
+    return (
+        f"column '{visible(column, keep_newlines=False)}' is not one of the {table} table's "
+        f"columns and was not loaded{where}{fix}"
+    )

@@ -1,0 +1,212 @@
+"""A column of an input file that is not in the contract is not loaded, and is warned of once
+per table and column (forensics.ingest.columns): in ingest_warnings, in ingest's summary and in
+the notes the report repeats. The expected reasons are written out here in full; the loaded
+rows are compared with a load of the same files without the extra columns."""
+
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
+from conftest import REPO
+
+from forensics.cli import app
+from forensics.ingest.load import ingest_case, input_notes
+from forensics.ledger.store import ExternalLedger
+
+SAMPLE = REPO / "data_samples" / "incident"
+WARNINGS = 'SELECT table_name, file, "row", "column", "value", reason FROM ingest_warnings'
+
+
+def _case(root: Path) -> Path:
+    case = root / "case"
+    shutil.copytree(SAMPLE, case)
+    return case
+
+
+def _rename_csv_column(path: Path, old: str, new: str, extra: str | None = None) -> None:
+    rows = list(csv.reader(path.open(newline="")))
+    rows[0] = [new if h == old else h for h in rows[0]]
+    if extra is not None:
+        rows[0].append(extra)
+        for row in rows[1:]:
+            row.append("x")
+    with path.open("w", newline="") as out:
+        csv.writer(out).writerows(rows)
+
+
+def _warnings(db: Path) -> list[tuple]:
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return con.execute(WARNINGS + " ORDER BY ALL").fetchall()
+    finally:
+        con.close()
+
+
+def _count(db: Path, text: str) -> int:
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return int(con.execute(text).fetchall()[0][0])
+    finally:
+        con.close()
+
+
+def test_a_misnamed_and_an_unknown_csv_column_are_each_warned_of_with_a_fix(tmp_path) -> None:
+    case = _case(tmp_path)
+    _rename_csv_column(
+        case / "requests.csv", "completion_tokens", "completion_token", "user\tagent\u202e<b>"
+    )
+    db = tmp_path / "case.duckdb"
+    result = ingest_case(case, db)
+    first = (
+        "column 'completion_token' is not one of the requests table's columns and was not "
+        "loaded; did you mean 'completion_tokens'? Rename the column"
+    )
+    second = (
+        "column 'user\\tagent\\u202e<b>' is not one of the requests table's columns and was "
+        "not loaded; if it holds one of the table's columns, rename it to that column's name"
+    )
+    assert _warnings(db) == [
+        ("requests", "requests.csv", None, "completion_token", None, first),
+        ("requests", "requests.csv", None, "user\tagent\u202e<b>", None, second),
+    ]
+    assert result.notes == [first, second]
+    assert result.warnings == 2
+    # the rows are loaded all the same, the misnamed column left empty
+    assert _count(db, "SELECT count(*) FROM requests") == 400
+    assert _count(db, "SELECT count(completion_tokens) FROM requests") == 0
+
+
+def test_the_sample_has_no_column_outside_the_contract(tmp_path) -> None:
+    db = tmp_path / "case.duckdb"
+    result = ingest_case(_case(tmp_path), db)
+    assert _warnings(db) == []
+    assert result.notes == []
+
+
+def test_a_jsonl_key_in_one_line_only_is_warned_of_once(tmp_path) -> None:
+    case = _case(tmp_path)
+    lines = (case / "contents.jsonl").read_text().splitlines()
+    doc = json.loads(lines[5])
+    doc["prompt_token_id"] = doc.pop("prompt_token_ids")
+    lines[5] = json.dumps(doc)
+    (case / "contents.jsonl").write_text("\n".join(lines) + "\n")
+    db = tmp_path / "case.duckdb"
+    ingest_case(case, db)
+    # the first (and only) file holding the key has every contract column on its other lines
+    assert _warnings(db) == [
+        (
+            "contents",
+            "contents.jsonl",
+            None,
+            "prompt_token_id",
+            None,
+            "column 'prompt_token_id' is not one of the contents table's columns and was not "
+            "loaded; if it holds one of the table's columns, rename it to that column's name",
+        )
+    ]
+
+
+def _parquet_parts_with(
+    case: Path, change: Callable[[pa.Table], pa.Table], parts: int
+) -> list[str]:
+    """Each node's ledger part cut into `parts` parts, each changed by `change`."""
+    names = []
+    for part in sorted((case / "kv_events").glob("*.parquet")):
+        table = change(pq.read_table(part))
+        part.unlink()
+        step = -(-table.num_rows // parts)
+        for i in range(parts):
+            name = part.name.replace("-part-00001", f"-part-{i:05d}")
+            pq.write_table(table.slice(i * step, step), part.parent / name)
+            names.append(f"kv_events/{name}")
+    return sorted(names)
+
+
+def _added(table: pa.Table) -> pa.Table:
+    return table.append_column("block_hash", pa.array(["v"] * table.num_rows))
+
+
+def _renamed(table: pa.Table) -> pa.Table:
+    return table.rename_columns(
+        ["contenthash" if c == "content_hash" else c for c in table.column_names]
+    )
+
+
+def test_small_parquet_parts_loaded_together_warn_once_naming_the_first(tmp_path) -> None:
+    case = _case(tmp_path)
+    names = _parquet_parts_with(case, _added, 3)
+    db = tmp_path / "case.duckdb"
+    ingest_case(case, db)
+    assert _warnings(db) == [
+        (
+            "kv_events",
+            names[0],
+            None,
+            "block_hash",
+            None,
+            f"column 'block_hash' is not one of the kv_events table's columns and was not "
+            f"loaded (in {len(names)} files, the first named here); if it holds one of the "
+            "table's columns, rename it to that column's name",
+        )
+    ]
+    events = sum(pq.ParquetFile(case / n).metadata.num_rows for n in names)
+    assert _count(db, "SELECT count(*) FROM kv_events") == events
+
+
+def _hive(case: Path) -> None:
+    for part in sorted((case / "kv_events").glob("*.parquet")):
+        node = part.name.split("-part-")[0]
+        folder = case / "kv_events" / f"node={node}"
+        folder.mkdir(exist_ok=True)
+        part.rename(folder / part.name)
+
+
+def test_an_external_ledger_warns_as_the_loaded_one(tmp_path) -> None:
+    case = _case(tmp_path)
+    names = _parquet_parts_with(case, _renamed, 2)
+    loaded = tmp_path / "loaded.duckdb"
+    ingest_case(case, loaded)
+    _hive(case)
+    external = tmp_path / "external.duckdb"
+    result = ingest_case(case, external, ledger=ExternalLedger("kv_events"))
+    reason = (
+        f"column 'contenthash' is not one of the kv_events table's columns and was not loaded "
+        f"(in {len(names)} files, the first named here); did you mean 'content_hash'? Rename "
+        "the column"
+    )
+    first = names[0].replace("kv_events/", "kv_events/node=decode-0/")
+    assert _warnings(external) == [("kv_events", first, None, "contenthash", None, reason)]
+    assert _warnings(loaded) == [("kv_events", names[0], None, "contenthash", None, reason)]
+    assert result.notes == [reason]
+
+
+def test_the_warning_reaches_the_report_notes(tmp_path) -> None:
+    case = _case(tmp_path)
+    _rename_csv_column(case / "accounts.csv", "jurisdiction", "jurisdicton")
+    db = tmp_path / "case.duckdb"
+    ingest_case(case, db)
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        assert input_notes(con) == [
+            "column 'jurisdicton' is not one of the accounts table's columns and was not "
+            "loaded; did you mean 'jurisdiction'? Rename the column"
+        ]
+    finally:
+        con.close()
+
+
+def test_ingest_prints_each_warning(tmp_path) -> None:
+    from typer.testing import CliRunner
+
+    case = _case(tmp_path)
+    _rename_csv_column(case / "nodes.csv", "pool_slots", "pool_size")
+    out = CliRunner().invoke(app, ["ingest", str(case), "--db", str(tmp_path / "c.duckdb")])
+    assert out.exit_code == 0, out.output
+    assert "warning: column 'pool_size' is not one of the nodes table's columns" in out.output
