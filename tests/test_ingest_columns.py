@@ -210,3 +210,42 @@ def test_ingest_prints_each_warning(tmp_path) -> None:
     out = CliRunner().invoke(app, ["ingest", str(case), "--db", str(tmp_path / "c.duckdb")])
     assert out.exit_code == 0, out.output
     assert "warning: column 'pool_size' is not one of the nodes table's columns" in out.output
+
+
+def _add_csv_columns(path: Path, names: list[str]) -> None:
+    rows = list(csv.reader(path.open(newline="")))
+    rows[0].extend(names)
+    for row in rows[1:]:
+        row.extend("x" for _ in names)
+    with path.open("w", newline="") as out:
+        csv.writer(out).writerows(rows)
+
+
+def test_many_unknown_columns_of_a_table_share_one_note_and_keep_a_warning_each(
+    tmp_path,
+) -> None:
+    """A gateway export with ten fields the contract does not use, and one mis-named field:
+    one warning each in ingest_warnings; in the notes the mis-named one on its own line, the
+    ten on one line naming the first eight."""
+    case = _case(tmp_path)
+    extra = [f"field_{i:02d}" for i in range(10)]
+    _add_csv_columns(case / "requests.csv", extra)
+    _rename_csv_column(case / "accounts.csv", "contact_email", "contact_mail")
+    db = tmp_path / "case.duckdb"
+    result = ingest_case(case, db)
+    assert [r[3] for r in _warnings(db)] == ["contact_mail", *extra]
+    assert result.warnings == 11
+    assert result.notes == [
+        "column 'contact_mail' is not one of the accounts table's columns and was not loaded; "
+        "did you mean 'contact_email'? Rename the column",
+        "10 columns are not among the requests table's columns and were not loaded: "
+        "'field_00', 'field_01', 'field_02', 'field_03', 'field_04', 'field_05', 'field_06', "
+        "'field_07' and 2 more (one warning each in ingest_warnings)",
+    ]
+
+
+def test_three_unknown_columns_of_a_table_have_a_note_each(tmp_path) -> None:
+    case = _case(tmp_path)
+    _add_csv_columns(case / "nodes.csv", ["rack", "region", "zone"])
+    result = ingest_case(case, tmp_path / "case.duckdb")
+    assert [n.split("'")[1] for n in result.notes] == ["rack", "region", "zone"]

@@ -4,7 +4,9 @@ a mis-named column (`contenthash` for `content_hash`) is seen rather than silent
 
 Every reader records the columns it found (`seen`, `seen_in_parts`) in a temporary table of the
 ingest's connection; `warn_ignored` turns those not in the contract into ingest_warnings rows
-once every file is read."""
+once every file is read. `notes` gives them to the run summary and the report: each column that
+may stand for a contract column on a line of its own, the others of a table together when they
+are many (a gateway export with dozens of fields the contract does not use)."""
 
 from __future__ import annotations
 
@@ -61,6 +63,34 @@ def warn_ignored(con: duckdb.DuckDBPyConnection) -> None:
         run_script(con, sql("ingest/columns_ignored"))
 
 
+def notes(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """The warnings of columns not loaded, as lines for a reader: those with a suggestion, and
+    up to TOGETHER - 1 others of a table, each on its line; more others of a table on one."""
+    by_table: dict[str, list[tuple[str, str]]] = {}
+    lines = []
+    for table, column, reason in con.execute(sql("ingest/columns_warned")).fetchall():
+        if _SUGGESTS in reason:
+            lines.append(reason)
+        else:
+            by_table.setdefault(table, []).append((column, reason))
+    for table, others in by_table.items():
+        if len(others) < TOGETHER:
+            lines.extend(reason for _, reason in others)
+            continue
+        names = ", ".join(f"'{visible(c, keep_newlines=False)}'" for c, _ in others[:NAMED])
+        more = f" and {len(others) - NAMED:,} more" if len(others) > NAMED else ""
+        lines.append(
+            f"{len(others):,} columns are not among the {table} table's columns and were not "
+            f"loaded: {names}{more} (one warning each in ingest_warnings)"
+        )
+    return lines
+
+
+TOGETHER = 4  # a table's columns without a suggestion warned of on one line from this many
+NAMED = 8  # of which this many are named there
+_SUGGESTS = "; did you mean '"
+
+
 def ignored_reason(table: str, column: str, files: int, first_columns: list[str]) -> str:
     """Why `column` of `table`'s input was not loaded, with the contract column it may stand
     for: the closest one that the first file holding it lacks (first_columns: its columns)."""
@@ -68,7 +98,7 @@ def ignored_reason(table: str, column: str, files: int, first_columns: list[str]
     missing = [c for c in BY_NAME[table].names if c not in first_columns]
     near = difflib.get_close_matches(column, missing, n=1, cutoff=0.6)
     fix = (
-        f"; did you mean '{near[0]}'? Rename the column"
+        f"{_SUGGESTS}{near[0]}'? Rename the column"
         if near
         else "; if it holds one of the table's columns, rename it to that column's name"
     )

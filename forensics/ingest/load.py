@@ -394,5 +394,7 @@ def _stored_result(
 
 
 def input_notes(con: duckdb.DuckDBPyConnection) -> list[str]:
-    """Warnings that change how events are ordered (a node with seq on some rows only)."""
-    return [r[0] for r in con.execute(sql("ingest/input_notes")).fetchall()]
+    """Warnings that change what the analysis sees: a node with seq on some rows only (its
+    events ordered by ts), columns not in the contract (not loaded)."""
+    order = [r[0] for r in con.execute(sql("ingest/order_notes")).fetchall()]
+    return order + columns.notes(con)
