@@ -249,3 +249,28 @@ def test_three_unknown_columns_of_a_table_have_a_note_each(tmp_path) -> None:
     _add_csv_columns(case / "nodes.csv", ["rack", "region", "zone"])
     result = ingest_case(case, tmp_path / "case.duckdb")
     assert [n.split("'")[1] for n in result.notes] == ["rack", "region", "zone"]
+
+
+def test_what_the_tap_and_the_simulator_write_is_the_contract_and_no_more() -> None:
+    """A ledger recorded by the tap, or simulated, is ingested without column warnings: their
+    files hold the contract's columns and no others."""
+    from forensics.ingest.contract import CONTENTS, KV_EVENTS
+    from forensics.tap import writer
+
+    assert writer.EVENTS.names == KV_EVENTS.names
+    assert writer.CONTENTS.names == CONTENTS.names
+    assert pq.read_schema(next((SAMPLE / "kv_events").glob("*.parquet"))).names == KV_EVENTS.names
+
+
+def test_a_very_long_column_name_is_cut_in_the_message_and_kept_whole_in_the_table(
+    tmp_path,
+) -> None:
+    case = _case(tmp_path)
+    name = "x" * 5000
+    _add_csv_columns(case / "accounts.csv", [name])
+    db = tmp_path / "case.duckdb"
+    result = ingest_case(case, db)
+    ((*_, column, _, reason),) = _warnings(db)
+    assert column == name
+    assert reason.startswith("column '" + "x" * 120 + "…' is not one of the accounts table's")
+    assert result.notes == [reason]

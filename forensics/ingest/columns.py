@@ -77,7 +77,7 @@ def notes(con: duckdb.DuckDBPyConnection) -> list[str]:
         if len(others) < TOGETHER:
             lines.extend(reason for _, reason in others)
             continue
-        names = ", ".join(f"'{visible(c, keep_newlines=False)}'" for c, _ in others[:NAMED])
+        names = ", ".join(f"'{shown(c)}'" for c, _ in others[:NAMED])
         more = f" and {len(others) - NAMED:,} more" if len(others) > NAMED else ""
         lines.append(
             f"{len(others):,} columns are not among the {table} table's columns and were not "
@@ -86,6 +86,14 @@ def notes(con: duckdb.DuckDBPyConnection) -> list[str]:
     return lines
 
 
+def shown(column: str) -> str:
+    """A column's name as a message shows it: control characters as escapes, and cut after
+    SHOWN_CHARS characters (ingest_warnings keeps the whole name)."""
+    text = visible(column, keep_newlines=False)
+    return text if len(text) <= SHOWN_CHARS else text[:SHOWN_CHARS] + "…"
+
+
+SHOWN_CHARS = 120
 TOGETHER = 4  # a table's columns without a suggestion warned of on one line from this many
 NAMED = 8  # of which this many are named there
 _SUGGESTS = "; did you mean '"
@@ -103,6 +111,6 @@ def ignored_reason(table: str, column: str, files: int, first_columns: list[str]
         else "; if it holds one of the table's columns, rename it to that column's name"
     )
     return (
-        f"column '{visible(column, keep_newlines=False)}' is not one of the {table} table's "
+        f"column '{shown(column)}' is not one of the {table} table's "
         f"columns and was not loaded{where}{fix}"
     )
