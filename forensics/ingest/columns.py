@@ -13,10 +13,9 @@ from __future__ import annotations
 import difflib
 
 import duckdb
-import pyarrow as pa
 
 from forensics.ingest.contract import BY_NAME
-from forensics.sql import append_rows, registered, run_script, sql
+from forensics.sql import run_script, sql
 from forensics.textsafe import visible
 
 
@@ -31,16 +30,17 @@ def seen(con: duckdb.DuckDBPyConnection, table: str, file: str, found: list[str]
 
 
 def seen_in_parts(con: duckdb.DuckDBPyConnection, table: str, found: dict[str, list[str]]) -> None:
-    """seen for many files at once (file -> its columns): one statement however many parts."""
+    """seen for many files at once (file -> its columns): one statement however many parts.
+    (The rows go as list parameters: an Arrow table registered with the connection would have
+    DuckDB load pandas, a second's start-up.)"""
     files = [f for f, columns in found.items() for _ in columns]
-    rows = pa.table(
-        {
-            "table_name": pa.array([table] * len(files), pa.string()),
-            "file": pa.array(files, pa.string()),
-            "column": pa.array([c for columns in found.values() for c in columns], pa.string()),
+    if files:
+        params = {
+            "table_name": table,
+            "files": files,
+            "columns": [c for columns in found.values() for c in columns],
         }
-    )
-    append_rows(con, "temp.ingest_columns", rows)
+        run_script(con, sql("ingest/columns_seen_insert"), params)
 
 
 def warn_ignored(con: duckdb.DuckDBPyConnection) -> None:
@@ -51,16 +51,10 @@ def warn_ignored(con: duckdb.DuckDBPyConnection) -> None:
         for table, column, files, first, first_columns in seen_rows
         if column not in BY_NAME[table].names
     ]
-    if not warnings:
-        return
-    rows = pa.table(
-        {
-            name: pa.array([w[i] for w in warnings], pa.string())
-            for i, name in enumerate(("table_name", "file", "column", "reason"))
-        }
-    )
-    with registered(con, {"_ignored_columns": rows}):
-        run_script(con, sql("ingest/columns_ignored"))
+    if warnings:
+        names = ("tables", "files", "columns", "reasons")
+        params = {name: [w[i] for w in warnings] for i, name in enumerate(names)}
+        run_script(con, sql("ingest/columns_ignored"), params)
 
 
 def notes(con: duckdb.DuckDBPyConnection) -> list[str]:
