@@ -9,11 +9,14 @@ statement in the main thread that is between such checks for long would not see 
 While a command runs (`reaching_every_statement`), Ctrl-C therefore calls DuckDB's
 `interrupt()` on every connection open in the process (each is registered when opened, by
 forensics.dbopen): from a thread of its own that the signal wakes at once (Python's wakeup
-file descriptor), and again from the handler in the main thread, which then raises
-KeyboardInterrupt as Python's own handler does. Each statement stops with DuckDB's interrupt
-error, which the command line reports as an interrupt (forensics.errors.interrupted). Work
-outside DuckDB that runs long in compiled code (a node's sweep) looks between its steps
-(stop_if_interrupted) and stops with forensics.errors.Interrupted.
+file descriptor), or from the handler in the main thread when that comes first; the handler
+then raises KeyboardInterrupt as Python's own does. Both see every SIGINT, and whichever comes
+second leaves it (`_answer`): a second interrupt for the same Ctrl-C could otherwise land on
+the clean-up the first one set off (a rollback, which it would leave undone). Each statement
+stops with DuckDB's interrupt error, which the command line reports as an interrupt
+(forensics.errors.interrupted). Work outside DuckDB that runs long in compiled code (a node's
+sweep) looks between its steps (stop_if_interrupted) and stops with
+forensics.errors.Interrupted.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from forensics.errors import Interrupted
 _OPEN: weakref.WeakSet[duckdb.DuckDBPyConnection] = weakref.WeakSet()
 _LOCK = threading.Lock()
 _STOP = threading.Event()  # Ctrl-C came while the command runs
+_ANSWERED = [0]  # how many of the command's SIGINTs were answered with interrupts (under _LOCK)
 _MAIN = threading.main_thread()
 
 
@@ -67,8 +71,23 @@ def stop_if_interrupted(workers_only: bool = False) -> None:
         raise Interrupted("interrupted")
 
 
+def _answer(kth: int) -> None:
+    """interrupt_all for the command's kth SIGINT, unless it was answered already. The
+    interrupts are made under the lock, so that the main thread's handler, once past this,
+    knows they have all been made before it raises KeyboardInterrupt and cleans up."""
+    with _ANSWER_LOCK:
+        if _ANSWERED[0] < kth:
+            _ANSWERED[0] = kth
+            interrupt_all()
+
+
+_ANSWER_LOCK = threading.Lock()
+_SEEN_BY_HANDLER = [0]  # SIGINTs the main thread's handler has seen in this command
+
+
 def _on_interrupt(_signum: int, _frame: FrameType | None) -> None:
-    interrupt_all()
+    _SEEN_BY_HANDLER[0] += 1
+    _answer(_SEEN_BY_HANDLER[0])
     raise KeyboardInterrupt
 
 
@@ -98,6 +117,7 @@ def reaching_every_statement() -> Iterator[None]:
     )
     watcher.start()
     _STOP.clear()
+    _ANSWERED[0] = _SEEN_BY_HANDLER[0] = 0
     signal.signal(signal.SIGINT, _on_interrupt)
     try:
         yield
@@ -110,11 +130,13 @@ def reaching_every_statement() -> Iterator[None]:
 
 
 def _watch(read_end: int) -> None:
-    """Interrupt every statement each time the wakeup pipe says SIGINT came; stop at the
-    pipe's end."""
+    """Interrupt every statement each time the wakeup pipe says SIGINT came (unless the
+    handler did already); stop at the pipe's end."""
+    seen = 0
     try:
         while chunk := os.read(read_end, 64):
-            if signal.SIGINT in chunk:
-                interrupt_all()
+            for _ in range(chunk.count(signal.SIGINT)):
+                seen += 1
+                _answer(seen)
     finally:
         os.close(read_end)

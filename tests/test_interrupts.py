@@ -17,6 +17,8 @@ from pathlib import Path
 import pytest
 from conftest import REPO
 
+import forensics.interrupts as interrupts
+
 CHILD = textwrap.dedent(
     """
     import signal, sys, threading
@@ -237,3 +239,19 @@ def test_after_ctrl_c_a_worker_thread_begins_no_statement() -> None:
         interrupts._STOP.clear()
     with ThreadPoolExecutor(max_workers=1) as pool:
         assert pool.submit(first_row, con, "SELECT count(*) FROM t").result() == (1,)
+
+
+def test_each_ctrl_c_interrupts_the_connections_once(monkeypatch) -> None:
+    """The handler and the watcher thread both see every SIGINT; the connections are
+    interrupted once per SIGINT, by whichever comes first, so that the second cannot land on
+    the clean-up (a rollback) the first set off."""
+    calls: list[int] = []
+    monkeypatch.setattr(interrupts, "interrupt_all", lambda: calls.append(1) or 0)
+    monkeypatch.setattr(interrupts, "_ANSWERED", [0])
+    interrupts._answer(1)  # the watcher, first
+    interrupts._answer(1)  # the handler, for the same SIGINT
+    assert len(calls) == 1
+    interrupts._answer(2)  # a second Ctrl-C
+    interrupts._answer(1)  # a late look at the first
+    interrupts._answer(2)
+    assert len(calls) == 2
