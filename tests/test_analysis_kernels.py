@@ -20,7 +20,7 @@ import pytest
 from numba.core.registry import CPUDispatcher
 
 import forensics
-from forensics.analysis.holders import Holders, new_pool, update_holders, with_room
+from forensics.analysis.holders import Holders, new_pool, set_entries, update_holders, with_room
 from forensics.analysis.runmap import RunMap, bs_next, bs_prev, bs_test, new_map, rm_assign
 from forensics.simulate import kernels as sim_kernels
 from forensics.simulate.ledger import ROW
@@ -83,10 +83,10 @@ def test_holder_map_matches_per_cell_dicts(n: int, ops: int, seed: int) -> None:
             else:
                 cells[c][r] = acq
         assert _starts(h.runs) == _maximal_runs(cells)
-    ent, sets = h.pool.ent, h.pool.sets
     for c in range(n):
-        off, length = sets[h.runs.val[bs_prev(h.runs.words, h.runs.offs, h.runs.nlev, c)]]
-        assert [tuple(e) for e in ent[off : off + length]] == sorted(cells[c].items())
+        sid = int(h.runs.val[bs_prev(h.runs.words, h.runs.offs, h.runs.nlev, c)])
+        assert set_entries(h.pool, sid) == sorted(cells[c].items())
+        assert (sid < 0) == (len(cells[c]) == 1), "a set of one holder is kept in the map"
 
 
 def test_every_analysis_kernel_is_cached_and_releases_the_gil() -> None:

@@ -1,10 +1,13 @@
 """Holder sets for the compiled sweep: who holds a run of cells, and since which event.
 
 A holder set is an immutable, request-sorted list of (request code, acquisition event index)
-entries stored in a HolderPool. A holder map (Holders) is a run map whose values are set ids in
-its pool. Changing the holders of a run makes a new set (copy on write), so runs that split
-share their set. When the pool is full it is first compacted to the sets still referenced by the
-holder map, then grown.
+entries. A holder map (Holders) is a run map whose values are set ids. A set of two holders or
+more is stored in the map's HolderPool (its id: its place there, >= 1); the empty set is id 0
+(EMPTY_SET); a set of one holder, what most cells have, is kept in the map value itself, as a
+negative id (`single`), so that looking it up reads no pool. Each set has one id only: a set
+becomes a single-holder id as soon as it is left with one holder. Changing the holders of a run
+makes a new set (copy on write), so runs that split share their set. When the pool is full it is
+first compacted to the sets still referenced by the holder map, then grown.
 
 Kernels take a Holders map; the set helpers (set_*) take the pool arrays they touch, read out
 of the pool once by their callers (see forensics.analysis.runmap for why).
@@ -22,6 +25,10 @@ from forensics.analysis.compiled import inline_kernel, loop_kernel
 from forensics.analysis.runmap import RunMap, bs_clear, bs_next, bs_prev, rm_split
 
 EMPTY_SET = 0  # set id 0 is always the empty set, so a fresh holder map (all 0) holds nobody
+# A single holder's id packs its request code (below 2^31: codes are int32) and the event that
+# acquired the holding (below MAX_EVENTS) into a negative int64.
+SINGLE = 1 << 31
+MAX_EVENTS = 1 << 32  # events of one node the single-holder ids can name
 
 
 class HolderPool(NamedTuple):
@@ -50,8 +57,43 @@ def new_pool(capacity: int) -> HolderPool:
 
 
 @loop_kernel
+def single(r, acq):  # type: ignore[no-untyped-def]
+    """The id of the set holding only r, since event acq (>= 0)."""
+    return -1 - (acq * SINGLE + r)
+
+
+@loop_kernel
+def single_holder(sid):  # type: ignore[no-untyped-def]
+    """The request of a single-holder set id (sid < 0)."""
+    return (-1 - sid) % SINGLE
+
+
+@loop_kernel
+def single_since(sid):  # type: ignore[no-untyped-def]
+    """The acquisition event of a single-holder set id (sid < 0)."""
+    return (-1 - sid) // SINGLE
+
+
+@loop_kernel
+def held_since(ent, sets, sid, r):  # type: ignore[no-untyped-def]
+    """The event since which set sid holds r, or -1 when it does not hold r."""
+    if sid < 0:
+        return single_since(sid) if single_holder(sid) == r else -1
+    i = set_find(ent, sets, sid, r)
+    return ent[i, 1] if i >= 0 else -1
+
+
+def set_entries(pool: HolderPool, sid: int) -> list[tuple[int, int]]:
+    """The (request, acquisition event) entries of set sid, in request order (for Python)."""
+    if sid < 0:
+        return [((-1 - sid) % SINGLE, (-1 - sid) // SINGLE)]
+    off, length = (int(v) for v in pool.sets[sid])
+    return [(int(r), int(a)) for r, a in pool.ent[off : off + length]]
+
+
+@loop_kernel
 def set_find(ent, sets, sid, r):  # type: ignore[no-untyped-def]
-    """Entry index of request r in set sid, or -1."""
+    """Entry index of request r in the pool set sid (>= 0), or -1."""
     off = sets[sid, 0]
     for i in range(off, off + sets[sid, 1]):
         if ent[i, 0] == r:
@@ -64,6 +106,8 @@ def set_equal(ent, sets, s1, s2):  # type: ignore[no-untyped-def]
     """Whether sets s1 and s2 hold the same entries."""
     if s1 == s2:
         return True
+    if s1 <= 0 or s2 <= 0:  # each set has one id: an empty or single-holder set is its id
+        return False
     n = sets[s1, 1]
     if n != sets[s2, 1]:
         return False
@@ -78,6 +122,19 @@ def set_equal(ent, sets, s1, s2):  # type: ignore[no-untyped-def]
 @loop_kernel
 def set_with(ent, sets, cnt, sid, r, acq):  # type: ignore[no-untyped-def]
     """The set sid with r held since acq (replacing r's entry). The pool must have room."""
+    if sid == EMPTY_SET:
+        return single(r, acq)
+    if sid < 0:
+        other = single_holder(sid)
+        if other == r:
+            return single(r, acq)
+        new_off = cnt[0]
+        first = new_off if other < r else new_off + 1  # the two entries in request order
+        ent[first, 0] = other
+        ent[first, 1] = single_since(sid)
+        ent[2 * new_off + 1 - first, 0] = r
+        ent[2 * new_off + 1 - first, 1] = acq
+        return _close_set(sets, cnt, new_off, new_off + 2)
     i = set_find(ent, sets, sid, r)
     if i >= 0 and ent[i, 1] == acq:
         return sid
@@ -107,11 +164,14 @@ def set_with(ent, sets, cnt, sid, r, acq):  # type: ignore[no-untyped-def]
 @loop_kernel
 def set_without(ent, sets, cnt, sid, r):  # type: ignore[no-untyped-def]
     """The set sid without r. The pool must have room."""
+    if sid <= 0:
+        return EMPTY_SET if sid < 0 and single_holder(sid) == r else sid
     if set_find(ent, sets, sid, r) < 0:
         return sid
-    if sets[sid, 1] == 1:
-        return EMPTY_SET
     off = sets[sid, 0]
+    if sets[sid, 1] == 2:  # one holder left: its set is kept in the map
+        k = off if ent[off, 0] != r else off + 1
+        return single(ent[k, 0], ent[k, 1])
     new_off = cnt[0]
     k = new_off
     for j in range(off, off + sets[sid, 1]):
@@ -153,6 +213,9 @@ def pool_reserve(h: Holders, need_ent: int, need_sets: int) -> HolderPool:
     j = 0
     while j < n:
         sid = val[j]
+        if sid < 0:  # a single holder, kept in the map
+            j = bs_next(words, offs, nlev, j + 1, n)
+            continue
         if remap[sid] < 0:
             length = sets[sid, 1]
             if ne + length > new_ent.shape[0]:
@@ -230,12 +293,14 @@ def update_holders(h: Holders, a: int, b: int, r: int, acq: int) -> None:
         else:
             hv[x] = set_without(ent, sets, cnt, hv[x], r)
         x = nx
-    prev_sid = hv[bs_prev(words, offs, nlev, a - 1)] if a > 0 else -1
+    has_prev = a > 0  # a run to the left of a (set ids may be negative: no sentinel id)
+    prev_sid = hv[bs_prev(words, offs, nlev, a - 1)] if has_prev else EMPTY_SET
     x = a
     while x <= b and x < n:  # merge runs (from a's left neighbour to b) that now hold the same
         nx = bs_next(words, offs, nlev, x + 1, n)
-        if prev_sid >= 0 and set_equal(ent, sets, prev_sid, hv[x]):
+        if has_prev and set_equal(ent, sets, prev_sid, hv[x]):
             bs_clear(words, offs, nlev, x)
         else:
             prev_sid = hv[x]
+            has_prev = True
         x = nx

@@ -30,7 +30,7 @@ from forensics.analysis.codes import (
     UNINITIALISED,
 )
 from forensics.analysis.compiled import inline_kernel, loop_kernel
-from forensics.analysis.holders import HolderPool, set_find
+from forensics.analysis.holders import HolderPool, held_since
 from forensics.analysis.runmap import bs_next, bs_prev
 from forensics.analysis.violations import push_holders
 
@@ -46,16 +46,16 @@ def classify(ev: Events, t: int, w: int, wr: int, pool: HolderPool, sid: int) ->
     """(category, exposure kind or NO_KIND) of the read at event t, of cells last written by
     event w of request wr, held by set sid of pool."""
     ent, sets = pool.ent, pool.sets
-    hi = set_find(ent, sets, sid, ev.req[t])
-    acq = ent[hi, 1] if hi >= 0 else -1  # the event whose holding covers the cells
-    if hi >= 0 and ev.op[acq] == SHARE and acq > w:
+    acq = held_since(ent, sets, sid, ev.req[t])  # the event whose holding covers the cells
+    held = acq >= 0
+    if held and ev.op[acq] == SHARE and acq > w:
         hsh = ev.hsh
         if hsh[acq] < 0 or hsh[w] < 0:  # -1: the ledger gave no content hash
             return SHARED_UNVERIFIED, NO_KIND
         if hsh[acq] == hsh[w]:
             return SHARED_VERIFIED, NO_KIND
         return FOREIGN, PREFIX_MISMATCH
-    if (hi >= 0 and w > acq) or set_find(ent, sets, sid, wr) >= 0:
+    if (held and w > acq) or held_since(ent, sets, sid, wr) >= 0:
         return FOREIGN, OVERWRITTEN
     return FOREIGN, STALE
 
@@ -117,7 +117,7 @@ def read(ev: Events, t: int, maps: SweepMaps, out: Pieces) -> None:
             push_category(cat, rows, t, OWN, x, e)
         else:
             foreign_run(ev, t, wr, x, e, maps, out)
-        if set_find(ent, sets, hc_val[p_h], r) < 0:
+        if held_since(ent, sets, hc_val[p_h], r) < 0:
             push_holders(out, t, x, e, READ_UNHELD, pool, hc_val[p_h], r)
         x = e
         if x == n_l:

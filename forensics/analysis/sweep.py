@@ -48,6 +48,7 @@ from forensics.analysis.codes import (  # noqa: F401  (re-exported names)
 )
 from forensics.analysis.compiled import inline_kernel, loop_kernel
 from forensics.analysis.holders import (
+    MAX_EVENTS,
     Holders,
     new_pool,
     short_of_room,
@@ -309,6 +310,8 @@ def sweep_cells_of(
     version, and a third of the memory of int64."""
     if req.shape[0] == 0:
         return np.empty((0, 5), np.int64), np.empty((0, 4), np.int64), np.empty((0, 5), np.int64)
+    if req.shape[0] >= MAX_EVENTS:  # single-holder set ids name events below it
+        raise ValueError(f"{req.shape[0]:,} events on one node; at most {MAX_EVENTS - 1:,}")
     req = _narrow(req, np.int32)
     op = _narrow(op, np.int8)
     hsh = _narrow(content_hash, np.int32)

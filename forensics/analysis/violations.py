@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from forensics.analysis.buffers import Pieces, push_violation
 from forensics.analysis.codes import DOUBLE_ALLOCATION, WRITE, WRITE_AFTER_FREE, WRITE_UNHELD
 from forensics.analysis.compiled import inline_kernel, loop_kernel
-from forensics.analysis.holders import HolderPool, Holders, set_find
+from forensics.analysis.holders import HolderPool, Holders, held_since, single_holder
 from forensics.analysis.runmap import bs_next, bs_prev
 
 if TYPE_CHECKING:
@@ -26,11 +26,17 @@ def push_holders(
     (except for double-allocation, which needs another holder)."""
     any_other = False
     ent, vio, rows = pool.ent, out.vio, out.rows
-    off = pool.sets[sid, 0]
-    for i in range(off, off + pool.sets[sid, 1]):
-        if ent[i, 0] != skip:
-            push_violation(vio, rows, t, x, e, kind, ent[i, 0])
+    if sid < 0:  # a single holder, kept in the map
+        holder = single_holder(sid)
+        if holder != skip:
+            push_violation(vio, rows, t, x, e, kind, holder)
             any_other = True
+    else:
+        off = pool.sets[sid, 0]
+        for i in range(off, off + pool.sets[sid, 1]):
+            if ent[i, 0] != skip:
+                push_violation(vio, rows, t, x, e, kind, ent[i, 0])
+                any_other = True
     if not any_other and kind != DOUBLE_ALLOCATION:
         push_violation(vio, rows, t, x, e, kind, NO_OTHER)
 
@@ -94,7 +100,7 @@ def check_holders(ev: Events, t: int, h: Holders, out: Pieces) -> None:
         sid = hv[p_h]
         if not is_write:
             push_holders(out, t, x, e, DOUBLE_ALLOCATION, pool, sid, r)
-        elif set_find(ent, sets, sid, r) < 0:
+        elif held_since(ent, sets, sid, r) < 0:
             unheld_write(ev, t, x, e, pool, sid, out)
         x = e
         p_h = e
