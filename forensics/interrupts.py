@@ -36,7 +36,7 @@ from forensics.errors import Interrupted
 _OPEN: weakref.WeakSet[duckdb.DuckDBPyConnection] = weakref.WeakSet()
 _LOCK = threading.Lock()
 _STOP = threading.Event()  # Ctrl-C came while the command runs
-_ANSWERED = [0]  # how many of the command's SIGINTs were answered with interrupts (under _LOCK)
+_ANSWERED = [0]  # how many of the command's SIGINTs were answered (under _ANSWER_LOCK)
 _MAIN = threading.main_thread()
 
 

@@ -86,7 +86,7 @@ def held_since(ent, sets, sid, r):  # type: ignore[no-untyped-def]
 def set_entries(pool: HolderPool, sid: int) -> list[tuple[int, int]]:
     """The (request, acquisition event) entries of set sid, in request order (for Python)."""
     if sid < 0:
-        return [((-1 - sid) % SINGLE, (-1 - sid) // SINGLE)]
+        return [(int(single_holder(sid)), int(single_since(sid)))]
     off, length = (int(v) for v in pool.sets[sid])
     return [(int(r), int(a)) for r, a in pool.ent[off : off + length]]
 

@@ -94,14 +94,13 @@ def validate_ledger(
         append_rows(con, "quarantine", check.quarantine)
         append_rows(con, "ingest_warnings", check.warnings)
     _record_files(con, files, pa.concat_tables([check.facts for check in checks]))
-    for check in checks:
-        seen_in_parts(con, "kv_events", {rel: list(types) for rel, types in check.schemas.items()})
-    columns = sorted({c for check in checks for c in check.columns})
+    schemas = {rel: types for check in checks for rel, types in check.schemas.items()}
+    seen_in_parts(con, "kv_events", {rel: list(types) for rel, types in schemas.items()})
     meta = {
         "location": resolve(case_dir, location),
-        "columns": columns,
+        "columns": sorted({c for check in checks for c in check.columns}),
         "assume_utc": assume_utc,
-        "schemas": {rel: types for check in checks for rel, types in check.schemas.items()},
+        "schemas": schemas,
     }
     run_script(con, sql("ingest/case_meta_set"), {"key": META_KEY, "value": json.dumps(meta)})
     keep_outside(con, str(meta["location"]))
