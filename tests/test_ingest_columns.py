@@ -14,9 +14,11 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 from conftest import REPO
 
 from forensics.cli import app
+from forensics.errors import InputError
 from forensics.ingest.load import ingest_case, input_notes
 from forensics.ledger.store import ExternalLedger
 
@@ -274,3 +276,23 @@ def test_a_very_long_column_name_is_cut_in_the_message_and_kept_whole_in_the_tab
     assert column == name
     assert reason.startswith("column '" + "x" * 120 + "…' is not one of the accounts table's")
     assert result.notes == [reason]
+
+
+def test_an_external_part_with_columns_differing_only_in_case_is_refused(tmp_path) -> None:
+    """'Request_ID' before 'request_id': DuckDB binds request_id to the first, so the part's
+    events would carry the other column's values as their request ids. Refused, naming both."""
+    case = _case(tmp_path)
+
+    def twin(table: pa.Table) -> pa.Table:
+        wrong = pa.array(["someone-else"] * table.num_rows)
+        return pa.table([wrong, *table.columns], names=["Request_ID", *table.column_names])
+
+    _parquet_parts_with(case, twin, 1)
+    _hive(case)
+    db = tmp_path / "external.duckdb"
+    with pytest.raises(InputError) as refused:
+        ingest_case(case, db, ledger=ExternalLedger("kv_events"))
+    text = str(refused.value)
+    assert "the columns 'Request_ID' and 'request_id' differ only in case" in text
+    assert "kv_events/node=" in text
+    assert not db.exists()

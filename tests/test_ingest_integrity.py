@@ -172,6 +172,17 @@ def test_duplicate_header_column_stops(case, cli, tmp_path):
     assert code == 2 and "model" in err and "twice" in err and "requests.csv" in err
 
 
+def test_header_names_differing_only_in_case_stop_as_the_same_column(case, cli, tmp_path):
+    """The CSV reader binds column names without regard to case: 'Model' beside 'model' is the
+    same column twice, refused by ingest's own header check with both spellings, not by the
+    reader's binder error."""
+    root = case({"requests.csv": REQ.strip() + ",Model\nR1,a,m,2026-08-27T10:00:00Z,200,1,m2\n"})
+    code, _, err = _ingest(cli, root, tmp_path)
+    assert code == 2 and "requests.csv" in err
+    assert "the header names the column 'model' twice (as 'model' and 'Model'" in err
+    assert "Binder" not in err
+
+
 @pytest.mark.parametrize("sep", [";", "\t", "|"])
 def test_other_delimiter_is_named(case, cli, tmp_path, sep):
     root = case({"requests.csv": REQ.replace(",", sep) + "R1" + sep + "a\n"})

@@ -107,3 +107,19 @@ def refuse_reader_column(rel: str, found: list[str], names: tuple[str, ...], why
             path=rel,
             fix=f"rename or drop the column '{reserved}' (it is not a column of the contract)",
         )
+
+
+def refuse_case_twins(rel: str, found: list[str]) -> None:
+    """InputError naming the file `rel` when two of its columns `found` have names that differ
+    only in case: DuckDB binds a name without regard to case, to the first of them, so a read
+    of the contract's column could read the other one's values."""
+    seen: dict[str, str] = {}
+    for name in found:
+        first = seen.setdefault(name.casefold(), name)
+        if first != name:
+            raise InputError(
+                f"the columns '{first}' and '{name}' differ only in case, and the reader takes "
+                "them for one column",
+                path=rel,
+                fix="rename or remove one of the two columns",
+            )

@@ -292,13 +292,15 @@ def check_header(f: InputFile, names: list[str], text: str) -> None:
                     path=f.rel,
                     fix="kvforensics reads comma-separated files; convert the file to commas",
                 )
-    seen: set[str] = set()
+    seen: dict[str, str] = {}  # names as the CSV reader binds them (without regard to case)
     for name in names:
         key = name.strip()
-        if key in seen:
+        first = seen.get(key.casefold())
+        if first is not None:
+            also = "" if first == key else f" (as '{first}' and '{key}': case does not count)"
             raise InputError(
-                f"the header names the column '{key}' twice",
+                f"the header names the column '{first}' twice{also}",
                 path=f.rel,
                 fix="rename or remove one of the two columns",
             )
-        seen.add(key)
+        seen[key.casefold()] = key

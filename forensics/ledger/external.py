@@ -26,7 +26,12 @@ from typing import Any
 import duckdb
 
 from forensics.errors import InputError, MissingColumnError, first_line
-from forensics.ingest.contract import KV_EVENTS, READER_COLUMNS, refuse_reader_column
+from forensics.ingest.contract import (
+    KV_EVENTS,
+    READER_COLUMNS,
+    refuse_case_twins,
+    refuse_reader_column,
+)
 from forensics.scratch import ScratchDatabases, scratch_connection
 from forensics.sql import (
     Fragment,
@@ -271,8 +276,10 @@ def _top_level(rows: list[tuple[str, str | None, int | None]]) -> dict[str, str]
 
 
 def _with_contract(f: LedgerFile, found: dict[str, str]) -> dict[str, str]:
-    """found, once it holds the contract's required columns and no column named as one the
-    Parquet reader adds, by which every read of the parts numbers and names the rows."""
+    """found, once it holds the contract's required columns, no two columns whose names differ
+    only in case, and no column named as one the Parquet reader adds, by which every read of
+    the parts numbers and names the rows."""
+    refuse_case_twins(f.rel, list(found))
     refuse_reader_column(
         f.rel,
         list(found),
