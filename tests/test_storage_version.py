@@ -2,7 +2,9 @@
 asks for a newer one, which an existing database never takes on.
 
 The format is told apart by how DuckDB stores a column of repeated text: the 1.1 format has
-plain dictionary compression ('Dictionary'), the 1.3 format dictionary plus FSST ('DICT_FSST')."""
+plain dictionary compression ('Dictionary') or FSST on its own ('FSST'), chosen segment by
+segment, the 1.3 format dictionary plus FSST in one scheme ('DICT_FSST') that older releases
+cannot read."""
 
 from __future__ import annotations
 
@@ -22,6 +24,9 @@ COMPRESSION = (
     "SELECT DISTINCT compression FROM pragma_storage_info('probe') "
     "WHERE column_name = 'node' AND segment_type = 'VARCHAR'"
 )
+# What the 1.1 format may choose for a text segment; which one a segment gets depends on how
+# the rows fell into segments, so the tests ask only that every segment is one of these.
+V1_1_TEXT = {"Dictionary", "FSST", "Uncompressed", "Constant"}
 
 
 def _compressions(path: Path, statement: str) -> set[str]:
@@ -37,21 +42,24 @@ def _compressions(path: Path, statement: str) -> set[str]:
 def test_default_is_the_duckdb_1_1_format(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.delenv("KVFORENSICS_STORAGE_VERSION", raising=False)
     assert STORAGE_COMPATIBILITY == "v1.1.0"
-    assert _compressions(tmp_path / "case.duckdb", FILL) == {"Dictionary"}
+    found = _compressions(tmp_path / "case.duckdb", FILL)
+    assert found and found <= V1_1_TEXT
 
 
 @pytest.mark.parametrize("version", ["v1.3.0", "latest"])
 def test_a_newer_format_on_request(tmp_path: Path, monkeypatch, version: str) -> None:
     monkeypatch.setenv("KVFORENSICS_STORAGE_VERSION", version)
-    assert _compressions(tmp_path / "case.duckdb", FILL) == {"DICT_FSST"}
+    assert "DICT_FSST" in _compressions(tmp_path / "case.duckdb", FILL)
 
 
 def test_an_existing_database_keeps_its_format(tmp_path: Path, monkeypatch) -> None:
     path = tmp_path / "case.duckdb"
     monkeypatch.delenv("KVFORENSICS_STORAGE_VERSION", raising=False)
-    assert _compressions(path, FILL) == {"Dictionary"}
+    first = _compressions(path, FILL)
+    assert first and first <= V1_1_TEXT
     monkeypatch.setenv("KVFORENSICS_STORAGE_VERSION", "latest")
-    assert _compressions(path, APPEND) == {"Dictionary"}
+    after = _compressions(path, APPEND)
+    assert after and after <= V1_1_TEXT
     # ... so a responder's DuckDB 1.1 still opens it; and the file is whole in the installed one
     con = duckdb.connect(str(path), read_only=True)
     assert con.execute("SELECT count(*) FROM probe").fetchone() == (600000,)
