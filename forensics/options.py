@@ -62,10 +62,12 @@ class OutputModel(StrEnum):
 
 
 class Mix(StrEnum):
-    """The traffic of the scale benchmark: chat prompts, or long-context requests."""
+    """The traffic of the scale benchmark: chat prompts, long-context requests, or both with
+    their analyses timed alternately (forensics.bench.pair)."""
 
     SHORT = "short"
     LONG = "long"
+    BOTH = "both"
 
 
 class Engine(StrEnum):

@@ -136,9 +136,9 @@ def test_write_floor_writes_every_event(tmp_path):
 
 
 def test_bench_makes_a_missing_work_folder_and_refuses_one_it_cannot_make(cli, tmp_path):
-    from forensics.bench.run import _work_folder
+    from forensics.bench.run import work_folder
 
-    made = _work_folder(tmp_path / "a" / "b")
+    made = work_folder(tmp_path / "a" / "b")
     assert made.parent == tmp_path / "a" / "b" and made.is_dir()
     blocker = tmp_path / "file"
     blocker.write_text("x")

@@ -1,11 +1,16 @@
 """`kvforensics bench`: make a ledger of about N events, then time ingest, analysis, the scan
-floor and (where it fits in the time allowed) the naive per-slot approach."""
+floor and (where it fits in the time allowed) the naive per-slot approach.
+
+With repeat > 1 the analysis and the scan floor are timed that many times each, alternating,
+each in a fresh process, and the figures are those of the median runs: one run of each on a
+busy machine can land minutes apart in its pace."""
 
 from __future__ import annotations
 
 import math
 import shutil
 import tempfile
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,6 +42,7 @@ class BenchOptions:
     # Also time the write floor (stages.write_floor): the ledger written as it is into a new
     # database file in the case database's storage format.
     write_floor: bool = False
+    repeat: int = 1  # times the analysis and the scan floor are each timed (median run kept)
 
 
 @dataclass
@@ -46,6 +52,14 @@ class BenchResult:
     requests: int = 0
     stages: dict[str, Measured] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    # Every run of each stage, in the order they ran; stages[name] is the median one.
+    runs: dict[str, list[Measured]] = field(default_factory=dict)
+
+    def record(self, m: Measured) -> None:
+        """Keep a run of a stage; for a repeated one the median so far stands for it."""
+        runs = self.runs.setdefault(m.name, [])
+        runs.append(m)
+        self.stages[m.name] = median_run(runs)
 
     def seconds(self, name: str) -> float | None:
         m = self.stages.get(name)
@@ -95,6 +109,8 @@ class BenchResult:
             "peak_rss_mb": round(peak, 1),
             "naive_s": self.seconds("naive"),
             "naive_agrees": self.naive_agrees(),
+            "repeat": len(self.runs.get("analyze", [])),
+            "runs_s": {n: [round(m.seconds, 3) for m in ms] for n, ms in self.runs.items()},
             "stages": {n: _stage_json(m) for n, m in self.stages.items()},
             "notes": self.notes,
         }
@@ -116,6 +132,17 @@ class BenchResult:
         }
 
 
+def median_run(runs: list[Measured]) -> Measured:
+    """The run of median wall time (of an even count, the quicker of the two middle ones): a
+    run that happened, so its CPU time and memory are those of the same run. A failed run
+    stands for the stage whenever there is one, so that a failure is never hidden."""
+    failed = [m for m in runs if m.error]
+    if failed:
+        return failed[0]
+    ordered = sorted(runs, key=lambda m: m.seconds)
+    return ordered[(len(ordered) - 1) // 2]
+
+
 def _stage_json(m: Measured) -> dict[str, Any]:
     return {
         "seconds": round(m.seconds, 3),
@@ -128,24 +155,35 @@ def _stage_json(m: Measured) -> dict[str, Any]:
 
 
 def run_bench(options: BenchOptions, progress: ProgressFn = no_progress) -> BenchResult:
-    if options.mix not in stages.MIXES:
-        raise UsageError(f"--mix must be one of {', '.join(stages.MIXES)}")
-    if options.events < 1000:
-        raise UsageError("--events must be at least 1000")
-    if options.ledger_external not in (None, stages.CASE_LEDGER):
-        raise UsageError(
-            "bench keeps its simulated ledger in its own case folder: give --ledger-external "
-            "without a location"
-        )
-    root = _work_folder(options.workdir)
+    check_options(options, stages.MIXES)
+    root = work_folder(options.workdir)
     try:
-        return _run(options, root, progress)
+        result = prepared(options, root, progress)
+        for _ in range(options.repeat):
+            timed_round(result, root, progress)
+        finished(result, root, progress)
+        return result
     finally:
         if not options.keep:
             shutil.rmtree(root, ignore_errors=True)
 
 
-def _work_folder(workdir: Path | None) -> Path:
+def check_options(options: BenchOptions, mixes: Iterable[str]) -> None:
+    """Usage errors before anything runs; mixes: the --mix values this run takes."""
+    if options.mix not in mixes:
+        raise UsageError(f"--mix must be one of {', '.join(mixes)}")
+    if options.events < 1000:
+        raise UsageError("--events must be at least 1000")
+    if options.repeat < 1:
+        raise UsageError("--repeat must be at least 1")
+    if options.ledger_external not in (None, stages.CASE_LEDGER):
+        raise UsageError(
+            "bench keeps its simulated ledger in its own case folder: give --ledger-external "
+            "without a location"
+        )
+
+
+def work_folder(workdir: Path | None) -> Path:
     """A new folder for this run's ledger and case, inside workdir (made when missing) or the
     system's temporary folder."""
     try:
@@ -161,7 +199,8 @@ def _work_folder(workdir: Path | None) -> Path:
         ) from e
 
 
-def _run(options: BenchOptions, root: Path, progress: ProgressFn = no_progress) -> BenchResult:
+def prepared(options: BenchOptions, root: Path, progress: ProgressFn = no_progress) -> BenchResult:
+    """Simulate a ledger of options.mix in root/case and ingest it into root/case.duckdb."""
     result = BenchResult(options)
     case, db = root / "case", root / "case.duckdb"
     progress("pilot runs (sizing the ledger)", 0, None)
@@ -170,31 +209,48 @@ def _run(options: BenchOptions, root: Path, progress: ProgressFn = no_progress) 
     sim = _checked(
         measure("simulate", stages.simulate_case, str(case), options.mix, requests, options.seed)
     )
-    result.stages["simulate"] = sim
+    result.record(sim)
     result.events, result.requests = sim.result["events"], sim.result["requests"]
-    limit = options.memory_limit
     ledger = options.ledger_external
     if ledger is not None:
         stages.partition_ledger(case / ledger)
     progress(f"ingest ({result.events:,} events)", 0, None)
-    result.stages["ingest"] = _checked(
-        measure("ingest", stages.ingest, str(case), str(db), limit, ledger)
-    )
-    progress("analyze", 0, None)
-    result.stages["analyze"] = _checked(measure("analyze", stages.analyze, str(db), limit))
-    progress("scan floor", 0, None)
-    result.stages["scan_floor"] = _checked(measure("scan_floor", stages.scan_floor, str(case)))
-    result.stages["read_floor"] = _checked(measure("read_floor", stages.read_floor, str(case)))
+    limit = options.memory_limit
+    result.record(_checked(measure("ingest", stages.ingest, str(case), str(db), limit, ledger)))
+    return result
+
+
+def timed_round(result: BenchResult, root: Path, progress: ProgressFn = no_progress) -> None:
+    """One timing of the analysis and of the scan floor (the read floor, which stands beside
+    ingest, on the first round only)."""
+    case, db = root / "case", root / "case.duckdb"
+    limit = result.options.memory_limit
+    done = len(result.runs.get("analyze", []))
+    progress("analyze", done, result.options.repeat)
+    result.record(_checked(measure("analyze", stages.analyze, str(db), limit)))
+    progress("scan floor", done, result.options.repeat)
+    result.record(_checked(measure("scan_floor", stages.scan_floor, str(case))))
+    if "read_floor" not in result.stages:
+        result.record(_checked(measure("read_floor", stages.read_floor, str(case))))
+
+
+def finished(result: BenchResult, root: Path, progress: ProgressFn = no_progress) -> None:
+    """The stages after the timed rounds: the write floor when asked for, the naive check."""
+    options = result.options
+    case, db = root / "case", root / "case.duckdb"
     if options.write_floor:
         progress("write floor", 0, None)
         floor_db = str(root / "write_floor.duckdb")
-        result.stages["write_floor"] = _checked(
-            measure("write_floor", stages.write_floor, str(case), floor_db, limit)
+        result.record(
+            _checked(
+                measure(
+                    "write_floor", stages.write_floor, str(case), floor_db, options.memory_limit
+                )
+            )
         )
     if options.naive:
         progress("naive per-slot check", 0, None)
         _naive(result, options, db)
-    return result
 
 
 def _requests_for(options: BenchOptions, pilot_dir: Path) -> int:
@@ -250,7 +306,7 @@ def _naive(result: BenchResult, options: BenchOptions, db: Path) -> None:
         )
         return
     naive = measure("naive", stages.naive_per_slot, str(db), timeout=options.naive_timeout_s)
-    result.stages["naive"] = naive
+    result.record(naive)
     if naive.error:
         result.notes.append(f"naive per-slot approach: {naive.error} ({volume:,} slot rows)")
     elif not naive.result["agrees"]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rich.table import Table
 
+from forensics.bench.pair import PairResult, run_pair
 from forensics.bench.run import BenchOptions, BenchResult, run_bench
 from forensics.cli.app import app, console, emit_json, finish
 from forensics.cli.params import (
@@ -18,6 +19,7 @@ from forensics.cli.params import (
     LedgerExternal,
     MemoryLimit,
     Naive,
+    Repeat,
     ReplayOn,
     SpeedModel,
     Workdir,
@@ -39,6 +41,7 @@ def bench(
     naive: Naive = BenchOptions.naive,
     ledger_external: LedgerExternal = BenchOptions.ledger_external,
     write_floor: WriteFloor = BenchOptions.write_floor,
+    repeat: Repeat = BenchOptions.repeat,
     replay: BenchReplay = False,
     model: SpeedModel = SpeedOptions.model,
     device: ReplayOn = Device.AUTO,
@@ -61,6 +64,7 @@ def bench(
             naive=naive,
             ledger_external=ledger_external,
             write_floor=write_floor,
+            repeat=repeat,
         ),
         SpeedOptions(model, contexts, leakers),
         device,
@@ -78,16 +82,38 @@ def run_chosen(
         _replay_speed(speed_options, device, json_out)
         return
     with progress_reporter(console, "bench") as progress:
-        result = run_bench(options, progress)
-    if json_out:
+        if options.mix == Mix.BOTH.value:
+            pair = run_pair(options, progress)
+        else:
+            result = run_bench(options, progress)
+    if options.mix == Mix.BOTH.value:
+        _print_pair(pair, json_out)
+    elif json_out:
         emit_json(result.to_json())
     else:
         _print(result)
 
 
+def _print_pair(pair: PairResult, json_out: bool) -> None:
+    data = pair.to_json()
+    if json_out:
+        emit_json(data)
+        return
+    _print(pair.short)
+    _print(pair.long)
+    rounds = ", ".join(f"{r:.2f}" for r in data["long_over_short_rounds"])
+    console.print(
+        f"long mix over short mix, analysis per event: {data['long_over_short_per_event']}x "
+        f"(CPU {data['long_over_short_per_event_cpu']}x; the median of {data['repeat']} "
+        f"round(s): {rounds})",
+        markup=False,
+    )
+
+
 def _print(result: BenchResult) -> None:
     data = result.to_json()
-    table = Table(title=f"bench: {data['events']:,} events, {data['mix']} mix")
+    runs = f", median of {data['repeat']} analyses" if data["repeat"] > 1 else ""
+    table = Table(title=f"bench: {data['events']:,} events, {data['mix']} mix{runs}")
     for name in ("stage", "wall s", "events/s", "cores busy", "peak MB", "note"):
         table.add_column(name, justify="left" if name in ("stage", "note") else "right")
     for name, m in result.stages.items():

@@ -236,7 +236,17 @@ BenchMix = Annotated[
     Mix,
     typer.Option(
         "--mix",
-        help="short: chat prompts; long: long-context traffic with requests up to a million slots.",
+        help="short: chat prompts; long: long-context traffic with requests up to a million "
+        "slots; both: a ledger of each, their analyses timed alternately, and the long mix's "
+        "analysis cost per event over the short mix's.",
+    ),
+]
+Repeat = Annotated[
+    int,
+    typer.Option(
+        "--repeat",
+        help="Time the analysis and the scan floor this many times each, alternating, each in "
+        "a fresh process; the figures are the median runs (every run is in --json's runs_s).",
     ),
 ]
 BenchSeed = Annotated[int, typer.Option("--seed", help="Simulator seed.")]
