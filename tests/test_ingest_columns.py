@@ -85,6 +85,45 @@ def test_a_misnamed_and_an_unknown_csv_column_are_each_warned_of_with_a_fix(tmp_
     assert _count(db, "SELECT count(completion_tokens) FROM requests") == 0
 
 
+def _add_csv_columns(path: Path, names: list[str], value: str = "x") -> None:
+    rows = list(csv.reader(path.open(newline="")))
+    rows[0] += names
+    for row in rows[1:]:
+        row += [value] * len(names)
+    with path.open("w", newline="") as out:
+        csv.writer(out).writerows(rows)
+
+
+def test_blank_csv_header_names_are_labelled_by_their_place(tmp_path) -> None:
+    """Two blank header names (as a spreadsheet's empty headings or a trailing comma give) are
+    each warned of by their place, not refused as one column named twice; a real column named
+    as the reader would otherwise have named a blank one is a column of its own, so every row
+    still has as many fields as the header."""
+    case = _case(tmp_path)
+    _add_csv_columns(case / "requests.csv", ["", "column14", "(blank header field 16)", ""])
+    db = tmp_path / "case.duckdb"
+    result = ingest_case(case, db)
+    # the last blank one's label is taken by a real column: it gets a mark of its own
+    names = ["(blank header field 13)", "(blank header field 16)", "(blank header field 16)'"]
+    names += ["column14"]
+    assert sorted(w[3] for w in _warnings(db)) == sorted(names)
+    assert result.notes == [
+        "4 columns are not among the requests table's columns and were not loaded: "
+        + ", ".join(f"'{n}'" for n in sorted(names))
+        + " (one warning each in ingest_warnings)"
+    ]
+    assert _count(db, "SELECT count(*) FROM quarantine") == 0
+    assert _count(db, "SELECT count(*) FROM requests") == 400
+    # the contract's columns keep their values: the sample's own, column by column
+    rows = list(csv.DictReader((SAMPLE / "requests.csv").open(newline="")))
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        loaded = dict(con.execute("SELECT request_id, decode_node FROM requests").fetchall())
+    finally:
+        con.close()
+    assert loaded == {r["request_id"]: r["decode_node"] for r in rows}
+
+
 def test_the_sample_has_no_column_outside_the_contract(tmp_path) -> None:
     db = tmp_path / "case.duckdb"
     result = ingest_case(_case(tmp_path), db)

@@ -295,6 +295,8 @@ def check_header(f: InputFile, names: list[str], text: str) -> None:
     seen: dict[str, str] = {}  # names as the CSV reader binds them (without regard to case)
     for name in names:
         key = name.strip()
+        if not key:  # a blank name is labelled by its place (forensics.ingest.readers)
+            continue
         first = seen.get(key.casefold())
         if first is not None:
             also = "" if first == key else f" (as '{first}' and '{key}': case does not count)"

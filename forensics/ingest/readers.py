@@ -63,7 +63,7 @@ def stage_csv(
 ) -> Scan | None:
     scan = scan_file(f)
     header = scan.header
-    found = [name or f"column{i + 1}" for i, name in enumerate(header)]
+    found = header_names(header)
     _check_columns(f, table, found)
     columns.seen(con, table.name, f.rel, found)
     _read_raw(con, f, "ingest/stage_csv", dict.fromkeys(found, "VARCHAR"))
@@ -74,6 +74,22 @@ def stage_csv(
     )
     run(con, "ingest/stage_csv_rows", projection=projection, nulls=_nulls(table))
     return scan
+
+
+def header_names(header: list[str]) -> list[str]:
+    """The CSV header's names as the reader binds them: a blank one (a trailing comma, an empty
+    spreadsheet heading) is labelled by its place, '(blank header field N)', never a name
+    that another column of the header has."""
+    taken = {name.strip().casefold() for name in header}
+    found = []
+    for i, name in enumerate(header):
+        if not name.strip():
+            name = f"(blank header field {i + 1})"
+            while name.casefold() in taken:
+                name += "'"
+            taken.add(name.casefold())
+        found.append(name)
+    return found
 
 
 def stage_jsonl(
