@@ -124,6 +124,28 @@ def test_blank_csv_header_names_are_labelled_by_their_place(tmp_path) -> None:
     assert loaded == {r["request_id"]: r["decode_node"] for r in rows}
 
 
+def test_a_request_log_written_with_a_space_after_each_comma_loads_as_the_sample(tmp_path):
+    """`request_id, account_id, ...`: the header's names and every value are taken without the
+    blank after each comma (the response hash and the model name too, which were quarantined
+    and kept with the blank), so the requests table is the sample's, row for row."""
+    plain, spaced = tmp_path / "plain", tmp_path / "spaced"
+    for root in (plain, spaced):
+        _case(root)
+    text = (SAMPLE / "requests.csv").read_text()
+    assert '"' not in text  # no quoted comma for the rewrite below to break
+    (spaced / "case" / "requests.csv").write_text(text.replace(",", ", "))
+    results = [ingest_case(root / "case", root / "case.duckdb") for root in (plain, spaced)]
+    assert results[1].rows_quarantined == results[0].rows_quarantined == 0
+    con = duckdb.connect(str(plain / "case.duckdb"), read_only=True)
+    try:
+        con.execute(f"ATTACH '{spaced / 'case.duckdb'}' AS spaced (READ_ONLY)")
+        for a, b in (("requests", "spaced.requests"), ("spaced.requests", "requests")):
+            assert con.execute(f"SELECT * FROM {a} EXCEPT ALL SELECT * FROM {b}").fetchall() == []
+        assert con.execute("SELECT count(*) FROM spaced.requests").fetchall() == [(400,)]
+    finally:
+        con.close()
+
+
 def test_the_sample_has_no_column_outside_the_contract(tmp_path) -> None:
     db = tmp_path / "case.duckdb"
     result = ingest_case(_case(tmp_path), db)

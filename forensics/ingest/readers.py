@@ -77,13 +77,15 @@ def stage_csv(
 
 
 def header_names(header: list[str]) -> list[str]:
-    """The CSV header's names as the reader binds them: a blank one (a trailing comma, an empty
-    spreadsheet heading) is labelled by its place, '(blank header field N)', never a name
-    that another column of the header has."""
-    taken = {name.strip().casefold() for name in header}
+    """The CSV header's names as the reader binds them: without blanks around them (as a
+    header written `request_id, account_id` has; values are trimmed too), and a blank one (a
+    trailing comma, an empty spreadsheet heading) labelled by its place, '(blank header field
+    N)', never a name that another column of the header has."""
+    header = [name.strip() for name in header]
+    taken = {name.casefold() for name in header}
     found = []
     for i, name in enumerate(header):
-        if not name.strip():
+        if not name:
             name = f"(blank header field {i + 1})"
             while name.casefold() in taken:
                 name += "'"

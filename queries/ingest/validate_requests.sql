@@ -1,11 +1,14 @@
 -- One statement, nested by queries/ingest/insert_checked.sql and quarantine_checked.sql:
 -- type and check staged request-log rows; q is NULL for a good row, else why it is quarantined.
+-- Text is kept without blanks around it (a log written `r1, acct-1, ...` loads as `r1,acct-1`);
+-- a blank response_sha256 is none.
 WITH t AS (
     SELECT *, kvf_ts(received_at, $assume_utc) AS v_received_at,
            kvf_ts(first_token_at, $assume_utc) AS v_first_token_at,
            kvf_ts(completed_at, $assume_utc) AS v_completed_at,
            kvf_int(http_status) AS v_http_status, kvf_int(prompt_tokens) AS v_prompt_tokens,
-           kvf_int(completion_tokens) AS v_completion_tokens
+           kvf_int(completion_tokens) AS v_completion_tokens,
+           kvf_str(response_sha256) AS v_response_sha256
     FROM staged
 )
 SELECT src_row,
@@ -32,13 +35,14 @@ SELECT src_row,
         WHEN completion_tokens IS NOT NULL AND (v_completion_tokens IS NULL OR v_completion_tokens < 0)
             THEN kvf_bad('completion_tokens', completion_tokens,
                          'completion_tokens must be an integer >= 0')
-        WHEN response_sha256 IS NOT NULL AND NOT regexp_full_match(response_sha256, '[0-9a-fA-F]{64}')
+        WHEN v_response_sha256 IS NOT NULL
+             AND NOT regexp_full_match(v_response_sha256, '[0-9a-fA-F]{64}')
             THEN kvf_bad('response_sha256', response_sha256, 'response_sha256 must be 64 hex digits')
     END AS q,
-    kvf_str(request_id) AS request_id, kvf_str(account_id) AS account_id, model,
+    kvf_str(request_id) AS request_id, kvf_str(account_id) AS account_id, kvf_str(model) AS model,
     v_received_at AS received_at, v_first_token_at AS first_token_at,
     v_completed_at AS completed_at, TRY_CAST(v_http_status AS INTEGER) AS http_status,
     v_prompt_tokens AS prompt_tokens, v_completion_tokens AS completion_tokens,
     kvf_str(prefill_node) AS prefill_node, kvf_str(decode_node) AS decode_node,
-    kvf_str(node) AS node, lower(response_sha256) AS response_sha256
+    kvf_str(node) AS node, lower(v_response_sha256) AS response_sha256
 FROM t
