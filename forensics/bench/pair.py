@@ -15,6 +15,7 @@ import statistics
 from dataclasses import dataclass, replace
 from typing import Any
 
+from forensics.bench.measure import Measured
 from forensics.bench.run import (
     BenchOptions,
     BenchResult,
@@ -57,8 +58,8 @@ class PairResult:
         }
 
 
-def _cost(m: Any, cpu: bool) -> float:
-    return float(m.cpu_seconds if cpu else m.seconds)
+def _cost(m: Measured, cpu: bool) -> float:
+    return m.cpu_seconds if cpu else m.seconds
 
 
 def _median(values: list[float]) -> float | None:

@@ -82,12 +82,10 @@ def run_chosen(
         _replay_speed(speed_options, device, json_out)
         return
     with progress_reporter(console, "bench") as progress:
-        if options.mix == Mix.BOTH.value:
-            pair = run_pair(options, progress)
-        else:
-            result = run_bench(options, progress)
-    if options.mix == Mix.BOTH.value:
-        _print_pair(pair, json_out)
+        both = options.mix == Mix.BOTH.value
+        result = run_pair(options, progress) if both else run_bench(options, progress)
+    if isinstance(result, PairResult):
+        _print_pair(result, json_out)
     elif json_out:
         emit_json(result.to_json())
     else:
