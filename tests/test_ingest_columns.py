@@ -85,15 +85,6 @@ def test_a_misnamed_and_an_unknown_csv_column_are_each_warned_of_with_a_fix(tmp_
     assert _count(db, "SELECT count(completion_tokens) FROM requests") == 0
 
 
-def _add_csv_columns(path: Path, names: list[str], value: str = "x") -> None:
-    rows = list(csv.reader(path.open(newline="")))
-    rows[0] += names
-    for row in rows[1:]:
-        row += [value] * len(names)
-    with path.open("w", newline="") as out:
-        csv.writer(out).writerows(rows)
-
-
 def test_blank_csv_header_names_are_labelled_by_their_place(tmp_path) -> None:
     """Two blank header names (as a spreadsheet's empty headings or a trailing comma give) are
     each warned of by their place, not refused as one column named twice; a real column named
@@ -273,6 +264,17 @@ def test_ingest_prints_each_warning(tmp_path) -> None:
     out = CliRunner().invoke(app, ["ingest", str(case), "--db", str(tmp_path / "c.duckdb")])
     assert out.exit_code == 0, out.output
     assert "warning: column 'pool_size' is not one of the nodes table's columns" in out.output
+
+
+def test_a_control_character_in_a_missing_column_error_is_shown_as_an_escape(tmp_path, cli) -> None:
+    """The error that lists the columns a file has (one named by a hostile export with a
+    terminal escape in it) prints the escape as text, never the raw control character."""
+    case = _case(tmp_path)
+    _rename_csv_column(case / "requests.csv", "request_id", "\x1b[31mrequest")
+    code, out, err = cli("ingest", case, "--db", tmp_path / "c.duckdb")
+    assert code != 0, err
+    assert "columns found: \\u001b[31mrequest, account_id" in " ".join(err.split())
+    assert "\x1b" not in out + err
 
 
 def _add_csv_columns(path: Path, names: list[str]) -> None:

@@ -29,6 +29,7 @@ from forensics.cli.app import app, command, console, set_command_args
 from forensics.cli.ray_option import optional_values
 from forensics.errors import KvfError, first_line, interrupted
 from forensics.interrupts import reaching_every_statement
+from forensics.textsafe import visible
 
 __all__ = ["app", "main", "run"]
 
@@ -42,7 +43,8 @@ def run(argv: list[str] | None = None) -> int:
         with reaching_every_statement():  # Ctrl-C stops DuckDB's statements in every thread
             result = command().main(args=args, prog_name="kvforensics", standalone_mode=False)
     except KvfError as exc:
-        console.print(f"[bold red]error:[/] {escape(str(exc))}")
+        # control characters of a hostile file, column or value name shown as escapes
+        console.print(f"[bold red]error:[/] {escape(visible(str(exc)))}")
         return exc.exit_code
     except TyperException as exc:  # usage errors: unknown option, missing argument
         show = getattr(exc, "show", None)
