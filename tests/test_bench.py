@@ -11,6 +11,13 @@ import pytest
 
 from forensics.analysis.stage import analyze
 from forensics.bench import stages
+from forensics.bench.run import (
+    NAIVE_SLOT_ROWS_PER_S,
+    BenchOptions,
+    BenchResult,
+    _naive,
+    naive_max_slot_rows,
+)
 from forensics.db import connect
 from forensics.ingest.discover import discover
 from forensics.ingest.load import ingest_into
@@ -75,6 +82,27 @@ def test_naive_per_slot_notices_a_wrong_answer(tmp_path):
     out = stages.naive_per_slot(str(broken))
     assert not out["agrees"]
     assert out["exposure_kind_differences"] > 0 and out["read_stats_differences"] == 2, out
+
+
+def test_naive_check_runs_only_where_its_slot_rows_fit_its_time(analysed):
+    """The bench counts the naive check's slot rows before it runs it (the count the check
+    itself makes), and runs it only when they fit the time it is allowed."""
+    ran = BenchResult(BenchOptions())
+    _naive(ran, ran.options, analysed)
+    assert ran.naive_agrees() is True, ran.notes
+    rows = ran.stages["naive"].result["slot_rows"]
+    assert ran.naive_slot_rows == rows > 0 and ran.to_json()["naive_slot_rows"] == rows
+    assert rows <= naive_max_slot_rows(ran.options.naive_timeout_s)
+    just = (rows - 0.5) / NAIVE_SLOT_ROWS_PER_S  # the time allowed, half a row short of it
+    assert naive_max_slot_rows(just) == rows - 1
+    skipped = BenchResult(BenchOptions(naive_timeout_s=just))
+    _naive(skipped, skipped.options, analysed)
+    assert "naive" not in skipped.stages and skipped.naive_agrees() is None
+    assert skipped.naive_slot_rows == rows
+    assert skipped.notes == [
+        f"naive per-slot approach not run: it would make {rows:,} slot rows (limit "
+        f"{rows - 1:,}, what it makes in {just:.0f} s on 2 cores)"
+    ]
 
 
 def test_bench_prints_its_figures_as_json(cli, tmp_path):

@@ -137,6 +137,70 @@ def test_a_request_log_written_with_a_space_after_each_comma_loads_as_the_sample
         con.close()
 
 
+def test_nodes_and_accounts_written_with_a_space_after_each_comma_load_as_the_sample(tmp_path):
+    """Descriptive text is kept as every id is, without the blanks around it: a name, an
+    address or a jurisdiction with a blank before it would reach the notices as it is (and
+    ` US-NY` would count apart from `US-NY`), and a node's role ` decode` was quarantined."""
+    plain, spaced = tmp_path / "plain", tmp_path / "spaced"
+    for root in (plain, spaced):
+        _case(root)
+    for name in ("nodes.csv", "accounts.csv"):
+        text = (SAMPLE / name).read_text()
+        assert '"' not in text  # no quoted comma for the rewrite below to break
+        (spaced / "case" / name).write_text(text.replace(",", ", ").replace("\n", " \n"))
+    results = [ingest_case(root / "case", root / "case.duckdb") for root in (plain, spaced)]
+    assert results[1].rows_quarantined == results[0].rows_quarantined == 0
+    con = duckdb.connect(str(plain / "case.duckdb"), read_only=True)
+    try:
+        con.execute(f"ATTACH '{spaced / 'case.duckdb'}' AS spaced (READ_ONLY)")
+        for table, rows in (("nodes", 4), ("accounts", 10)):
+            for a, b in ((table, f"spaced.{table}"), (f"spaced.{table}", table)):
+                got = con.execute(f"SELECT * FROM {a} EXCEPT ALL SELECT * FROM {b}").fetchall()
+                assert got == [], (a, b)
+            assert con.execute(f"SELECT count(*) FROM spaced.{table}").fetchall() == [(rows,)]
+    finally:
+        con.close()
+
+
+def test_a_ledger_csv_op_with_blanks_is_quarantined_saying_so_and_a_source_is_trimmed(tmp_path):
+    """A KV ledger's op is taken as it is (an external ledger's ops are read from its parts
+    untrimmed), so ` write` is quarantined, its reason naming the op to write; a write's
+    source ` decode` is checked as it is kept, trimmed."""
+    case = _case(tmp_path)
+    for part in (case / "kv_events").glob("*.parquet"):
+        part.unlink()
+    fields = ["ts", "node", "request_id", "op", "slot_start", "slot_count", "pos_start", "source"]
+    rows = [
+        ["2026-08-27T00:00:00Z", "decode-0", "req-000001", "alloc", "0", "16", "", ""],
+        ["2026-08-27T00:00:01Z", "decode-0", "req-000001", "write", "0", "16", "0", " decode "],
+        ["2026-08-27T00:00:02Z", "decode-0", "req-000001", " write", "0", "16", "0", "decode"],
+        ["2026-08-27T00:00:03Z", "decode-0", "req-000001", "read", "0", "16", "0", " "],
+    ]
+    with (case / "kv_events" / "decode-0.csv").open("w", newline="") as f:
+        csv.writer(f).writerows([fields, *rows])
+    db = tmp_path / "case.duckdb"
+    result = ingest_case(case, db)
+    assert result.rows_quarantined == 1
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        kept = con.execute("SELECT op, source FROM kv_events ORDER BY ts").fetchall()
+        quarantined = con.execute(
+            'SELECT "row", "column", "value", reason FROM quarantine'
+        ).fetchall()
+    finally:
+        con.close()
+    assert kept == [("alloc", None), ("write", "decode"), ("read", None)]
+    assert quarantined == [
+        (
+            3,
+            "op",
+            " write",
+            "op must be one of free, alloc, share, write, read: this one is write with blanks "
+            "around it, remove them",
+        )
+    ]
+
+
 def test_the_sample_has_no_column_outside_the_contract(tmp_path) -> None:
     db = tmp_path / "case.duckdb"
     result = ingest_case(_case(tmp_path), db)
