@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from forensics.errors import UsageError
+from forensics.errors import KvfError, UsageError
 from forensics.progress import ProgressFn, no_progress
 
 # Object store of an embedded Ray: enough for a few nodes' events in flight.
@@ -75,14 +75,27 @@ def run_tasks(
         pending.append((item, submit(item)))
         while len(pending) >= max(1, in_flight):
             first, ref = pending.popleft()
-            take(first, ray.get(ref))
+            take(first, result_of(ray, ref))
             done += 1
             progress("sweep", done, len(items))
     while pending:
         first, ref = pending.popleft()
-        take(first, ray.get(ref))
+        take(first, result_of(ray, ref))
         done += 1
         progress("sweep", done, len(items))
+
+
+def result_of(ray: Any, ref: Any) -> Any:
+    """A task's result. A task that stopped on an error of the inputs (a KvfError: a part that
+    changed, a storage that did not answer) raises that error, as the local run does: Ray hands
+    it back wrapped in an error whose text is the worker's whole traceback."""
+    try:
+        return ray.get(ref)
+    except ray.exceptions.RayTaskError as exc:
+        cause = getattr(exc, "cause", None)
+        if isinstance(cause, KvfError):
+            raise cause from None
+        raise
 
 
 def cluster_cpus(ray: Any) -> int:

@@ -41,6 +41,7 @@ from forensics.ledger.external import (
     open_connection,
     sha256_of,
 )
+from forensics.ledger.storage import STORAGE_FIX, StorageError, storage_failure
 from forensics.ledger.store import ledger_meta
 from forensics.ledger.view import NAMED_ALONE_ROWS, Copies, PartView, view_sql
 from forensics.progress import ProgressFn, no_progress
@@ -112,6 +113,9 @@ def sweep_partition(
                 # a part changed since ingest explains any other failure (its recorded facts
                 # no longer hold, say): that is reported, not what it made fail
                 check_digests(digests, recorded)
+                why = storage_failure(exc)  # its storage stopped answering while it was read
+                if why is not None:
+                    raise StorageError(why) from exc
                 raise
             check_digests(digests, recorded)
         return found
@@ -119,8 +123,10 @@ def sweep_partition(
         raise InputError(
             f"the {_named(files)} cannot be read: {exc}",
             path=_folder(files),  # the read's error names the part
-            fix="make the external ledger readable where "
-            "it was ingested from, or ingest the case anew",
+            fix=STORAGE_FIX
+            if isinstance(exc, StorageError)
+            else "make the external ledger readable where it was ingested from, or ingest the "
+            "case anew",
         ) from exc
 
 

@@ -29,6 +29,7 @@ from forensics.cli.app import app, command, console, set_command_args
 from forensics.cli.ray_option import optional_values
 from forensics.errors import KvfError, first_line, interrupted
 from forensics.interrupts import reaching_every_statement
+from forensics.ledger.storage import STORAGE_FIX, storage_failure
 from forensics.textsafe import visible
 
 __all__ = ["app", "main", "run"]
@@ -64,6 +65,13 @@ def run(argv: list[str] | None = None) -> int:
     except Exception as exc:  # the last boundary: never a bare traceback without an exit code
         if interrupted(exc):  # Ctrl-C while a DuckDB statement ran
             console.print("interrupted; nothing was changed by the step in progress")
+            return 2
+        why = storage_failure(exc)  # a read of an external ledger whose storage failed
+        if why is not None:
+            console.print(
+                f"[bold red]error:[/] the ledger's storage did not answer: {escape(visible(why))}"
+                f"\nnothing was changed by the step in progress; fix: {STORAGE_FIX}"
+            )
             return 2
         console.print("[bold red]internal error[/] (please report it with this traceback):")
         console.print(traceback.format_exc(), markup=False)

@@ -25,11 +25,13 @@ from forensics.ingest.contract import OPS
 from forensics.ingest.result import FileCounts
 from forensics.ledger.external import (
     LedgerFile,
+    folder_of,
     projection,
     register_filesystems,
     schemas_of,
     sha256_of,
 )
+from forensics.ledger.storage import raise_storage_failure
 from forensics.scratch import ScratchDatabases, scratch_connection
 from forensics.sql import (
     Fragment,
@@ -122,8 +124,9 @@ def check_partition(
                         )
                     sha, size = digest.result()
                     counts.append(FileCounts(f.rel, "kv_events", sha, size, read, read - bad, bad))
-            except BaseException:  # a failed or interrupted check hashes no more parts
+            except BaseException as exc:  # a failed or interrupted check hashes no more parts
                 hasher.shutdown(wait=False, cancel_futures=True)
+                raise_storage_failure(exc, folder_of(files[0].url), "the parts of this folder")
                 raise
         facts = pa.concat_tables([b.facts for b in checks])
         warnings = [b.warnings for b in checks]
@@ -194,6 +197,7 @@ def _check_batch(
     except NOT_THE_PART:
         raise
     except duckdb.Error as exc:
+        raise_storage_failure(exc, batch[0].url, "this part")  # not again part by part
         if len(batch) > 1:
             alone = [_check_batch(con, [f], columns, assume_utc) for f in batch]
             return BatchCheck(

@@ -32,6 +32,7 @@ from forensics.ingest.contract import (
     refuse_case_twins,
     refuse_reader_column,
 )
+from forensics.ledger.storage import StorageError, answering, raise_storage_failure
 from forensics.scratch import ScratchDatabases, scratch_connection
 from forensics.sql import (
     Fragment,
@@ -74,9 +75,14 @@ def list_files(case_dir: Path, location: str) -> list[LedgerFile]:
     """The ledger's Parquet parts, sorted by path; every part must sit in a node=NAME folder."""
     root = resolve(case_dir, location)
     if is_url(root):
-        fs = filesystem(root)
-        base = fs._strip_protocol(root).rstrip("/")
-        found = [(fs.unstrip_protocol(p), p[len(base) :].lstrip("/")) for p in fs.find(base)]
+        try:
+            with answering():
+                fs = filesystem(root)
+                base = fs._strip_protocol(root).rstrip("/")
+                listed = fs.find(base)
+        except StorageError as exc:
+            raise_storage_failure(exc, root, "the list of its parts")
+        found = [(fs.unstrip_protocol(p), p[len(base) :].lstrip("/")) for p in listed]
     else:
         if not Path(root).is_dir():
             raise InputError(
@@ -210,11 +216,12 @@ def sha256_of(url: str) -> tuple[str, int]:
     """SHA-256 and size of a part, local or remote."""
     digest = hashlib.sha256()
     size = 0
-    opener = filesystem(url).open if is_url(url) else open
-    with opener(url, "rb") as stream:
-        while chunk := stream.read(1 << 20):
-            digest.update(chunk)
-            size += len(chunk)
+    with answering():  # a remote storage's failure: a StorageError
+        opener = filesystem(url).open if is_url(url) else open
+        with opener(url, "rb") as stream:
+            while chunk := stream.read(1 << 20):
+                digest.update(chunk)
+                size += len(chunk)
     return digest.hexdigest(), size
 
 
@@ -223,6 +230,7 @@ def columns_of(con: duckdb.DuckDBPyConnection, f: LedgerFile) -> dict[str, str]:
     try:
         rows = con.execute(sql("ledger/describe_part"), {"path": f.url}).fetchall()
     except duckdb.Error as exc:
+        raise_storage_failure(exc, f.url, "this part's schema")
         raise InputError(
             f"cannot read this Parquet file: {first_line(exc)}",
             path=f.rel,
@@ -243,8 +251,9 @@ def schemas_of(
         by_file: dict[str, list[tuple[str, str | None, int | None]]] = {}
         for file_name, name, duckdb_type, children in rows.fetchall():
             by_file.setdefault(str(file_name), []).append((name, duckdb_type, children))
-    except duckdb.Error:
-        by_file = {}
+    except duckdb.Error as exc:
+        raise_storage_failure(exc, folder_of(files[0].url), "the parts' schemas")
+        by_file = {}  # each part is described by itself, which names a damaged one
     out = {}
     for f in files:
         found = _top_level(by_file.get(f.url, []))

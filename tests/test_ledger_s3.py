@@ -1,0 +1,291 @@
+"""A ledger kept in an object store (`s3://`), read through s3fs from a real S3 server on
+127.0.0.1 (moto's, a process of its own speaking S3's HTTP API), checked and swept locally and
+by the tasks of a real Ray cluster whose workers read it over the network: the same tables as
+the loaded ledger (EXCEPT ALL both ways). And when the storage stops answering, or a part
+changes there, each command says so as an input error naming the partition and the fix
+(before, an unreachable endpoint ended ingest and analyze as an internal error with
+botocore's traceback, and a task's error on the cluster printed the worker's whole
+traceback), and the analysis tables stay as they were."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+pytest.importorskip("s3fs")
+pytest.importorskip("moto")
+pytest.importorskip("ray")
+
+from raycluster import cluster_env, free_port, local_cluster  # noqa: E402
+
+from forensics.errors import UsageError  # noqa: E402
+from forensics.ledger.external import filesystem  # noqa: E402
+from forensics.ledger.storage import (  # noqa: E402
+    STORAGE_FIX,
+    StorageError,
+    answering,
+    storage_failure,
+)
+from tests.test_ledger_external import OWN_LEDGER, differences, query  # noqa: E402
+from tests.test_ledger_external import spoiled as spoiled  # noqa: E402,F401  (a fixture)
+
+BUCKET = "kvf-incident"
+LEDGER = f"s3://{BUCKET}/ledger"
+START_TIMEOUT_S = 30.0
+NOT_ANSWERING = "the ledger's storage did not answer"
+
+
+def _s3_env(port: int) -> dict[str, str]:
+    return {
+        "AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}",
+        "AWS_ACCESS_KEY_ID": "kvf-test",
+        "AWS_SECRET_ACCESS_KEY": "kvf-test",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_MAX_ATTEMPTS": "1",  # a refused connection fails at once
+    }
+
+
+@pytest.fixture(scope="module")
+def s3(tmp_path_factory) -> Iterator[dict[str, str]]:
+    """A real S3 server on 127.0.0.1; yields the environment that points s3fs at it."""
+    port = free_port()
+    log = tmp_path_factory.mktemp("s3") / "server.log"
+    with log.open("wb") as out:
+        server = subprocess.Popen(
+            [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    try:
+        _wait_for(f"http://127.0.0.1:{port}/", server, log)
+        yield _s3_env(port)
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+
+
+def _wait_for(url: str, server: subprocess.Popen[bytes], log: Path) -> None:
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while time.monotonic() < deadline and server.poll() is None:
+        try:
+            urllib.request.urlopen(url, timeout=1).close()
+            return
+        except OSError:
+            time.sleep(0.2)
+    raise RuntimeError(f"the S3 server did not start:\n{log.read_text(errors='replace')}")
+
+
+def _bucket(env: dict[str, str], case: Path) -> None:
+    """The case's hive ledger uploaded to LEDGER, part for part."""
+    import s3fs
+
+    fs = s3fs.S3FileSystem(
+        key=env["AWS_ACCESS_KEY_ID"],
+        secret=env["AWS_SECRET_ACCESS_KEY"],
+        endpoint_url=env["AWS_ENDPOINT_URL"],
+    )
+    fs.mkdir(BUCKET)
+    for part in sorted((case / "kv_events").rglob("*.parquet")):
+        fs.put_file(str(part), f"{LEDGER}/{part.parent.name}/{part.name}")
+
+
+def kvforensics(env: dict[str, str], *args: object) -> subprocess.CompletedProcess[str]:
+    """The command, in a process of its own with env (as a responder runs it)."""
+    return subprocess.run(
+        [sys.executable, "-m", "forensics", *map(str, args)],
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+@pytest.fixture(scope="module")
+def cases(s3, spoiled, tmp_path_factory) -> dict[str, Path]:
+    """The spoiled hive sample's ledger in the bucket, ingested and analysed from there on
+    this machine and on a real Ray cluster started with the S3 settings (its workers read
+    the parts themselves)."""
+    case, loaded = spoiled
+    _bucket(s3, case)
+    root = tmp_path_factory.mktemp("s3cases")
+    here, there = root / "here.duckdb", root / "there.duckdb"
+    for args in (
+        ("ingest", case, "--db", here, "--ledger-external", LEDGER),
+        ("analyze", "--db", here),
+    ):
+        done = kvforensics(s3, *args)
+        assert done.returncode == 1, done.stdout + done.stderr  # findings
+    env = {**s3, **cluster_env()}
+    with local_cluster(env) as address:
+        for args in (
+            ("ingest", case, "--db", there, "--ledger-external", LEDGER, "--ray", address),
+            ("analyze", "--db", there, "--ray", address),
+        ):
+            done = kvforensics(env, *args)
+            assert done.returncode == 1, done.stdout + done.stderr
+    return {"case": case, "loaded": loaded, "here": here, "there": there, "root": root}
+
+
+def test_a_ledger_in_s3_gives_the_tables_of_the_loaded_ledger(cases) -> None:
+    for db in (cases["here"], cases["there"]):
+        assert query(db, OWN_LEDGER) == [("VIEW",)]  # nothing of it is stored
+        assert query(db, "SELECT count(*) FROM ledger_files") == [(5,)]
+        assert query(db, "SELECT count(*) FROM exposures") == [(46,)]  # the ground truth
+        assert set(differences(cases["loaded"], db)) == {"input_files", "quarantine"}
+        # the parts are named by their URL, and the quarantined row is the loaded one's
+        assert query(db, 'SELECT file, "row", reason FROM quarantine') == [
+            (
+                f"{LEDGER}/node=decode-1/decode-1-part-00001.parquet",
+                5,
+                "slot_count must be an integer > 0",
+            )
+        ]
+    assert differences(cases["here"], cases["there"]) == {}
+
+
+def test_a_storage_that_fails_after_the_parts_were_hashed_is_an_input_error(
+    spoiled, tmp_path, monkeypatch, cli
+) -> None:
+    """The parts answered their hashes, then a read of them failed: the partition cannot be
+    read, said with the fix, and the analysis tables stay as they were."""
+    case, _ = spoiled
+    db = tmp_path / "case.duckdb"
+    assert cli("ingest", case, "--db", db, "--ledger-external")[0] == 1
+    assert cli("analyze", "--db", db)[0] == 1
+    error = _unreachable_read()
+
+    def failing(*args, **kwargs):  # type: ignore[no-untyped-def]  # noqa: ARG001
+        raise error
+
+    monkeypatch.setattr("forensics.analysis.partitions._sweep_partition", failing)
+    code, out, err = cli("analyze", "--db", db)
+    text = " ".join((out + err).split())
+    assert code == 2, text
+    assert "cannot be read: EndpointConnectionError: Could not connect" in text, text
+    assert " ".join(STORAGE_FIX.split()) in text and "Traceback" not in text, text
+    assert query(db, "SELECT count(*) FROM exposures") == [(46,)]
+
+
+def _refused(done: subprocess.CompletedProcess[str], says: str) -> str:
+    """The one error line and its fix, never a traceback."""
+    text = done.stdout + done.stderr
+    assert done.returncode == 2, text
+    assert says in text, text
+    assert "Traceback" not in text and "internal error" not in text and "ray::" not in text, text
+    return text
+
+
+def test_an_unreachable_storage_is_an_input_error_and_changes_nothing(cases, tmp_path) -> None:
+    gone = _s3_env(free_port())  # nothing listens there
+    exposures = query(cases["here"], "SELECT count(*) FROM exposures")
+    text = _refused(
+        kvforensics(
+            gone,
+            "ingest",
+            cases["case"],
+            "--db",
+            tmp_path / "new.duckdb",
+            "--ledger-external",
+            LEDGER,
+        ),
+        f"{NOT_ANSWERING} reading the list of its parts: EndpointConnectionError",
+    )
+    assert STORAGE_FIX.split(":")[0] in " ".join(text.split())
+    for extra in ((), ("--ray",)):  # --ray alone: Ray embedded on this machine
+        text = _refused(
+            kvforensics(gone, "analyze", "--db", cases["here"], *extra),
+            "cannot be read: EndpointConnectionError: Could not connect to the endpoint URL",
+        )
+        assert "the partition node=" in text and gone["AWS_ENDPOINT_URL"] in text
+        assert query(cases["here"], "SELECT count(*) FROM exposures") == exposures
+
+
+def test_a_part_changed_in_the_bucket_is_refused_on_the_cluster_too(s3, cases) -> None:
+    import s3fs
+
+    fs = s3fs.S3FileSystem(
+        key=s3["AWS_ACCESS_KEY_ID"],
+        secret=s3["AWS_SECRET_ACCESS_KEY"],
+        endpoint_url=s3["AWS_ENDPOINT_URL"],
+    )
+    part = f"{LEDGER}/node=prefill-0/prefill-0-part-00001.parquet"
+    original = fs.cat_file(part)
+    table = pq.read_table(pa.BufferReader(original))
+    starts = table["slot_start"].to_pylist()
+    starts[3] += 16  # still a good part, and another piece of evidence
+    index = table.schema.get_field_index("slot_start")
+    table = table.set_column(index, "slot_start", pa.array(starts, table["slot_start"].type))
+    changed = pa.BufferOutputStream()
+    pq.write_table(table, changed)
+    fs.pipe_file(part, changed.getvalue().to_pybytes())
+    try:
+        for extra in ((), ("--ray",)):
+            _refused(
+                kvforensics(s3, "analyze", "--db", cases["there"], *extra),
+                f"the part {part} changed since it was ingested",
+            )
+    finally:
+        fs.pipe_file(part, original)
+    assert kvforensics(s3, "analyze", "--db", cases["there"]).returncode == 1  # as it was
+
+
+def _unreachable_read() -> duckdb.Error:
+    """What DuckDB raises reading a part through s3fs from an endpoint nobody answers."""
+    import s3fs
+
+    fs = s3fs.S3FileSystem(
+        key="kvf-test",
+        secret="kvf-test",
+        endpoint_url=f"http://127.0.0.1:{free_port()}",  # nothing listens there
+        config_kwargs={"retries": {"max_attempts": 1}},
+    )
+    con = duckdb.connect()
+    con.register_filesystem(fs)
+    with pytest.raises(duckdb.Error) as raised:
+        con.execute(f"SELECT * FROM read_parquet('{LEDGER}/node=a/part.parquet')")
+    return raised.value
+
+
+def test_storage_failures_are_told_from_other_errors() -> None:
+    """What DuckDB raises when a registered fsspec filesystem fails (its base Error, with the
+    Python traceback as its text, and maybe the statement's place after it) is the storage's
+    failure, named by the error's line; DuckDB's own errors, and the filesystem's OSErrors,
+    are not."""
+    error = _unreachable_read()
+    assert type(error) is duckdb.Error
+    why = storage_failure(error)
+    assert why is not None and why.startswith(
+        "EndpointConnectionError: Could not connect to the endpoint URL: "
+    )
+    assert why.endswith(f'/{BUCKET}/ledger/node%3Da/part.parquet"'), why
+    con = duckdb.connect()
+    with pytest.raises(duckdb.Error) as own:
+        con.execute("SELECT * FROM no_such_table")
+    assert storage_failure(own.value) is None
+    assert storage_failure(ValueError("Traceback (most recent call last):\nx")) is None
+    with pytest.raises(StorageError, match="^KeyError: 'key'$"), answering():
+        raise KeyError("key")
+    with pytest.raises(FileNotFoundError), answering():  # a missing part stays what it is
+        raise FileNotFoundError("part.parquet")
+
+
+def test_a_url_whose_filesystem_is_not_installed_says_what_to_install() -> None:
+    try:
+        import gcsfs  # noqa: F401
+    except ImportError:
+        pass
+    else:
+        pytest.skip("gcsfs is installed here")
+    with pytest.raises(UsageError, match="not installed: .*gcsfs"), answering():
+        filesystem("gcs://bucket/ledger")
