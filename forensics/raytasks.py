@@ -87,7 +87,7 @@ def run_tasks(
 
 def result_of(ray: Any, ref: Any) -> Any:
     """A task's result. A task that stopped on an error of the inputs (a KvfError: a part that
-    changed, a storage that did not answer) raises that error, as the local run does: Ray hands
+    changed, a storage that failed) raises that error, as the local run does: Ray hands
     it back wrapped in an error whose text is the worker's whole traceback."""
     try:
         return ray.get(ref)

@@ -10,11 +10,14 @@ traceback), and the analysis tables stay as they were."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import duckdb
@@ -42,7 +45,7 @@ from tests.test_ledger_external import spoiled as spoiled  # noqa: E402,F401  (a
 BUCKET = "kvf-incident"
 LEDGER = f"s3://{BUCKET}/ledger"
 START_TIMEOUT_S = 30.0
-NOT_ANSWERING = "the ledger's storage did not answer"
+FROM_STORAGE = "from the ledger's storage"
 
 
 def _s3_env(port: int) -> dict[str, str]:
@@ -55,16 +58,18 @@ def _s3_env(port: int) -> dict[str, str]:
     }
 
 
-@pytest.fixture(scope="module")
-def s3(tmp_path_factory) -> Iterator[dict[str, str]]:
-    """A real S3 server on 127.0.0.1; yields the environment that points s3fs at it."""
+@contextmanager
+def s3_server(log: Path, checks_credentials: bool = False) -> Iterator[dict[str, str]]:
+    """A real S3 server on 127.0.0.1 (one that refuses unknown credentials when asked); yields
+    the environment that points s3fs at it."""
     port = free_port()
-    log = tmp_path_factory.mktemp("s3") / "server.log"
+    env = {**os.environ, "INITIAL_NO_AUTH_ACTION_COUNT": "0"} if checks_credentials else None
     with log.open("wb") as out:
         server = subprocess.Popen(
             [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
             stdout=out,
             stderr=subprocess.STDOUT,
+            env=env,
             start_new_session=True,
         )
     try:
@@ -75,11 +80,19 @@ def s3(tmp_path_factory) -> Iterator[dict[str, str]]:
         server.wait(timeout=10)
 
 
+@pytest.fixture(scope="module")
+def s3(tmp_path_factory) -> Iterator[dict[str, str]]:
+    with s3_server(tmp_path_factory.mktemp("s3") / "server.log") as env:
+        yield env
+
+
 def _wait_for(url: str, server: subprocess.Popen[bytes], log: Path) -> None:
     deadline = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < deadline and server.poll() is None:
         try:
             urllib.request.urlopen(url, timeout=1).close()
+            return
+        except urllib.error.HTTPError:  # it answers (a server that checks credentials: 500)
             return
         except OSError:
             time.sleep(0.2)
@@ -199,7 +212,7 @@ def test_an_unreachable_storage_is_an_input_error_and_changes_nothing(cases, tmp
             "--ledger-external",
             LEDGER,
         ),
-        f"{NOT_ANSWERING} reading the list of its parts: EndpointConnectionError",
+        f"cannot read the list of its parts {FROM_STORAGE}: EndpointConnectionError",
     )
     assert STORAGE_FIX.split(":")[0] in " ".join(text.split())
     for extra in ((), ("--ray",)):  # --ray alone: Ray embedded on this machine
@@ -207,8 +220,29 @@ def test_an_unreachable_storage_is_an_input_error_and_changes_nothing(cases, tmp
             kvforensics(gone, "analyze", "--db", cases["here"], *extra),
             "cannot be read: EndpointConnectionError: Could not connect to the endpoint URL",
         )
-        assert "the partition node=" in text and gone["AWS_ENDPOINT_URL"] in text
+        # the partition that failed first: a decode node's, or the prefill nodes' together
+        assert re.search(r"the partitions? node=", text) and gone["AWS_ENDPOINT_URL"] in text
         assert query(cases["here"], "SELECT count(*) FROM exposures") == exposures
+
+
+def test_credentials_the_storage_refuses_are_an_input_error(cases, tmp_path) -> None:
+    with s3_server(tmp_path / "server.log", checks_credentials=True) as strict:
+        _refused(
+            kvforensics(
+                strict,
+                "ingest",
+                cases["case"],
+                "--db",
+                tmp_path / "new.duckdb",
+                "--ledger-external",
+                LEDGER,
+            ),
+            f"cannot read the list of its parts {FROM_STORAGE}: The AWS Access Key Id you "
+            "provided does not exist in our records",
+        )
+    assert not (tmp_path / "new.duckdb").exists() or query(
+        tmp_path / "new.duckdb", "SELECT count(*) FROM input_files"
+    ) == [(0,)]
 
 
 def test_a_part_changed_in_the_bucket_is_refused_on_the_cluster_too(s3, cases) -> None:

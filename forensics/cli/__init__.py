@@ -69,7 +69,7 @@ def run(argv: list[str] | None = None) -> int:
         why = storage_failure(exc)  # a read of an external ledger whose storage failed
         if why is not None:
             console.print(
-                f"[bold red]error:[/] the ledger's storage did not answer: {escape(visible(why))}"
+                f"[bold red]error:[/] cannot read from the ledger's storage: {escape(visible(why))}"
                 f"\nnothing was changed by the step in progress; fix: {STORAGE_FIX}"
             )
             return 2

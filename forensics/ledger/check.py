@@ -126,7 +126,9 @@ def check_partition(
                     counts.append(FileCounts(f.rel, "kv_events", sha, size, read, read - bad, bad))
             except BaseException as exc:  # a failed or interrupted check hashes no more parts
                 hasher.shutdown(wait=False, cancel_futures=True)
-                raise_storage_failure(exc, folder_of(files[0].url), "the parts of this folder")
+                raise_storage_failure(
+                    exc, folder_of(files[0].url), "the parts of this folder", os_errors=True
+                )
                 raise
         facts = pa.concat_tables([b.facts for b in checks])
         warnings = [b.warnings for b in checks]

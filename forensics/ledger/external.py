@@ -32,7 +32,7 @@ from forensics.ingest.contract import (
     refuse_case_twins,
     refuse_reader_column,
 )
-from forensics.ledger.storage import StorageError, answering, raise_storage_failure
+from forensics.ledger.storage import answering, raise_storage_failure
 from forensics.scratch import ScratchDatabases, scratch_connection
 from forensics.sql import (
     Fragment,
@@ -80,8 +80,9 @@ def list_files(case_dir: Path, location: str) -> list[LedgerFile]:
                 fs = filesystem(root)
                 base = fs._strip_protocol(root).rstrip("/")
                 listed = fs.find(base)
-        except StorageError as exc:
-            raise_storage_failure(exc, root, "the list of its parts")
+        except OSError as exc:  # a StorageError, or the store refused credentials or a bucket
+            raise_storage_failure(exc, root, "the list of its parts", os_errors=True)
+            raise
         found = [(fs.unstrip_protocol(p), p[len(base) :].lstrip("/")) for p in listed]
     else:
         if not Path(root).is_dir():

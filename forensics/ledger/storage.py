@@ -68,13 +68,18 @@ def answering() -> Iterator[None]:
         raise StorageError(f"{type(exc).__name__}: {exc}") from exc
 
 
-def raise_storage_failure(exc: BaseException, path: str, reading: str) -> None:
-    """An InputError saying the storage failed while `reading` (e.g. "the parts of node=a"),
-    where exc is such a failure; nothing otherwise."""
+def raise_storage_failure(
+    exc: BaseException, path: str, reading: str, os_errors: bool = False
+) -> None:
+    """An InputError saying the storage failed while `reading` (e.g. "the list of its parts"),
+    where exc is such a failure, or with os_errors any OSError (an object store refuses
+    credentials or a bucket as PermissionError or FileNotFoundError); nothing otherwise."""
     why = storage_failure(exc)
+    if why is None and os_errors and isinstance(exc, OSError):
+        why = str(exc) or type(exc).__name__
     if why is not None:
         raise InputError(
-            f"the ledger's storage did not answer reading {reading}: {why}",
+            f"cannot read {reading} from the ledger's storage: {why}",
             path=path,
             fix=STORAGE_FIX,
         ) from exc
