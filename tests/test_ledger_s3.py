@@ -199,19 +199,17 @@ def _refused(done: subprocess.CompletedProcess[str], says: str) -> str:
     return text
 
 
+def _ingest_anew(env: dict[str, str], case: Path, root: Path) -> subprocess.CompletedProcess[str]:
+    return kvforensics(
+        env, "ingest", case, "--db", root / "new.duckdb", "--ledger-external", LEDGER
+    )
+
+
 def test_an_unreachable_storage_is_an_input_error_and_changes_nothing(cases, tmp_path) -> None:
     gone = _s3_env(free_port())  # nothing listens there
     exposures = query(cases["here"], "SELECT count(*) FROM exposures")
     text = _refused(
-        kvforensics(
-            gone,
-            "ingest",
-            cases["case"],
-            "--db",
-            tmp_path / "new.duckdb",
-            "--ledger-external",
-            LEDGER,
-        ),
+        _ingest_anew(gone, cases["case"], tmp_path),
         f"cannot read the list of its parts {FROM_STORAGE}: EndpointConnectionError",
     )
     assert STORAGE_FIX.split(":")[0] in " ".join(text.split())
@@ -228,15 +226,7 @@ def test_an_unreachable_storage_is_an_input_error_and_changes_nothing(cases, tmp
 def test_credentials_the_storage_refuses_are_an_input_error(cases, tmp_path) -> None:
     with s3_server(tmp_path / "server.log", checks_credentials=True) as strict:
         _refused(
-            kvforensics(
-                strict,
-                "ingest",
-                cases["case"],
-                "--db",
-                tmp_path / "new.duckdb",
-                "--ledger-external",
-                LEDGER,
-            ),
+            _ingest_anew(strict, cases["case"], tmp_path),
             f"cannot read the list of its parts {FROM_STORAGE}: The AWS Access Key Id you "
             "provided does not exist in our records",
         )
