@@ -81,8 +81,14 @@ def s3_server(log: Path, checks_credentials: bool = False) -> Iterator[dict[str,
 
 
 @pytest.fixture(scope="module")
-def s3(tmp_path_factory) -> Iterator[dict[str, str]]:
-    with s3_server(tmp_path_factory.mktemp("s3") / "server.log") as env:
+def s3_log(tmp_path_factory) -> Path:
+    """The S3 server's log: a line per request it served."""
+    return tmp_path_factory.mktemp("s3") / "server.log"
+
+
+@pytest.fixture(scope="module")
+def s3(s3_log) -> Iterator[dict[str, str]]:
+    with s3_server(s3_log) as env:
         yield env
 
 
@@ -188,6 +194,25 @@ def test_a_storage_that_fails_after_the_parts_were_hashed_is_an_input_error(
     assert "cannot be read: EndpointConnectionError: Could not connect" in text, text
     assert " ".join(STORAGE_FIX.split()) in text and "Traceback" not in text, text
     assert query(db, "SELECT count(*) FROM exposures") == [(46,)]
+
+
+def test_each_part_is_fetched_once_by_its_task_and_its_copy_removed(s3, s3_log, cases) -> None:
+    """A task fetches each of its remote parts once into a local copy, hashed as it arrives
+    (forensics.ledger.mirror), and reads the copy: one GET of each part, and at most one more
+    for its footer by the view over the parts on the case's own connection. Read through the
+    store, a task fetched each part two or three times and asked for its size some 70 times
+    (328 requests for the sample's four parts, now 28). No copy is left."""
+    before = len(s3_log.read_bytes().splitlines())
+    assert kvforensics(s3, "analyze", "--db", cases["here"]).returncode == 1
+    served = s3_log.read_bytes().splitlines()[before:]
+    names = [f"/{BUCKET}/ledger/{p}" for (p,) in query(cases["here"], PART_NAMES)]
+    gets = {n: sum(f"GET {n} ".encode() in line for line in served) for n in names}
+    assert len(gets) == 5 and set(gets.values()) <= {1, 2} and min(gets.values()) == 1, gets
+    left = [p.name for p in cases["root"].iterdir() if not p.name.endswith(".duckdb")]
+    assert left == [], left
+
+
+PART_NAMES = "SELECT substr(url, strlen('" + LEDGER + "/') + 1) FROM ledger_files ORDER BY url"
 
 
 def _refused(done: subprocess.CompletedProcess[str], says: str) -> str:

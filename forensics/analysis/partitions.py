@@ -36,11 +36,13 @@ from forensics.errors import InputError, interrupted
 from forensics.ledger.copies import copy_groups, remove_copies
 from forensics.ledger.external import (
     LedgerFile,
+    check_digest,
     check_digests,
     folder_of,
     open_connection,
     sha256_of,
 )
+from forensics.ledger.mirror import mirrored
 from forensics.ledger.storage import STORAGE_FIX, StorageError, storage_failure
 from forensics.ledger.store import ledger_meta
 from forensics.ledger.view import NAMED_ALONE_ROWS, Copies, PartView, view_sql
@@ -78,22 +80,31 @@ def sweep_partition(
     threads and within memory_limit (None: the default). Each part's SHA-256 and size are
     computed beside the reads and must be those ingest recorded (`recorded`, by part name):
     a part changed since it was ingested is an error, never a silent analysis of other
-    evidence. facts: what ingest recorded of the parts' kept rows, which spare the task a pass
-    over them; None for a case ingested before ingest recorded them. budget: the run's memory
-    budget, when the task runs in a thread of the driver: its node's arrays are held in it
-    once the pass that lists the node has counted them (forensics.analysis.order.load_within),
-    so that as many partitions are swept at once as fit. Without one (a Ray task, whose memory
+    evidence. Parts at an fsspec URL are fetched once into local copies, hashed as they
+    arrive and checked before they are read (forensics.ledger.mirror). facts: what ingest
+    recorded of the parts' kept rows, which spare the task a pass over them; None for a case
+    ingested before ingest recorded them. budget: the run's memory budget, when the task runs
+    in a thread of the driver: its node's arrays are held in it once the pass that lists the
+    node has counted them (forensics.analysis.order.load_within), so that as many partitions
+    are swept at once as fit. Without one (a Ray task, whose memory
     Ray holds for it) nothing waits. spill_beside: the case database, when the task runs on its
     machine (its DuckDB spills beside it; elsewhere to the system's temporary folder). pool:
     the databases of the threads that run the tasks one after another (forensics.scratch);
     None: the task opens a database of its own (a Ray task)."""
     files = [p.file for p in parts]
     try:
-        with ThreadPoolExecutor(max_workers=1) as hasher:
-            digests = [(f, hasher.submit(sha256_of, f.url)) for f in files]
+        with (
+            mirrored(parts, spill_beside) as (read, fetched),
+            ThreadPoolExecutor(max_workers=1) as hasher,
+        ):
+            for f in files:  # a remote part: hashed as it was fetched, checked before any read
+                if f.rel in fetched:
+                    check_digest(f, fetched[f.rel], recorded.get(f.rel))
+            here = [p.file for p in read if p.file.rel not in fetched]
+            digests = [(f, hasher.submit(sha256_of, f.url)) for f in here]
             try:
                 found = _sweep_partition(
-                    parts,
+                    read,
                     assume_utc,
                     quarantine,
                     facts,

@@ -1,0 +1,69 @@
+"""A partition task's local copy of its parts kept at an fsspec URL (an object store).
+
+A task reads its partition several times (its request ids and hashes, the sweep's input, the
+events its pieces name) and computes each part's SHA-256 beside those reads. Over a network,
+through the store's fsspec filesystem, each of those reads fetched the part again: on the
+bench's 11 M-event ledger served by a real S3 server on this machine, the analysis took 9.0 to
+9.5 s where the same parts on disk took 3.5 to 3.9 s. So a task first fetches each remote
+part once, byte for byte, into a folder of its own, computing the part's SHA-256 and size as
+the bytes arrive, and reads that copy. The digests are checked against what ingest recorded
+before anything is read, and the bytes analysed are the bytes hashed: a part that changes in
+the store while the task runs cannot be half read from one version and hashed from another.
+
+The folder is named as a spill folder (forensics.dbopen.scratch_spill_folder: beside the case
+database on this machine, in the system's temporary folder elsewhere), so that one a killed
+run leaves is removed by the next, and it is removed when the task ends.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import replace
+from pathlib import Path
+
+from forensics.dbopen import scratch_spill_folder
+from forensics.ledger.external import filesystem, is_url
+from forensics.ledger.storage import answering
+from forensics.ledger.view import PartView
+
+CHUNK = 1 << 22  # bytes fetched, hashed and written at a time
+
+
+@contextmanager
+def mirrored(
+    parts: list[PartView], beside: Path | None
+) -> Iterator[tuple[list[PartView], dict[str, tuple[str, int]]]]:
+    """The parts as the task reads them, each remote one replaced by its local copy (same
+    name, rank and node), and the SHA-256 and size of each copy by part name; the copies are
+    removed on leaving. Parts on this machine's disk are read where they are."""
+    remote = [p for p in parts if is_url(p.file.url)]
+    if not remote:
+        yield parts, {}
+        return
+    folder = Path(scratch_spill_folder(beside) + "-parts")
+    try:
+        folder.mkdir(parents=True)
+        local: dict[str, PartView] = {}
+        found: dict[str, tuple[str, int]] = {}
+        for i, part in enumerate(remote):
+            path = folder / f"{i:06d}.parquet"
+            found[part.file.rel] = fetch(part.file.url, path)
+            local[part.file.rel] = replace(part, file=replace(part.file, url=str(path)))
+        yield [local.get(p.file.rel, p) for p in parts], found
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def fetch(url: str, path: Path) -> tuple[str, int]:
+    """Copy the file at url to path; its SHA-256 and size, computed from the bytes copied."""
+    digest = hashlib.sha256()
+    size = 0
+    with answering(), filesystem(url).open(url, "rb") as stream, path.open("wb") as out:
+        while chunk := stream.read(CHUNK):
+            digest.update(chunk)
+            out.write(chunk)
+            size += len(chunk)
+    return digest.hexdigest(), size
