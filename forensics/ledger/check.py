@@ -12,7 +12,7 @@ the error names the damaged part.
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,6 +31,7 @@ from forensics.ledger.external import (
     schemas_of,
     sha256_of,
 )
+from forensics.ledger.mirror import mirrored_files
 from forensics.ledger.storage import raise_storage_failure
 from forensics.scratch import ScratchDatabases, scratch_connection
 from forensics.sql import (
@@ -96,49 +97,49 @@ def check_partition(
     pool: the databases of the threads that run the checks one after another
     (forensics.scratch); None: the check opens a database of its own (a Ray task)."""
     threads, memory_limit = share
-    # settings and macros only: no input tables
-    with scratch_connection(pool, memory_limit, spill_beside, schema=False) as con:
-        if threads > 0:
-            run(con, "ledger/task_threads", threads=template(str(int(threads))))
-        register_filesystems(con, [f.url for f in files])
-        con.register("_nodes", nodes)
-        con.register("_request_ids", request_ids)
-        run_script(con, sql("ledger/check_inputs"))
-        with ThreadPoolExecutor(max_workers=1) as hasher:
-            digests = [hasher.submit(sha256_of, f.url) for f in files]
-            try:
-                schemas = schemas_of(con, files)
-                footer_rows = _footer_rows(con, files)
-                checks = [
-                    _check_batch(con, batch, schemas[batch[0].rel], assume_utc)
-                    for batch in batches(files, schemas, footer_rows)
+    folder = folder_of(files[0].url)
+    # settings and macros only: no input tables; parts at a URL read from local copies, hashed
+    # as they are fetched (forensics.ledger.mirror), so the bytes checked are the bytes hashed
+    try:
+        with (
+            mirrored_files(files, spill_beside) as (files, fetched),
+            scratch_connection(pool, memory_limit, spill_beside, schema=False) as con,
+        ):
+            if threads > 0:
+                run(con, "ledger/task_threads", threads=template(str(int(threads))))
+            register_filesystems(con, [f.url for f in files])
+            con.register("_nodes", nodes)
+            con.register("_request_ids", request_ids)
+            run_script(con, sql("ledger/check_inputs"))
+            with ThreadPoolExecutor(max_workers=1) as hasher:
+                digests = [
+                    known(fetched[f.rel]) if f.rel in fetched else hasher.submit(sha256_of, f.url)
+                    for f in files
                 ]
-                counts = []
-                for f, digest, (rel, read, bad) in zip(
-                    files, digests, [c for b in checks for c in b.counts], strict=True
-                ):
-                    assert rel == f.rel, (rel, f.rel)
-                    if read != footer_rows[f.url]:  # every row is kept or quarantined
-                        raise RuntimeError(
-                            f"{f.rel}: {read:,} rows checked of the {footer_rows[f.url]:,} it holds"
-                        )
-                    sha, size = digest.result()
-                    counts.append(FileCounts(f.rel, "kv_events", sha, size, read, read - bad, bad))
-            except BaseException as exc:  # a failed or interrupted check hashes no more parts
-                hasher.shutdown(wait=False, cancel_futures=True)
-                raise_storage_failure(
-                    exc, folder_of(files[0].url), "the parts of this folder", os_errors=True
-                )
-                raise
-        facts = pa.concat_tables([b.facts for b in checks])
-        warnings = [b.warnings for b in checks]
-        node_of = {f.rel: f.node for f in files}
-        rels, seqs = facts.column("rel").to_pylist(), facts.column("with_seq").to_pylist()
-        seq_of = dict(zip(rels, seqs, strict=True))
-        for node in sorted(set(node_of.values())):  # each partition's, as a loaded ledger's
-            mine = [c for c in counts if node_of[c.path] == node]
-            with_seq = sum(seq_of.get(c.path, 0) for c in mine)
-            warnings.append(_partial_seq(con, node, mine, with_seq))
+                try:
+                    schemas = schemas_of(con, files)
+                    footer_rows = _footer_rows(con, files)
+                    checks = [
+                        _check_batch(con, batch, schemas[batch[0].rel], assume_utc)
+                        for batch in batches(files, schemas, footer_rows)
+                    ]
+                    counts = _counts(files, digests, checks, footer_rows)
+                except BaseException as exc:  # a failed or interrupted check hashes no more
+                    hasher.shutdown(wait=False, cancel_futures=True)
+                    raise_storage_failure(exc, folder, "the parts of this folder", os_errors=True)
+                    raise
+            facts = pa.concat_tables([b.facts for b in checks])
+            warnings = [b.warnings for b in checks]
+            node_of = {f.rel: f.node for f in files}
+            rels, seqs = facts.column("rel").to_pylist(), facts.column("with_seq").to_pylist()
+            seq_of = dict(zip(rels, seqs, strict=True))
+            for node in sorted(set(node_of.values())):  # each partition's, as a loaded ledger's
+                mine = [c for c in counts if node_of[c.path] == node]
+                with_seq = sum(seq_of.get(c.path, 0) for c in mine)
+                warnings.append(_partial_seq(con, node, mine, with_seq))
+    except OSError as exc:  # a part that cannot be fetched (the reads' own are handled above)
+        raise_storage_failure(exc, folder, "the parts of this folder", os_errors=True)
+        raise
     return PartitionCheck(
         counts,
         pa.concat_tables([b.quarantine for b in checks]),
@@ -147,6 +148,32 @@ def check_partition(
         schemas,
         facts,
     )
+
+
+def _counts(
+    files: list[LedgerFile],
+    digests: list[Future[tuple[str, int]]],
+    checks: list[BatchCheck],
+    footer_rows: dict[str, int],
+) -> list[FileCounts]:
+    """Each part's counts and digest; every row is kept or quarantined."""
+    counts = []
+    for f, digest, (rel, read, bad) in zip(
+        files, digests, [c for b in checks for c in b.counts], strict=True
+    ):
+        assert rel == f.rel, (rel, f.rel)
+        if read != footer_rows[f.url]:
+            raise RuntimeError(f"{f.rel}: {read:,} rows checked of the {footer_rows[f.url]:,}")
+        sha, size = digest.result()
+        counts.append(FileCounts(f.rel, "kv_events", sha, size, read, read - bad, bad))
+    return counts
+
+
+def known(digest: tuple[str, int]) -> Future[tuple[str, int]]:
+    """A digest already computed, as the hasher's would be."""
+    done: Future[tuple[str, int]] = Future()
+    done.set_result(digest)
+    return done
 
 
 def batches(

@@ -1,4 +1,5 @@
-"""A partition task's local copy of its parts kept at an fsspec URL (an object store).
+"""A partition task's local copy of its parts kept at an fsspec URL (an object store), for the
+analysis and for ingest's checks.
 
 A task reads its partition several times (its request ids and hashes, the sweep's input, the
 events its pieces name) and computes each part's SHA-256 beside those reads. Over a network,
@@ -25,7 +26,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from forensics.dbopen import scratch_spill_folder
-from forensics.ledger.external import filesystem, is_url
+from forensics.ledger.external import LedgerFile, filesystem, is_url
 from forensics.ledger.storage import answering
 from forensics.ledger.view import PartView
 
@@ -39,20 +40,31 @@ def mirrored(
     """The parts as the task reads them, each remote one replaced by its local copy (same
     name, rank and node), and the SHA-256 and size of each copy by part name; the copies are
     removed on leaving. Parts on this machine's disk are read where they are."""
-    remote = [p for p in parts if is_url(p.file.url)]
+    with mirrored_files([p.file for p in parts], beside) as (files, found):
+        yield [replace(p, file=f) for p, f in zip(parts, files, strict=True)], found
+
+
+@contextmanager
+def mirrored_files(
+    files: list[LedgerFile], beside: Path | None
+) -> Iterator[tuple[list[LedgerFile], dict[str, tuple[str, int]]]]:
+    """mirrored for the files themselves (ingest's checks read files, not views of them)."""
+    remote = [f for f in files if is_url(f.url)]
     if not remote:
-        yield parts, {}
+        yield files, {}
         return
     folder = Path(scratch_spill_folder(beside) + "-parts")
     try:
         folder.mkdir(parents=True)
-        local: dict[str, PartView] = {}
+        local: dict[str, LedgerFile] = {}
         found: dict[str, tuple[str, int]] = {}
-        for i, part in enumerate(remote):
-            path = folder / f"{i:06d}.parquet"
-            found[part.file.rel] = fetch(part.file.url, path)
-            local[part.file.rel] = replace(part, file=replace(part.file, url=str(path)))
-        yield [local.get(p.file.rel, p) for p in parts], found
+        for i, f in enumerate(remote):
+            # a folder per part, the copy under the part's own name: a reader's error names it
+            path = folder / f"{i:06d}" / f.url.rsplit("/", 1)[-1]
+            path.parent.mkdir()
+            found[f.rel] = fetch(f.url, path)
+            local[f.rel] = replace(f, url=str(path))
+        yield [local.get(f.rel, f) for f in files], found
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
