@@ -325,6 +325,32 @@ def _unreachable_read() -> duckdb.Error:
     return raised.value
 
 
+def test_a_cut_part_in_the_bucket_is_named_by_its_url(s3, cases, tmp_path) -> None:
+    """Ingest reads a remote part from its local copy: its read error names the part, not the
+    copy."""
+    import s3fs
+
+    fs = s3fs.S3FileSystem(
+        key=s3["AWS_ACCESS_KEY_ID"],
+        secret=s3["AWS_SECRET_ACCESS_KEY"],
+        endpoint_url=s3["AWS_ENDPOINT_URL"],
+    )
+    cut = f"s3://{BUCKET}/cut/node=decode-1/decode-1-part-00001.parquet"
+    whole = fs.cat_file(f"{LEDGER}/node=decode-1/decode-1-part-00001.parquet")
+    fs.pipe_file(cut, whole[: len(whole) // 2])
+    done = kvforensics(
+        s3,
+        "ingest",
+        cases["case"],
+        "--db",
+        tmp_path / "cut.duckdb",
+        "--ledger-external",
+        cut.rsplit("/", 2)[0],
+    )
+    text = _refused(done, f"{cut}: cannot read this Parquet file: Invalid Input Error: No magic")
+    assert f"end of file '{cut}'" in text and "-parts" not in text, text
+
+
 def test_storage_failures_are_told_from_other_errors() -> None:
     """What DuckDB raises when a registered fsspec filesystem fails (its base Error, with the
     Python traceback as its text, and maybe the statement's place after it) is the storage's

@@ -234,7 +234,8 @@ def _check_batch(
                 *(pa.concat_tables(getattr(b, t) for b in alone) for t in _TABLES),
             )
         raise InputError(
-            f"cannot read this Parquet file: {first_line(exc)}",
+            # a part read from its local copy (forensics.ledger.mirror) is named as itself
+            f"cannot read this Parquet file: {first_line(exc).replace(batch[0].url, batch[0].rel)}",
             path=batch[0].rel,
             fix="check that the file is complete Parquet",
         ) from exc

@@ -233,7 +233,8 @@ def columns_of(con: duckdb.DuckDBPyConnection, f: LedgerFile) -> dict[str, str]:
     except duckdb.Error as exc:
         raise_storage_failure(exc, f.url, "this part's schema")
         raise InputError(
-            f"cannot read this Parquet file: {first_line(exc)}",
+            # a part read from its local copy (forensics.ledger.mirror) is named as itself
+            f"cannot read this Parquet file: {first_line(exc).replace(f.url, f.rel)}",
             path=f.rel,
             fix="check that the file is complete Parquet",
         ) from exc
