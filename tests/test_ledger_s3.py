@@ -9,6 +9,7 @@ traceback), and the analysis tables stay as they were."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import subprocess
@@ -383,3 +384,29 @@ def test_a_url_whose_filesystem_is_not_installed_says_what_to_install() -> None:
         pytest.skip("gcsfs is installed here")
     with pytest.raises(UsageError, match="not installed: .*gcsfs"), answering():
         filesystem("gcs://bucket/ledger")
+
+
+def test_the_copies_folder_is_a_spill_folder_that_a_later_run_removes(tmp_path) -> None:
+    """The copies lie in a folder named as the case's spill folders, so that one a killed run
+    left is removed by the next run (forensics.dbopen.remove_stale_spills) and is not taken
+    for someone else's file in OUT; it is gone once the copies are."""
+    import fsspec
+
+    from forensics.dbopen import remove_stale_spills
+    from forensics.ledger.external import LedgerFile
+    from forensics.ledger.mirror import mirrored_files
+    from forensics.spillnames import spill_pid
+
+    fsspec.filesystem("memory").pipe("/kvf-mirror/node=a/part.parquet", b"PAR1 bytes")
+    url = "memory://kvf-mirror/node=a/part.parquet"
+    db = tmp_path / "case.duckdb"
+    with mirrored_files([LedgerFile(url, url, "a", 0)], db) as (files, found):
+        folder = Path(files[0].url).parents[1]
+        assert folder.parent == tmp_path and spill_pid(db.name, folder.name) == os.getpid()
+        assert Path(files[0].url).read_bytes() == b"PAR1 bytes"
+        assert found == {url: (hashlib.sha256(b"PAR1 bytes").hexdigest(), 10)}
+        stale = tmp_path / folder.name.replace(f"-{os.getpid()}-", "-999999999-")
+        folder.rename(stale)  # as a run that was killed left it
+        assert remove_stale_spills(db) == [stale] and not stale.exists()
+        folder.mkdir()  # the context removes its own folder
+    assert list(tmp_path.iterdir()) == []

@@ -53,7 +53,7 @@ def mirrored_files(
     if not remote:
         yield files, {}
         return
-    folder = Path(scratch_spill_folder(beside) + "-parts")
+    folder = Path(scratch_spill_folder(beside))  # a spill folder's name: a stale one is removed
     try:
         folder.mkdir(parents=True)
         local: dict[str, LedgerFile] = {}
