@@ -43,7 +43,7 @@ from forensics.ledger.external import (
     sha256_of,
 )
 from forensics.ledger.mirror import mirrored
-from forensics.ledger.storage import STORAGE_FIX, StorageError, storage_failure
+from forensics.ledger.storage import STORAGE_FIX, StorageError
 from forensics.ledger.store import ledger_meta
 from forensics.ledger.view import NAMED_ALONE_ROWS, Copies, PartView, view_sql
 from forensics.progress import ProgressFn, no_progress
@@ -124,9 +124,6 @@ def sweep_partition(
                 # a part changed since ingest explains any other failure (its recorded facts
                 # no longer hold, say): that is reported, not what it made fail
                 check_digests(digests, recorded)
-                why = storage_failure(exc)  # its storage stopped answering while it was read
-                if why is not None:
-                    raise StorageError(why) from exc
                 raise
             check_digests(digests, recorded)
         return found

@@ -27,7 +27,6 @@ from forensics.ledger.external import (
     LedgerFile,
     folder_of,
     projection,
-    register_filesystems,
     schemas_of,
     sha256_of,
 )
@@ -98,8 +97,9 @@ def check_partition(
     (forensics.scratch); None: the check opens a database of its own (a Ray task)."""
     threads, memory_limit = share
     folder = folder_of(files[0].url)
-    # settings and macros only: no input tables; parts at a URL read from local copies, hashed
-    # as they are fetched (forensics.ledger.mirror), so the bytes checked are the bytes hashed
+    # settings and macros only: no input tables; parts at a URL are read from local copies,
+    # hashed as they are fetched (forensics.ledger.mirror), so the bytes checked are the bytes
+    # hashed and DuckDB reads no remote file
     try:
         with (
             mirrored_files(files, spill_beside) as (files, fetched),
@@ -107,7 +107,6 @@ def check_partition(
         ):
             if threads > 0:
                 run(con, "ledger/task_threads", threads=template(str(int(threads))))
-            register_filesystems(con, [f.url for f in files])
             con.register("_nodes", nodes)
             con.register("_request_ids", request_ids)
             run_script(con, sql("ledger/check_inputs"))
@@ -124,9 +123,8 @@ def check_partition(
                         for batch in batches(files, schemas, footer_rows)
                     ]
                     counts = _counts(files, digests, checks, footer_rows)
-                except BaseException as exc:  # a failed or interrupted check hashes no more
+                except BaseException:  # a failed or interrupted check hashes no more parts
                     hasher.shutdown(wait=False, cancel_futures=True)
-                    raise_storage_failure(exc, folder, "the parts of this folder", os_errors=True)
                     raise
             facts = pa.concat_tables([b.facts for b in checks])
             warnings = [b.warnings for b in checks]
@@ -137,7 +135,7 @@ def check_partition(
                 mine = [c for c in counts if node_of[c.path] == node]
                 with_seq = sum(seq_of.get(c.path, 0) for c in mine)
                 warnings.append(_partial_seq(con, node, mine, with_seq))
-    except OSError as exc:  # a part that cannot be fetched (the reads' own are handled above)
+    except OSError as exc:  # a part that cannot be fetched or hashed
         raise_storage_failure(exc, folder, "the parts of this folder", os_errors=True)
         raise
     return PartitionCheck(
@@ -226,7 +224,6 @@ def _check_batch(
     except NOT_THE_PART:
         raise
     except duckdb.Error as exc:
-        raise_storage_failure(exc, batch[0].url, "this part")  # not again part by part
         if len(batch) > 1:
             alone = [_check_batch(con, [f], columns, assume_utc) for f in batch]
             return BatchCheck(

@@ -14,6 +14,7 @@ the parts, reads their schemas and checksums, and opens connections able to read
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 from collections.abc import Iterable, Iterator
@@ -213,16 +214,20 @@ def register_filesystems(con: duckdb.DuckDBPyConnection, urls: list[str]) -> Non
             done.add(protocol)
 
 
-def sha256_of(url: str) -> tuple[str, int]:
-    """SHA-256 and size of a part, local or remote."""
+def sha256_of(url: str, copy: Path | None = None) -> tuple[str, int]:
+    """SHA-256 and size of a part, local or remote; with `copy`, its bytes are also written
+    there as they are read (forensics.ledger.mirror)."""
     digest = hashlib.sha256()
     size = 0
-    with answering():  # a remote storage's failure: a StorageError
+    with answering(), contextlib.ExitStack() as files:  # a remote storage's failure: a StorageError
         opener = filesystem(url).open if is_url(url) else open
-        with opener(url, "rb") as stream:
-            while chunk := stream.read(1 << 20):
-                digest.update(chunk)
-                size += len(chunk)
+        stream = files.enter_context(opener(url, "rb"))
+        out = files.enter_context(copy.open("wb")) if copy is not None else None
+        while chunk := stream.read(1 << 22):
+            digest.update(chunk)
+            if out is not None:
+                out.write(chunk)
+            size += len(chunk)
     return digest.hexdigest(), size
 
 
@@ -253,8 +258,7 @@ def schemas_of(
         by_file: dict[str, list[tuple[str, str | None, int | None]]] = {}
         for file_name, name, duckdb_type, children in rows.fetchall():
             by_file.setdefault(str(file_name), []).append((name, duckdb_type, children))
-    except duckdb.Error as exc:
-        raise_storage_failure(exc, folder_of(files[0].url), "the parts' schemas")
+    except duckdb.Error:
         by_file = {}  # each part is described by itself, which names a damaged one
     out = {}
     for f in files:

@@ -18,7 +18,6 @@ run leaves is removed by the next, and it is removed when the task ends.
 
 from __future__ import annotations
 
-import hashlib
 import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -26,11 +25,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from forensics.dbopen import scratch_spill_folder
-from forensics.ledger.external import LedgerFile, filesystem, is_url
-from forensics.ledger.storage import answering
+from forensics.ledger.external import LedgerFile, is_url, sha256_of
 from forensics.ledger.view import PartView
-
-CHUNK = 1 << 22  # bytes fetched, hashed and written at a time
 
 
 @contextmanager
@@ -62,20 +58,8 @@ def mirrored_files(
             # a folder per part, the copy under the part's own name: a reader's error names it
             path = folder / f"{i:06d}" / f.url.rsplit("/", 1)[-1]
             path.parent.mkdir()
-            found[f.rel] = fetch(f.url, path)
+            found[f.rel] = sha256_of(f.url, path)
             local[f.rel] = replace(f, url=str(path))
         yield [local.get(f.rel, f) for f in files], found
     finally:
         shutil.rmtree(folder, ignore_errors=True)
-
-
-def fetch(url: str, path: Path) -> tuple[str, int]:
-    """Copy the file at url to path; its SHA-256 and size, computed from the bytes copied."""
-    digest = hashlib.sha256()
-    size = 0
-    with answering(), filesystem(url).open(url, "rb") as stream, path.open("wb") as out:
-        while chunk := stream.read(CHUNK):
-            digest.update(chunk)
-            out.write(chunk)
-            size += len(chunk)
-    return digest.hexdigest(), size
