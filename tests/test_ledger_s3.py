@@ -174,6 +174,44 @@ def test_a_ledger_in_s3_gives_the_tables_of_the_loaded_ledger(cases) -> None:
     assert differences(cases["here"], cases["there"]) == {}
 
 
+def test_each_part_is_fetched_once_by_its_task_and_its_copy_removed(
+    s3, s3_log, cases, tmp_path
+) -> None:
+    """A task fetches each of its remote parts once into a local copy, hashed as it arrives
+    (forensics.ledger.mirror), and reads the copy: one GET of each part, and at most one more
+    for its footer by the view over the parts on the case's own connection. Read through the
+    store, an analysis fetched each part two or three times and asked for its size some 70
+    times (328 requests for the sample's four parts, now 28), and ingest's check fetched each
+    part three times. No copy is left."""
+    names = [f"/{BUCKET}/ledger/{p}" for (p,) in query(cases["here"], PART_NAMES)]
+    for args in (
+        ("analyze", "--db", cases["here"]),
+        ("ingest", cases["case"], "--db", tmp_path / "again.duckdb", "--ledger-external", LEDGER),
+    ):
+        before = len(s3_log.read_bytes().splitlines())
+        assert kvforensics(s3, *args).returncode == 1
+        served = s3_log.read_bytes().splitlines()[before:]
+        gets = {n: sum(f"GET {n} ".encode() in line for line in served) for n in names}
+        assert len(gets) == 5 and set(gets.values()) <= {1, 2}, (args[0], gets)
+        assert min(gets.values()) == 1 or args[0] == "ingest", gets
+    for root in (cases["root"], tmp_path):
+        left = [p.name for p in root.iterdir() if not p.name.endswith(".duckdb")]
+        assert left == [], left
+    con = duckdb.connect()  # the check from the copies records what it recorded before
+    try:
+        con.execute(f"ATTACH '{cases['here']}' AS a (READ_ONLY)")
+        con.execute(f"ATTACH '{tmp_path / 'again.duckdb'}' AS b (READ_ONLY)")
+        for t in ("input_files", "quarantine", "ledger_files", "ingest_warnings"):
+            for x, y in (("a", "b"), ("b", "a")):
+                got = con.execute(f"FROM {x}.{t} EXCEPT ALL FROM {y}.{t}").fetchall()
+                assert got == [], (t, x, got)
+    finally:
+        con.close()
+
+
+PART_NAMES = "SELECT substr(url, strlen('" + LEDGER + "/') + 1) FROM ledger_files ORDER BY url"
+
+
 def _refused(done: subprocess.CompletedProcess[str], says: str) -> str:
     """The one error line and its fix, never a traceback."""
     text = done.stdout + done.stderr
