@@ -20,6 +20,7 @@ import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pyarrow as pa
@@ -40,6 +41,7 @@ from forensics.ledger.storage import (  # noqa: E402
     answering,
     storage_failure,
 )
+from forensics.spillnames import SPILL_PREFIX  # noqa: E402
 from tests.test_ledger_external import OWN_LEDGER, differences, query  # noqa: E402
 from tests.test_ledger_external import spoiled as spoiled  # noqa: E402,F401  (a fixture)
 
@@ -106,15 +108,20 @@ def _wait_for(url: str, server: subprocess.Popen[bytes], log: Path) -> None:
     raise RuntimeError(f"the S3 server did not start:\n{log.read_text(errors='replace')}")
 
 
-def _bucket(env: dict[str, str], case: Path) -> None:
-    """The case's hive ledger uploaded to LEDGER, part for part."""
+def _store(env: dict[str, str]) -> Any:
+    """An s3fs filesystem of the S3 server env points at."""
     import s3fs
 
-    fs = s3fs.S3FileSystem(
+    return s3fs.S3FileSystem(
         key=env["AWS_ACCESS_KEY_ID"],
         secret=env["AWS_SECRET_ACCESS_KEY"],
         endpoint_url=env["AWS_ENDPOINT_URL"],
     )
+
+
+def _bucket(env: dict[str, str], case: Path) -> None:
+    """The case's hive ledger uploaded to LEDGER, part for part."""
+    fs = _store(env)
     fs.mkdir(BUCKET)
     for part in sorted((case / "kv_events").rglob("*.parquet")):
         fs.put_file(str(part), f"{LEDGER}/{part.parent.name}/{part.name}")
@@ -258,13 +265,7 @@ def test_credentials_the_storage_refuses_are_an_input_error(cases, tmp_path) -> 
 
 
 def test_a_part_changed_in_the_bucket_is_refused_on_the_cluster_too(s3, cases) -> None:
-    import s3fs
-
-    fs = s3fs.S3FileSystem(
-        key=s3["AWS_ACCESS_KEY_ID"],
-        secret=s3["AWS_SECRET_ACCESS_KEY"],
-        endpoint_url=s3["AWS_ENDPOINT_URL"],
-    )
+    fs = _store(s3)
     part = f"{LEDGER}/node=prefill-0/prefill-0-part-00001.parquet"
     original = fs.cat_file(part)
     table = pq.read_table(pa.BufferReader(original))
@@ -303,30 +304,45 @@ def _unreachable_read() -> duckdb.Error:
     return raised.value
 
 
-def test_a_cut_part_in_the_bucket_is_named_by_its_url(s3, cases, tmp_path) -> None:
-    """Ingest reads a remote part from its local copy: its read error names the part, not the
-    copy."""
-    import s3fs
+def _cut(whole: bytes) -> bytes:
+    return whole[: len(whole) // 2]
 
-    fs = s3fs.S3FileSystem(
-        key=s3["AWS_ACCESS_KEY_ID"],
-        secret=s3["AWS_SECRET_ACCESS_KEY"],
-        endpoint_url=s3["AWS_ENDPOINT_URL"],
-    )
-    cut = f"s3://{BUCKET}/cut/node=decode-1/decode-1-part-00001.parquet"
-    whole = fs.cat_file(f"{LEDGER}/node=decode-1/decode-1-part-00001.parquet")
-    fs.pipe_file(cut, whole[: len(whole) // 2])
+
+def _pages_spoilt(whole: bytes) -> bytes:
+    """Bytes inside the first column's compressed pages spoilt: the footer still reads."""
+    spoilt = whole[:100] + b"\xff" * 64 + whole[164:]
+    assert pq.ParquetFile(pa.BufferReader(spoilt)).metadata.num_rows > 0
+    return spoilt
+
+
+@pytest.mark.parametrize(
+    ("damage", "says"),
+    [
+        (_cut, ["Invalid Input Error: No magic", "end of file '{url}'"]),
+        (_pages_spoilt, ['Failed to read file "{url}"']),  # the read of the rows, not the footer
+    ],
+    ids=["cut", "pages"],
+)
+def test_a_damaged_part_in_the_bucket_is_named_by_its_url(
+    s3, cases, tmp_path, damage, says
+) -> None:
+    """Ingest reads a remote part from its local copy: a read error, of its footer or of its
+    rows, names the part in the store, never the copy."""
+    fs = _store(s3)
+    url = f"s3://{BUCKET}/{damage.__name__}/node=decode-1/decode-1-part-00001.parquet"
+    fs.pipe_file(url, damage(fs.cat_file(f"{LEDGER}/node=decode-1/decode-1-part-00001.parquet")))
     done = kvforensics(
         s3,
         "ingest",
         cases["case"],
         "--db",
-        tmp_path / "cut.duckdb",
+        tmp_path / "damaged.duckdb",
         "--ledger-external",
-        cut.rsplit("/", 2)[0],
+        url.rsplit("/", 2)[0],
     )
-    text = _refused(done, f"{cut}: cannot read this Parquet file: Invalid Input Error: No magic")
-    assert f"end of file '{cut}'" in text and "-parts" not in text, text
+    text = _refused(done, f"{url}: cannot read this Parquet file: ")
+    assert all(said.format(url=url) in text for said in says), text
+    assert SPILL_PREFIX not in text, text  # the copy is not named
 
 
 def test_storage_failures_are_told_from_other_errors() -> None:
@@ -387,3 +403,53 @@ def test_the_copies_folder_is_a_spill_folder_that_a_later_run_removes(tmp_path) 
         assert remove_stale_spills(db) == [stale] and not stale.exists()
         folder.mkdir()  # the context removes its own folder
     assert list(tmp_path.iterdir()) == []
+
+
+@contextmanager
+def _in_process(env: dict[str, str], monkeypatch) -> Iterator[None]:
+    """This process pointed at the S3 server, with no s3fs instance made before."""
+    import s3fs
+
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    s3fs.S3FileSystem.clear_instance_cache()
+    try:
+        yield
+    finally:
+        s3fs.S3FileSystem.clear_instance_cache()
+
+
+def test_no_room_for_the_copies_is_said_before_any_part_is_fetched(
+    s3, cases, tmp_path, monkeypatch
+) -> None:
+    """The analysis compares the sizes ingest recorded, ingest's check the store's listing of
+    each folder, with the room on the disk the copies go to (here, a disk with 1,000 bytes
+    free): an input error, before any part is fetched, and the tables as they were."""
+    from forensics.analysis.stage import analyze
+    from forensics.bench.stages import ingest
+    from forensics.db import connect
+    from forensics.errors import InputError
+    from forensics.ledger import mirror
+
+    db = tmp_path / "case.duckdb"
+    db.write_bytes(cases["here"].read_bytes())
+    monkeypatch.setattr(mirror, "free_bytes", lambda folder: 1000 if folder == tmp_path else 0)
+    fetched: list[str] = []
+    monkeypatch.setattr(mirror, "sha256_of", lambda url, copy: fetched.append(f"{url} {copy}"))
+    with _in_process(s3, monkeypatch):
+        con = connect(db)
+        try:
+            with pytest.raises(InputError, match="no room for the local copies") as analysing:
+                analyze(con)
+        finally:
+            con.close()
+        with pytest.raises(InputError, match="no room for the local copies") as ingesting:
+            ingest(str(cases["case"]), str(tmp_path / "new.duckdb"), None, ledger=LEDGER)
+    for refused in (analysing, ingesting):
+        text = str(refused.value)
+        assert f"{tmp_path}: " in text and "it has 1,000 bytes free" in text, text
+    assert fetched == []
+    assert [p.name for p in tmp_path.iterdir() if SPILL_PREFIX in p.name] == []  # no copy
+    assert query(db, "SELECT count(*) FROM exposures") == query(
+        cases["here"], "SELECT count(*) FROM exposures"
+    )

@@ -92,9 +92,10 @@ def sweep_partition(
     the databases of the threads that run the tasks one after another (forensics.scratch);
     None: the task opens a database of its own (a Ray task)."""
     files = [p.file for p in parts]
+    sizes = {rel: size for rel, (_, size) in recorded.items()}  # the room the copies take
     try:
         with (
-            mirrored(parts, spill_beside) as (read, fetched),
+            mirrored(parts, spill_beside, sizes) as (read, fetched),
             ThreadPoolExecutor(max_workers=1) as hasher,
         ):
             for f in files:  # a remote part: hashed as it was fetched, checked before any read

@@ -14,35 +14,45 @@ the store while the task runs cannot be half read from one version and hashed fr
 The folder is named as a spill folder (forensics.dbopen.scratch_spill_folder: beside the case
 database on this machine, in the system's temporary folder elsewhere), so that one a killed
 run leaves is removed by the next, and it is removed when the task ends.
+
+The copies take the parts' own size on that disk. Before fetching anything a task compares
+the parts' sizes (those ingest recorded; at ingest, the store's listing of their folders) with
+the disk's free room, and a disk that fills while the copies are written is reported as such:
+either way an input error naming the folder, the sizes and where the copies can go instead,
+never a part "that cannot be read".
 """
 
 from __future__ import annotations
 
+import errno
 import shutil
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 
 from forensics.dbopen import scratch_spill_folder
-from forensics.ledger.external import LedgerFile, is_url, sha256_of
+from forensics.errors import InputError
+from forensics.ledger.external import LedgerFile, filesystem, folder_of, is_url, sha256_of
+from forensics.ledger.storage import answering, raise_storage_failure
 from forensics.ledger.view import PartView
 
 
 @contextmanager
 def mirrored(
-    parts: list[PartView], beside: Path | None
+    parts: list[PartView], beside: Path | None, sizes: Mapping[str, int] | None = None
 ) -> Iterator[tuple[list[PartView], dict[str, tuple[str, int]]]]:
     """The parts as the task reads them, each remote one replaced by its local copy (same
     name, rank and node), and the SHA-256 and size of each copy by part name; the copies are
-    removed on leaving. Parts on this machine's disk are read where they are."""
-    with mirrored_files([p.file for p in parts], beside) as (files, found):
+    removed on leaving. Parts on this machine's disk are read where they are. sizes: the
+    parts' sizes by part name, as ingest recorded them (None: listed from the store)."""
+    with mirrored_files([p.file for p in parts], beside, sizes) as (files, found):
         yield [replace(p, file=f) for p, f in zip(parts, files, strict=True)], found
 
 
 @contextmanager
 def mirrored_files(
-    files: list[LedgerFile], beside: Path | None
+    files: list[LedgerFile], beside: Path | None, sizes: Mapping[str, int] | None = None
 ) -> Iterator[tuple[list[LedgerFile], dict[str, tuple[str, int]]]]:
     """mirrored for the files themselves (ingest's checks read files, not views of them)."""
     remote = [f for f in files if is_url(f.url)]
@@ -50,6 +60,10 @@ def mirrored_files(
         yield files, {}
         return
     folder = Path(scratch_spill_folder(beside))  # a spill folder's name: a stale one is removed
+    need = sum(_sizes(remote) if sizes is None else [sizes.get(f.rel, 0) for f in remote])
+    free = free_bytes(folder.parent)
+    if need > free:
+        raise _no_room(remote, folder, f"they need {_gb(need)} and it has {_gb(free)} free")
     try:
         folder.mkdir(parents=True)
         local: dict[str, LedgerFile] = {}
@@ -58,8 +72,54 @@ def mirrored_files(
             # a folder per part, the copy under the part's own name: a reader's error names it
             path = folder / f"{i:06d}" / f.url.rsplit("/", 1)[-1]
             path.parent.mkdir()
-            found[f.rel] = sha256_of(f.url, path)
+            try:
+                found[f.rel] = sha256_of(f.url, path)
+            except OSError as exc:
+                if exc.errno in (errno.ENOSPC, errno.EDQUOT):  # this disk, not the store
+                    raise _no_room(
+                        remote, folder, f"it filled while they were written: {exc}"
+                    ) from exc
+                raise
             local[f.rel] = replace(f, url=str(path))
         yield [local.get(f.rel, f) for f in files], found
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def free_bytes(folder: Path) -> int:
+    """The room left on the disk that holds folder."""
+    return shutil.disk_usage(folder).free
+
+
+def _sizes(remote: list[LedgerFile]) -> list[int]:
+    """The parts' sizes from the store's listing of their folders (one listing a folder)."""
+    listed: dict[str, int] = {}
+    for folder in sorted({folder_of(f.url) for f in remote}):
+        try:
+            with answering():
+                fs = filesystem(folder)
+                for entry in fs.ls(folder, detail=True):
+                    listed[fs.unstrip_protocol(entry["name"])] = int(entry.get("size") or 0)
+        except OSError as exc:
+            raise_storage_failure(exc, folder, "the sizes of its parts", os_errors=True)
+            raise
+    return [listed.get(f.url, 0) for f in remote]
+
+
+def _no_room(remote: list[LedgerFile], folder: Path, why: str) -> InputError:
+    nodes = sorted({f.node for f in remote})
+    return InputError(
+        f"no room for the local copies of the {len(remote)} remote part(s) of "
+        + ", ".join(f"node={n}" for n in nodes)
+        + f" (each part is read from a copy on this disk): {why}",
+        path=str(folder.parent),
+        fix="free room on that disk, or put the copies where there is room: they are made "
+        "beside the case database (--db) on this machine, and in the system's temporary "
+        "folder (TMPDIR) in a Ray task",
+    )
+
+
+def _gb(n: int) -> str:
+    if n >= 2**30:
+        return f"{n / 2**30:.2f} GiB"
+    return f"{n / 2**20:.1f} MiB" if n >= 2**20 else f"{n:,} bytes"
