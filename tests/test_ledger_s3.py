@@ -406,6 +406,48 @@ def test_the_copies_folder_is_a_spill_folder_that_a_later_run_removes(tmp_path) 
 
 
 @contextmanager
+def small_disk(folder: Path, size: int) -> Iterator[Path]:
+    """A real disk of its own of `size` bytes: a tmpfs mounted at folder for the test, where
+    this user may mount one (root); skipped elsewhere."""
+    folder.mkdir()
+    try:
+        done = subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+    except OSError as exc:
+        pytest.skip(f"cannot mount a small disk here: {exc}")
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a small disk here: {done.stderr.strip()}")
+    try:
+        yield folder
+    finally:
+        subprocess.run(["umount", "-l", str(folder)], capture_output=True, timeout=30)
+
+
+def test_a_real_disk_without_room_for_the_copies_refuses_the_analysis(s3, cases, tmp_path) -> None:
+    """The case database on a disk with 300,000 bytes free, less than a decode partition's
+    part: `analyze` says so and stops before fetching it, leaves no copy, and the tables stay
+    as they were; with the room back, it runs."""
+    case_db = cases["here"].read_bytes()
+    with small_disk(tmp_path / "disk", len(case_db) + (4 << 20)) as disk:
+        db = disk / "case.duckdb"
+        db.write_bytes(case_db)
+        room = os.statvfs(disk)
+        (disk / "filler").write_bytes(b"\0" * (room.f_bavail * room.f_frsize - 300_000))
+        text = _refused(kvforensics(s3, "analyze", "--db", db), "no room for the local copies")
+        assert f"{disk}: " in text and "bytes free" in text, text
+        assert sorted(p.name for p in disk.iterdir()) == ["case.duckdb", "filler"]
+        assert query(db, "SELECT count(*) FROM exposures") == query(
+            cases["here"], "SELECT count(*) FROM exposures"
+        )
+        (disk / "filler").unlink()
+        assert kvforensics(s3, "analyze", "--db", db).returncode == 1
+
+
+@contextmanager
 def _in_process(env: dict[str, str], monkeypatch) -> Iterator[None]:
     """This process pointed at the S3 server, with no s3fs instance made before."""
     import s3fs
