@@ -3,6 +3,8 @@ messages and exit codes (see forensics.cli)."""
 
 from __future__ import annotations
 
+import errno
+
 import duckdb
 
 
@@ -88,3 +90,25 @@ def interrupted(exc: BaseException) -> bool:
     if interrupt is not None and isinstance(exc, interrupt):
         return True
     return type(exc) is RuntimeError and str(exc) == "Query interrupted"
+
+
+NO_ROOM_ERRNOS = (errno.ENOSPC, errno.EDQUOT)  # a disk full, or the user's quota on it
+_NO_ROOM_TEXTS = ("No space left on device", "Disk quota exceeded")  # DuckDB's words for them
+
+
+def disk_full(exc: BaseException) -> str | None:
+    """What says, in exc or the errors it was raised from or while handling, that a disk ran out
+    of room (an OSError ENOSPC or EDQUOT, or DuckDB's error of one, whose first line may only say
+    that the database was invalidated by it): the innermost such line; None when none does."""
+    found = None
+    seen: set[int] = set()
+    at: BaseException | None = exc
+    while at is not None and id(at) not in seen:
+        seen.add(id(at))
+        if isinstance(at, OSError) and at.errno in NO_ROOM_ERRNOS:
+            found = first_line(at)
+        elif isinstance(at, duckdb.Error):
+            lines = [ln for ln in str(at).splitlines() if any(t in ln for t in _NO_ROOM_TEXTS)]
+            found = lines[0].strip() if lines else found
+        at = at.__cause__ or at.__context__
+    return found

@@ -32,6 +32,7 @@ pytest.importorskip("moto")
 pytest.importorskip("ray")
 
 from raycluster import cluster_env, free_port, local_cluster  # noqa: E402
+from smalldisk import small_disk  # noqa: E402
 
 from forensics.errors import UsageError  # noqa: E402
 from forensics.ledger.external import filesystem  # noqa: E402
@@ -403,28 +404,6 @@ def test_the_copies_folder_is_a_spill_folder_that_a_later_run_removes(tmp_path) 
         assert remove_stale_spills(db) == [stale] and not stale.exists()
         folder.mkdir()  # the context removes its own folder
     assert list(tmp_path.iterdir()) == []
-
-
-@contextmanager
-def small_disk(folder: Path, size: int) -> Iterator[Path]:
-    """A real disk of its own of `size` bytes: a tmpfs mounted at folder for the test, where
-    this user may mount one (root); skipped elsewhere."""
-    folder.mkdir()
-    try:
-        done = subprocess.run(
-            ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)],
-            capture_output=True,
-            text=True,
-            timeout=30,
-        )
-    except OSError as exc:
-        pytest.skip(f"cannot mount a small disk here: {exc}")
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a small disk here: {done.stderr.strip()}")
-    try:
-        yield folder
-    finally:
-        subprocess.run(["umount", "-l", str(folder)], capture_output=True, timeout=30)
 
 
 def test_a_real_disk_without_room_for_the_copies_refuses_the_analysis(s3, cases, tmp_path) -> None:

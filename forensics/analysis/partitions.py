@@ -32,7 +32,7 @@ from forensics.analysis.runfacts import ExposureRuns, facts_at, fold_runs, no_pi
 from forensics.analysis.tasks import grouped, largest_first, tasks_of
 from forensics.arrow import from_numpy
 from forensics.dbopen import database_file
-from forensics.errors import InputError, interrupted
+from forensics.errors import InputError, disk_full, interrupted
 from forensics.ledger.copies import copy_groups, remove_copies
 from forensics.ledger.external import (
     LedgerFile,
@@ -129,6 +129,8 @@ def sweep_partition(
             check_digests(digests, recorded)
         return found
     except UNREADABLE as exc:
+        if disk_full(exc) is not None:  # this machine's disk (a spill), not the ledger
+            raise
         raise InputError(
             f"the {_named(files)} cannot be read: {exc}",
             path=_folder(files),  # the read's error names the part

@@ -27,7 +27,7 @@ from forensics.cli import (  # noqa: F401  (each module registers its commands)
 )
 from forensics.cli.app import app, command, console, set_command_args
 from forensics.cli.ray_option import optional_values
-from forensics.errors import KvfError, first_line, interrupted
+from forensics.errors import KvfError, disk_full, first_line, interrupted
 from forensics.interrupts import reaching_every_statement
 from forensics.ledger.storage import STORAGE_FIX, storage_failure
 from forensics.textsafe import visible
@@ -65,6 +65,16 @@ def run(argv: list[str] | None = None) -> int:
     except Exception as exc:  # the last boundary: never a bare traceback without an exit code
         if interrupted(exc):  # Ctrl-C while a DuckDB statement ran
             console.print("interrupted; nothing was changed by the step in progress")
+            return 2
+        full = disk_full(exc)  # the case database's disk, OUT's, or a spill's
+        if full is not None:
+            console.print(
+                f"[bold red]error:[/] a disk ran out of room: {escape(visible(full))}\n"
+                "nothing is left half-written (DuckDB commits a step whole or not at all, and "
+                "OUT is replaced only once complete); fix: free room on that disk, or give the "
+                "case database (--db) and OUT (--out) a disk with room, then run the command "
+                "again"
+            )
             return 2
         why = storage_failure(exc)  # a read of an external ledger whose storage failed
         if why is not None:

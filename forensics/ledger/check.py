@@ -20,7 +20,7 @@ import duckdb
 import pyarrow as pa
 
 from forensics.arrow import columns_table
-from forensics.errors import InputError, first_line
+from forensics.errors import InputError, disk_full, first_line
 from forensics.ingest.contract import OPS
 from forensics.ingest.result import FileCounts
 from forensics.ledger.external import (
@@ -224,6 +224,8 @@ def _check_batch(
     except NOT_THE_PART:
         raise
     except duckdb.Error as exc:
+        if disk_full(exc) is not None:  # this machine's disk (a spill), not the part
+            raise
         if len(batch) > 1:
             alone = [_check_batch(con, [f], columns, assume_utc) for f in batch]
             return BatchCheck(

@@ -24,7 +24,6 @@ never a part "that cannot be read".
 
 from __future__ import annotations
 
-import errno
 import shutil
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -32,7 +31,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from forensics.dbopen import scratch_spill_folder
-from forensics.errors import InputError
+from forensics.errors import NO_ROOM_ERRNOS, InputError
 from forensics.ledger.external import LedgerFile, filesystem, folder_of, is_url, sha256_of
 from forensics.ledger.storage import answering, raise_storage_failure
 from forensics.ledger.view import PartView
@@ -75,7 +74,7 @@ def mirrored_files(
             try:
                 found[f.rel] = sha256_of(f.url, path)
             except OSError as exc:
-                if exc.errno in (errno.ENOSPC, errno.EDQUOT):  # this disk, not the store
+                if exc.errno in NO_ROOM_ERRNOS:  # this disk, not the store
                     raise _no_room(
                         remote, folder, f"it filled while they were written: {exc}"
                     ) from exc
