@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from forensics.errors import KvfError, UsageError
+from forensics.errors import KvfError, UsageError, disk_full
 from forensics.progress import ProgressFn, no_progress
 
 # Object store of an embedded Ray: enough for a few nodes' events in flight.
@@ -87,13 +87,13 @@ def run_tasks(
 
 def result_of(ray: Any, ref: Any) -> Any:
     """A task's result. A task that stopped on an error of the inputs (a KvfError: a part that
-    changed, a storage that failed) raises that error, as the local run does: Ray hands
-    it back wrapped in an error whose text is the worker's whole traceback."""
+    changed, a storage that failed) or on a full disk raises that error, as the local run does:
+    Ray hands it back wrapped in an error whose text is the worker's whole traceback."""
     try:
         return ray.get(ref)
     except ray.exceptions.RayTaskError as exc:
         cause = getattr(exc, "cause", None)
-        if isinstance(cause, KvfError):
+        if isinstance(cause, KvfError) or (cause is not None and disk_full(cause) is not None):
             raise cause from None
         raise
 

@@ -123,3 +123,25 @@ def test_a_check_whose_disk_fills_is_not_a_part_that_cannot_be_read(tmp_path, mo
     part = LedgerFile(str(tmp_path / "p.parquet"), "kv_events/node=a/p.parquet", "a", 0)
     with pytest.raises(duckdb.IOException, match="No space left on device"):
         check._check_batch(duckdb.connect(), [part], {}, assume_utc=False)
+
+
+@pytest.mark.parametrize("full", [True, False], ids=["disk-full", "other"])
+def test_a_ray_task_whose_disk_fills_raises_the_error_itself(full) -> None:
+    """On a cluster, Ray hands a task's error back wrapped with the worker's traceback; a full
+    disk is raised as the error itself, as the local run raises it (other errors stay
+    wrapped, with their traceback)."""
+    ray = pytest.importorskip("ray")
+    from types import SimpleNamespace
+
+    from forensics.raytasks import result_of
+
+    cause = duckdb.IOException(SPILL_FULL if full else "IO Error: something else")
+    wrapped = ray.exceptions.RayTaskError("sweep_partition", "Traceback (worker)", cause)
+
+    def get(_ref):  # type: ignore[no-untyped-def]
+        raise wrapped.as_instanceof_cause()
+
+    fake = SimpleNamespace(get=get, exceptions=ray.exceptions)
+    with pytest.raises(duckdb.IOException) as raised:
+        result_of(fake, object())
+    assert (raised.value is cause) is full
