@@ -59,6 +59,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "forensics.spillnames",
             "forensics.arrow",
             "forensics.interrupts",
+            "forensics.gcpause",
         ),
     ),
 )

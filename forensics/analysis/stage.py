@@ -20,6 +20,7 @@ from forensics.analysis.budget import reset_limit
 from forensics.analysis.partitions import sweep_external
 from forensics.analysis.screening import screen
 from forensics.context import RunContext, StageResult
+from forensics.gcpause import collector_paused
 from forensics.ledger.store import ledger_meta
 from forensics.options import AnalysisOptions
 from forensics.progress import ProgressFn, no_progress
@@ -33,16 +34,18 @@ def analyze(
     progress: ProgressFn = no_progress,
 ) -> dict[str, Any]:
     """Compute every analysis table in the case database in one transaction (a failure or kill
-    leaves the previous tables); returns the summary figures."""
-    con.begin()
-    try:
-        out = _analyze(con, options or AnalysisOptions(), progress)
-        con.commit()
-    except BaseException:
-        con.rollback()
-        with contextlib.suppress(duckdb.Error):  # the error that stopped it is the one to see
-            reset_limit(con)  # the sweep lowers it; an aborted transaction refused it back
-        raise
+    leaves the previous tables); returns the summary figures. Python's cyclic garbage collector
+    is off meanwhile (forensics.gcpause)."""
+    with collector_paused():
+        con.begin()
+        try:
+            out = _analyze(con, options or AnalysisOptions(), progress)
+            con.commit()
+        except BaseException:
+            con.rollback()
+            with contextlib.suppress(duckdb.Error):  # the error that stopped it is the one to see
+                reset_limit(con)  # the sweep lowers it; an aborted transaction refused it back
+            raise
     return out
 
 

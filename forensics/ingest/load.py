@@ -15,6 +15,7 @@ import duckdb
 from forensics import __version__
 from forensics.db import BOOKKEEPING_TABLES, INPUT_TABLES, connect, derived_tables
 from forensics.errors import InputError, interrupted
+from forensics.gcpause import collector_paused
 from forensics.hashing import sha256_file
 from forensics.ingest import columns
 from forensics.ingest.batched import batches, load_batch
@@ -92,6 +93,7 @@ def ingest_case(
                     path.unlink(missing_ok=True)
 
 
+@collector_paused()  # Python's cyclic garbage collector off meanwhile (forensics.gcpause)
 def ingest_into(
     con: duckdb.DuckDBPyConnection,
     case_dir: Path,
