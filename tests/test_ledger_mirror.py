@@ -9,7 +9,12 @@ from __future__ import annotations
 import errno
 import hashlib
 import os
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future
 from pathlib import Path
+from typing import Any
 
 import fsspec
 import pytest
@@ -25,6 +30,16 @@ PARTS = {
     "node=b/p.parquet": b"z" * 5,
 }
 NEED = 35  # the parts' bytes together
+
+
+@pytest.fixture(autouse=True)
+def nothing_held_after():
+    """Each test's copies give their room back when they are removed (one held for ever would
+    make every later copy on the disk wait for it)."""
+    yield
+    held = dict(mirror._HELD)
+    mirror._HELD.clear()
+    assert held == {}, f"copies removed but their room still held: {held}"
 
 
 @pytest.fixture
@@ -155,3 +170,126 @@ def test_local_parts_need_no_room(tmp_path, monkeypatch) -> None:
     files = [LedgerFile(str(part), "kv_events/node=a/p.parquet", "a", 0)]
     with mirror.mirrored_files(files, tmp_path / "case.duckdb") as (read, found):
         assert read == files and found == {}
+
+
+def _copy_paused_after(monkeypatch, url: str, written: int):
+    """The copy of `url` writes `written` bytes, then waits until the returned `go` is set (a
+    task copying while another asks for room); every copy made is noted in the returned list."""
+    fetch = mirror.sha256_of
+    midway, go = threading.Event(), threading.Event()
+    made: list[str] = []
+
+    def paused(at: str, copy: Path | None = None) -> tuple[str, int]:
+        made.append(at)
+        if at == url and copy is not None:
+            copy.write_bytes(b"x" * written)
+            midway.set()
+            assert go.wait(10)
+        return fetch(at, copy)
+
+    monkeypatch.setattr(mirror, "sha256_of", paused)
+    return midway, go, made
+
+
+def _disk_of(monkeypatch, folder: Path, size: int) -> None:
+    """A disk of `size` bytes under folder, of which the files in it take their size."""
+
+    def free_bytes(asked: Path) -> int:
+        assert asked == folder, asked
+        return size - sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
+
+    monkeypatch.setattr(mirror, "free_bytes", free_bytes)
+
+
+@pytest.mark.parametrize("written", [0, 8])
+def test_copies_made_at_once_count_what_the_others_are_still_to_take(
+    remote, tmp_path, monkeypatch, written
+) -> None:
+    """Two tasks on one disk of 40 bytes: the first copies node=a's parts (30 bytes) and is
+    stopped after writing `written` of them. The second's 5 bytes of node=b fit beside them and
+    are made at once; 35 bytes fit only once the first's copies are gone (more than the disk
+    has free when the first has written some): it waits for them, fetching nothing meanwhile;
+    41 bytes never fit and are refused at once."""
+    a, b = remote[:2], remote[2:]
+    midway, go, made = _copy_paused_after(monkeypatch, a[0].url, written)
+    _disk_of(monkeypatch, tmp_path, 40)
+    first = _in_thread(lambda: _made(mirror.mirrored_files(a, tmp_path / "one.duckdb", _sized(a))))
+    try:
+        assert midway.wait(10)
+        with mirror.mirrored_files(b, tmp_path / "two.duckdb", {b[0].rel: 5}) as (files, _):
+            assert Path(files[0].url).read_bytes() == PARTS["node=b/p.parquet"]
+        with (
+            pytest.raises(InputError) as refused,
+            mirror.mirrored_files(b, tmp_path / "two.duckdb", {b[0].rel: 41}),
+        ):
+            pytest.fail("the copies were made")
+        why = f"they need 41 bytes and it has {40 - written} bytes free"
+        if written:
+            why += f" ({written} bytes more once other tasks remove their copies)"
+        assert why in str(refused.value)
+        fetched = len(made)
+        second = _in_thread(
+            lambda: _made(mirror.mirrored_files(b, tmp_path / "two.duckdb", {b[0].rel: 35}))
+        )
+        time.sleep(0.3)
+        assert not second.done() and len(made) == fetched  # waiting, nothing fetched
+    finally:
+        go.set()
+    assert first.result(10) == [PARTS["node=a/p1.parquet"], PARTS["node=a/p2.parquet"]]
+    assert second.result(10) == [PARTS["node=b/p.parquet"]]
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_copies_on_another_disk_are_not_counted(remote, tmp_path, monkeypatch) -> None:
+    """What a task's copies hold on one disk leaves another disk's room as it is."""
+    a, b = remote[:2], remote[2:]
+    midway, go, _ = _copy_paused_after(monkeypatch, a[0].url, 0)
+    monkeypatch.setattr(mirror, "free_bytes", lambda _folder: 30)
+    real_stat = Path.stat
+    other = tmp_path / "other"
+    other.mkdir()
+
+    def stat(path: Path, **kwargs):  # `other` is a disk of its own
+        found = real_stat(path, **kwargs)
+        if path == other:
+            return os.stat_result((found.st_mode, 0, found.st_dev + 1, *found[3:]))
+        return found
+
+    monkeypatch.setattr(Path, "stat", stat)
+    first = _in_thread(lambda: _made(mirror.mirrored_files(a, tmp_path / "one.duckdb", _sized(a))))
+    try:
+        assert midway.wait(10)
+        there = _in_thread(lambda: _made(mirror.mirrored_files(b, other / "two", {b[0].rel: 30})))
+        assert there.result(5) == [PARTS["node=b/p.parquet"]]  # at once
+        here = _in_thread(lambda: _made(mirror.mirrored_files(b, tmp_path / "x", {b[0].rel: 11})))
+        time.sleep(0.3)
+        assert not here.done()  # beside the first's copies: waits for them
+    finally:
+        go.set()
+    assert len(first.result(10)) == 2 and len(here.result(10)) == 1
+
+
+def _in_thread(fn: Callable[[], Any]) -> Future[Any]:
+    """fn run in a daemon thread: a task that waits for ever fails the test at its result's
+    timeout, and does not hold the test process at its exit."""
+    done: Future[Any] = Future()
+
+    def run() -> None:
+        try:
+            done.set_result(fn())
+        except BaseException as exc:
+            done.set_exception(exc)
+
+    threading.Thread(target=run, daemon=True).start()
+    return done
+
+
+def _sized(files: list[LedgerFile]) -> dict[str, int]:
+    """The parts' sizes as ingest records them."""
+    return {f.rel: len(PARTS[f.rel.split(ROOT + "/")[1]]) for f in files}
+
+
+def _made(copies) -> list[bytes]:
+    """The bytes of the copies `copies` (a mirrored_files block) makes."""
+    with copies as (files, _found):
+        return [Path(f.url).read_bytes() for f in files]

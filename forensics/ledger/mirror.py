@@ -19,12 +19,16 @@ The copies take the parts' own size on that disk. Before fetching anything a tas
 the parts' sizes (those ingest recorded; at ingest, the store's listing of their folders) with
 the disk's free room, and a disk that fills while the copies are written is reported as such:
 either way an input error naming the folder, the sizes and where the copies can go instead,
-never a part "that cannot be read".
+never a part "that cannot be read". Tasks that run at once in this process (the analysis'
+threads, ingest's checks) each count the room the others' copies are still to take, and wait
+for it rather than fill the disk together (see _HELD).
 """
 
 from __future__ import annotations
 
+import os
 import shutil
+import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import replace
@@ -32,6 +36,7 @@ from pathlib import Path
 
 from forensics.dbopen import scratch_spill_folder
 from forensics.errors import NO_ROOM_ERRNOS, InputError
+from forensics.interrupts import stop_if_interrupted
 from forensics.ledger.external import LedgerFile, filesystem, folder_of, is_url, sha256_of
 from forensics.ledger.storage import answering, raise_storage_failure
 from forensics.ledger.view import PartView
@@ -60,10 +65,7 @@ def mirrored_files(
         return
     folder = Path(scratch_spill_folder(beside))  # a spill folder's name: a stale one is removed
     need = sum(_sizes(remote) if sizes is None else [sizes.get(f.rel, 0) for f in remote])
-    free = free_bytes(folder.parent)
-    if need > free:
-        raise _no_room(remote, folder, f"they need {_gb(need)} and it has {_gb(free)} free")
-    try:
+    with _room(remote, folder, need), _removed(folder):
         folder.mkdir(parents=True)
         local: dict[str, LedgerFile] = {}
         found: dict[str, tuple[str, int]] = {}
@@ -81,8 +83,71 @@ def mirrored_files(
                 raise
             local[f.rel] = replace(f, url=str(path))
         yield [local.get(f.rel, f) for f in files], found
+
+
+@contextmanager
+def _removed(folder: Path) -> Iterator[None]:
+    """The copies' folder, removed on leaving."""
+    try:
+        yield
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+# The copies this process is making or holds, by their folder: the disk they are on (its device
+# number) and the bytes they need in all. Tasks that run at once on one machine (the analysis'
+# threads, ingest's checks) each see the same free room on the disk, so each counts what the
+# others' copies are still to take (what they need less what they have written): copies that
+# fit alone but not beside the others wait until the others' are removed (at the end of their
+# task), where they were stopped by a full disk half way through. Copies that do not fit even
+# once the others' are gone are refused at once, before any fetch. (Ray tasks run in processes
+# of their own: there only the disk's own room counts.)
+_HELD: dict[Path, tuple[int, int]] = {}
+_HELD_CHANGED = threading.Condition()
+RECHECK_S = 1.0  # a waiting task looks at the disk again at least this often (others use it)
+
+
+@contextmanager
+def _room(remote: list[LedgerFile], folder: Path, need: int) -> Iterator[None]:
+    """Hold `need` bytes of the disk of folder's parent for the copies in folder while the block
+    runs (see _HELD): at once, after the other tasks' copies are removed, or never (an input
+    error) when they could not fit even then."""
+    disk = folder.parent.stat().st_dev
+    with _HELD_CHANGED:
+        while True:
+            free = free_bytes(folder.parent)
+            written = {f: _written(f) for f, (on, _) in _HELD.items() if on == disk}
+            coming = sum(max(0, _HELD[f][1] - done) for f, done in written.items())
+            if need <= free - coming:
+                break
+            held = sum(written.values())  # the room the others' copies give back when removed
+            if need > free + held:
+                why = f"they need {_gb(need)} and it has {_gb(free)} free"
+                if held:
+                    why += f" ({_gb(held)} more once other tasks remove their copies)"
+                raise _no_room(remote, folder, why)
+            stop_if_interrupted(workers_only=True)  # Ctrl-C came: a task stops waiting
+            _HELD_CHANGED.wait(RECHECK_S)
+        _HELD[folder] = (disk, need)
+    try:
+        yield
+    finally:
+        with _HELD_CHANGED:
+            _HELD.pop(folder, None)
+            _HELD_CHANGED.notify_all()
+
+
+def _written(folder: Path) -> int:
+    """The bytes of the copies in folder so far (one folder a part: see mirrored_files)."""
+    try:
+        return sum(
+            entry.stat().st_size
+            for part in os.scandir(folder)
+            if part.is_dir()
+            for entry in os.scandir(part.path)
+        )
+    except OSError:  # not made yet, or removed meanwhile
+        return 0
 
 
 def free_bytes(folder: Path) -> int:
