@@ -19,7 +19,8 @@ from typing import Any
 import fsspec
 import pytest
 
-from forensics.errors import InputError
+from forensics import interrupts
+from forensics.errors import InputError, Interrupted
 from forensics.ledger import mirror
 from forensics.ledger.external import LedgerFile
 
@@ -293,3 +294,25 @@ def _made(copies) -> list[bytes]:
     """The bytes of the copies `copies` (a mirrored_files block) makes."""
     with copies as (files, _found):
         return [Path(f.url).read_bytes() for f in files]
+
+
+def test_a_task_waiting_for_room_stops_at_ctrl_c(remote, tmp_path, monkeypatch) -> None:
+    """A task waiting for the others' copies to be removed stops when Ctrl-C comes (it looks
+    at least every RECHECK_S), fetching nothing; the others go on and end as usual."""
+    a, b = remote[:2], remote[2:]
+    midway, go, made = _copy_paused_after(monkeypatch, a[0].url, 0)
+    monkeypatch.setattr(mirror, "free_bytes", lambda _folder: 30)
+    monkeypatch.setattr(mirror, "RECHECK_S", 0.05)
+    first = _in_thread(lambda: _made(mirror.mirrored_files(a, tmp_path / "one.duckdb", _sized(a))))
+    try:
+        assert midway.wait(10)
+        waiting = _in_thread(lambda: _made(mirror.mirrored_files(b, tmp_path / "x", _sized(b))))
+        time.sleep(0.2)
+        assert not waiting.done()
+        interrupts._STOP.set()  # what a Ctrl-C sets while a command runs
+        with pytest.raises(Interrupted):
+            waiting.result(5)
+    finally:
+        interrupts._STOP.clear()
+        go.set()
+    assert len(first.result(10)) == 2 and b[0].url not in made
