@@ -27,6 +27,7 @@ from typing import Any
 import duckdb
 
 from forensics.errors import InputError, MissingColumnError, first_line
+from forensics.hashing import blocks
 from forensics.ingest.contract import (
     KV_EVENTS,
     READER_COLUMNS,
@@ -220,14 +221,16 @@ def sha256_of(url: str, copy: Path | None = None) -> tuple[str, int]:
     digest = hashlib.sha256()
     size = 0
     with answering(), contextlib.ExitStack() as files:  # a remote storage's failure: a StorageError
-        opener = filesystem(url).open if is_url(url) else open
-        stream = files.enter_context(opener(url, "rb"))
+        if is_url(url):
+            stream = files.enter_context(filesystem(url).open(url, "rb"))
+        else:
+            stream = files.enter_context(open(url, "rb", buffering=0))
         out = files.enter_context(copy.open("wb")) if copy is not None else None
-        while chunk := stream.read(1 << 22):
-            digest.update(chunk)
+        for block in blocks(stream, 1 << 22):
+            digest.update(block)
             if out is not None:
-                out.write(chunk)
-            size += len(chunk)
+                out.write(block)
+            size += len(block)
     return digest.hexdigest(), size
 
 
