@@ -143,7 +143,7 @@ def remove_stale_spills(db: Path) -> list[Path]:
         return removed
     for folder in found:
         pid = spill_pid(db.name, folder.name)
-        if pid is None or folder.is_symlink() or not folder.is_dir() or _running(pid):
+        if pid is None or folder.is_symlink() or not folder.is_dir() or process_running(pid):
             continue
         shutil.rmtree(folder, ignore_errors=True)
         if not folder.exists():
@@ -151,7 +151,7 @@ def remove_stale_spills(db: Path) -> list[Path]:
     return removed
 
 
-def _running(pid: int) -> bool:
+def process_running(pid: int) -> bool:
     """Whether a process with this id runs on this machine (one of another user counts)."""
     try:
         os.kill(pid, 0)

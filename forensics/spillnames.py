@@ -16,3 +16,10 @@ def spill_pid(db_name: str, name: str) -> int | None:
     prefix = f"{db_name}."
     m = _SPILL.fullmatch(name[len(prefix) :]) if name.startswith(prefix) else None
     return int(m.group(1)) if m else None
+
+
+def spill_folder_pid(name: str) -> int | None:
+    """The process id in `name` when it ends as a spill folder's name (beside a case database
+    or in the system's temporary folder), else None."""
+    m = _SPILL.search(name)
+    return int(m.group(1)) if m and m.end() == len(name) else None

@@ -9,6 +9,8 @@ from __future__ import annotations
 import errno
 import hashlib
 import os
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -23,6 +25,7 @@ from forensics import interrupts
 from forensics.errors import InputError, Interrupted
 from forensics.ledger import mirror
 from forensics.ledger.external import LedgerFile
+from forensics.spillnames import SPILL_PREFIX
 
 ROOT = "/kvf-room"
 PARTS = {
@@ -193,11 +196,13 @@ def _copy_paused_after(monkeypatch, url: str, written: int):
 
 
 def _disk_of(monkeypatch, folder: Path, size: int) -> None:
-    """A disk of `size` bytes under folder, of which the files in it take their size."""
+    """A disk of `size` bytes under folder, of which the copies in it take their size (and the
+    note of what a copies' folder needs, a few bytes, none)."""
 
     def free_bytes(asked: Path) -> int:
         assert asked == folder, asked
-        return size - sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
+        copies = [p for p in folder.rglob("*") if p.is_file() and p.name != mirror.NEED_FILE]
+        return size - sum(p.stat().st_size for p in copies)
 
     monkeypatch.setattr(mirror, "free_bytes", free_bytes)
 
@@ -316,3 +321,109 @@ def test_a_task_waiting_for_room_stops_at_ctrl_c(remote, tmp_path, monkeypatch) 
         interrupts._STOP.clear()
         go.set()
     assert len(first.result(10)) == 2 and b[0].url not in made
+
+
+def test_copies_another_process_makes_on_the_disk_are_counted(
+    remote, tmp_path, monkeypatch
+) -> None:
+    """A Ray task is a process of its own. Another process (started as a command is) copies
+    node=a's parts (30 bytes) beside this one's, on a disk of 40 bytes, and stops after
+    writing 8 of them: here 41 bytes are refused at once, naming the 8 it gives back; 35 bytes
+    wait for it, fetching nothing, and are made once its copies are removed."""
+    b = remote[2:]
+    midway, go = tmp_path / "midway", tmp_path / "go"
+    monkeypatch.setattr(mirror, "RECHECK_S", 0.05)
+    _disk_of(monkeypatch, tmp_path, 40)
+    other = subprocess.Popen(
+        [sys.executable, "-c", _ELSEWHERE, str(tmp_path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        assert _appears(midway, other), other.communicate()[0]
+        with (
+            pytest.raises(InputError) as refused,
+            mirror.mirrored_files(b, tmp_path / "two.duckdb", {b[0].rel: 41}),
+        ):
+            pytest.fail("the copies were made")
+        assert "they need 41 bytes and it has 32 bytes free (8 bytes more once other tasks " in (
+            str(refused.value)
+        )
+        fetched = _fetched(monkeypatch)
+        waiting = _in_thread(
+            lambda: _made(mirror.mirrored_files(b, tmp_path / "two.duckdb", {b[0].rel: 35}))
+        )
+        time.sleep(0.5)
+        assert not waiting.done() and fetched == []
+    finally:
+        go.touch()
+        output = other.communicate(timeout=60)[0]
+    assert other.returncode == 0, output
+    assert waiting.result(10) == [PARTS["node=b/p.parquet"]]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["go", "midway"]
+
+
+def _appears(path: Path, process: subprocess.Popen[str], seconds: float = 60) -> bool:
+    """Whether path appears before the process ends or the time runs out."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and process.poll() is None:
+        if path.exists():
+            return True
+        time.sleep(0.01)
+    return path.exists()
+
+
+# The other process: node=a's parts, in its own memory store, copied beside FOLDER/one.duckdb
+# on the disk _disk_of models (40 bytes), stopping after writing 8 bytes until FOLDER/go appears.
+_ELSEWHERE = f"""
+import sys, time
+from pathlib import Path
+import fsspec
+from forensics.ledger import mirror
+from forensics.ledger.external import LedgerFile
+folder = Path(sys.argv[1])
+parts = {{"node=a/p1.parquet": b"x" * 10, "node=a/p2.parquet": b"y" * 20}}
+store = fsspec.filesystem("memory")
+files = []
+for rank, (name, data) in enumerate(parts.items()):
+    store.pipe("{ROOT}/" + name, data)
+    url = "memory://{ROOT}/" + name
+    files.append(LedgerFile(url, url, "a", rank))
+fetch = mirror.sha256_of
+def paused(url, copy=None):
+    if url == files[0].url and copy is not None:
+        copy.write_bytes(b"x" * 8)
+        (folder / "midway").touch()
+        deadline = time.monotonic() + 60
+        while not (folder / "go").exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+    return fetch(url, copy)
+mirror.sha256_of = paused
+mirror.free_bytes = lambda asked: 40 - sum(
+    p.stat().st_size for p in folder.rglob("*") if p.is_file() and p.name != mirror.NEED_FILE
+)
+sizes = {{f.rel: len(data) for f, data in zip(files, parts.values())}}
+with mirror.mirrored_files(files, folder / "one.duckdb", sizes):
+    pass
+"""
+
+
+def test_spill_folders_without_a_note_or_of_a_killed_run_are_not_counted(
+    remote, tmp_path, monkeypatch
+) -> None:
+    """DuckDB's own spill folder (no note of what it needs) of a running process, and the
+    copies' folder a killed run left (its process gone), take nothing from the room."""
+    gone = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
+    )
+    stale = tmp_path / f"case.duckdb.{SPILL_PREFIX}{int(gone.stdout)}-0123abcd"
+    stale.mkdir()
+    (stale / mirror.NEED_FILE).write_text("1000")
+    spill = tmp_path / f"case.duckdb.{SPILL_PREFIX}{os.getppid()}-4567cdef"
+    spill.mkdir()
+    monkeypatch.setattr(mirror, "free_bytes", lambda _folder: 5)
+    b = remote[2:]
+    made = _in_thread(lambda: _made(mirror.mirrored_files(b, tmp_path / "two.duckdb", _sized(b))))
+    assert made.result(5) == [PARTS["node=b/p.parquet"]]  # at once
+    assert stale.is_dir() and spill.is_dir()  # neither removed: another's to judge

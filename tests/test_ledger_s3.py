@@ -474,3 +474,25 @@ def test_no_room_for_the_copies_is_said_before_any_part_is_fetched(
     assert query(db, "SELECT count(*) FROM exposures") == query(
         cases["here"], "SELECT count(*) FROM exposures"
     )
+
+
+def test_ray_tasks_on_one_machine_wait_for_each_others_copies(s3, cases, tmp_path) -> None:
+    """Ray tasks run in processes of their own; here their copies go to one TMPDIR, a real
+    small disk that holds either of the two largest partitions' parts but not both at once.
+    The analysis (an embedded Ray: two worker processes) runs, one task waiting for the
+    other's copies to be removed, and gives the tables of the run on this machine; nothing is
+    left on that disk. (Each task used to see the same free room and fetch: the disk filled
+    half way through and the run stopped.)"""
+    sizes: dict[str, int] = {}
+    for part in (cases["case"] / "kv_events").rglob("*.parquet"):
+        sizes[part.parent.name] = sizes.get(part.parent.name, 0) + part.stat().st_size
+    second, largest = sorted(sizes.values())[-2:]
+    db = tmp_path / "case.duckdb"
+    db.write_bytes(cases["here"].read_bytes())
+    with small_disk(tmp_path / "tmp", (largest + second // 2) // 4096 * 4096) as tmp:
+        done = kvforensics(
+            {**s3, "TMPDIR": str(tmp), "RAY_TMPDIR": "/tmp"}, *("analyze", "--db", db, "--ray")
+        )
+        assert done.returncode == 1, done.stdout + done.stderr  # findings
+        assert list(tmp.iterdir()) == []
+    assert differences(cases["here"], db) == {}

@@ -19,13 +19,15 @@ The copies take the parts' own size on that disk. Before fetching anything a tas
 the parts' sizes (those ingest recorded; at ingest, the store's listing of their folders) with
 the disk's free room, and a disk that fills while the copies are written is reported as such:
 either way an input error naming the folder, the sizes and where the copies can go instead,
-never a part "that cannot be read". Tasks that run at once in this process (the analysis'
-threads, ingest's checks) each count the room the others' copies are still to take, and wait
-for it rather than fill the disk together (see _HELD).
+never a part "that cannot be read". Tasks that run at once on one machine (the analysis'
+threads, ingest's checks, Ray tasks whose TMPDIR is one folder) each count the room the
+others' copies are still to take, and wait for it rather than fill the disk together (see
+_HELD).
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import threading
@@ -34,12 +36,13 @@ from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 
-from forensics.dbopen import scratch_spill_folder
+from forensics.dbopen import process_running, scratch_spill_folder
 from forensics.errors import NO_ROOM_ERRNOS, InputError
 from forensics.interrupts import stop_if_interrupted
 from forensics.ledger.external import LedgerFile, filesystem, folder_of, is_url, sha256_of
 from forensics.ledger.storage import answering, raise_storage_failure
 from forensics.ledger.view import PartView
+from forensics.spillnames import spill_folder_pid
 
 
 @contextmanager
@@ -65,8 +68,7 @@ def mirrored_files(
         return
     folder = Path(scratch_spill_folder(beside))  # a spill folder's name: a stale one is removed
     need = sum(_sizes(remote) if sizes is None else [sizes.get(f.rel, 0) for f in remote])
-    with _room(remote, folder, need), _removed(folder):
-        folder.mkdir(parents=True)
+    with _room(remote, folder, need), _removed(folder):  # _room makes the folder
         local: dict[str, LedgerFile] = {}
         found: dict[str, tuple[str, int]] = {}
         for i, f in enumerate(remote):
@@ -87,39 +89,51 @@ def mirrored_files(
 
 @contextmanager
 def _removed(folder: Path) -> Iterator[None]:
-    """The copies' folder, removed on leaving."""
+    """The copies' folder, removed on leaving: under the lock other processes look at it
+    under, which would otherwise see its copies still on the disk and its note gone."""
     try:
         yield
     finally:
-        shutil.rmtree(folder, ignore_errors=True)
+        with _locked(folder.parent):
+            shutil.rmtree(folder, ignore_errors=True)
 
 
-# The copies this process is making or holds, by their folder: the disk they are on (its device
-# number) and the bytes they need in all. Tasks that run at once on one machine (the analysis'
-# threads, ingest's checks) each see the same free room on the disk, so each counts what the
-# others' copies are still to take (what they need less what they have written): copies that
-# fit alone but not beside the others wait until the others' are removed (at the end of their
-# task), where they were stopped by a full disk half way through. Copies that do not fit even
-# once the others' are gone are refused at once, before any fetch. (Ray tasks run in processes
-# of their own: there only the disk's own room counts.)
+# The copies being made or held on a disk: each counts what the others are still to take (what
+# they need less what they have written), since tasks that run at once on one machine each see
+# the same free room. Copies that fit alone but not beside the others' wait until those are
+# removed (at the end of their task), where they filled the disk half way through; copies that
+# do not fit even once the others' are gone are refused at once, before any fetch.
+#
+# In this process (the analysis' threads, ingest's checks) they are kept here, by folder: the
+# disk (its device number) and the bytes they need. Other processes' copies (Ray tasks on one
+# machine, each a process of its own, with TMPDIR the same folder) are found beside ours: a
+# copies' folder holds a NEED_FILE with the bytes it needs, written under a lock on the folder
+# that holds them (flock), with the look at the room that admitted it.
 _HELD: dict[Path, tuple[int, int]] = {}
 _HELD_CHANGED = threading.Condition()
 RECHECK_S = 1.0  # a waiting task looks at the disk again at least this often (others use it)
+NEED_FILE = "kvforensics-copies-need"
 
 
 @contextmanager
 def _room(remote: list[LedgerFile], folder: Path, need: int) -> Iterator[None]:
-    """Hold `need` bytes of the disk of folder's parent for the copies in folder while the block
-    runs (see _HELD): at once, after the other tasks' copies are removed, or never (an input
-    error) when they could not fit even then."""
+    """Make the copies' folder and hold `need` bytes of its disk for it while the block runs:
+    at once, after the other copies on the disk are removed, or never (an input error) when
+    they could not fit even then."""
     disk = folder.parent.stat().st_dev
     with _HELD_CHANGED:
         while True:
-            free = free_bytes(folder.parent)
-            written = {f: _written(f) for f, (on, _) in _HELD.items() if on == disk}
-            coming = sum(max(0, _HELD[f][1] - done) for f, done in written.items())
-            if need <= free - coming:
-                break
+            with _locked(folder.parent):
+                free = free_bytes(folder.parent)
+                needs = {f: n for f, (on, n) in _HELD.items() if on == disk}
+                needs |= _other_processes(folder.parent, set(_HELD))
+                written = {f: _written(f) for f in needs}
+                coming = sum(max(0, n - written[f]) for f, n in needs.items())
+                if need <= free - coming:
+                    folder.mkdir(parents=True)
+                    (folder / NEED_FILE).write_text(str(need), encoding="ascii")
+                    _HELD[folder] = (disk, need)
+                    break
             held = sum(written.values())  # the room the others' copies give back when removed
             if need > free + held:
                 why = f"they need {_gb(need)} and it has {_gb(free)} free"
@@ -128,13 +142,47 @@ def _room(remote: list[LedgerFile], folder: Path, need: int) -> Iterator[None]:
                 raise _no_room(remote, folder, why)
             stop_if_interrupted(workers_only=True)  # Ctrl-C came: a task stops waiting
             _HELD_CHANGED.wait(RECHECK_S)
-        _HELD[folder] = (disk, need)
     try:
         yield
     finally:
         with _HELD_CHANGED:
             _HELD.pop(folder, None)
             _HELD_CHANGED.notify_all()
+
+
+@contextmanager
+def _locked(folder: Path) -> Iterator[None]:
+    """folder locked against other processes that look at its copies (flock on the folder
+    itself: no lock file is left behind)."""
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # which lets go of the lock
+
+
+def _other_processes(parent: Path, ours: set[Path]) -> dict[Path, int]:
+    """The copies' folders in parent of other running processes, with the bytes they need. A
+    spill folder without a NEED_FILE (DuckDB's own), or of a process no longer running on this
+    machine (a task killed when its run stopped), is not counted. (Neither is removed here: a
+    folder shared by machines, or by containers that do not see each other's processes, may
+    hold the live copies of a process this one cannot see.)"""
+    found: dict[Path, int] = {}
+    try:
+        entries = list(os.scandir(parent))
+    except OSError:
+        return found
+    for entry in entries:
+        pid = spill_folder_pid(entry.name)
+        path = Path(entry.path)
+        if pid is None or path in ours or not process_running(pid):
+            continue
+        try:
+            found[path] = int((path / NEED_FILE).read_text(encoding="ascii"))
+        except (OSError, ValueError):
+            continue
+    return found
 
 
 def _written(folder: Path) -> int:
