@@ -427,3 +427,60 @@ def test_spill_folders_without_a_note_or_of_a_killed_run_are_not_counted(
     made = _in_thread(lambda: _made(mirror.mirrored_files(b, tmp_path / "two.duckdb", _sized(b))))
     assert made.result(5) == [PARTS["node=b/p.parquet"]]  # at once
     assert stale.is_dir() and spill.is_dir()  # neither removed: another's to judge
+
+
+def test_a_folder_that_cannot_be_locked_still_takes_the_copies(
+    remote, tmp_path, monkeypatch
+) -> None:
+    """A file system that refuses flock on a folder (NFS may, on a folder opened to read): the
+    copies are made, checked and removed all the same."""
+    import fcntl
+
+    def refused(*_args: object) -> None:
+        raise OSError(errno.EBADF, "Bad file descriptor")
+
+    monkeypatch.setattr(fcntl, "flock", refused)
+    _disk_of(monkeypatch, tmp_path, 100)
+    a = remote[:2]
+    with mirror.mirrored_files(a, tmp_path / "case.duckdb", _sized(a)) as (files, found):
+        assert [Path(f.url).read_bytes() for f in files] == [
+            PARTS["node=a/p1.parquet"],
+            PARTS["node=a/p2.parquet"],
+        ]
+        assert len(found) == 2
+    _disk_of(monkeypatch, tmp_path, 29)
+    with (
+        pytest.raises(InputError, match="they need 30 bytes and it has 29 bytes free"),
+        mirror.mirrored_files(a, tmp_path / "case.duckdb", _sized(a)),
+    ):
+        pytest.fail("the copies were made")
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("note", ["removed", "kept"])
+def test_copies_that_could_not_be_removed_are_not_waited_for(
+    remote, tmp_path, monkeypatch, note
+) -> None:
+    """Copies this process could not remove stay on the disk (their room is gone) but are no
+    longer held: a later task is refused or admitted by the room left, never left waiting for
+    them as long as the process runs; also when their note of what they need could not be
+    removed either (this process's own copies are those it holds, not those it sees)."""
+    monkeypatch.setattr(mirror.shutil, "rmtree", lambda *_a, **_k: None)  # nothing removed
+    unlink = Path.unlink
+
+    def kept(path: Path, missing_ok: bool = False) -> None:
+        if path.name == mirror.NEED_FILE:
+            raise PermissionError(errno.EACCES, "Permission denied", str(path))
+        unlink(path, missing_ok=missing_ok)
+
+    if note == "kept":
+        monkeypatch.setattr(Path, "unlink", kept)
+    _disk_of(monkeypatch, tmp_path, 40)
+    a, b = remote[:2], remote[2:]
+    with mirror.mirrored_files(a, tmp_path / "one.duckdb", _sized(a)):
+        pass
+    left = [p for p in tmp_path.iterdir() if p.is_dir()]
+    assert len(left) == 1 and (left[0] / mirror.NEED_FILE).exists() == (note == "kept")
+    made = _in_thread(lambda: _made(mirror.mirrored_files(b, tmp_path / "two", {b[0].rel: 11})))
+    with pytest.raises(InputError, match="they need 11 bytes and it has 10 bytes free\n"):
+        made.result(5)  # 30 of the 40 taken by what is left, nothing held: refused at once

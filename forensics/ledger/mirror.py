@@ -27,7 +27,7 @@ _HELD).
 
 from __future__ import annotations
 
-import fcntl
+import contextlib
 import os
 import shutil
 import threading
@@ -43,6 +43,11 @@ from forensics.ledger.external import LedgerFile, filesystem, folder_of, is_url,
 from forensics.ledger.storage import answering, raise_storage_failure
 from forensics.ledger.view import PartView
 from forensics.spillnames import spill_folder_pid
+
+try:
+    import fcntl
+except ImportError:  # no flock on this system: see _locked
+    fcntl = None  # type: ignore[assignment]
 
 
 @contextmanager
@@ -89,12 +94,17 @@ def mirrored_files(
 
 @contextmanager
 def _removed(folder: Path) -> Iterator[None]:
-    """The copies' folder, removed on leaving: under the lock other processes look at it
-    under, which would otherwise see its copies still on the disk and its note gone."""
+    """The copies' folder, removed on leaving, under the lock other processes look at it under
+    (which would otherwise see its copies still on the disk and its note gone). The note goes
+    first: copies that could not be removed take their room on the disk, but are no longer
+    counted as copies a task holds (which others would wait for as long as this process
+    runs)."""
     try:
         yield
     finally:
         with _locked(folder.parent):
+            with contextlib.suppress(OSError):
+                (folder / NEED_FILE).unlink(missing_ok=True)
             shutil.rmtree(folder, ignore_errors=True)
 
 
@@ -126,7 +136,7 @@ def _room(remote: list[LedgerFile], folder: Path, need: int) -> Iterator[None]:
             with _locked(folder.parent):
                 free = free_bytes(folder.parent)
                 needs = {f: n for f, (on, n) in _HELD.items() if on == disk}
-                needs |= _other_processes(folder.parent, set(_HELD))
+                needs |= _other_processes(folder.parent)
                 written = {f: _written(f) for f in needs}
                 coming = sum(max(0, n - written[f]) for f, n in needs.items())
                 if need <= free - coming:
@@ -153,19 +163,27 @@ def _room(remote: list[LedgerFile], folder: Path, need: int) -> Iterator[None]:
 @contextmanager
 def _locked(folder: Path) -> Iterator[None]:
     """folder locked against other processes that look at its copies (flock on the folder
-    itself: no lock file is left behind)."""
-    fd = os.open(folder, os.O_RDONLY)
+    itself: no lock file is left behind). Where it cannot be locked (a system without flock,
+    or a file system that refuses it on a folder opened to read, as NFS may), the block runs
+    unlocked: the copies of other processes are then counted as they are seen."""
+    fd = -1
+    with contextlib.suppress(OSError):  # a system that cannot open a folder so has no flock
+        fd = os.open(folder, os.O_RDONLY)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        if fd >= 0 and fcntl is not None:
+            with contextlib.suppress(OSError):
+                fcntl.flock(fd, fcntl.LOCK_EX)
         yield
     finally:
-        os.close(fd)  # which lets go of the lock
+        if fd >= 0:
+            os.close(fd)  # which lets go of the lock
 
 
-def _other_processes(parent: Path, ours: set[Path]) -> dict[Path, int]:
-    """The copies' folders in parent of other running processes, with the bytes they need. A
-    spill folder without a NEED_FILE (DuckDB's own), or of a process no longer running on this
-    machine (a task killed when its run stopped), is not counted. (Neither is removed here: a
+def _other_processes(parent: Path) -> dict[Path, int]:
+    """The copies' folders in parent of other running processes (this one's are in _HELD),
+    with the bytes they need. A spill folder without a NEED_FILE (DuckDB's own, or copies that
+    could not be removed), or of a process no longer running on this machine (a task killed
+    when its run stopped), is not counted. (Neither is removed here: a
     folder shared by machines, or by containers that do not see each other's processes, may
     hold the live copies of a process this one cannot see.)"""
     found: dict[Path, int] = {}
@@ -176,7 +194,7 @@ def _other_processes(parent: Path, ours: set[Path]) -> dict[Path, int]:
     for entry in entries:
         pid = spill_folder_pid(entry.name)
         path = Path(entry.path)
-        if pid is None or path in ours or not process_running(pid):
+        if pid is None or pid == os.getpid() or not process_running(pid):
             continue
         try:
             found[path] = int((path / NEED_FILE).read_text(encoding="ascii"))
