@@ -219,6 +219,7 @@ def test_copies_made_at_once_count_what_the_others_are_still_to_take(
     a, b = remote[:2], remote[2:]
     midway, go, made = _copy_paused_after(monkeypatch, a[0].url, written)
     _disk_of(monkeypatch, tmp_path, 40)
+    monkeypatch.setattr(mirror, "RECHECK_S", 0.05)
     first = _in_thread(lambda: _made(mirror.mirrored_files(a, tmp_path / "one.duckdb", _sized(a))))
     try:
         assert midway.wait(10)
@@ -234,11 +235,18 @@ def test_copies_made_at_once_count_what_the_others_are_still_to_take(
             why += f" ({written} bytes more once other tasks remove their copies)"
         assert why in str(refused.value)
         fetched = len(made)
+        told: list[str] = []
         second = _in_thread(
-            lambda: _made(mirror.mirrored_files(b, tmp_path / "two.duckdb", {b[0].rel: 35}))
+            lambda: _made(
+                mirror.mirrored_files(b, tmp_path / "two.duckdb", {b[0].rel: 35}, told.append)
+            )
         )
         time.sleep(0.3)
         assert not second.done() and len(made) == fetched  # waiting, nothing fetched
+        assert told == [  # once, however often it looked again
+            f"waiting for room on {tmp_path} for the copies of node=b (35 bytes; the copies of "
+            f"other tasks are to take {30 - written} bytes of its {40 - written} bytes free)"
+        ]
     finally:
         go.set()
     assert first.result(10) == [PARTS["node=a/p1.parquet"], PARTS["node=a/p2.parquet"]]

@@ -496,3 +496,27 @@ def test_ray_tasks_on_one_machine_wait_for_each_others_copies(s3, cases, tmp_pat
         assert done.returncode == 1, done.stdout + done.stderr  # findings
         assert list(tmp.iterdir()) == []
     assert differences(cases["here"], db) == {}
+
+
+def test_a_task_waiting_for_room_on_this_machine_says_so(s3, cases, tmp_path) -> None:
+    """The case database on a real small disk whose free room holds either of the two largest
+    partitions' parts but not both: the two tasks start together, one waits for the other's
+    copies to go and says so in the run's log, and the analysis gives the tables of the run
+    with room to spare."""
+    sizes: dict[str, int] = {}
+    for part in (cases["case"] / "kv_events").rglob("*.parquet"):
+        sizes[part.parent.name] = sizes.get(part.parent.name, 0) + part.stat().st_size
+    second, largest = sorted(sizes.values())[-2:]
+    case_db = cases["here"].read_bytes()
+    with small_disk(tmp_path / "disk", len(case_db) + (4 << 20)) as disk:
+        db = disk / "case.duckdb"
+        db.write_bytes(case_db)
+        room = os.statvfs(disk)
+        free = largest + second // 2
+        (disk / "filler").write_bytes(b"\0" * (room.f_bavail * room.f_frsize - free))
+        done = kvforensics(s3, "analyze", "--db", db)
+        assert done.returncode == 1, done.stdout + done.stderr
+        assert f"analyze: waiting for room on {disk} for the copies of node=" in done.stderr, (
+            done.stderr
+        )
+        assert differences(cases["here"], db) == {}

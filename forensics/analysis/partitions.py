@@ -42,7 +42,7 @@ from forensics.ledger.external import (
     open_connection,
     sha256_of,
 )
-from forensics.ledger.mirror import mirrored
+from forensics.ledger.mirror import Waiting, mirrored
 from forensics.ledger.storage import STORAGE_FIX, StorageError
 from forensics.ledger.store import ledger_meta
 from forensics.ledger.view import NAMED_ALONE_ROWS, Copies, PartView, view_sql
@@ -75,6 +75,7 @@ def sweep_partition(
     budget: MemoryBudget | None = None,
     spill_beside: Path | None = None,
     pool: ScratchDatabases | None = None,
+    waiting: Waiting | None = None,
 ) -> PartitionFindings:
     """The task: read, order and sweep one partition (its parts only), its DuckDB on `threads`
     threads and within memory_limit (None: the default). Each part's SHA-256 and size are
@@ -90,12 +91,13 @@ def sweep_partition(
     Ray holds for it) nothing waits. spill_beside: the case database, when the task runs on its
     machine (its DuckDB spills beside it; elsewhere to the system's temporary folder). pool:
     the databases of the threads that run the tasks one after another (forensics.scratch);
-    None: the task opens a database of its own (a Ray task)."""
+    None: the task opens a database of its own (a Ray task). waiting: told when the task
+    waits for room on its disk for its remote parts' copies (forensics.ledger.mirror)."""
     files = [p.file for p in parts]
     sizes = {rel: size for rel, (_, size) in recorded.items()}  # the room the copies take
     try:
         with (
-            mirrored(parts, spill_beside, sizes) as (read, fetched),
+            mirrored(parts, spill_beside, sizes, waiting) as (read, fetched),
             ThreadPoolExecutor(max_workers=1) as hasher,
         ):
             for f in files:  # a remote part: hashed as it was fetched, checked before any read
@@ -315,6 +317,7 @@ def sweep_external(
                     budget=budget,
                     spill_beside=case_file,
                     pool=databases,
+                    waiting=lambda what: progress(what, 0, None),
                 )
 
             progress("sweep", 0, len(args))

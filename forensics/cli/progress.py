@@ -11,11 +11,13 @@ from typing import TypeVar
 
 import duckdb
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from forensics.db import connect, ingested
 from forensics.errors import CaseError
 from forensics.progress import ProgressFn
+from forensics.textsafe import visible
 
 T = TypeVar("T")
 
@@ -30,7 +32,8 @@ def progress_reporter(console: Console, title: str) -> Iterator[ProgressFn]:
         task = bar.add_task(title, total=None)
 
         def update(description: str, done: int, total: int | None) -> None:
-            bar.update(task, description=f"{title}: {description}", completed=done, total=total)
+            shown = escape(visible(description, keep_newlines=False))  # names from the case
+            bar.update(task, description=f"{title}: {shown}", completed=done, total=total)
 
         yield update
 
@@ -42,8 +45,9 @@ def _stage_lines(console: Console, title: str) -> ProgressFn:
 
     def line(description: str, _done: int, total: int | None) -> None:
         if total is None:
+            shown = visible(description, keep_newlines=False)  # names from the case
             console.print(
-                f"{title}: {description} ({time.monotonic() - started:.1f} s)",
+                f"{title}: {shown} ({time.monotonic() - started:.1f} s)",
                 markup=False,
                 highlight=False,
             )

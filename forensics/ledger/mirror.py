@@ -31,7 +31,7 @@ import contextlib
 import os
 import shutil
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
@@ -50,21 +50,32 @@ except ImportError:  # no flock on this system: see _locked
     fcntl = None  # type: ignore[assignment]
 
 
+# Told once, in words, when a task starts to wait for the room other tasks' copies hold.
+Waiting = Callable[[str], None]
+
+
 @contextmanager
 def mirrored(
-    parts: list[PartView], beside: Path | None, sizes: Mapping[str, int] | None = None
+    parts: list[PartView],
+    beside: Path | None,
+    sizes: Mapping[str, int] | None = None,
+    waiting: Waiting | None = None,
 ) -> Iterator[tuple[list[PartView], dict[str, tuple[str, int]]]]:
     """The parts as the task reads them, each remote one replaced by its local copy (same
     name, rank and node), and the SHA-256 and size of each copy by part name; the copies are
     removed on leaving. Parts on this machine's disk are read where they are. sizes: the
-    parts' sizes by part name, as ingest recorded them (None: listed from the store)."""
-    with mirrored_files([p.file for p in parts], beside, sizes) as (files, found):
+    parts' sizes by part name, as ingest recorded them (None: listed from the store).
+    waiting: told when the task waits for room other tasks' copies hold (see _HELD)."""
+    with mirrored_files([p.file for p in parts], beside, sizes, waiting) as (files, found):
         yield [replace(p, file=f) for p, f in zip(parts, files, strict=True)], found
 
 
 @contextmanager
 def mirrored_files(
-    files: list[LedgerFile], beside: Path | None, sizes: Mapping[str, int] | None = None
+    files: list[LedgerFile],
+    beside: Path | None,
+    sizes: Mapping[str, int] | None = None,
+    waiting: Waiting | None = None,
 ) -> Iterator[tuple[list[LedgerFile], dict[str, tuple[str, int]]]]:
     """mirrored for the files themselves (ingest's checks read files, not views of them)."""
     remote = [f for f in files if is_url(f.url)]
@@ -73,7 +84,7 @@ def mirrored_files(
         return
     folder = Path(scratch_spill_folder(beside))  # a spill folder's name: a stale one is removed
     need = sum(_sizes(remote) if sizes is None else [sizes.get(f.rel, 0) for f in remote])
-    with _room(remote, folder, need), _removed(folder):  # _room makes the folder
+    with _room(remote, folder, need, waiting), _removed(folder):  # _room makes the folder
         local: dict[str, LedgerFile] = {}
         found: dict[str, tuple[str, int]] = {}
         for i, f in enumerate(remote):
@@ -126,11 +137,14 @@ NEED_FILE = "kvforensics-copies-need"
 
 
 @contextmanager
-def _room(remote: list[LedgerFile], folder: Path, need: int) -> Iterator[None]:
+def _room(
+    remote: list[LedgerFile], folder: Path, need: int, waiting: Waiting | None = None
+) -> Iterator[None]:
     """Make the copies' folder and hold `need` bytes of its disk for it while the block runs:
-    at once, after the other copies on the disk are removed, or never (an input error) when
-    they could not fit even then."""
+    at once, after the other copies on the disk are removed (`waiting` is told once), or never
+    (an input error) when they could not fit even then."""
     disk = folder.parent.stat().st_dev
+    told = waiting is None
     with _HELD_CHANGED:
         while True:
             with _locked(folder.parent):
@@ -150,6 +164,13 @@ def _room(remote: list[LedgerFile], folder: Path, need: int) -> Iterator[None]:
                 if held:
                     why += f" ({_gb(held)} more once other tasks remove their copies)"
                 raise _no_room(remote, folder, why)
+            if not told and waiting is not None:
+                waiting(
+                    f"waiting for room on {folder.parent} for the copies of {_nodes(remote)} "
+                    f"({_gb(need)}; the copies of other tasks are to take {_gb(coming)} of its "
+                    f"{_gb(free)} free)"
+                )
+                told = True
             stop_if_interrupted(workers_only=True)  # Ctrl-C came: a task stops waiting
             _HELD_CHANGED.wait(RECHECK_S)
     try:
@@ -236,11 +257,14 @@ def _sizes(remote: list[LedgerFile]) -> list[int]:
     return [listed.get(f.url, 0) for f in remote]
 
 
+def _nodes(remote: list[LedgerFile]) -> str:
+    return ", ".join(f"node={n}" for n in sorted({f.node for f in remote}))
+
+
 def _no_room(remote: list[LedgerFile], folder: Path, why: str) -> InputError:
-    nodes = sorted({f.node for f in remote})
     return InputError(
         f"no room for the local copies of the {len(remote)} remote part(s) of "
-        + ", ".join(f"node={n}" for n in nodes)
+        + _nodes(remote)
         + f" (each part is read from a copy on this disk): {why}",
         path=str(folder.parent),
         fix="free room on that disk, or put the copies where there is room: they are made "
