@@ -492,3 +492,32 @@ def test_copies_that_could_not_be_removed_are_not_waited_for(
     made = _in_thread(lambda: _made(mirror.mirrored_files(b, tmp_path / "two", {b[0].rel: 11})))
     with pytest.raises(InputError, match="they need 11 bytes and it has 10 bytes free\n"):
         made.result(5)  # 30 of the 40 taken by what is left, nothing held: refused at once
+
+
+def test_notes_of_another_user_or_behind_a_link_are_not_counted(
+    remote, tmp_path, monkeypatch
+) -> None:
+    """In a temporary folder other users share, a copies' folder planted under the name of a
+    process that always runs (pid 1) with a huge need would hold every task here for ever: a
+    folder of another user, or a link to a folder, is not counted; the same folder of this
+    user is (tasks of one user coordinate)."""
+    target = tmp_path / "elsewhere"
+    target.mkdir()
+    (target / mirror.NEED_FILE).write_text(str(10**15))
+    (tmp_path / f"{SPILL_PREFIX}1-00000001").symlink_to(target)
+    planted = tmp_path / f"{SPILL_PREFIX}1-00000002"
+    planted.mkdir()
+    (planted / mirror.NEED_FILE).write_text(str(10**15))
+    monkeypatch.setattr(mirror, "free_bytes", lambda _folder: 100)
+    monkeypatch.setattr(mirror, "RECHECK_S", 0.05)
+    b = remote[2:]
+    waits = _in_thread(lambda: _made(mirror.mirrored_files(b, tmp_path / "x", _sized(b))))
+    time.sleep(0.3)
+    assert not waits.done()  # this user's note (of a live pid) is counted
+    try:
+        os.chown(planted, 54321, 54321)
+    except PermissionError:
+        pytest.skip("cannot give a folder to another user here")
+    assert waits.result(5) == [PARTS["node=b/p.parquet"]]
+    made = _in_thread(lambda: _made(mirror.mirrored_files(b, tmp_path / "y", _sized(b))))
+    assert made.result(5) == [PARTS["node=b/p.parquet"]]  # at once

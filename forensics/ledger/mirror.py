@@ -203,10 +203,10 @@ def _locked(folder: Path) -> Iterator[None]:
 def _other_processes(parent: Path) -> dict[Path, int]:
     """The copies' folders in parent of other running processes (this one's are in _HELD),
     with the bytes they need. A spill folder without a NEED_FILE (DuckDB's own, or copies that
-    could not be removed), or of a process no longer running on this machine (a task killed
-    when its run stopped), is not counted. (Neither is removed here: a
-    folder shared by machines, or by containers that do not see each other's processes, may
-    hold the live copies of a process this one cannot see.)"""
+    could not be removed), of a process no longer running on this machine (a task killed when
+    its run stopped), or not this user's folder (_ours_to_count), is not counted. (None is
+    removed here: a folder shared by machines, or by containers that do not see each other's
+    processes, may hold the live copies of a process this one cannot see.)"""
     found: dict[Path, int] = {}
     try:
         entries = list(os.scandir(parent))
@@ -214,14 +214,30 @@ def _other_processes(parent: Path) -> dict[Path, int]:
         return found
     for entry in entries:
         pid = spill_folder_pid(entry.name)
-        path = Path(entry.path)
-        if pid is None or pid == os.getpid() or not process_running(pid):
+        if pid is None or pid == os.getpid() or not _ours_to_count(entry):
             continue
+        path = Path(entry.path)
         try:
-            found[path] = int((path / NEED_FILE).read_text(encoding="ascii"))
+            need = int((path / NEED_FILE).read_text(encoding="ascii"))
         except (OSError, ValueError):
             continue
+        if need > 0 and process_running(pid):
+            found[path] = need
     return found
+
+
+def _ours_to_count(entry: os.DirEntry[str]) -> bool:
+    """Whether a spill folder's note may hold this process back: a folder (not a link to one)
+    of this user. In a temporary folder other users share, a folder of another user's, or one
+    planted under the name of a process that always runs, would otherwise make every task here
+    wait for room it never gives back."""
+    try:
+        return (
+            entry.is_dir(follow_symlinks=False)
+            and entry.stat(follow_symlinks=False).st_uid == os.getuid()
+        )
+    except OSError:
+        return False
 
 
 def _written(folder: Path) -> int:
