@@ -13,6 +13,7 @@ import re
 import subprocess
 import sys
 import textwrap
+from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
@@ -30,7 +31,7 @@ KERNEL_MODULES += ("violations",)
 
 
 def _starts(m: RunMap) -> list[int]:
-    return [c for c in range(m.n) if bs_test(m.words, m.offs, c)]
+    return [c for c in range(m.n) if bs_test(m.words, c)]
 
 
 def _maximal_runs(cells: list) -> list[int]:
@@ -54,13 +55,47 @@ def test_run_map_matches_a_per_cell_array(n: int, ops: int, seed: int) -> None:
         assert _starts(m) == _maximal_runs(cells)
     starts = _starts(m)
     for c in range(n):
-        prev = bs_prev(m.words, m.offs, m.nlev, c)
+        prev = bs_prev(m.words, c)
         assert m.val[prev] == cells[c]
         assert prev == max(s for s in starts if s <= c)
-        assert bs_next(m.words, m.offs, m.nlev, c, n) == min(
-            [s for s in starts if s >= c], default=n
-        )
-    assert bs_next(m.words, m.offs, m.nlev, n, n) == n
+        assert bs_next(m.words, c, n) == min([s for s in starts if s >= c], default=n)
+    assert bs_next(m.words, n, n) == n
+
+
+@pytest.mark.parametrize(
+    ("n", "levels"), [(64, 1), (65, 2), (4096, 2), (4097, 3), (262_144, 3), (300_000, 4)]
+)
+def test_run_starts_are_found_across_every_level(n: int, levels: int) -> None:
+    """A map of several levels (each word of one is a bit of the next): run starts far apart
+    and at the edges of the words of each level, found from either side, against a list."""
+    m = new_map(n, 0)
+    assert int(m.words[0]) == levels
+    rng = np.random.default_rng(n)
+    edges = [c for k in (64, 4096, 262144) for c in (k - 1, k, k + 1) if c < n]
+    cuts = sorted({*edges, *rng.integers(1, n, 12).tolist(), n - 1} - {0})
+    values = list(range(1, len(cuts) + 2))
+    for (a, b), v in zip(pairwise([0, *cuts, n]), values, strict=True):
+        rm_assign(m, a, b, v)
+    starts = [0, *cuts]
+    probes = sorted({0, n - 1, *(c + d for c in cuts for d in (-1, 0, 1) if 0 <= c + d < n)})
+    for c in probes:
+        assert bs_prev(m.words, c) == max(s for s in starts if s <= c)
+        assert bs_next(m.words, c, n) == min([s for s in starts if s >= c], default=n)
+    for i, (a, b) in enumerate(pairwise([*starts[::2], n])):  # the starts inside are wiped
+        rm_assign(m, a, b, -1 - i)
+    kept = sorted(set(starts[::2]))
+    for c in probes:
+        assert bs_prev(m.words, c) == max(s for s in kept if s <= c)
+        assert bs_next(m.words, c, n) == min([s for s in kept if s >= c], default=n)
+    if n > 2:  # no run start after cell 1: every level's last word is empty
+        rm_assign(m, 1, n, -99)
+        assert [bs_next(m.words, c, n) for c in (1, 2, max(2, n - 64), n - 1)] == [1, n, n, n]
+        assert [bs_prev(m.words, c) for c in (0, 1, n - 1)] == [0, 1, 1]
+
+
+def test_a_map_of_more_cells_than_its_levels_hold_is_refused() -> None:
+    with pytest.raises(ValueError, match="more than a run map holds"):
+        new_map(1 << 40, 0)  # refused before anything is allocated
 
 
 @pytest.mark.parametrize(("n", "ops", "seed"), [(40, 300, 4), (200, 300, 5), (3000, 80, 6)])
@@ -84,7 +119,7 @@ def test_holder_map_matches_per_cell_dicts(n: int, ops: int, seed: int) -> None:
                 cells[c][r] = acq
         assert _starts(h.runs) == _maximal_runs(cells)
     for c in range(n):
-        sid = int(h.runs.val[bs_prev(h.runs.words, h.runs.offs, h.runs.nlev, c)])
+        sid = int(h.runs.val[bs_prev(h.runs.words, c)])
         assert set_entries(h.pool, sid) == sorted(cells[c].items())
         assert (sid < 0) == (len(cells[c]) == 1), "a set of one holder is kept in the map"
 

@@ -199,7 +199,7 @@ def pool_reserve(h: Holders, need_ent: int, need_sets: int) -> HolderPool:
     """Room for need_ent entries and need_sets sets: compact the pool to the sets the map still
     uses (renumbering them in the map), then grow it if still short. Returns the pool to use."""
     ent, sets, cnt = h.pool.ent, h.pool.sets, h.pool.cnt
-    words, offs, nlev, val, n = h.runs.words, h.runs.offs, h.runs.nlev, h.runs.val, h.runs.n
+    words, val, n = h.runs.words, h.runs.val, h.runs.n
     if cnt[0] + need_ent <= ent.shape[0] and cnt[1] + need_sets <= sets.shape[0]:
         return h.pool
     remap = np.full(cnt[1], -1, dtype=np.int64)  # old set id -> new one, -1: not copied yet
@@ -214,7 +214,7 @@ def pool_reserve(h: Holders, need_ent: int, need_sets: int) -> HolderPool:
     while j < n:
         sid = val[j]
         if sid < 0:  # a single holder, kept in the map
-            j = bs_next(words, offs, nlev, j + 1, n)
+            j = bs_next(words, j + 1, n)
             continue
         if remap[sid] < 0:
             length = sets[sid, 1]
@@ -232,7 +232,7 @@ def pool_reserve(h: Holders, need_ent: int, need_sets: int) -> HolderPool:
             ne += length
             ns += 1
         val[j] = remap[sid]
-        j = bs_next(words, offs, nlev, j + 1, n)
+        j = bs_next(words, j + 1, n)
     cnt[0] = ne
     cnt[1] = ns
     want_ent = 2 * (ne + need_ent)
@@ -247,12 +247,12 @@ def pool_reserve(h: Holders, need_ent: int, need_sets: int) -> HolderPool:
 @loop_kernel
 def count_runs(m: RunMap, a: int, b: int) -> int:
     """How many runs of the map meet [a, b)."""
-    words, offs, nlev, n = m.words, m.offs, m.nlev, m.n
+    words, n = m.words, m.n
     k = 1
-    j = bs_next(words, offs, nlev, a + 1, n)
+    j = bs_next(words, a + 1, n)
     while j < b:
         k += 1
-        j = bs_next(words, offs, nlev, j + 1, n)
+        j = bs_next(words, j + 1, n)
     return k
 
 
@@ -281,25 +281,25 @@ def with_room(h: Holders, a: int, b: int) -> Holders:
 def update_holders(h: Holders, a: int, b: int, r: int, acq: int) -> None:
     """Add r, held since acq, to the holder sets of [a, b) (acq < 0 removes r), then merge
     runs whose sets became equal. The pool must have room (with_room)."""
-    words, offs, nlev, hv, n = h.runs.words, h.runs.offs, h.runs.nlev, h.runs.val, h.runs.n
+    words, hv, n = h.runs.words, h.runs.val, h.runs.n
     ent, sets, cnt = h.pool.ent, h.pool.sets, h.pool.cnt
-    rm_split(words, offs, nlev, hv, a, n)
-    rm_split(words, offs, nlev, hv, b, n)
+    rm_split(words, hv, a, n)
+    rm_split(words, hv, b, n)
     x = a
     while x < b:  # a new set for each run of [a, b)
-        nx = bs_next(words, offs, nlev, x + 1, n)
+        nx = bs_next(words, x + 1, n)
         if acq >= 0:
             hv[x] = set_with(ent, sets, cnt, hv[x], r, acq)
         else:
             hv[x] = set_without(ent, sets, cnt, hv[x], r)
         x = nx
     has_prev = a > 0  # a run to the left of a (set ids may be negative: no sentinel id)
-    prev_sid = hv[bs_prev(words, offs, nlev, a - 1)] if has_prev else EMPTY_SET
+    prev_sid = hv[bs_prev(words, a - 1)] if has_prev else EMPTY_SET
     x = a
     while x <= b and x < n:  # merge runs (from a's left neighbour to b) that now hold the same
-        nx = bs_next(words, offs, nlev, x + 1, n)
+        nx = bs_next(words, x + 1, n)
         if has_prev and set_equal(ent, sets, prev_sid, hv[x]):
-            bs_clear(words, offs, nlev, x)
+            bs_clear(words, x)
         else:
             prev_sid = hv[x]
             has_prev = True

@@ -66,14 +66,14 @@ def foreign_run(ev: Events, t: int, wr: int, x: int, e: int, maps: SweepMaps, ou
     fine maps (maps.lw: the exact write; maps.hf: holders with their acquisition)."""
     lw, hf, pool = maps.lw, maps.hf.runs, maps.hf.pool
     n = lw.n
-    lw_words, lw_offs, lw_nlev, lw_val = lw.words, lw.offs, lw.nlev, lw.val
-    hf_words, hf_offs, hf_nlev, hf_val = hf.words, hf.offs, hf.nlev, hf.val
+    lw_words, lw_val = lw.words, lw.val
+    hf_words, hf_val = hf.words, hf.val
     cat, ex, rows = out.cat, out.ex, out.rows
     # The runs of lw and hf holding y, and where the next ones start.
-    p_w = bs_prev(lw_words, lw_offs, lw_nlev, x)
-    n_w = bs_next(lw_words, lw_offs, lw_nlev, x + 1, n)
-    p_h = bs_prev(hf_words, hf_offs, hf_nlev, x)
-    n_h = bs_next(hf_words, hf_offs, hf_nlev, x + 1, n)
+    p_w = bs_prev(lw_words, x)
+    n_w = bs_next(lw_words, x + 1, n)
+    p_h = bs_prev(hf_words, x)
+    n_h = bs_next(hf_words, x + 1, n)
     y = x
     while y < e:
         z = min(n_w, n_h, e)
@@ -85,10 +85,10 @@ def foreign_run(ev: Events, t: int, wr: int, x: int, e: int, maps: SweepMaps, ou
         y = z
         if y == n_w:
             p_w = n_w
-            n_w = bs_next(lw_words, lw_offs, lw_nlev, n_w + 1, n)
+            n_w = bs_next(lw_words, n_w + 1, n)
         if y == n_h:
             p_h = n_h
-            n_h = bs_next(hf_words, hf_offs, hf_nlev, n_h + 1, n)
+            n_h = bs_next(hf_words, n_h + 1, n)
 
 
 @inline_kernel
@@ -98,16 +98,16 @@ def read(ev: Events, t: int, maps: SweepMaps, out: Pieces) -> None:
     b = ev.c1[t]
     ww, hc, pool = maps.ww, maps.hc.runs, maps.hc.pool
     n = ww.n
-    ww_words, ww_offs, ww_nlev, ww_val = ww.words, ww.offs, ww.nlev, ww.val
-    hc_words, hc_offs, hc_nlev, hc_val = hc.words, hc.offs, hc.nlev, hc.val
+    ww_words, ww_val = ww.words, ww.val
+    hc_words, hc_val = hc.words, hc.val
     ent, sets = pool.ent, pool.sets
     cat, rows = out.cat, out.rows
     x = ev.c0[t]
     # The runs of ww and hc holding x, and where the next ones start.
-    p_l = bs_prev(ww_words, ww_offs, ww_nlev, x)
-    n_l = bs_next(ww_words, ww_offs, ww_nlev, x + 1, n)
-    p_h = bs_prev(hc_words, hc_offs, hc_nlev, x)
-    n_h = bs_next(hc_words, hc_offs, hc_nlev, x + 1, n)
+    p_l = bs_prev(ww_words, x)
+    n_l = bs_next(ww_words, x + 1, n)
+    p_h = bs_prev(hc_words, x)
+    n_h = bs_next(hc_words, x + 1, n)
     while x < b:
         e = min(n_l, n_h, b)
         wr = ww_val[p_l]
@@ -122,7 +122,7 @@ def read(ev: Events, t: int, maps: SweepMaps, out: Pieces) -> None:
         x = e
         if x == n_l:
             p_l = n_l
-            n_l = bs_next(ww_words, ww_offs, ww_nlev, n_l + 1, n)
+            n_l = bs_next(ww_words, n_l + 1, n)
         if x == n_h:
             p_h = n_h
-            n_h = bs_next(hc_words, hc_offs, hc_nlev, n_h + 1, n)
+            n_h = bs_next(hc_words, n_h + 1, n)

@@ -8,7 +8,12 @@ splitting a run or wiping every start inside a range costs O(log64 n) per start 
 Cell 0 is always a run start.
 
 Kernels take a RunMap; the bit-set helpers (bs_*, rm_split) take the arrays they touch, which
-callers read out of the map once, before their loops: they run several times per event.
+callers read out of the map once, before their loops: they run several times per event. The
+bit set is one array (RunMap.words) that also says where each of its levels starts, so that a
+helper takes one array where it took three arguments: a compiled call passes an array as seven
+machine words, and with the levels' offsets in an array of their own, passing the arguments of
+these calls took a quarter of the sweep's event loop (the sweep of the 11 M-event bench mixes
+is a sixth faster without them).
 
 Everything the sweep's event loop calls is compiled with `_nrt=False` (no reference counting;
 see forensics.analysis.sweep.sweep_until): such a kernel must not make an array, only read and
@@ -39,14 +44,20 @@ class RunMap(NamedTuple):
 
     # Bit-packed run starts: bit c of level 0 is set when a run starts at cell c; bit k of
     # level L + 1 is set when word k of level L is not zero, so empty stretches are skipped
-    # 64 words at a time. Every level lives in this one uint64 array, level 0 first.
+    # 64 words at a time. Every level lives in this one uint64 array after a header of HEADER
+    # words: words[0] is the number of levels (the top level is a single word) and
+    # words[1 + L] where level L starts (level 0 at HEADER), up to the end of the last level
+    # (see the module docstring for why).
     words: np.ndarray
-    offs: np.ndarray  # int64: level L is words[offs[L]:offs[L + 1]]
-    nlev: int  # levels; the top level is a single word
     # Run-length values: val[c] is the value of the run starting at c. Cells that start no run
     # keep stale values, read only once a split makes them a start (rm_split copies the value).
     val: np.ndarray
     n: int  # cells; bs_next answers n for "no run start after i" (a sentinel, not a cell)
+
+
+# Header words before the levels: the levels' count and where each starts and the last ends.
+# A node's cells are fewer than 2^31 (int32), so there are at most 6 levels.
+HEADER = 8
 
 
 def new_map(n: int, value: int) -> RunMap:
@@ -58,26 +69,34 @@ def new_map(n: int, value: int) -> RunMap:
         sizes.append(size)
         if size == 1:
             break
-    offs = np.zeros(len(sizes) + 1, dtype=np.int64)
-    offs[1:] = np.cumsum(sizes)
-    words = np.zeros(int(offs[-1]), dtype=np.uint64)
+    if len(sizes) + 2 > HEADER:
+        raise ValueError(f"{n:,} cells are more than a run map holds")
+    words = np.zeros(HEADER + sum(sizes), dtype=np.uint64)
+    words[0] = len(sizes)
+    words[1 : len(sizes) + 2] = HEADER + np.concatenate([[0], np.cumsum(sizes)])
     val = np.full(max(1, n) + 1, value, dtype=np.int64)
-    bs_set(words, offs, len(sizes), 0)
-    return RunMap(words, offs, len(sizes), val, max(1, n))
+    bs_set(words, 0)
+    return RunMap(words, val, max(1, n))
+
+
+@inline_kernel
+def _level(words, lev):  # type: ignore[no-untyped-def]
+    """Where level lev starts in words (lev = the levels' count: where the last one ends)."""
+    return np.int64(words[1 + lev])
 
 
 @loop_kernel
-def bs_test(words, offs, i):  # type: ignore[no-untyped-def]
+def bs_test(words, i):  # type: ignore[no-untyped-def]
     """Whether a run starts at cell i."""
-    return (words[offs[0] + (i >> 6)] >> np.uint64(i & 63)) & _ONE != 0
+    return (words[HEADER + (i >> 6)] >> np.uint64(i & 63)) & _ONE != 0
 
 
 @loop_kernel
-def bs_set(words, offs, nlev, i):  # type: ignore[no-untyped-def]
+def bs_set(words, i):  # type: ignore[no-untyped-def]
     """Make i a run start; upper levels get their bit only when the word below was empty."""
     idx = i
-    for lev in range(nlev):
-        w = offs[lev] + (idx >> 6)
+    for lev in range(np.int64(words[0])):
+        w = _level(words, lev) + (idx >> 6)
         was = words[w]
         words[w] = was | (_ONE << np.uint64(idx & 63))
         if was != 0:
@@ -86,11 +105,11 @@ def bs_set(words, offs, nlev, i):  # type: ignore[no-untyped-def]
 
 
 @loop_kernel
-def bs_clear(words, offs, nlev, i):  # type: ignore[no-untyped-def]
+def bs_clear(words, i):  # type: ignore[no-untyped-def]
     """Make i no run start; upper levels lose their bit only when the word below empties."""
     idx = i
-    for lev in range(nlev):
-        w = offs[lev] + (idx >> 6)
+    for lev in range(np.int64(words[0])):
+        w = _level(words, lev) + (idx >> 6)
         words[w] = words[w] & ~(_ONE << np.uint64(idx & 63))
         if words[w] != 0:
             return
@@ -98,17 +117,19 @@ def bs_clear(words, offs, nlev, i):  # type: ignore[no-untyped-def]
 
 
 @loop_kernel
-def bs_next(words, offs, nlev, i, n):  # type: ignore[no-untyped-def]
+def bs_next(words, i, n):  # type: ignore[no-untyped-def]
     """Smallest run start >= i, or n (the map's cells) when there is none."""
     if i >= n:
         return n
+    nlev = np.int64(words[0])
     idx = i
     lev = 0
     while lev < nlev:  # climb until a word has a set bit at or after idx
         w = idx >> 6
-        if offs[lev] + w >= offs[lev + 1]:
+        at = _level(words, lev) + w
+        if at >= _level(words, lev + 1):
             return n
-        bits = words[offs[lev] + w] & (_ALL << np.uint64(idx & 63))
+        bits = words[at] & (_ALL << np.uint64(idx & 63))
         if bits != 0:
             idx = (w << 6) + trailing_zeros(bits)
             break
@@ -118,20 +139,21 @@ def bs_next(words, offs, nlev, i, n):  # type: ignore[no-untyped-def]
         return n
     while lev > 0:  # descend along the lowest set bit of each word
         lev -= 1
-        idx = (idx << 6) + trailing_zeros(words[offs[lev] + idx])
+        idx = (idx << 6) + trailing_zeros(words[_level(words, lev) + idx])
     return min(idx, n)
 
 
 @loop_kernel
-def bs_prev(words, offs, nlev, i):  # type: ignore[no-untyped-def]
+def bs_prev(words, i):  # type: ignore[no-untyped-def]
     """Largest run start <= i (the start of the run holding cell i), or -1 when there is none."""
+    nlev = np.int64(words[0])
     idx = i
     lev = 0
     while lev < nlev:  # climb until a word has a set bit at or before idx
         if idx < 0:
             return -1
         w = idx >> 6
-        bits = words[offs[lev] + w] & (_ALL >> np.uint64(63 - (idx & 63)))
+        bits = words[_level(words, lev) + w] & (_ALL >> np.uint64(63 - (idx & 63)))
         if bits != 0:
             idx = (w << 6) + 63 - leading_zeros(bits)
             break
@@ -141,32 +163,32 @@ def bs_prev(words, offs, nlev, i):  # type: ignore[no-untyped-def]
         return -1
     while lev > 0:  # descend along the highest set bit of each word
         lev -= 1
-        idx = (idx << 6) + 63 - leading_zeros(words[offs[lev] + idx])
+        idx = (idx << 6) + 63 - leading_zeros(words[_level(words, lev) + idx])
     return idx
 
 
 @loop_kernel
-def rm_split(words, offs, nlev, val, x, n):  # type: ignore[no-untyped-def]
-    """Make x a run start of the map (words, offs, nlev, val) over n cells, the new run keeping
+def rm_split(words, val, x, n):  # type: ignore[no-untyped-def]
+    """Make x a run start of the map (words, val) over n cells, the new run keeping
     the value of the run it splits (no-op at n or when x already starts a run)."""
-    if x >= n or bs_test(words, offs, x):
+    if x >= n or bs_test(words, x):
         return
-    val[x] = val[bs_prev(words, offs, nlev, x)]
-    bs_set(words, offs, nlev, x)
+    val[x] = val[bs_prev(words, x)]
+    bs_set(words, x)
 
 
 @inline_kernel
 def rm_assign(m: RunMap, a: int, b: int, v: int) -> None:
     """Give [a, b) the value v, merging with equal neighbours."""
-    words, offs, nlev, val, n = m.words, m.offs, m.nlev, m.val, m.n
-    rm_split(words, offs, nlev, val, a, n)
-    rm_split(words, offs, nlev, val, b, n)
-    j = bs_next(words, offs, nlev, a + 1, n)
+    words, val, n = m.words, m.val, m.n
+    rm_split(words, val, a, n)
+    rm_split(words, val, b, n)
+    j = bs_next(words, a + 1, n)
     while j < b:  # wipe the run starts inside (a, b)
-        bs_clear(words, offs, nlev, j)
-        j = bs_next(words, offs, nlev, j + 1, n)
+        bs_clear(words, j)
+        j = bs_next(words, j + 1, n)
     val[a] = v
     if b < n and val[b] == v:
-        bs_clear(words, offs, nlev, b)
-    if a > 0 and val[bs_prev(words, offs, nlev, a - 1)] == v:
-        bs_clear(words, offs, nlev, a)
+        bs_clear(words, b)
+    if a > 0 and val[bs_prev(words, a - 1)] == v:
+        bs_clear(words, a)

@@ -90,13 +90,13 @@ def check_holders(ev: Events, t: int, h: Holders, out: Pieces) -> None:
     r = ev.req[t]
     b = ev.c1[t]
     is_write = ev.op[t] == WRITE
-    words, offs, nlev, hv, n = h.runs.words, h.runs.offs, h.runs.nlev, h.runs.val, h.runs.n
+    words, hv, n = h.runs.words, h.runs.val, h.runs.n
     pool = h.pool
     ent, sets = pool.ent, pool.sets
     x = ev.c0[t]
-    p_h = bs_prev(words, offs, nlev, x)
+    p_h = bs_prev(words, x)
     while x < b:  # each run of holders in [x, b)
-        e = min(bs_next(words, offs, nlev, x + 1, n), b)
+        e = min(bs_next(words, x + 1, n), b)
         sid = hv[p_h]
         if not is_write:
             push_holders(out, t, x, e, DOUBLE_ALLOCATION, pool, sid, r)
