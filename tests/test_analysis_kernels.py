@@ -22,7 +22,15 @@ from numba.core.registry import CPUDispatcher
 
 import forensics
 from forensics.analysis.holders import Holders, new_pool, set_entries, update_holders, with_room
-from forensics.analysis.runmap import RunMap, bs_next, bs_prev, bs_test, new_map, rm_assign
+from forensics.analysis.runmap import (
+    RunMap,
+    bs_around,
+    bs_next,
+    bs_prev,
+    bs_test,
+    new_map,
+    rm_assign,
+)
 from forensics.simulate import kernels as sim_kernels
 from forensics.simulate.ledger import ROW
 
@@ -81,6 +89,10 @@ def test_run_starts_are_found_across_every_level(n: int, levels: int) -> None:
     for c in probes:
         assert bs_prev(m.words, c) == max(s for s in starts if s <= c)
         assert bs_next(m.words, c, n) == min([s for s in starts if s >= c], default=n)
+        assert bs_around(m.words, c, n) == (
+            max(s for s in starts if s <= c),
+            min([s for s in starts if s > c], default=n),
+        )
     for i, (a, b) in enumerate(pairwise([*starts[::2], n])):  # the starts inside are wiped
         rm_assign(m, a, b, -1 - i)
     kept = sorted(set(starts[::2]))

@@ -31,7 +31,7 @@ from forensics.analysis.codes import (
 )
 from forensics.analysis.compiled import inline_kernel, loop_kernel
 from forensics.analysis.holders import HolderPool, held_since
-from forensics.analysis.runmap import bs_next, bs_prev
+from forensics.analysis.runmap import bs_around, bs_next
 from forensics.analysis.violations import push_holders
 
 if TYPE_CHECKING:
@@ -70,10 +70,8 @@ def foreign_run(ev: Events, t: int, wr: int, x: int, e: int, maps: SweepMaps, ou
     hf_words, hf_val = hf.words, hf.val
     cat, ex, rows = out.cat, out.ex, out.rows
     # The runs of lw and hf holding y, and where the next ones start.
-    p_w = bs_prev(lw_words, x)
-    n_w = bs_next(lw_words, x + 1, n)
-    p_h = bs_prev(hf_words, x)
-    n_h = bs_next(hf_words, x + 1, n)
+    p_w, n_w = bs_around(lw_words, x, n)
+    p_h, n_h = bs_around(hf_words, x, n)
     y = x
     while y < e:
         z = min(n_w, n_h, e)
@@ -104,10 +102,8 @@ def read(ev: Events, t: int, maps: SweepMaps, out: Pieces) -> None:
     cat, rows = out.cat, out.rows
     x = ev.c0[t]
     # The runs of ww and hc holding x, and where the next ones start.
-    p_l = bs_prev(ww_words, x)
-    n_l = bs_next(ww_words, x + 1, n)
-    p_h = bs_prev(hc_words, x)
-    n_h = bs_next(hc_words, x + 1, n)
+    p_l, n_l = bs_around(ww_words, x, n)
+    p_h, n_h = bs_around(hc_words, x, n)
     while x < b:
         e = min(n_l, n_h, b)
         wr = ww_val[p_l]

@@ -119,6 +119,24 @@ def bs_clear(words, i):  # type: ignore[no-untyped-def]
 @loop_kernel
 def bs_next(words, i, n):  # type: ignore[no-untyped-def]
     """Smallest run start >= i, or n (the map's cells) when there is none."""
+    return _next(words, i, n)
+
+
+@loop_kernel
+def bs_prev(words, i):  # type: ignore[no-untyped-def]
+    """Largest run start <= i (the start of the run holding cell i), or -1 when there is none."""
+    return _prev(words, i)
+
+
+@loop_kernel
+def bs_around(words, i, n):  # type: ignore[no-untyped-def]
+    """(bs_prev(words, i), bs_next(words, i + 1, n)) in one call: where the run holding cell i
+    starts, and where the next one does (n: none). A walk along a range's runs starts so."""
+    return _prev(words, i), _next(words, i + 1, n)
+
+
+@inline_kernel
+def _next(words, i, n):  # type: ignore[no-untyped-def]
     if i >= n:
         return n
     nlev = np.int64(words[0])
@@ -143,9 +161,8 @@ def bs_next(words, i, n):  # type: ignore[no-untyped-def]
     return min(idx, n)
 
 
-@loop_kernel
-def bs_prev(words, i):  # type: ignore[no-untyped-def]
-    """Largest run start <= i (the start of the run holding cell i), or -1 when there is none."""
+@inline_kernel
+def _prev(words, i):  # type: ignore[no-untyped-def]
     nlev = np.int64(words[0])
     idx = i
     lev = 0

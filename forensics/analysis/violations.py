@@ -10,7 +10,7 @@ from forensics.analysis.buffers import Pieces, push_violation
 from forensics.analysis.codes import DOUBLE_ALLOCATION, WRITE, WRITE_AFTER_FREE, WRITE_UNHELD
 from forensics.analysis.compiled import inline_kernel, loop_kernel
 from forensics.analysis.holders import HolderPool, Holders, held_since, single_holder
-from forensics.analysis.runmap import bs_next, bs_prev
+from forensics.analysis.runmap import bs_around, bs_next
 
 if TYPE_CHECKING:
     from forensics.analysis.sweep import Events
@@ -94,9 +94,9 @@ def check_holders(ev: Events, t: int, h: Holders, out: Pieces) -> None:
     pool = h.pool
     ent, sets = pool.ent, pool.sets
     x = ev.c0[t]
-    p_h = bs_prev(words, x)
+    p_h, n_h = bs_around(words, x, n)
     while x < b:  # each run of holders in [x, b)
-        e = min(bs_next(words, x + 1, n), b)
+        e = min(n_h, b)
         sid = hv[p_h]
         if not is_write:
             push_holders(out, t, x, e, DOUBLE_ALLOCATION, pool, sid, r)
@@ -104,3 +104,5 @@ def check_holders(ev: Events, t: int, h: Holders, out: Pieces) -> None:
             unheld_write(ev, t, x, e, pool, sid, out)
         x = e
         p_h = e
+        if x < b:
+            n_h = bs_next(words, x + 1, n)
