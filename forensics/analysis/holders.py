@@ -279,28 +279,28 @@ def with_room(h: Holders, a: int, b: int) -> Holders:
 
 @inline_kernel
 def update_holders(h: Holders, a: int, b: int, r: int, acq: int) -> None:
-    """Add r, held since acq, to the holder sets of [a, b) (acq < 0 removes r), then merge
-    runs whose sets became equal. The pool must have room (with_room)."""
+    """Add r, held since acq, to the holder sets of [a, b) (acq < 0 removes r), merging runs
+    whose sets became equal (from a's left neighbour to the run that starts at b) in the same
+    walk. The pool must have room (with_room)."""
     words, hv, n = h.runs.words, h.runs.val, h.runs.n
     ent, sets, cnt = h.pool.ent, h.pool.sets, h.pool.cnt
     rm_split(words, hv, a, n)
     rm_split(words, hv, b, n)
-    x = a
-    while x < b:  # a new set for each run of [a, b)
-        nx = bs_next(words, x + 1, n)
-        if acq >= 0:
-            hv[x] = set_with(ent, sets, cnt, hv[x], r, acq)
-        else:
-            hv[x] = set_without(ent, sets, cnt, hv[x], r)
-        x = nx
     has_prev = a > 0  # a run to the left of a (set ids may be negative: no sentinel id)
-    prev_sid = hv[bs_prev(words, a - 1)] if has_prev else EMPTY_SET
+    prev_sid = hv[bs_prev(words, a - 1)] if has_prev else EMPTY_SET  # the walk leaves it be
     x = a
-    while x <= b and x < n:  # merge runs (from a's left neighbour to b) that now hold the same
-        nx = bs_next(words, x + 1, n)
-        if has_prev and set_equal(ent, sets, prev_sid, hv[x]):
+    while x < b:  # a new set for each run of [a, b); a run holding what the one before holds
+        nx = bs_next(words, x + 1, n)  # joins it
+        if acq >= 0:
+            sid = set_with(ent, sets, cnt, hv[x], r, acq)
+        else:
+            sid = set_without(ent, sets, cnt, hv[x], r)
+        hv[x] = sid
+        if has_prev and set_equal(ent, sets, prev_sid, sid):
             bs_clear(words, x)
         else:
-            prev_sid = hv[x]
+            prev_sid = sid
             has_prev = True
         x = nx
+    if b < n and has_prev and set_equal(ent, sets, prev_sid, hv[b]):  # the run at b, unchanged
+        bs_clear(words, b)
