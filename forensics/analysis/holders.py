@@ -119,7 +119,7 @@ def set_equal(ent, sets, s1, s2):  # type: ignore[no-untyped-def]
     return True
 
 
-@loop_kernel
+@inline_kernel
 def set_with(ent, sets, cnt, sid, r, acq):  # type: ignore[no-untyped-def]
     """The set sid with r held since acq (replacing r's entry). The pool must have room."""
     if sid == EMPTY_SET:
@@ -161,7 +161,7 @@ def set_with(ent, sets, cnt, sid, r, acq):  # type: ignore[no-untyped-def]
     return _close_set(sets, cnt, new_off, k)
 
 
-@loop_kernel
+@inline_kernel
 def set_without(ent, sets, cnt, sid, r):  # type: ignore[no-untyped-def]
     """The set sid without r. The pool must have room."""
     if sid <= 0:
