@@ -128,10 +128,11 @@ def bs_prev(words, i):  # type: ignore[no-untyped-def]
     return _prev(words, i)
 
 
-@loop_kernel
+@inline_kernel
 def bs_around(words, i, n):  # type: ignore[no-untyped-def]
-    """(bs_prev(words, i), bs_next(words, i + 1, n)) in one call: where the run holding cell i
-    starts, and where the next one does (n: none). A walk along a range's runs starts so."""
+    """(bs_prev(words, i), bs_next(words, i + 1, n)) at once: where the run holding cell i
+    starts, and where the next one does (n: none). A walk along a range's runs starts so, at
+    every read and write; inlined there (forensics.analysis.compiled)."""
     return _prev(words, i), _next(words, i + 1, n)
 
 
