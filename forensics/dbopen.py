@@ -20,7 +20,7 @@ from forensics.errors import CaseError, UsageError
 from forensics.interrupts import register
 from forensics.schema_docs import apply_comments
 from forensics.spillnames import SPILL_PREFIX, spill_pid
-from forensics.sql import literal, run, run_script, sql, statements
+from forensics.sql import literal, run_at_once, sql, statements, template
 
 # DuckDB's own default is 80 % of the machine's memory; the compiled sweep's arrays live beside
 # it, so the case database gets a fixed budget (override with KVFORENSICS_MEMORY_LIMIT or the
@@ -87,11 +87,11 @@ def prepare_connection(
     memory_limit = (
         memory_limit or os.environ.get("KVFORENSICS_MEMORY_LIMIT") or (DEFAULT_MEMORY_LIMIT)
     )
-    run(con, "schema/settings", memory_limit=literal(_size(memory_limit)))
-    run_script(con, sql("schema/macros"))
+    settings = template(sql("schema/settings"), memory_limit=literal(_size(memory_limit)))
+    run_at_once(con, settings + sql("schema/macros"))
     if schema:
         create_case_schema(con)
-        run_script(con, sql("schema/logs"))
+        run_at_once(con, sql("schema/logs"))
 
 
 def create_case_schema(con: duckdb.DuckDBPyConnection) -> None:
@@ -99,9 +99,10 @@ def create_case_schema(con: duckdb.DuckDBPyConnection) -> None:
     a ledger kept outside the case stands in its place (forensics.ledger.store.keep_outside):
     DuckDB before 2.0 refuses to create a table of a view's name even if not there."""
     outside = ledger_outside(con)
-    for statement in statements(sql("schema/case")):
-        if not (outside and _KV_EVENTS_TABLE.match(statement)):
-            con.execute(statement)
+    kept = [
+        s for s in statements(sql("schema/case")) if not (outside and _KV_EVENTS_TABLE.match(s))
+    ]
+    run_at_once(con, ";\n".join(kept))
 
 
 def ledger_outside(con: duckdb.DuckDBPyConnection) -> bool:

@@ -24,6 +24,7 @@ from forensics.sql import (
     load_query,
     one_row,
     query_names,
+    run_at_once,
     statements,
     template,
 )
@@ -100,6 +101,28 @@ def test_statements_split_only_outside_strings_names_and_comments() -> None:
         "it's;",
         "x; -- y",
     ]
+
+
+def test_a_set_up_script_runs_whole_in_one_call() -> None:
+    """Every statement of the script runs, in turn, however its comments and strings hold
+    semicolons; a failing statement stops it with DuckDB's own error."""
+    script = (
+        "-- a comment; with a semicolon\n"
+        "CREATE TEMP TABLE \"a;b\" AS SELECT 'x; -- y' AS v;  -- trailing; comment\n"
+        "-- only a comment;\n"
+        "INSERT INTO \"a;b\" VALUES ('it''s;');\n"
+        "CREATE MACRO twice(x) AS x * 2;\n"
+        "-- a last comment, no statement after it\n"
+    )
+    con = duckdb.connect()
+    run_at_once(con, script)
+    assert sorted(r[0] for r in con.execute('SELECT v FROM "a;b"').fetchall()) == [
+        "it's;",
+        "x; -- y",
+    ]
+    assert con.execute("SELECT twice(21)").fetchall() == [(42,)]
+    with pytest.raises(duckdb.CatalogException):
+        run_at_once(con, "CREATE TEMP TABLE c AS SELECT 1 AS v; SELECT * FROM missing")
 
 
 def test_template_takes_only_quoted_names_and_literals() -> None:
