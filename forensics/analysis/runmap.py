@@ -138,6 +138,7 @@ def bs_around(words, i, n):  # type: ignore[no-untyped-def]
 
 @inline_kernel
 def _next(words, i, n):  # type: ignore[no-untyped-def]
+    """bs_next's walk, inlined in bs_next and bs_around."""
     if i >= n:
         return n
     nlev = np.int64(words[0])
@@ -164,6 +165,7 @@ def _next(words, i, n):  # type: ignore[no-untyped-def]
 
 @inline_kernel
 def _prev(words, i):  # type: ignore[no-untyped-def]
+    """bs_prev's walk, inlined in bs_prev and bs_around."""
     nlev = np.int64(words[0])
     idx = i
     lev = 0
