@@ -218,3 +218,42 @@ def test_facts_of_named_events_refuse_an_event_read_twice():
     twice = pa.concat_tables([_named_facts(con)] * 2)
     with pytest.raises(ValueError, match="repeat"):
         facts_at(twice, np.array([3], np.int64))
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    fetched=st.lists(st.integers(0, 3), min_size=1, max_size=30),  # part ranks
+    rows=st.lists(st.integers(0, 400), min_size=1, max_size=30),
+    asked=st.lists(st.integers(0, 60), min_size=1, max_size=40),
+    sparse=st.booleans(),
+)
+def test_named_facts_are_found_by_key_however_the_keys_spread(fetched, rows, asked, sparse):
+    """Events fetched in any order, their keys those of rows of a few parts (a part's rank
+    times 2^40 plus its row: looked up through a table) or far apart (sorted and searched):
+    each key asked for gets its own event's facts, against a dict; a key not fetched, or
+    fetched twice, is refused."""
+    step = 1 << 40 if sparse else 1000
+    keys = sorted({r * step + row for r, row in zip(fetched, rows, strict=False)})
+    rng = np.random.default_rng(len(keys))
+    order = rng.permutation(len(keys))
+    shuffled = np.array(keys, np.int64)[order]
+    got = pa.table(
+        {
+            "event_key": shuffled,
+            "ts_us": shuffled * 3,
+            "pos_offset": shuffled % 7,
+            "source_code": (shuffled % 3).astype(np.int8),
+            "complete": np.ones(len(keys), np.int8),
+        }
+    )
+    ask = np.array([keys[i % len(keys)] for i in asked], np.int64)
+    facts = facts_at(got, ask)
+    assert facts.ts.tolist() == (ask * 3).tolist()
+    assert facts.pos_offset.tolist() == (ask % 7).tolist()
+    assert facts.source.tolist() == (ask % 3).tolist()
+    absent = max(keys) + 1 if sparse else min(keys) - 1
+    if absent >= 0:
+        with pytest.raises(ValueError, match="1 of the 2 events"):
+            facts_at(got, np.array([keys[0], absent], np.int64))
+    with pytest.raises(ValueError, match="repeat"):
+        facts_at(pa.concat_tables([got, got.slice(0, 1)]), ask)
