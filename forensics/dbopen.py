@@ -88,7 +88,7 @@ def prepare_connection(
         memory_limit or os.environ.get("KVFORENSICS_MEMORY_LIMIT") or (DEFAULT_MEMORY_LIMIT)
     )
     settings = template(sql("schema/settings"), memory_limit=literal(_size(memory_limit)))
-    run_at_once(con, settings + sql("schema/macros"))
+    run_at_once(con, settings, sql("schema/macros"))
     if schema:
         create_case_schema(con)
         run_at_once(con, sql("schema/logs"))

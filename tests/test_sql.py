@@ -123,6 +123,11 @@ def test_a_set_up_script_runs_whole_in_one_call() -> None:
     assert con.execute("SELECT twice(21)").fetchall() == [(42,)]
     with pytest.raises(duckdb.CatalogException):
         run_at_once(con, "CREATE TEMP TABLE c AS SELECT 1 AS v; SELECT * FROM missing")
+    # several scripts: one that ends in a comment without a line break does not hide the next
+    run_at_once(
+        con, "CREATE TEMP TABLE d AS SELECT 1 AS v; -- no line break", "INSERT INTO d VALUES (2)"
+    )
+    assert con.execute("SELECT sum(v) FROM d").fetchall() == [(3,)]
 
 
 def test_template_takes_only_quoted_names_and_literals() -> None:
