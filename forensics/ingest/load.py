@@ -16,7 +16,7 @@ from forensics import __version__
 from forensics.db import BOOKKEEPING_TABLES, INPUT_TABLES, connect, derived_tables
 from forensics.errors import InputError, interrupted
 from forensics.gcpause import collector_paused
-from forensics.hashing import sha256_file
+from forensics.hashing import Hashed, changed_since, hash_file, sha256_file
 from forensics.ingest import columns
 from forensics.ingest.batched import batches, load_batch
 from forensics.ingest.chunks import jsonl_parts
@@ -108,8 +108,9 @@ def ingest_into(
         discovery = without_ledger(discovery)
     logs = log_files(case_dir, follow_links)
     discovery.skipped[:] = sorted(set(discovery.skipped) | set(logs_skipped(case_dir, logs)))
-    hashes = {f.rel: sha256_file(f.path) for f in discovery.files}
-    hashes.update({rel: sha256_file(case_dir / rel) for rel in logs})
+    hashed = {f.rel: hash_file(f.path) for f in discovery.files}
+    hashed.update({rel: hash_file(case_dir / rel) for rel in logs})
+    hashes = {rel: h.sha256 for rel, h in hashed.items()}
     params = {"assume_utc": assume_utc, "follow_links": follow_links}
     with recording() as queries:
         stored = (
@@ -123,6 +124,7 @@ def ingest_into(
         try:
             ledger_table(con)  # where an earlier external ingest left its view
             result = _load(con, case_dir, discovery, hashes, params, progress, ledger)
+            unchanged_since_hashed(case_dir, hashed)
             _record(con, result, params, queries)
             con.commit()
         except BaseException:
@@ -131,6 +133,21 @@ def ingest_into(
         finally:
             run_script(con, sql("ingest/settings_reset"))
     return result
+
+
+def unchanged_since_hashed(case_dir: Path, hashed: dict[str, Hashed]) -> None:
+    """Every file parsed is still the file hashed (read again after the parse, its bytes and
+    stamp compared): a file changed while ingest read it stops the ingest, naming it, instead
+    of a manifest recording a checksum of bytes that were not the ones analysed."""
+    for rel, before in sorted(hashed.items()):
+        why = changed_since(case_dir / rel, before)
+        if why is not None:
+            raise InputError(
+                f"this file changed while it was ingested: {why}; nothing was loaded from the case",
+                path=rel,
+                fix="stop whatever writes to the case folder (work on a read-only copy of the "
+                "evidence), then ingest again",
+            )
 
 
 def log_files(case_dir: Path, follow_links: bool = False) -> list[str]:

@@ -21,11 +21,14 @@ import pyarrow as pa
 
 from forensics.arrow import columns_table
 from forensics.errors import InputError, disk_full, first_line
+from forensics.hashing import Hashed
 from forensics.ingest.contract import OPS
 from forensics.ingest.result import FileCounts
 from forensics.ledger.external import (
     LedgerFile,
+    check_unchanged,
     folder_of,
+    local_stamps,
     projection,
     schemas_of,
     sha256_of,
@@ -97,6 +100,7 @@ def check_partition(
     (forensics.scratch); None: the check opens a database of its own (a Ray task)."""
     threads, memory_limit = share
     folder = folder_of(files[0].url)
+    stamps = local_stamps(files)  # before any read: checked again after the parse
     # settings and macros only: no input tables; parts at a URL are read from local copies,
     # hashed as they are fetched (forensics.ledger.mirror), so the bytes checked are the bytes
     # hashed and DuckDB reads no remote file
@@ -123,6 +127,9 @@ def check_partition(
                         for batch in batches(files, schemas, footer_rows)
                     ]
                     counts = _counts(files, digests, checks, footer_rows)
+                    for f, c in zip(files, counts, strict=True):
+                        if f.rel in stamps and f.rel not in fetched:
+                            check_unchanged(f, Hashed(c.sha256, c.bytes, stamps[f.rel]))
                 except BaseException:  # a failed or interrupted check hashes no more parts
                     hasher.shutdown(wait=False, cancel_futures=True)
                     raise

@@ -27,7 +27,7 @@ from typing import Any
 import duckdb
 
 from forensics.errors import InputError, MissingColumnError, first_line
-from forensics.hashing import blocks
+from forensics.hashing import Hashed, blocks, changed_since, stamp_of
 from forensics.ingest.contract import (
     KV_EVENTS,
     READER_COLUMNS,
@@ -373,4 +373,30 @@ def check_digest(
             path=part.url,
             fix="restore the part as it was ingested (input_files lists each part's SHA-256), "
             "or ingest the case anew",
+        )
+
+
+def local_stamps(files: list[LedgerFile]) -> dict[str, tuple[int, ...]]:
+    """The stamp (forensics.hashing.stamp_of) of each part on this machine's disk, by name,
+    taken before any of them is read (a part that cannot be stat'ed is named by its read)."""
+    out = {}
+    for f in files:
+        if not is_url(f.url):
+            with contextlib.suppress(OSError):
+                out[f.rel] = stamp_of(Path(f.url).stat())
+    return out
+
+
+def check_unchanged(part: LedgerFile, before: Hashed) -> None:
+    """A local part checked at ingest is, after the check, still the part hashed (same bytes,
+    same stamp as before the check read it): else the checksum recorded would not be that of
+    the rows checked."""
+    why = changed_since(Path(part.url), before)
+    if why is not None:
+        raise InputError(
+            f"this ledger part changed while it was ingested: {why}; nothing was loaded from "
+            "the case",
+            path=part.rel,
+            fix="stop whatever writes to the ledger (work on a read-only copy of the evidence), "
+            "then ingest again",
         )
