@@ -7,6 +7,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import pyarrow.parquet as pq
 import pytest
 
 from forensics.cli import run
@@ -92,3 +93,69 @@ def test_an_external_part_rewritten_while_it_is_checked_stops_the_ingest(
     out += err
     assert code == 2, out
     assert "prefill-0-part-00001.parquet" in out and "changed while it was ingested" in out
+
+
+def linked_part(tmp_path: Path) -> tuple[Path, str]:
+    """A hive case whose node=prefill-1 folder holds a link to a part outside the case."""
+    case = hive_case(tmp_path)
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (part,) = (case / "kv_events" / "node=prefill-1").glob("*.parquet")
+    shutil.copy(part, outside / "extra.parquet")
+    link = case / "kv_events" / "node=prefill-1" / "prefill-1-part-00002.parquet"
+    link.symlink_to(outside / "extra.parquet")
+    return case, link.relative_to(case).as_posix()
+
+
+def ingested(db: Path) -> tuple[set[str], set[str], int, int]:
+    """input_files' paths, ledger_files' parts, the rows input_files says were kept, and the
+    rows the analysis reads (kv_events, the view over the parts)."""
+    import duckdb
+
+    from forensics.db import connect
+
+    con = connect(db)
+    try:
+        inputs = {r[0] for r in con.execute("SELECT path FROM input_files").fetchall()}
+        try:
+            ledger = {r[0] for r in con.execute("SELECT rel FROM ledger_files").fetchall()}
+        except duckdb.Error:  # a loaded ledger
+            ledger = set(inputs)
+        kept = con.execute(
+            "SELECT sum(rows_loaded) FROM input_files WHERE table_name = 'kv_events'"
+        ).fetchall()[0][0]
+        seen = con.execute("SELECT count(*) FROM kv_events").fetchall()[0][0]
+    finally:
+        con.close()
+    return inputs, ledger, int(kept), int(seen)
+
+
+@pytest.mark.parametrize("external", [True, False])
+@pytest.mark.parametrize("follow", [False, True])
+def test_a_ledgers_link_outside_the_case_is_read_only_when_followed(
+    tmp_path: Path, cli: Any, follow: bool, external: bool
+) -> None:
+    import json
+
+    case, rel = linked_part(tmp_path)
+    db = tmp_path / "c.duckdb"
+    more = (["--follow-links"] if follow else []) + (["--ledger-external"] if external else [])
+    code, out, _ = cli("ingest", case, "--db", db, "--json", *more)
+    assert code in (0, 1), out
+    result = json.loads(out)
+    skipped = {s["path"]: s["why"] for s in result["skipped"]}
+    listed = {f["path"] for f in result["files"]}
+    inputs, ledger, kept, seen = ingested(db)
+    assert kept == seen
+    parts = sum(pq.read_metadata(p).num_rows for p in (case / "kv_events").rglob("*.parquet"))
+    own = sum(
+        pq.read_metadata(p).num_rows
+        for p in (case / "kv_events").rglob("*.parquet")
+        if not p.is_symlink()
+    )
+    assert seen == (parts if follow else own) and parts > own
+    if follow:
+        assert rel in listed and rel in inputs and rel in ledger and rel not in skipped
+    else:
+        assert "not followed" in skipped[rel]
+        assert rel not in listed and rel not in inputs and rel not in ledger

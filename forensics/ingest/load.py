@@ -199,10 +199,18 @@ def _load(
     with tempfile.TemporaryDirectory(prefix="kvforensics-") as tmp:
         counts = _load_tables(con, discovery, hashes, params, progress, Path(tmp))
     if ledger is not None:
+        links: list[tuple[str, str]] = []
         checked = validate_ledger(
-            con, case_dir, ledger.location, params["assume_utc"], ledger.ray, progress
+            con,
+            case_dir,
+            ledger.location,
+            params["assume_utc"],
+            ledger.ray,
+            progress,
+            (params["follow_links"], links),
         )
         counts.update({c.path: c for c in checked})
+        discovery.skipped[:] = sorted(set(discovery.skipped) | set(links))
     if ledger is None:  # an external ledger's checks already warned of unknown requests
         run_script(con, sql("ingest/unknown_requests"))
     columns.warn_ignored(con)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
+import os
 from collections.abc import Iterable, Iterator
 from concurrent.futures import Future
 from contextlib import contextmanager
@@ -34,6 +35,7 @@ from forensics.ingest.contract import (
     refuse_case_twins,
     refuse_reader_column,
 )
+from forensics.ingest.discover import INSIDE, OUTSIDE, outside_case
 from forensics.ledger.storage import answering, raise_storage_failure
 from forensics.scratch import ScratchDatabases, scratch_connection
 from forensics.sql import (
@@ -73,8 +75,17 @@ def resolve(case_dir: Path, location: str) -> str:
     return str((path if path.is_absolute() else case_dir / path).resolve())
 
 
-def list_files(case_dir: Path, location: str) -> list[LedgerFile]:
-    """The ledger's Parquet parts, sorted by path; every part must sit in a node=NAME folder."""
+def list_files(
+    case_dir: Path,
+    location: str,
+    follow_links: bool = False,
+    skipped: list[tuple[str, str]] | None = None,
+) -> list[LedgerFile]:
+    """The ledger's Parquet parts, sorted by path; every part must sit in a node=NAME folder.
+    A symbolic link that leads outside the case folder (and outside the ledger folder, where
+    that is given outside the case) is not read unless follow_links is true: it is added to
+    `skipped` (relative path, why), as ingest lists the case's own skipped files."""
+    skipped = [] if skipped is None else skipped
     root = resolve(case_dir, location)
     if is_url(root):
         try:
@@ -93,9 +104,7 @@ def list_files(case_dir: Path, location: str) -> list[LedgerFile]:
                 path=root,
                 fix="give the folder that holds the node=NAME/ folders",
             )
-        found = [
-            (str(p), p.relative_to(root).as_posix()) for p in Path(root).rglob("*") if p.is_file()
-        ]
+        found = local_parts(case_dir, location, follow_links, skipped)
     parts = sorted((inner, url) for url, inner in found if inner.lower().endswith(PARQUET))
     _refuse_other_data(found)
     if not parts:
@@ -140,6 +149,44 @@ def _refuse_other_data(found: list[tuple[str, str]]) -> None:
                 "file), move other files out of the ledger folder, or ingest without "
                 "--ledger-external",
             )
+
+
+def local_parts(
+    case_dir: Path, location: str, follow_links: bool, skipped: list[tuple[str, str]]
+) -> list[tuple[str, str]]:
+    """The files of a local ledger folder (path, path inside the folder), by the rule of the
+    case's own files (forensics.ingest.discover): a link is followed only where it stays in the
+    case folder, or in the ledger folder where the examiner named one outside the case, unless
+    follow_links is true. A link to a folder is not walked into without follow_links."""
+    given = Path(location)
+    case_base = case_dir.resolve()
+    root = Path(resolve(case_dir, location))
+    roots = [case_base, root] if given.is_absolute() else [case_base]
+
+    def outside(path: Path) -> bool:
+        return all(outside_case(path, r) for r in roots)
+
+    if not follow_links and outside(root):  # the ledger folder is itself such a link
+        raise InputError(
+            "the external ledger folder is a symbolic link to a place outside the case folder; "
+            "not followed",
+            path=location,
+            fix="give --follow-links to read it, or give the folder it leads to as LOCATION",
+        )
+    found = []
+    for base, dirs, files in os.walk(root, followlinks=follow_links):
+        for name in sorted(dirs):
+            link = Path(base) / name
+            if link.is_symlink() and not follow_links:
+                why = OUTSIDE if outside(link) else INSIDE
+                skipped.append((_case_rel(case_base, link), why))
+        for name in files:
+            path = Path(base) / name
+            if path.is_symlink() and not follow_links and outside(path):
+                skipped.append((_case_rel(case_base, path), OUTSIDE))
+            elif path.is_file():
+                found.append((str(path), path.relative_to(root).as_posix()))
+    return found
 
 
 def _case_rel(case_base: Path, path: Path) -> str:

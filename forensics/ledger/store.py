@@ -79,10 +79,12 @@ def validate_ledger(
     assume_utc: bool,
     ray: str | None = None,
     progress: ProgressFn = no_progress,
+    links: tuple[bool, list[tuple[str, str]]] = (False, []),
 ) -> list[FileCounts]:
     """Check the external ledger partition by partition and record the results in the case
-    database (inside the caller's transaction; nodes and requests must be loaded)."""
-    files = list_files(case_dir, location)
+    database (inside the caller's transaction; nodes and requests must be loaded). links:
+    whether links outside the case are followed, and the list the parts not read go to."""
+    files = list_files(case_dir, location, *links)
     groups = partitions(files)
     nodes = con.sql(sql("ledger/node_pools")).to_arrow_table()
     ids = con.sql(sql("ledger/request_ids")).to_arrow_table()
