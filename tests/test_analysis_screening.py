@@ -182,20 +182,28 @@ def test_expected_ttft_follows_the_node_median_rate(screened) -> None:
     assert 800 / RATE * 1000 < expected < 800 / (RATE / 1.5) * 1000
 
 
-def test_possible_leakers_are_the_window_before_on_the_same_decode_node(screened) -> None:
+def test_possible_leakers_are_every_earlier_request_on_the_same_decode_node(screened) -> None:
     con, _ = screened
     pairs = set(
         con.execute(
-            "SELECT receiver_request_id, leaker_request_id, node, cross_account "
+            "SELECT receiver_request_id, leaker_request_id, node, cross_account, basis "
             "FROM possible_exposures"
         ).fetchall()
     )
-    s1 = {(lk, cross) for (rx, lk, _n, cross) in pairs if rx == "S1"}
-    # S1 arrives at 300 s: requests received by then and still active within 60 s before it
-    # (N14 .. N19, received 240 .. 290 s, each completed about 2 s later) and B1
-    expected_s1 = {(f"N{i:02d}", True) for i in range(14, 20)} | {("B1", False)}
+    s1 = {(lk, cross, basis) for (rx, lk, _n, cross, basis) in pairs if rx == "S1"}
+    # S1 arrives at 300 s and ends at 302 s. Freed pages keep their data, so every request on
+    # d1 received before S1 ended could have written what it read: N00 .. N19 (received 100 ..
+    # 290 s) and B1. The 60 s window only ranks them: N14 .. N19 (each completed about 2 s
+    # after it arrived) and B1 ran within it; N00 .. N13 earlier. S2 and S3 came after S1 ended.
+    expected_s1 = (
+        {(f"N{i:02d}", True, "window") for i in range(14, 20)}
+        | {(f"N{i:02d}", True, "earlier") for i in range(14)}
+        | {("B1", False, "window")}
+    )
     assert s1 == expected_s1
-    assert all(n == "d1" for (_r, _l, n, _c) in pairs)
+    s2 = {lk: basis for (rx, lk, _n, _c, basis) in pairs if rx == "S2"}
+    assert s2["S1"] == "window" and s2["N00"] == "earlier" and "S3" not in s2
+    assert all(n == "d1" for (_r, _l, n, _c, _b) in pairs)
     assert not {p for p in pairs if p[0] == "S5"}  # the ledger covers d2: it decides
 
 

@@ -1,6 +1,7 @@
 """`kvforensics reconstruct` from the command line, through analyze to the notification lists:
 the accounts listed as `reconstructed` are the simulator's true cross-account parties, each with
-its support share (the LIFO pool, so no engines environment is needed)."""
+its support share (the LIFO pool, so no engines environment is needed); what screening adds
+stays on the lists as `possible`."""
 
 from __future__ import annotations
 
@@ -43,6 +44,8 @@ def test_reconstruct_analyze_report(tmp_path: Path, cli) -> None:  # type: ignor
         with open(tmp_path / "out" / "notifications" / f"{side}_accounts.csv") as fh:
             rows = list(csv.DictReader(fh))
         want = set(truth.filter(pl.col("side") == side)["account_id"])
-        assert {r["account_id"] for r in rows} == want, side
-        assert {r["confidence"] for r in rows} == {"reconstructed"}
-        assert all(0 < float(r["support"]) <= 1 for r in rows)
+        rebuilt = [r for r in rows if r["confidence"] == "reconstructed"]
+        assert {r["account_id"] for r in rebuilt} == want, side
+        assert all(0 < float(r["support"]) <= 1 for r in rebuilt)
+        # reconstruction ranks and adds; the screening pairs it did not find stay `possible`
+        assert {r["confidence"] for r in rows} <= {"reconstructed", "possible"}

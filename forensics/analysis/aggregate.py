@@ -12,6 +12,7 @@ from typing import Any
 import duckdb
 
 from forensics.analysis.codes import code_lists
+from forensics.analysis.screening import SUSPECT_REASONS
 from forensics.sql import run_script, sql
 
 LEDGER_QUERIES = (
@@ -41,8 +42,9 @@ def ledger_tables(con: duckdb.DuckDBPyConnection, piece_events: bool = True) -> 
 
 
 def affected_tables(con: duckdb.DuckDBPyConnection) -> None:
+    bound = {"suspect_reasons": list(SUSPECT_REASONS)}
     for name in AFFECTED_QUERIES:
-        run_script(con, sql(name))
+        run_script(con, sql(name), bound)
 
 
 def summary(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
@@ -50,8 +52,10 @@ def summary(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
     cur = con.execute(sql("analysis/summary"))
     names = [d[0] for d in cur.description]
     out = dict(zip(names, cur.fetchall()[0], strict=True))
-    for key in ("exposures_by_kind", "violations_by_kind"):
+    for key in ("exposures_by_kind", "violations_by_kind", "accounts_by_confidence"):
         out[key] = {k: int(v) for k, v in sorted((out.get(key) or {}).items())}
+    for key in ("evidence_by_node", "evidence_notes"):
+        out[key] = {str(k): str(v) for k, v in sorted((out.get(key) or {}).items())}
     return {
         k: (int(v) if isinstance(v, int | float) and not isinstance(v, bool) else v)
         for k, v in out.items()

@@ -14,11 +14,14 @@ A request is a *possible receiver* when (queries/analysis/screening.sql):
   adapters' engine_evidence table), yet the gateway answered 200; kv-checksum-mismatch and
   kv-canary-violation evidence also make it a suspect.
 
-Every other request on the same decode node that was received before the suspect and was
-still active within `window_s` (default 600 s) before the suspect arrived is a *possible
-leaker* (queries/analysis/possible_exposures.sql). Where the ledger covers the suspect's decode
-node at that time, the ledger decides: the suspect keeps its screening row (corroboration) but
-gets no possible pairs.
+Every other request on the same decode node that could have written the pages the suspect
+read is a *possible leaker* (queries/analysis/possible_exposures.sql): received before the
+suspect ended and since the node's pool was made (its latest start), however long ago, since
+freed pages keep their data; `window_s` (default 600 s) only ranks them (basis: concurrent,
+window, earlier). Where a complete ledger covers the suspect's decode node over the suspect's
+whole activity, the ledger decides: the suspect keeps its screening row (corroboration), gets
+no possible pairs, and a suspect the ledger shows reading nothing foreign is recorded in
+cleared_findings. A hole in the ledger (ledger_holes) leaves the requests it meets uncovered.
 """
 
 from __future__ import annotations
@@ -57,5 +60,18 @@ def screen(
     if "engine_evidence" not in tables(con):
         run_script(con, sql("analysis/engine_evidence_empty"))  # a case database without logs
     bound = {**asdict(params), "suspect_reasons": list(SUSPECT_REASONS)}
-    run_script(con, sql("analysis/screening"), bound)
-    run_script(con, sql("analysis/possible_exposures"), bound)
+    run_script(con, sql("analysis/ledger_holes"))
+    if "tap_reports" in tables(con):
+        run_script(con, sql("analysis/ledger_holes_tap"))
+    for name in SCREENING_QUERIES:
+        run_script(con, sql(name), bound)
+
+
+# In order: the suspects and how the ledger covers them, what positive evidence cleared, the
+# possible pairs of what is left, and the evidence each node was judged on.
+SCREENING_QUERIES = (
+    "analysis/screening",
+    "analysis/cleared_findings",
+    "analysis/possible_exposures",
+    "analysis/node_evidence",
+)

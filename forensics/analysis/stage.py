@@ -17,6 +17,7 @@ import pyarrow.parquet as pq
 
 from forensics.analysis import aggregate, distributed, order
 from forensics.analysis.budget import reset_limit
+from forensics.analysis.evidence import evidence_phrase
 from forensics.analysis.partitions import sweep_external
 from forensics.analysis.screening import screen
 from forensics.context import RunContext, StageResult
@@ -99,21 +100,38 @@ def sweep(
 
 
 def headline(s: dict[str, Any]) -> str:
-    kinds = ", ".join(f"{k} {v}" for k, v in s["exposures_by_kind"].items()) or "none"
-    return (
-        f"{s['reads']} reads; exposure runs: {kinds} ({s['same_or_unknown_account_runs']} not "
-        f"cross-account); {s['tokens']} tokens "
-        f"({s['cross_account_tokens']} cross-account); receiving {s['receiving_requests']} "
-        f"requests / {s['receiving_accounts']} accounts, leaking {s['leaking_requests']} "
-        f"requests / {s['leaking_accounts']} accounts; "
-        f"{sum(s['violations_by_kind'].values())} violation runs; "
-        f"{s['screened_suspects']} screened suspects"
-        + (
-            f"; {s['reconstructed_pairs']} reconstructed cross-account pairs"
-            if s.get("reconstructed_pairs")
-            else ""
+    """The analysis in one line: the evidence each node was judged on, what the ledger shows
+    (ledger figures only), what the notification lists hold (every confidence, cross-account
+    requests and accounts alike), and screening."""
+    by_node = s.get("evidence_by_node") or {}
+    parts = [f"evidence: {evidence_phrase(by_node)}"]
+    if s["ledger_nodes"]:
+        kinds = ", ".join(f"{k} {v}" for k, v in s["exposures_by_kind"].items()) or "none"
+        parts.append(
+            f"ledger: {s['reads']} reads, exposure runs: {kinds} "
+            f"({s['same_or_unknown_account_runs']} not cross-account), {s['tokens']} tokens "
+            f"({s['cross_account_tokens']} cross-account), "
+            f"{sum(s['violations_by_kind'].values())} violation runs"
+            + (f", {s['ledger_holes']} known holes" if s.get("ledger_holes") else "")
         )
+    else:
+        parts.append("no KV ledger was provided, so no read is seen directly")
+    by_level = s.get("accounts_by_confidence") or {}
+    levels = ", ".join(f"{k} {v}" for k, v in by_level.items())
+    parts.append(
+        f"to notify: receiving {s['receiving_requests_cross_account']} requests / "
+        f"{s['receiving_accounts']} accounts, leaking {s['leaking_requests_cross_account']} "
+        f"requests / {s['leaking_accounts']} accounts" + (f" (accounts: {levels})" if levels else "")
     )
+    parts.append(
+        f"{s['screened_suspects']} screened suspects "
+        f"({s['screened_suspects_without_ledger']} without a complete ledger)"
+    )
+    if s.get("reconstructed_pairs"):
+        parts.append(f"{s['reconstructed_pairs']} reconstructed cross-account pairs")
+    if s.get("cleared_findings"):
+        parts.append(f"{s['cleared_findings']} findings cleared by positive evidence")
+    return "; ".join(parts)
 
 
 def analyze_stage(ctx: RunContext) -> StageResult:

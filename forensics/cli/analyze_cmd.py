@@ -5,6 +5,7 @@ from __future__ import annotations
 from forensics.cli.app import app, console, emit_json, finish
 from forensics.cli.params import Db, Json, Ray, TtftFactor, WindowS, Workers
 from forensics.cli.progress import run_on_case
+from forensics.cli.summary import print_evidence_notes
 from forensics.options import AnalysisOptions
 
 
@@ -29,4 +30,5 @@ def analyze(
         emit_json(summary)
     else:
         console.print(f"analyze: {summary['headline']}", markup=False)
+        print_evidence_notes(console, "analyze", summary)
     finish(bool(summary["findings"]))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import typer
+
 from forensics.cli.app import app, console, emit_json, finish
 from forensics.cli.params import (
     Db,
@@ -15,6 +17,7 @@ from forensics.cli.params import (
 )
 from forensics.cli.progress import run_on_case
 from forensics.options import ReconstructOptions
+from forensics.reconstruct.headline import reconstruct_headline
 
 
 @app.command()
@@ -30,7 +33,8 @@ def reconstruct(
 ) -> None:
     """Rebuild kv_events for nodes without a KV ledger by driving the node's real allocator
     with the allocations and frees the request log implies; `analyze` then lists the pairs it
-    finds as `reconstructed` exposures. Exit code 1 when cross-account pairs were found."""
+    finds as `reconstructed` exposures. Exit code 1 when cross-account pairs were found, 2 when
+    a node needs the real engines' environment and it is missing (scripts/engines_venv.sh)."""
     from forensics.reconstruct.stage import reconstruct as run_reconstruct
 
     options = ReconstructOptions(
@@ -47,16 +51,11 @@ def reconstruct(
     if json_out:
         emit_json(summary)
     else:
-        nodes = (
-            ", ".join(
-                f"{n['node']} ({n['allocator']}, {n['orders']} orders)" for n in summary["nodes"]
+        console.print(f"reconstruct: {reconstruct_headline(summary)}", markup=False)
+        for skipped in summary["skipped"]:
+            console.print(
+                f"reconstruct: not rebuilt: {skipped['node']}: {skipped['why']}", markup=False
             )
-            or "none"
-        )
-        console.print(
-            f"reconstruct: nodes {nodes}; {summary['events']} events, {summary['pairs']} "
-            f"(receiver, leaker) pairs, {summary['cross_account_pairs']} cross-account; replay "
-            f"confirmed {summary['confirmed']} and cleared {summary['cleared']}",
-            markup=False,
-        )
+    if summary["engines_missing"]:  # the headline says why and how to enable it
+        raise typer.Exit(2)
     finish(bool(summary["findings"]))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
@@ -18,6 +18,14 @@ def print_investigation(console: Console, result: InvestigateResult) -> None:
     for name, stage in result.results.items():
         if stage.headline:
             console.print(f"{name}: {stage.headline}", markup=False)
+        print_evidence_notes(console, name, stage.summary)
     console.print("Wrote:")
     for path in result.written:
         console.print(f"  {path}", markup=False)
+
+
+def print_evidence_notes(console: Console, name: str, summary: dict[str, Any]) -> None:
+    """What the analysis could not see, one line per node judged without a complete ledger,
+    with the reason and what would supply it."""
+    for node, note in (summary.get("evidence_notes") or {}).items():
+        console.print(f"{name}: {node}: {note}", markup=False)

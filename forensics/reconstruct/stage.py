@@ -25,6 +25,7 @@ from forensics.errors import UsageError
 from forensics.options import ReconstructOptions, ScreeningParams
 from forensics.progress import ProgressFn, no_progress
 from forensics.reconstruct.decide import Decider, load_decider
+from forensics.reconstruct.headline import reconstruct_headline
 from forensics.reconstruct.trace import Layout, NodeTrace, Req, replay
 from forensics.schema_docs import main_tables
 from forensics.simulate.allocator import PagePool
@@ -86,16 +87,14 @@ def reconstruct(
     screen(con, ScreeningParams())  # the stub reasons
     run_script(con, sql("reconstruct/clear"))
     pools = Pools()
-    summary: dict[str, Any] = {"nodes": [], "skipped": []}
+    summary: dict[str, Any] = {"nodes": [], "skipped": [], "engines_missing": False}
     decider = load_decider(con, rp.replay_model, rp.replay_device.value, rp.replay_budget)
     try:
         nodes = con.execute(sql("reconstruct/nodes")).fetchall()
         for k, (node, role, engine, version, page_size, pool_slots) in enumerate(nodes):
             progress("reconstruct", k, len(nodes))
             if not page_size or not pool_slots:
-                summary["skipped"].append(
-                    {"node": node, "why": "no page size or pool size in the nodes table or log"}
-                )
+                _skip(con, summary, node, NO_SIZES)
                 continue
             kind = allocator_for(engine, rp.allocator.value)
             try:
@@ -103,7 +102,7 @@ def reconstruct(
                     con, pools, rp, decider, node, role, kind, int(page_size), int(pool_slots)
                 )
             except EnginesMissing as exc:
-                summary["skipped"].append({"node": node, "why": str(exc)})
+                _skip(con, summary, node, str(exc), engines_missing=True)
                 continue
             con.execute(
                 sql("reconstruct/insert_node"),
@@ -114,7 +113,9 @@ def reconstruct(
                     "allocator_version": pools.version(kind) if kind != "lifo" else None,
                 },
             )
-            summary["nodes"].append({k2: row[k2] for k2 in ("node", "allocator", "orders")})
+            summary["nodes"].append(
+                {k2: row[k2] for k2 in ("node", "allocator", "orders", "unread")}
+            )
     finally:
         pools.close()
     figures = con.execute(sql("reconstruct/summary")).fetchall()[0]
@@ -129,6 +130,26 @@ def reconstruct(
         "replay_budget": rp.replay_budget,
     }
     return summary
+
+
+NO_SIZES = (
+    "no page size or pool size in the nodes table or the engine's start-up log; give them in "
+    "nodes.csv (page_size, pool_slots) to rebuild its page trace"
+)
+
+
+def _skip(
+    con: duckdb.DuckDBPyConnection,
+    summary: dict[str, Any],
+    node: str,
+    why: str,
+    engines_missing: bool = False,
+) -> None:
+    """A node reconstruction cannot rebuild: in the summary and reconstruct_skipped, so that
+    the analysis, the report and the command line name it with the fix."""
+    summary["skipped"].append({"node": node, "why": why})
+    summary["engines_missing"] = summary["engines_missing"] or engines_missing
+    con.execute(sql("reconstruct/insert_skipped"), {"node": node, "reason": why})
 
 
 def _node(
@@ -168,8 +189,15 @@ def _node(
     con.executemany(
         sql("reconstruct/insert_request"),
         [
-            {"request_id": r.request_id, "node": node, "stub": r.stub, "reasons": why}
-            for r, why in zip(reqs, reasons, strict=True)
+            {
+                "request_id": r.request_id,
+                "node": node,
+                "stub": r.stub,
+                "reasons": why,
+                "waited": k in first.waited,
+                "unread": k in first.unread,
+            }
+            for k, (r, why) in enumerate(zip(reqs, reasons, strict=True))
         ],
     )
     return {
@@ -183,6 +211,7 @@ def _node(
         "ambiguous_groups": len(trace.groups),
         "orders": n_orders,
         "deferred": first.deferred,
+        "unread": len(first.unread),
     }
 
 
@@ -256,8 +285,10 @@ def _store(
 
 def reconstruct_stage(ctx: RunContext) -> StageResult:
     summary = reconstruct(ctx.con, ctx.params.reconstruction(), ctx.progress)
+    summary["headline"] = reconstruct_headline(summary)
     return StageResult(
         summary=summary,
+        headline=summary["headline"],
         findings=bool(summary["findings"]),
         tables=main_tables("schema/reconstruct"),
     )

@@ -112,6 +112,8 @@ class Outcome:
     events: list[Event] = field(default_factory=list)
     deferred: int = 0
     layouts: dict[int, Layout] = field(default_factory=dict)  # stub receiver -> what it read
+    waited: set[int] = field(default_factory=set)  # requests whose allocation waited
+    unread: set[int] = field(default_factory=set)  # still waiting at their first token
 
 
 def runs(pages: np.ndarray, p0: int, p1: int, ps: int) -> Iterator[tuple[int, int, int]]:
@@ -160,10 +162,12 @@ def replay(
             if not place(i, t):
                 waiting.append(i)
                 out.deferred += 1
+                out.waited.add(i)
         elif kind == GROW:
             if i in waiting and place(i, t):
                 waiting.remove(i)
             if i not in held:
+                out.unread.add(i)  # its first read is not modelled: said per request
                 continue
             pages = held[i]
             emit(t - 1, i, "write", pages, 0, r.processed, "transfer")

@@ -4,9 +4,13 @@
 -- kvforensics reconstruct found on ledger-less nodes (tokens = slots read, times = the
 -- receivers' first token, support = the best share of explored orders among the request's pairs;
 -- `confirmed` when replay reproduced the delivered output from a layout holding the pair, pairs
--- replay cleared left out), for requests the ledger does not put on that side. possible:
--- screening pairs for requests that neither puts on that side (tokens NULL, times = the
--- receivers' arrival).
+-- replay cleared left out; a pair's tokens never exceed the receiver's billed prompt, nor a
+-- receiver's sum: a count is the most over the orders, and the orders differ), for requests
+-- the ledger does not put on that side. possible: screening pairs for requests that neither
+-- puts on that side (tokens NULL, times = the receivers' arrival), and every screened suspect
+-- that no complete ledger covers, also one with no cross-account pair (counterpart_requests
+-- 0), unless replay cleared it as a whole (cleared_findings): evidence only adds
+-- (docs/DESIGN.md §4).
 DELETE FROM affected_requests;
 
 INSERT INTO affected_requests BY NAME
@@ -23,14 +27,19 @@ WITH ledger AS (
            CAST(NULL AS DOUBLE)
     FROM exposure_tokens WHERE cross_account GROUP BY ALL
 ), kept AS (
-    SELECT * FROM reconstructed_exposures
-    WHERE cross_account AND verdict IS DISTINCT FROM 'cleared'
+    SELECT e.* REPLACE (least(e.tokens, coalesce(q.prompt_tokens, e.tokens)) AS tokens),
+           q.prompt_tokens AS receiver_prompt_tokens
+    FROM reconstructed_exposures e
+    LEFT JOIN work.analysis_requests q ON q.request_id = e.receiver_request_id
+    WHERE e.cross_account AND e.verdict IS DISTINCT FROM 'cleared'
 ), rebuilt AS (
     SELECT 'receiving' AS side, receiver_request_id AS request_id,
            receiver_account_id AS account_id,
            CASE WHEN bool_or(verdict = 'confirmed') THEN 'confirmed' ELSE 'reconstructed' END
                AS confidence,
-           sum(tokens) AS tokens, count(DISTINCT leaker_request_id) AS counterpart_requests,
+           least(sum(tokens), coalesce(any_value(receiver_prompt_tokens), sum(tokens)))
+               AS tokens,
+           count(DISTINCT leaker_request_id) AS counterpart_requests,
            min(read_at) AS first_affected_at, max(read_at) AS last_affected_at,
            max(support) AS support
     FROM kept GROUP BY receiver_request_id, receiver_account_id
@@ -62,6 +71,14 @@ WITH ledger AS (
            count(DISTINCT receiver_request_id), min(received_at), max(received_at),
            CAST(NULL AS DOUBLE)
     FROM pairs GROUP BY ALL
+    UNION ALL
+    SELECT 'receiving', s.request_id, s.account_id, 'possible', CAST(NULL AS BIGINT), 0,
+           q.received_at, q.received_at, CAST(NULL AS DOUBLE)
+    FROM screening s JOIN work.analysis_requests q USING (request_id)
+    WHERE NOT s.ledger_covered AND len(list_intersect(s.reasons, $suspect_reasons)) > 0
+      AND NOT EXISTS (SELECT 1 FROM pairs p WHERE p.receiver_request_id = s.request_id)
+      AND NOT EXISTS (SELECT 1 FROM cleared_findings c
+                      WHERE c.receiver_request_id = s.request_id AND c.leaker_request_id IS NULL)
 )
 SELECT * FROM known
 UNION ALL

@@ -12,7 +12,11 @@
 --   engine-rejected  the engine logged exceeds-max-tokens / input-too-long for it, yet 200;
 --   kv-checksum-mismatch, kv-canary-violation, deferred-release-timeout  engine evidence for it.
 -- ledger_covered: the ledger of its decode node spans its received_at, or logs it (from the
--- analysis' pass over the ledger: queries/analysis/ledger_nodes.sql and codes.sql).
+-- analysis' pass over the ledger: queries/analysis/ledger_nodes.sql and codes.sql), and no
+-- known hole of that ledger (ledger_holes, widened by a second for the clocks) meets its
+-- activity, from received_at to completed_at (or its first token, or received_at). coverage
+-- says which: ledger, ledger-hole, outside-ledger (the node has a ledger that does not reach
+-- the request) or no-ledger.
 DELETE FROM screening;
 
 INSERT INTO screening BY NAME
@@ -60,20 +64,34 @@ WITH pool AS (
     SELECT node, first_ts, last_ts FROM temp.analysis_ledger_nodes
 ), logged AS (
     SELECT request_id, node FROM temp.analysis_request_nodes
+), placed AS (
+    SELECT j.*, ev.kinds, s.node AS ledger_node,
+           (s.node IS NOT NULL AND j.received_at BETWEEN s.first_ts AND s.last_ts)
+               OR l.request_id IS NOT NULL AS in_ledger,
+           EXISTS (SELECT 1 FROM ledger_holes h
+                   WHERE h.node = j.serving_decode_node
+                     AND (h.first_ts IS NULL OR h.first_ts <= coalesce(
+                              j.completed_at, j.first_token_at, j.received_at) + INTERVAL 1 SECOND)
+                     AND (h.last_ts IS NULL OR h.last_ts >= j.received_at - INTERVAL 1 SECOND))
+               AS in_hole
+    FROM judged j
+    LEFT JOIN evidence ev ON ev.request_id = j.request_id
+    LEFT JOIN span s ON s.node = j.serving_decode_node
+    LEFT JOIN logged l ON l.request_id = j.request_id AND l.node = j.serving_decode_node
 )
 SELECT j.request_id, j.account_id, j.serving_prefill_node AS prefill_node,
        j.serving_decode_node AS decode_node,
        list_sort(list_distinct(list_concat(
            [CASE WHEN coalesce(j.over_pool, false) THEN 'over-pool' END,
             CASE WHEN coalesce(j.fast_ttft, false) THEN 'fast-ttft' END],
-           list_filter(coalesce(ev.kinds, []),
+           list_filter(coalesce(j.kinds, []),
                        lambda k: k <> 'engine-rejected' OR j.http_status = 200)
        ))) AS reasons,
        j.ttft_ms, j.expected_ttft_ms,
-       (s.node IS NOT NULL AND j.received_at BETWEEN s.first_ts AND s.last_ts)
-           OR l.request_id IS NOT NULL AS ledger_covered
-FROM judged j
-LEFT JOIN evidence ev ON ev.request_id = j.request_id
-LEFT JOIN span s ON s.node = j.serving_decode_node
-LEFT JOIN logged l ON l.request_id = j.request_id AND l.node = j.serving_decode_node
+       j.in_ledger AND NOT j.in_hole AS ledger_covered,
+       CASE WHEN j.ledger_node IS NULL AND NOT j.in_ledger THEN 'no-ledger'
+            WHEN j.in_hole THEN 'ledger-hole'
+            WHEN NOT j.in_ledger THEN 'outside-ledger'
+            ELSE 'ledger' END AS coverage
+FROM placed j
 ORDER BY j.request_id;

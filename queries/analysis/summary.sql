@@ -1,4 +1,5 @@
--- The figures `kvforensics analyze` prints (the ledger's from queries/analysis/ledger_nodes.sql).
+-- The figures `kvforensics analyze` prints (the ledger's from queries/analysis/ledger_nodes.sql;
+-- the evidence each node was judged on from node_evidence; the lists' from affected_*).
 SELECT
     (SELECT coalesce(sum(reads), 0) FROM temp.analysis_ledger_nodes) AS reads,
     (SELECT coalesce(sum(events), 0) FROM temp.analysis_ledger_nodes) AS events,
@@ -26,4 +27,13 @@ SELECT
         AS screened_suspects_without_ledger,
     (SELECT count(*) FROM possible_exposures) AS possible_pairs,
     (SELECT count(*) FROM reconstructed_exposures
-     WHERE cross_account AND verdict IS DISTINCT FROM 'cleared') AS reconstructed_pairs;
+     WHERE cross_account AND verdict IS DISTINCT FROM 'cleared') AS reconstructed_pairs,
+    (SELECT coalesce(map_from_entries(list({'k': node, 'v': evidence} ORDER BY node)), MAP {})
+       FROM node_evidence) AS evidence_by_node,
+    (SELECT coalesce(map_from_entries(list({'k': node, 'v': note} ORDER BY node)), MAP {})
+       FROM node_evidence WHERE evidence <> 'ledger') AS evidence_notes,
+    (SELECT count(*) FROM ledger_holes) AS ledger_holes,
+    (SELECT coalesce(map_from_entries(list({'k': side || ' ' || confidence, 'v': n})), MAP {})
+       FROM (SELECT side, confidence, count(*) AS n FROM affected_accounts GROUP BY ALL))
+        AS accounts_by_confidence,
+    (SELECT count(*) FROM cleared_findings) AS cleared_findings;

@@ -3,3 +3,4 @@ DELETE FROM reconstructed_nodes;
 DELETE FROM reconstructed_requests;
 DELETE FROM reconstructed_events;
 DELETE FROM reconstructed_exposures;
+DELETE FROM reconstruct_skipped;

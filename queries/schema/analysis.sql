@@ -55,18 +55,58 @@ CREATE TABLE IF NOT EXISTS screening (
     reasons         VARCHAR[] NOT NULL,   -- e.g. over-pool, fast-ttft, engine-rejected
     ttft_ms         DOUBLE,  -- time to first token
     expected_ttft_ms DOUBLE,  -- expected from the node's normal prefill rate
-    ledger_covered  BOOLEAN NOT NULL      -- a ledger covers its decode node at that time
+    ledger_covered  BOOLEAN NOT NULL,     -- a complete ledger covers its decode node then
+    coverage        VARCHAR  -- ledger | ledger-hole | outside-ledger | no-ledger (its decode node)
 );
 
--- Possible (screened) exposure pairs: suspect receiver and every request in the window before
--- it on the same decode node.
+-- Possible (screened) exposure pairs: a suspect receiver that no complete ledger covers and
+-- every request on the same decode node that could have written the pages it read.
 CREATE TABLE IF NOT EXISTS possible_exposures (
     receiver_request_id VARCHAR NOT NULL,  -- suspect receiver
     receiver_account_id VARCHAR NOT NULL,  -- its account
-    leaker_request_id   VARCHAR NOT NULL,  -- a request active before it on the same decode node
+    leaker_request_id   VARCHAR NOT NULL,  -- a request on the same decode node before its end
     leaker_account_id   VARCHAR NOT NULL,  -- its account
     node                VARCHAR NOT NULL,  -- the decode node
-    cross_account       BOOLEAN NOT NULL  -- the accounts differ
+    cross_account       BOOLEAN NOT NULL,  -- the accounts differ
+    basis               VARCHAR  -- concurrent | window | earlier: how near the suspect it ran
+);
+
+-- Findings that positive evidence took off the lists, with the reason (never a missing source).
+CREATE TABLE IF NOT EXISTS cleared_findings (
+    receiver_request_id VARCHAR NOT NULL,  -- the screened or reconstructed receiver
+    receiver_account_id VARCHAR,           -- its account
+    leaker_request_id   VARCHAR,           -- the leaker cleared; NULL: the receiver as a whole
+    leaker_account_id   VARCHAR,           -- its account
+    node                VARCHAR,           -- the decode node
+    evidence            VARCHAR NOT NULL,  -- ledger | replay
+    reason              VARCHAR NOT NULL   -- what the evidence showed, in words
+);
+
+-- Stretches of a node's ledger that are known to be missing: requests active in them are
+-- judged as on a node without a ledger.
+CREATE TABLE IF NOT EXISTS ledger_holes (
+    node        VARCHAR NOT NULL,  -- engine node
+    kind        VARCHAR NOT NULL,  -- seq-gap | tap-dropped | tap-unfinished | tap-lost
+    first_ts    TIMESTAMPTZ,       -- last event before the hole (node clock); NULL: unknown
+    last_ts     TIMESTAMPTZ,       -- first event after it; NULL: open to the end
+    events_lost BIGINT,            -- events missing, where known
+    source      VARCHAR NOT NULL,  -- seq (the ledger's own numbering) or the tap file
+    detail      VARCHAR NOT NULL   -- what was seen, in words
+);
+
+-- Per engine node: the evidence it was judged on.
+CREATE TABLE IF NOT EXISTS node_evidence (
+    node               VARCHAR NOT NULL,  -- engine node
+    role               VARCHAR,           -- prefill | decode | unified, where known
+    requests           BIGINT NOT NULL,   -- requests of the gateway log it served
+    ledger_events      BIGINT NOT NULL,   -- events of its KV ledger (0: no ledger)
+    ledger_first_ts    TIMESTAMPTZ,       -- its ledger's first event
+    ledger_last_ts     TIMESTAMPTZ,       -- its ledger's last event
+    holes              BIGINT NOT NULL,   -- ledger_holes rows of the node
+    uncovered_requests BIGINT NOT NULL,   -- requests it decoded that no complete ledger covers
+    reconstructed      BOOLEAN NOT NULL,  -- kvforensics reconstruct rebuilt its page trace
+    evidence           VARCHAR NOT NULL,  -- ledger | ledger-with-holes | reconstructed | screening
+    note               VARCHAR NOT NULL   -- what is missing and what would supply it, in words
 );
 
 -- One row per (side, request): side is receiving or leaking. Cross-account only.
@@ -115,3 +155,6 @@ CREATE TABLE IF NOT EXISTS exposure_tokens (
 -- Case databases analysed before reconstruction existed get the support column.
 ALTER TABLE affected_requests ADD COLUMN IF NOT EXISTS support DOUBLE;
 ALTER TABLE affected_accounts ADD COLUMN IF NOT EXISTS support DOUBLE;
+-- Case databases analysed before evidence was graded get its columns.
+ALTER TABLE screening ADD COLUMN IF NOT EXISTS coverage VARCHAR;
+ALTER TABLE possible_exposures ADD COLUMN IF NOT EXISTS basis VARCHAR;

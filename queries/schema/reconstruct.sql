@@ -16,7 +16,9 @@ CREATE TABLE IF NOT EXISTS reconstructed_nodes (
     stubs          BIGINT NOT NULL,      -- requests modelled as 1-token stubs
     ambiguous_groups BIGINT NOT NULL,    -- groups of operations the timestamps do not order
     orders         BIGINT NOT NULL,      -- orders explored (1: the timestamps decide)
-    deferred       BIGINT NOT NULL       -- allocations that waited for a free (pool full)
+    deferred       BIGINT NOT NULL,      -- allocations that waited for a free (pool full)
+    unread         BIGINT                -- requests still waiting at their first token, whose
+                                         -- first read is not modelled
 );
 
 -- Per reconstructed request and node: what the request was modelled as.
@@ -24,7 +26,16 @@ CREATE TABLE IF NOT EXISTS reconstructed_requests (
     request_id VARCHAR NOT NULL,         -- the request
     node       VARCHAR NOT NULL,         -- the node it was rebuilt on
     stub       BOOLEAN NOT NULL,         -- prefill processed one token; decode read the rest
-    reasons    VARCHAR[] NOT NULL        -- the screening reasons that made it a stub
+    reasons    VARCHAR[] NOT NULL,       -- the screening reasons that made it a stub
+    waited     BOOLEAN,                  -- its allocation waited for a free (the pool was full)
+    unread     BOOLEAN                   -- still waiting at its first token: its first read is
+                                         -- not modelled (screening's possible pairs stand)
+);
+
+-- Nodes without a ledger that reconstruction could not rebuild, with the reason and the fix.
+CREATE TABLE IF NOT EXISTS reconstruct_skipped (
+    node   VARCHAR NOT NULL,  -- the node
+    reason VARCHAR NOT NULL   -- why, and what would let it run
 );
 
 -- The reconstructed events of the first explored order (timestamps order, ties broken by
@@ -57,3 +68,6 @@ CREATE TABLE IF NOT EXISTS reconstructed_exposures (
 
 -- Case databases reconstructed before replay decided get the verdict column.
 ALTER TABLE reconstructed_exposures ADD COLUMN IF NOT EXISTS verdict VARCHAR;
+ALTER TABLE reconstructed_nodes ADD COLUMN IF NOT EXISTS unread BIGINT;
+ALTER TABLE reconstructed_requests ADD COLUMN IF NOT EXISTS waited BOOLEAN;
+ALTER TABLE reconstructed_requests ADD COLUMN IF NOT EXISTS unread BOOLEAN;

@@ -1,0 +1,38 @@
+"""What reconstruction says of itself in one line, and what it says when the real engines'
+environment it drives is missing (the command line, investigate's summary)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+ENGINES_MISSING = (
+    "nodes without a ledger could not be rebuilt because the real engines' environment is "
+    "missing; build it with `bash scripts/engines_venv.sh` (or point KVFORENSICS_ENGINES_VENV "
+    "at one) and run reconstruct again. Until then those nodes are judged by screening alone: "
+    "every request that could have written a suspect's pages is a possible leaker"
+)
+
+
+def reconstruct_headline(summary: dict[str, Any]) -> str:
+    """The nodes rebuilt, what they gave, the requests whose first read could not be modelled,
+    and the nodes not rebuilt."""
+    nodes = (
+        ", ".join(
+            f"{n['node']} ({n['allocator']}, {n['orders']} orders"
+            + (f", {n['unread']} first reads not modelled" if n.get("unread") else "")
+            + ")"
+            for n in summary["nodes"]
+        )
+        or "none"
+    )
+    line = (
+        f"nodes {nodes}; {summary['events']} events, {summary['pairs']} (receiver, leaker) "
+        f"pairs, {summary['cross_account_pairs']} cross-account; replay confirmed "
+        f"{summary['confirmed']} and cleared {summary['cleared']}"
+    )
+    skipped = summary.get("skipped") or []
+    if skipped:
+        line += f"; {len(skipped)} node(s) not rebuilt"
+        if summary.get("engines_missing"):
+            line += f": {ENGINES_MISSING}"
+    return line

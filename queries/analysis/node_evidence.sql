@@ -1,0 +1,88 @@
+-- node_evidence: per engine node (serving a request of the gateway log, holding ledger events
+-- or named in the nodes table), the evidence it was judged on (docs/DESIGN.md §4, "Say what
+-- evidence there is"):
+--   ledger             a ledger with no known hole that covers every request the node decoded;
+--   ledger-with-holes  a ledger with holes (ledger_holes) or requests it does not reach: those
+--                      requests are judged as without a ledger (screening, reconstruction);
+--   reconstructed      no ledger; kvforensics reconstruct rebuilt the page trace;
+--   screening          no ledger and no reconstruction: the gateway log and the node facts only.
+-- note says what is missing and what would supply it.
+DELETE FROM node_evidence;
+
+INSERT INTO node_evidence BY NAME
+WITH served AS (
+    SELECT serving_decode_node AS node, request_id FROM work.analysis_requests
+    WHERE serving_decode_node IS NOT NULL
+    UNION
+    SELECT serving_prefill_node, request_id FROM work.analysis_requests
+    WHERE serving_prefill_node IS NOT NULL
+), all_nodes AS (
+    SELECT node FROM served
+    UNION SELECT node FROM temp.analysis_ledger_nodes
+    UNION SELECT node FROM nodes
+), roles AS (
+    SELECT node, arg_min(role, (src_file, src_row)) AS role FROM nodes
+    WHERE role IS NOT NULL GROUP BY node
+), counts AS (
+    SELECT node, count(DISTINCT request_id) AS n FROM served GROUP BY node
+), uncovered AS (
+    SELECT decode_node AS node, count(*) AS n FROM screening
+    WHERE NOT ledger_covered AND decode_node IS NOT NULL GROUP BY decode_node
+), holes AS (
+    SELECT node, count(*) AS n, sum(events_lost) AS lost FROM ledger_holes GROUP BY node
+), numbering AS (
+    SELECT node FROM temp.analysis_seq_runs
+    GROUP BY node
+    HAVING bool_or(hi - lo + 1 > 2 * events)
+        OR (bool_or(hi - lo + 1 > events)
+            AND node NOT IN (SELECT node FROM ledger_holes WHERE source = 'seq'))
+), skipped AS (
+    SELECT node, string_agg(reason, '; ' ORDER BY reason) AS reason
+    FROM reconstruct_skipped GROUP BY node
+), graded AS (
+    SELECT a.node, r.role, coalesce(c.n, 0) AS requests,
+           coalesce(l.events, 0) AS ledger_events, l.first_ts AS ledger_first_ts,
+           l.last_ts AS ledger_last_ts, coalesce(h.n, 0) AS holes, h.lost,
+           coalesce(u.n, 0) AS uncovered_requests,
+           a.node IN (SELECT node FROM reconstructed_nodes) AS reconstructed,
+           l.node IS NOT NULL AS has_ledger, k.reason AS skip_reason,
+           a.node IN (SELECT node FROM numbering) AS odd_numbering
+    FROM all_nodes a
+    LEFT JOIN roles r USING (node)
+    LEFT JOIN counts c USING (node)
+    LEFT JOIN temp.analysis_ledger_nodes l USING (node)
+    LEFT JOIN holes h USING (node)
+    LEFT JOIN uncovered u USING (node)
+    LEFT JOIN skipped k USING (node)
+)
+SELECT node, role, requests, ledger_events, ledger_first_ts, ledger_last_ts, holes,
+       uncovered_requests, reconstructed,
+       CASE WHEN has_ledger AND holes = 0 AND uncovered_requests = 0 THEN 'ledger'
+            WHEN has_ledger THEN 'ledger-with-holes'
+            WHEN reconstructed THEN 'reconstructed'
+            ELSE 'screening' END AS evidence,
+       CASE
+           WHEN has_ledger AND holes = 0 AND uncovered_requests = 0
+               THEN format('complete KV ledger, {} event(s)', ledger_events)
+           WHEN has_ledger
+               THEN format('KV ledger of {} event(s) with {} known hole(s){}; {} request(s) it '
+                           'decoded are judged as without a ledger (screening{})',
+                           ledger_events, holes,
+                           CASE WHEN lost IS NOT NULL THEN format(', {} event(s) lost', lost)
+                                ELSE '' END,
+                           uncovered_requests,
+                           CASE WHEN reconstructed THEN ', reconstruction' ELSE '' END)
+           WHEN reconstructed
+               THEN 'no KV ledger; the page trace was rebuilt from the request log with the '
+                    'engine''s allocator (kvforensics reconstruct)'
+           WHEN skip_reason IS NOT NULL
+               THEN 'no KV ledger; reconstruction could not run: ' || skip_reason
+           ELSE 'no KV ledger and no reconstruction (run kvforensics reconstruct, or record a '
+                'ledger with kvforensics tap); judged from the gateway log and node facts only'
+       END
+       || CASE WHEN odd_numbering
+               THEN '; its ledger''s seq is not one consecutive count per recording process, '
+                    'so lost events cannot be told from it'
+               ELSE '' END AS note
+FROM graded
+ORDER BY node;

@@ -1,0 +1,2 @@
+-- A node reconstruction could not rebuild, with the reason.
+INSERT INTO reconstruct_skipped (node, reason) VALUES ($node, $reason);
