@@ -17,6 +17,8 @@ from forensics.hashing import sha256_file
 
 SCHEMA_VERSION = 2
 MANIFEST = "manifest.json"
+# Beside the manifest: its SHA-256, and its signature where the examiner gave a key.
+SIDECARS = ("manifest.json.sha256", "manifest.json.sig")
 
 
 def utc_now() -> str:

@@ -17,7 +17,6 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import errno
-import json
 import os
 import shutil
 import time
@@ -27,6 +26,7 @@ from pathlib import Path
 
 from forensics.errors import UsageError
 from forensics.spillnames import spill_pid
+from forensics.textsafe import json_value
 
 # Every name investigate writes at the top of OUT; anything else there is not ours.
 KNOWN_NAMES = frozenset(
@@ -40,8 +40,13 @@ KNOWN_NAMES = frozenset(
         "timeline.jsonl",
         "report.html",
         "manifest.json",
+        "manifest.json.sha256",
+        "manifest.json.sig",
     }
 )
+# The largest manifest read (verify, and investigate looking at an earlier run's OUT): one
+# listing a fleet's 20,000 ledger parts is some 10 MB; a larger one is refused, not parsed.
+MANIFEST_MOST = 256 << 20
 # What a killed run's DuckDB may leave beside the case database: its spill folders (the swap
 # replaces them with the rest of OUT).
 SPILL_FOLDER = "case.duckdb.tmp"
@@ -122,7 +127,10 @@ def _is_spill(path: Path) -> bool:
 def _listed_names(out: Path) -> set[str]:
     """Top-level names of the outputs an earlier run's manifest lists (they are ours too)."""
     try:
-        outputs = json.loads((out / "manifest.json").read_text(encoding="utf-8"))["outputs"]
+        path = out / "manifest.json"
+        if path.is_symlink() or path.stat().st_size > MANIFEST_MOST:
+            return set()
+        outputs = json_value(path.read_text(encoding="utf-8"))["outputs"]
         paths = [o["path"] if isinstance(o, dict) else o for o in outputs]
         return {str(p).split("/")[0] for p in paths if isinstance(p, str)}
     except (OSError, ValueError, KeyError, TypeError):

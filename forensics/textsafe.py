@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable
 from typing import IO, Any
@@ -71,3 +72,12 @@ def html_value(value: Any) -> Any:
     if isinstance(value, str) and not hasattr(value, "__html__"):
         return visible(value)
     return value
+
+
+def json_value(text: str) -> Any:
+    """json.loads, where a value nested deeper than the parser can follow is a ValueError like
+    any other malformed JSON (json raises RecursionError for it)."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ValueError("the JSON is nested too deep to be read") from None

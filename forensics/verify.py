@@ -1,19 +1,27 @@
 """`kvforensics verify OUT`: re-hash the inputs and outputs a manifest names.
 
 Every output file under OUT must be listed with the same SHA-256 and size, and nothing else may
-be there (a file added later is reported too); every input must still be in the case folder with
-the same SHA-256 and size."""
+be there (a file added later is reported too); an output is checked as what is in OUT, never
+through a symbolic link (a link, to a file or a folder, is a difference). Every input must still
+be in the case folder with the same SHA-256 and size, and a file the case folder holds now that
+the run neither read nor skipped is reported as added. A manifest that is not a plain file, is
+too large, cannot be parsed (nesting too deep included) or does not have the manifest's shape
+is an error (exit 2), never read further."""
 
 from __future__ import annotations
 
-import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from forensics.errors import CaseError
 from forensics.hashing import sha256_file
-from forensics.manifest import MANIFEST
+from forensics.ingest.discover import discover
+from forensics.ingest.load import log_files
+from forensics.manifest import MANIFEST, SIDECARS
+from forensics.outdir import MANIFEST_MOST
+from forensics.textsafe import json_value
 
 
 @dataclass
@@ -42,24 +50,65 @@ class Verification:
 
 def read_manifest(out_dir: Path) -> dict[str, Any]:
     path = out_dir / MANIFEST
+    if path.is_symlink():
+        raise CaseError(f"{path} is a symbolic link; verify reads only the manifest in OUT itself")
     if not path.is_file():
         raise CaseError(f"{path}: no manifest here; give the folder investigate wrote")
-    try:
-        value = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise CaseError(f"{path} is not readable JSON ({exc})") from exc
-    if (
-        not isinstance(value, dict)
-        or not isinstance(value.get("outputs"), list)
-        or not all(
-            isinstance(o, dict) and {"path", "sha256", "bytes"} <= set(o) for o in value["outputs"]
+    size = path.stat().st_size
+    if size > MANIFEST_MOST:
+        raise CaseError(
+            f"{path} holds {size:,} bytes, more than any manifest investigate writes "
+            f"({MANIFEST_MOST:,} at most); it is not read"
         )
-    ):
+    try:
+        value = json_value(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise CaseError(f"{path} is not readable JSON ({exc})") from exc
+    if not _shaped(value):
         raise CaseError(
             f"{path} does not list output checksums; re-run investigate with this "
             "version to get one that does"
         )
     return value
+
+
+def _listing(value: Any) -> bool:
+    """A list of {path: text, sha256: text, bytes: whole number} (other keys allowed)."""
+    return isinstance(value, list) and all(
+        isinstance(o, dict)
+        and isinstance(o.get("path"), str)
+        and isinstance(o.get("sha256"), str)
+        and type(o.get("bytes")) is int
+        for o in value
+    )
+
+
+def _shaped(value: Any) -> bool:
+    return (
+        isinstance(value, dict)
+        and _listing(value.get("outputs"))
+        and _listing(value.get("inputs") or [])
+        and isinstance(value.get("case_dir") or "", str)
+        and isinstance(value.get("skipped_inputs") or [], list)
+        and all(isinstance(s, dict) for s in value.get("skipped_inputs") or [])
+        and isinstance(value.get("parameters") or {}, dict)
+    )
+
+
+def present(out_dir: Path) -> tuple[set[str], set[str]]:
+    """What OUT holds, never through a link: its plain files, and its links and other
+    non-files (relative POSIX paths). A link to a folder is not walked into."""
+    files: set[str] = set()
+    others: set[str] = set()
+    for base, dirs, names in os.walk(out_dir):
+        for name in dirs:
+            if (Path(base) / name).is_symlink():
+                others.add((Path(base) / name).relative_to(out_dir).as_posix())
+        for name in names:
+            path = Path(base) / name
+            rel = path.relative_to(out_dir).as_posix()
+            (others if path.is_symlink() or not path.is_file() else files).add(rel)
+    return files, others
 
 
 def _inside(base: Path, rel: str) -> Path | None:
@@ -98,12 +147,18 @@ def verify(out_dir: Path, case_dir: Path | None = None) -> Verification:
     case = case_dir or (Path(manifest["case_dir"]) if manifest.get("case_dir") else None)
     result = Verification(out_dir, case)
     listed = {str(o["path"]) for o in manifest["outputs"]}
+    files, others = present(out_dir)
     for item in manifest["outputs"]:
-        _check(out_dir, "output", item, result)
-    for path in sorted(out_dir.rglob("*")):
-        rel = path.relative_to(out_dir).as_posix()
-        if (path.is_file() or path.is_symlink()) and rel != MANIFEST and rel not in listed:
-            result.differences.append(Difference("output", rel, "not in the manifest"))
+        link = _link_on_the_way(str(item["path"]), others)
+        if link is not None:
+            result.checked += 1
+            result.differences.append(Difference("output", item["path"], link))
+        else:
+            _check(out_dir, "output", item, result)
+    for rel in sorted((files | others) - listed - {MANIFEST, *SIDECARS}):
+        why = "not in the manifest" + ("; a symbolic link or not a file" if rel in others else "")
+        if not any(rel.startswith(o + "/") for o in others):
+            result.differences.append(Difference("output", rel, why))
     inputs = manifest.get("inputs") or []
     if inputs and (case is None or not case.is_dir()):
         result.differences.append(
@@ -112,4 +167,33 @@ def verify(out_dir: Path, case_dir: Path | None = None) -> Verification:
         return result
     for item in inputs:
         _check(case, "input", item, result)  # type: ignore[arg-type]
+    if case is not None and case.is_dir():
+        _added(case, manifest, result)
     return result
+
+
+def _link_on_the_way(rel: str, others: set[str]) -> str | None:
+    """Why an output is not checked: it, or a folder on its way, is a link (or not a file)."""
+    parts = PurePosixPath(rel).parts
+    for i in range(len(parts), 0, -1):
+        if "/".join(parts[:i]) in others:
+            return (
+                "a symbolic link (or not a plain file) where the run wrote a file; verify "
+                "checks what is in OUT, never what a link leads to"
+            )
+    return None
+
+
+def _added(case: Path, manifest: dict[str, Any], result: Verification) -> None:
+    """Files the case folder holds now that the run neither read nor listed as skipped."""
+    follow = bool((manifest.get("parameters") or {}).get("follow_links"))
+    found = discover(case, follow)
+    now = {f.rel for f in found.files} | {rel for rel, _ in found.skipped}
+    now |= set(log_files(case, follow))
+    known = {str(i["path"]) for i in manifest.get("inputs") or []}
+    known |= {str(s.get("path")) for s in manifest.get("skipped_inputs") or []}
+    for rel in sorted(now - known):
+        result.checked += 1
+        result.differences.append(
+            Difference("input", rel, "in the case folder but not in the manifest (added since)")
+        )

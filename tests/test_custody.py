@@ -159,3 +159,92 @@ def test_a_ledgers_link_outside_the_case_is_read_only_when_followed(
     else:
         assert "not followed" in skipped[rel]
         assert rel not in listed and rel not in inputs and rel not in ledger
+
+
+@pytest.fixture(scope="module")
+def run_out(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """A case (the small incident without ledger) and the OUT investigate wrote for it."""
+    root = tmp_path_factory.mktemp("run")
+    case = small_case(root)
+    out = root / "out"
+    assert run(["investigate", str(case), "--out", str(out)]) in (0, 1)
+    return case, out
+
+
+def copied(run_out: tuple[Path, Path], tmp_path: Path) -> tuple[Path, Path]:
+    case, out = run_out
+    shutil.copytree(case, tmp_path / "case", symlinks=True)
+    shutil.copytree(out, tmp_path / "out", symlinks=True)
+    return tmp_path / "case", tmp_path / "out"
+
+
+def test_verify_passes_on_a_fresh_run(run_out: tuple[Path, Path], tmp_path: Path, cli: Any) -> None:
+    case, out = copied(run_out, tmp_path)
+    code, text, err = cli("verify", out, "--case", case)
+    assert code == 0, text + err
+
+
+def test_verify_refuses_an_output_replaced_by_a_link_to_an_identical_copy(
+    run_out: tuple[Path, Path], tmp_path: Path, cli: Any
+) -> None:
+    case, out = copied(run_out, tmp_path)
+    elsewhere = tmp_path / "elsewhere.csv"
+    shutil.copy(out / "timeline.csv", elsewhere)
+    (out / "timeline.csv").unlink()
+    (out / "timeline.csv").symlink_to(elsewhere)
+    code, text, err = cli("verify", out, "--case", case)
+    text += err
+    assert code == 1 and "timeline.csv" in text and "symbolic link" in text, text
+
+
+def test_verify_refuses_an_output_folder_replaced_by_a_link(
+    run_out: tuple[Path, Path], tmp_path: Path, cli: Any
+) -> None:
+    case, out = copied(run_out, tmp_path)
+    shutil.move(out / "notifications", tmp_path / "notifications")
+    (out / "notifications").symlink_to(tmp_path / "notifications")
+    code, text, err = cli("verify", out, "--case", case)
+    text += err
+    assert code == 1 and "notifications/" in text and "symbolic link" in text, text
+
+
+@pytest.mark.parametrize("hostile", ["deep", "huge", "shape", "link"])
+def test_a_hostile_manifest_is_refused_with_exit_2(
+    run_out: tuple[Path, Path],
+    tmp_path: Path,
+    cli: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    hostile: str,
+) -> None:
+    import forensics.outdir as outdir
+    import forensics.verify as verify
+
+    case, out = copied(run_out, tmp_path)
+    manifest = out / "manifest.json"
+    if hostile == "deep":
+        manifest.write_text('{"outputs": ' + "[" * 200_000 + "]" * 200_000 + "}")
+    elif hostile == "huge":
+        monkeypatch.setattr(verify, "MANIFEST_MOST", 100)
+        monkeypatch.setattr(outdir, "MANIFEST_MOST", 100)
+    elif hostile == "shape":
+        manifest.write_text('{"outputs": [{"path": ["x"], "sha256": 1, "bytes": "2"}]}')
+    else:
+        shutil.move(manifest, tmp_path / "manifest.json")
+        manifest.symlink_to(tmp_path / "manifest.json")
+    code, text, err = cli("verify", out, "--case", case)
+    assert code == 2 and "manifest.json" in err and "internal error" not in err + text, err
+    code, text, err = cli("investigate", case, "--out", out)  # replaces it: its names are ours
+    assert code in (0, 1) and "internal error" not in err + text, err
+
+
+def test_verify_reports_case_files_added_or_changed_since(
+    run_out: tuple[Path, Path], tmp_path: Path, cli: Any
+) -> None:
+    case, out = copied(run_out, tmp_path)
+    (case / "contents.jsonl").write_text("")
+    (case / "requests.csv").write_text((case / "requests.csv").read_text() + "\n")
+    code, text, err = cli("verify", out, "--case", case)
+    flat = " ".join((text + err).split())
+    assert code == 1
+    assert "contents.jsonl: in the case folder but not in the manifest" in flat
+    assert "input requests.csv:" in flat
