@@ -19,8 +19,13 @@ FORMATS = {
     ".pq": "parquet",
 }
 COMPRESSIONS = {".gz": "gzip", ".gzip": "gzip", ".zst": "zstd", ".zstd": "zstd"}
-# Folders inside a case that are not tables: logs are read by the log adapters.
-NOT_TABLES = {"logs", "ground_truth"}
+# Folders inside a case that are not tables: logs are read by the log adapters, tap/ holds the
+# tap's reports of what it could not record (forensics.ingest.tapfiles).
+NOT_TABLES = {"logs", "ground_truth", "tap"}
+UNFINISHED = (
+    "an unfinished ledger part (a tap was stopped while writing it); not read: its events are "
+    "a hole in the node's ledger, judged as such"
+)
 
 
 @dataclass(frozen=True)
@@ -60,6 +65,8 @@ def _classify(path: Path, case_dir: Path, table: str | None) -> InputFile | tupl
     stem, fmt, compression = split_format(path.name)
     table = table or stem
     if fmt is None:
+        if path.name.endswith(".parquet.tmp"):
+            return rel, UNFINISHED
         return rel, "not a data file (expected .csv, .jsonl or .parquet, optionally .gz/.zst)"
     if table not in BY_NAME:
         return rel, f"'{table}' is not a table of the input contract{_did_you_mean(table)}"

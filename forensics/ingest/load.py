@@ -31,6 +31,7 @@ from forensics.ingest.discover import (
 )
 from forensics.ingest.readers import stage_file
 from forensics.ingest.result import FileCounts, IngestResult, files_table
+from forensics.ingest.tapfiles import load_tap, tap_files, unfinished_parts
 from forensics.ledger.store import (
     ExternalLedger,
     detach,
@@ -110,6 +111,7 @@ def ingest_into(
     discovery.skipped[:] = sorted(set(discovery.skipped) | set(logs_skipped(case_dir, logs)))
     hashed = {f.rel: hash_file(f.path) for f in discovery.files}
     hashed.update({rel: hash_file(case_dir / rel) for rel in logs})
+    hashed.update({rel: hash_file(case_dir / rel) for rel in tap_files(case_dir, follow_links)})
     hashes = {rel: h.sha256 for rel, h in hashed.items()}
     params = {"assume_utc": assume_utc, "follow_links": follow_links}
     with recording() as queries:
@@ -258,6 +260,8 @@ def _load_tables(
             counts.update(_load_logs(con, discovery.case_dir, hashes))
         if table.name == "kv_events" and files:
             run_script(con, sql("ingest/partial_seq"))
+    case_dir = discovery.case_dir
+    counts.update(load_tap(con, case_dir, hashes, unfinished_parts(discovery.skipped)))
     return counts
 
 

@@ -29,6 +29,7 @@ WITH gappy AS (
 )
 SELECT g.node, 'seq-gap' AS kind, least(g.prev_ts, g.ts) AS first_ts,
        greatest(g.prev_ts, g.ts) AS last_ts, g.seq - g.prev_seq - 1 AS events_lost,
+       g.prev_seq + 1 AS first_seq, g.seq - 1 AS last_seq,
        'seq' AS source,
        format('seq jumps from {} to {}: {} event(s) recorded and not in the ledger',
               g.prev_seq, g.seq, g.seq - g.prev_seq - 1) AS detail

@@ -90,6 +90,8 @@ CREATE TABLE IF NOT EXISTS ledger_holes (
     first_ts    TIMESTAMPTZ,       -- last event before the hole (node clock); NULL: unknown
     last_ts     TIMESTAMPTZ,       -- first event after it; NULL: open to the end
     events_lost BIGINT,            -- events missing, where known
+    first_seq   BIGINT,            -- first seq missing, where known
+    last_seq    BIGINT,            -- last seq missing, where known
     source      VARCHAR NOT NULL,  -- seq (the ledger's own numbering) or the tap file
     detail      VARCHAR NOT NULL   -- what was seen, in words
 );
