@@ -23,6 +23,7 @@ INPUT_TABLES = (
     "node_facts",
     "engine_evidence",
     "log_files",
+    "tap_reports",
 )
 BOOKKEEPING_TABLES = ("quarantine", "ingest_warnings", "input_files")
 

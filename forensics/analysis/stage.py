@@ -121,7 +121,8 @@ def headline(s: dict[str, Any]) -> str:
     parts.append(
         f"to notify: receiving {s['receiving_requests_cross_account']} requests / "
         f"{s['receiving_accounts']} accounts, leaking {s['leaking_requests_cross_account']} "
-        f"requests / {s['leaking_accounts']} accounts" + (f" (accounts: {levels})" if levels else "")
+        f"requests / {s['leaking_accounts']} accounts"
+        + (f" (accounts: {levels})" if levels else "")
     )
     parts.append(
         f"{s['screened_suspects']} screened suspects "

@@ -59,9 +59,7 @@ def tap_files(case_dir: Path, follow_links: bool = False) -> list[str]:
     return sorted(
         p.relative_to(case_dir).as_posix()
         for p in folder.iterdir()
-        if p.is_file()
-        and _REPORT.match(p.name)
-        and (follow_links or not outside_case(p, root))
+        if p.is_file() and _REPORT.match(p.name) and (follow_links or not outside_case(p, root))
     )
 
 
@@ -77,7 +75,6 @@ def load_tap(
     unfinished: list[str],
 ) -> dict[str, FileCounts]:
     """tap_reports from the reports and the unfinished parts; the counts of each report file."""
-    run_script(con, sql("ingest/tap_reports_create"))
     rows: list[dict[str, Any]] = []
     counts: dict[str, FileCounts] = {}
     quarantined: list[dict[str, Any]] = []
@@ -149,8 +146,9 @@ def _row(rel: str, n: int, rec: dict[str, Any], run: int | None, status: bool) -
     return {
         "file": rel,
         "line": n,
-        "kind": "status" if status else ("dropped" if rec.get("kind", "events") == "events"
-                                         else "dropped-contents"),
+        "kind": "status"
+        if status
+        else ("dropped" if rec.get("kind", "events") == "events" else "dropped-contents"),
         "node": node.strip(),
         "run": run,
         "ts": None if ts is None else ts,

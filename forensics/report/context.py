@@ -34,6 +34,56 @@ class Headline:
     possible_receivers: int  # flagged requests no ledger covers
     requests_total: int
     quarantined_rows: int
+    listed_receiving_requests: int  # the notification lists, every confidence
+    listed_receiving_accounts: int
+    listed_leaking_requests: int
+    listed_leaking_accounts: int
+    possible_receiving_accounts: int  # listed as possible (screening) only
+    possible_leaking_accounts: int
+    nodes_known: int  # engine nodes of the case (node_evidence)
+    nodes_ledger: int  # judged on a complete ledger
+    nodes_holes: int  # judged on a ledger with holes
+    nodes_reconstructed: int  # no ledger; page trace rebuilt
+    nodes_screening: int  # no ledger, no reconstruction
+    ledger_holes: int  # known holes in the ledgers
+    cleared_findings: int  # findings positive evidence took off the lists
+
+
+@dataclass(frozen=True)
+class NodeEvidenceRow:
+    """The evidence one node was judged on (queries/report/node_evidence.sql)."""
+
+    node: str
+    role: str | None
+    requests: int
+    ledger_events: int
+    holes: int
+    uncovered_requests: int
+    evidence: str  # ledger | ledger-with-holes | reconstructed | screening
+    note: str
+
+
+@dataclass(frozen=True)
+class HoleRow:
+    """A known hole in a node's ledger (queries/report/ledger_holes.sql)."""
+
+    node: str
+    kind: str
+    first_ts: datetime | None
+    last_ts: datetime | None
+    events_lost: int | None
+    source: str
+    detail: str
+
+
+@dataclass(frozen=True)
+class ClearedRow:
+    """What positive evidence took off the lists, counted by evidence and reason."""
+
+    evidence: str
+    reason: str
+    receivers: int
+    pairs: int
 
 
 @dataclass(frozen=True)
@@ -318,3 +368,6 @@ class ReportContext:
     notes: list[str] = field(default_factory=list)  # other remarks for the reader
     reconstructed_nodes: list[ReconstructedNodeRow] = field(default_factory=list)
     reconstructed: list[ReconstructedPairRow] = field(default_factory=list)
+    node_evidence: list[NodeEvidenceRow] = field(default_factory=list)  # per node, by name
+    holes: list[HoleRow] = field(default_factory=list)  # known holes in the ledgers
+    cleared: list[ClearedRow] = field(default_factory=list)  # what positive evidence cleared

@@ -21,13 +21,16 @@ from forensics.report.context import (
     AccountRow,
     Bucket,
     Charts,
+    ClearedRow,
     ConfidenceLevel,
     EvidenceRow,
     ExposureRow,
     Fact,
     Headline,
+    HoleRow,
     InputRow,
     KindRow,
+    NodeEvidenceRow,
     NodeRow,
     NotifyPlanRow,
     OverlongRow,
@@ -76,6 +79,10 @@ STAGE_OF_TABLE = {
     "reconstructed_requests": "reconstruct",
     "reconstructed_events": "reconstruct",
     "reconstructed_exposures": "reconstruct",
+    "reconstruct_skipped": "reconstruct",
+    "node_evidence": "analysis",
+    "ledger_holes": "analysis",
+    "cleared_findings": "analysis",
     "engine_evidence": "engine log reading",
     "node_facts": "engine log reading",
     "log_files": "engine log reading",
@@ -107,9 +114,11 @@ CONFIDENCE_MEANINGS = (
     ),
     (
         "possible",
-        "Screening only: the gateway log and node facts match the fault (prompt longer "
-        "than the pool yet answered 200, or an implausibly short time to first token), but no "
-        "ledger covers the request.",
+        "Screening only: no complete ledger covers the request. A receiver matches the "
+        "fault in the gateway log, node facts or engine logs (prompt longer than the pool yet "
+        "answered 200, an implausibly short time to first token, an engine rejection); a "
+        "leaker ran on the same node before the receiver ended, so its data may still have "
+        "been in the pages the receiver read (freed pages are not zeroed).",
     ),
 )
 
@@ -286,6 +295,9 @@ def build_context(
         row_limit=row_limit,
         reconstructed_nodes=_typed(ReconstructedNodeRow, rows(con, "report/reconstructed_nodes")),
         reconstructed=rebuilt,
+        node_evidence=_typed(NodeEvidenceRow, rows(con, "report/node_evidence")),
+        holes=_typed(HoleRow, rows(con, "report/ledger_holes", [row_limit])),
+        cleared=_typed(ClearedRow, rows(con, "report/cleared")),
     )
     con.execute(sql("report/cleanup"))
     facts = _facts(manifest, con, command, queries.used() if queries else {})

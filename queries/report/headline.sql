@@ -1,4 +1,7 @@
--- The headline figures of the report, from the exposures (ledger and confirmed) and screening.
+-- The headline figures of the report: from the exposures (ledger and confirmed) and screening;
+-- the notification lists' own counts (listed_*: every confidence, as the lists hold them); and
+-- the evidence each node was judged on (node_evidence), so that the summary never words a
+-- missing ledger as a ledger showing nothing.
 WITH p AS (SELECT * FROM report_exposure_pairs)
 SELECT
     (SELECT count(*) FROM exposures WHERE cross_account) AS cross_runs,
@@ -23,4 +26,21 @@ SELECT
     (SELECT count(*) FROM screening WHERE len(reasons) > 0 AND NOT ledger_covered)
         AS possible_receivers,
     (SELECT count(*) FROM requests) AS requests_total,
-    (SELECT count(*) FROM quarantine) AS quarantined_rows;
+    (SELECT count(*) FROM quarantine) AS quarantined_rows,
+    (SELECT count(DISTINCT request_id) FROM affected_requests WHERE side = 'receiving')
+        AS listed_receiving_requests,
+    (SELECT count(*) FROM affected_accounts WHERE side = 'receiving') AS listed_receiving_accounts,
+    (SELECT count(DISTINCT request_id) FROM affected_requests WHERE side = 'leaking')
+        AS listed_leaking_requests,
+    (SELECT count(*) FROM affected_accounts WHERE side = 'leaking') AS listed_leaking_accounts,
+    (SELECT count(*) FROM affected_accounts WHERE side = 'receiving' AND confidence = 'possible')
+        AS possible_receiving_accounts,
+    (SELECT count(*) FROM affected_accounts WHERE side = 'leaking' AND confidence = 'possible')
+        AS possible_leaking_accounts,
+    (SELECT count(*) FROM node_evidence) AS nodes_known,
+    (SELECT count(*) FROM node_evidence WHERE evidence = 'ledger') AS nodes_ledger,
+    (SELECT count(*) FROM node_evidence WHERE evidence = 'ledger-with-holes') AS nodes_holes,
+    (SELECT count(*) FROM node_evidence WHERE evidence = 'reconstructed') AS nodes_reconstructed,
+    (SELECT count(*) FROM node_evidence WHERE evidence = 'screening') AS nodes_screening,
+    (SELECT count(*) FROM ledger_holes) AS ledger_holes,
+    (SELECT count(*) FROM cleared_findings) AS cleared_findings;
