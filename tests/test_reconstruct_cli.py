@@ -11,6 +11,7 @@ import shutil
 from pathlib import Path
 
 import polars as pl
+from conftest import query
 
 from forensics.simulate.run import SimOptions, simulate
 
@@ -32,12 +33,16 @@ def test_reconstruct_analyze_report(tmp_path: Path, cli) -> None:  # type: ignor
     shutil.copytree(full, case, ignore=shutil.ignore_patterns("kv_events", "ground_truth"))
     db = tmp_path / "case.duckdb"
     assert cli("ingest", case, "--db", db)[0] == 0
+    assert cli("analyze", "--db", db)[0] == 1
+    screened_only = set(query(db, "SELECT side, account_id FROM affected_accounts"))
     code, out, _ = cli("reconstruct", "--db", db, "--allocator", "lifo", "--json")
     summary = json.loads(out)
     assert code == 1 and summary["cross_account_pairs"] > 0
     assert {n["allocator"] for n in summary["nodes"]} == {"lifo"}
     assert cli("reconstruct", "--db", db, "--orders", "0")[0] == 2  # usage error
     assert cli("analyze", "--db", db)[0] == 1
+    # reconstruction ranks and adds: every account screening listed is still listed
+    assert screened_only <= set(query(db, "SELECT side, account_id FROM affected_accounts"))
     assert cli("report", "--db", db, "--out", tmp_path / "out")[0] == 1
     truth = pl.read_csv(full / "ground_truth" / "accounts.csv", infer_schema_length=0)
     for side in ("receiving", "leaking"):

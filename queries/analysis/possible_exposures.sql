@@ -12,7 +12,9 @@
 --               arrived (its pages were freed most recently);
 --   earlier     received earlier since the node's pool was made (its data may persist in
 --               pages not handed out since).
--- Suspect reasons: $suspect_reasons (forensics.analysis.screening.SUSPECT_REASONS;
+-- A receiver the ledger found, on a node whose ledger has a hole before it ended, is a suspect
+-- too: the ledger may name an earlier writer of the pages it read where the true one's write
+-- was lost. Suspect reasons: $suspect_reasons (forensics.analysis.screening.SUSPECT_REASONS;
 -- deferred-release-timeout alone does not make a receiver). Reconstruction adds and ranks
 -- (reconstructed_exposures) and never removes a pair here; only what positive evidence cleared
 -- leaves (queries/analysis/cleared_findings.sql, made first).
@@ -30,7 +32,9 @@ WITH starts AS (
             WHERE st.node = s.decode_node AND st.started_at <= q.received_at) AS pool_since
     FROM screening s JOIN work.analysis_requests q USING (request_id)
     WHERE NOT s.ledger_covered AND s.decode_node IS NOT NULL
-      AND len(list_intersect(s.reasons, $suspect_reasons)) > 0
+      AND (len(list_intersect(s.reasons, $suspect_reasons)) > 0
+           OR s.coverage = 'ledger-hole' AND EXISTS (
+                  SELECT 1 FROM exposure_tokens e WHERE e.receiver_request_id = s.request_id))
 ), pairs AS (
     SELECT s.request_id AS receiver_request_id, s.account_id AS receiver_account_id,
            l.request_id AS leaker_request_id, l.account_id AS leaker_account_id,

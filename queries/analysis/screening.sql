@@ -13,8 +13,10 @@
 --   kv-checksum-mismatch, kv-canary-violation, deferred-release-timeout  engine evidence for it.
 -- ledger_covered: the ledger of its decode node spans its received_at, or logs it (from the
 -- analysis' pass over the ledger: queries/analysis/ledger_nodes.sql and codes.sql), and no
--- known hole of that ledger (ledger_holes, widened by a second for the clocks) meets its
--- activity, from received_at to completed_at (or its first token, or received_at). coverage
+-- known hole of that ledger (ledger_holes, widened by a second for the clocks) starts before
+-- it ended (completed_at, or its first token, or received_at): not only the reads a hole meets
+-- are lost, but also writes, and a write lost before a request's reads may be what it read,
+-- attributed by the ledger to an earlier writer or to none. coverage
 -- says which: ledger, ledger-hole, outside-ledger (the node has a ledger that does not reach
 -- the request) or no-ledger.
 DELETE FROM screening;
@@ -71,8 +73,7 @@ WITH pool AS (
            EXISTS (SELECT 1 FROM ledger_holes h
                    WHERE h.node = j.serving_decode_node
                      AND (h.first_ts IS NULL OR h.first_ts <= coalesce(
-                              j.completed_at, j.first_token_at, j.received_at) + INTERVAL 1 SECOND)
-                     AND (h.last_ts IS NULL OR h.last_ts >= j.received_at - INTERVAL 1 SECOND))
+                              j.completed_at, j.first_token_at, j.received_at) + INTERVAL 1 SECOND))
                AS in_hole
     FROM judged j
     LEFT JOIN evidence ev ON ev.request_id = j.request_id

@@ -31,7 +31,8 @@ SELECT
     (SELECT coalesce(map_from_entries(list({'k': node, 'v': evidence} ORDER BY node)), MAP {})
        FROM node_evidence) AS evidence_by_node,
     (SELECT coalesce(map_from_entries(list({'k': node, 'v': note} ORDER BY node)), MAP {})
-       FROM node_evidence WHERE evidence <> 'ledger') AS evidence_notes,
+       FROM node_evidence
+     WHERE evidence <> 'ledger' OR note NOT LIKE 'complete KV ledger, % event(s)') AS evidence_notes,
     (SELECT count(*) FROM ledger_holes) AS ledger_holes,
     (SELECT coalesce(map_from_entries(list({'k': side || ' ' || confidence, 'v': n})), MAP {})
        FROM (SELECT side, confidence, count(*) AS n FROM affected_accounts GROUP BY ALL))
