@@ -24,6 +24,7 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
+from forensics.arrow import table_of
 from forensics.ingest.discover import UNFINISHED, outside_case
 from forensics.ingest.result import FileCounts
 from forensics.sql import run_script, sql
@@ -87,9 +88,8 @@ def load_tap(
         )
     for rel in unfinished:
         rows.append(_unfinished_row(rel))
-    table = pa.Table.from_pylist(rows, schema=COLUMNS)
-    con.register("_tap_rows", table)
-    con.register("_tap_bad", pa.Table.from_pylist(quarantined, schema=_BAD))
+    con.register("_tap_rows", table_of(rows, COLUMNS))  # without pyarrow's pandas conversions
+    con.register("_tap_bad", table_of(quarantined, _BAD))
     try:
         run_script(con, sql("ingest/tap_reports_insert"))
     finally:
