@@ -7,6 +7,7 @@ A leaf module: it imports nothing from the command line, the pipeline or the sta
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
@@ -77,6 +78,56 @@ class Engine(StrEnum):
     VLLM = "vllm"
 
 
+@dataclass(frozen=True)
+class Bound:
+    """The values a numeric option takes: finite, from low to high (low itself only when
+    low_ok), and why a value above high is refused."""
+
+    low: float
+    high: float
+    low_ok: bool = True
+    above: str = "more than the toolkit is built for"
+
+
+_HOURS = "a run that long would take hours"
+_SEED = Bound(0, 2**32 - 1, above="a seed is a 32-bit number")
+# Every numeric option of every command, by flag (tests/test_custody.py walks them all).
+LIMITS: dict[str, Bound] = {
+    "--window-s": Bound(0, 90 * 86_400, low_ok=False, above="90 days is the longest window"),
+    "--ttft-factor": Bound(1, 1e6, above="no prefill is a million times faster than normal"),
+    "--workers": Bound(1, 1024, above="more workers than any machine has cores"),
+    "--orders": Bound(1, 10_000, above=f"{_HOURS}: each order drives the allocator again"),
+    "--skew-ms": Bound(0, 3_600_000, above="an hour of clock skew orders nothing"),
+    "--replay-budget": Bound(0, 1_000, above=f"{_HOURS}: each layout is a replay"),
+    "--requests": Bound(1, 10_000_000, above=_HOURS),
+    "--seed": _SEED,
+    "--scale": Bound(0, 100, low_ok=False, above=f"{_HOURS}: every size grows by it"),
+    "--days": Bound(0, 366, low_ok=False, above="a year is the longest traffic window"),
+    "--events": Bound(1, 2_000_000_000, above=_HOURS),
+    "--repeat": Bound(1, 100, above=_HOURS),
+}
+
+
+def check_number(flag: str, value: float) -> None:
+    """A UsageError (exit 2) naming the option, the value and the range when the value is not
+    finite or out of the option's range (LIMITS)."""
+    bound = LIMITS[flag]
+    low = _shown(bound.low) + ("" if bound.low_ok else " (excluded)")
+    where = f"from {low} to {_shown(bound.high)}"
+    if not math.isfinite(value):
+        raise UsageError(f"{flag} {value}: give a finite number, {where}")
+    if value < bound.low or (value == bound.low and not bound.low_ok):
+        raise UsageError(f"{flag} {_shown(value)} is too small: give a number {where}")
+    if value > bound.high:
+        raise UsageError(
+            f"{flag} {_shown(value)} is too large ({bound.above}): give a number {where}"
+        )
+
+
+def _shown(value: float) -> str:
+    return f"{int(value):,}" if value == int(value) and abs(value) < 1e18 else f"{value:g}"
+
+
 def _enum(kind: type[E], value: str | E, option: str) -> E:
     """`value` as a member of `kind`; a UsageError naming the option and the choices if not."""
     try:
@@ -126,8 +177,9 @@ class AnalysisOptions:
     ray: str | None = None  # Ray cluster address, or "local"; None: the local engine
 
     def __post_init__(self) -> None:
-        if self.workers < 1:
-            raise UsageError("--workers must be at least 1")
+        check_number("--window-s", self.window_s)
+        check_number("--ttft-factor", self.ttft_factor)
+        check_number("--workers", self.workers)
 
     def screening(self) -> ScreeningParams:
         return ScreeningParams(window_s=self.window_s, ttft_factor=self.ttft_factor)
@@ -148,10 +200,9 @@ class ReconstructOptions:
         object.__setattr__(self, "allocator", _enum(Allocator, self.allocator, "--allocator"))
         device = _enum(Device, self.replay_device, "--replay-device")
         object.__setattr__(self, "replay_device", device)
-        if self.replay_budget < 0:
-            raise UsageError("--replay-budget must be 0 or more")
-        if self.orders < 1:
-            raise UsageError("--orders must be at least 1")
+        check_number("--replay-budget", self.replay_budget)
+        check_number("--orders", self.orders)
+        check_number("--skew-ms", self.skew_ms)
 
 
 @dataclass(frozen=True)

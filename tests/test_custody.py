@@ -4,6 +4,7 @@ ingest reads it stops the ingest, naming it), for loaded files and an external l
 from __future__ import annotations
 
 import shutil
+from enum import Enum
 from pathlib import Path
 from typing import Any
 
@@ -248,3 +249,54 @@ def test_verify_reports_case_files_added_or_changed_since(
     assert code == 1
     assert "contents.jsonl: in the case folder but not in the manifest" in flat
     assert "input requests.csv:" in flat
+
+
+def numeric_options() -> list[tuple[str, str, list[str]]]:
+    """Every int or float option of every command: (command, flag, the arguments it needs)."""
+    from forensics.cli.app import command as root
+
+    found = []
+    for name, cmd in sorted(root().commands.items()):  # type: ignore[attr-defined]
+        needed: list[str] = []
+        numeric = []
+        for p in cmd.params:
+            kind = p.type_descriptor.annotation
+            first = (
+                next(iter(kind)).value if isinstance(kind, type) and issubclass(kind, Enum) else "x"
+            )
+            if p.param_type_name == "argument":
+                needed.append(first)
+            elif p.required:
+                needed += [p.opts[0], first]
+            if p.param_type_name == "option" and kind in (int, float):
+                numeric.append(p.opts[0])
+        found += [(name, flag, needed) for flag in numeric]
+    return found
+
+
+NUMERIC = numeric_options()
+BAD = ["nan", "inf", "-inf", "-5", "0", "1e18", "1000000000000000000"]
+
+
+def test_every_numeric_option_is_bounded() -> None:
+    from forensics.options import LIMITS
+
+    assert {flag for _, flag, _ in NUMERIC} == set(LIMITS)
+    assert len(NUMERIC) >= 12
+
+
+@pytest.mark.parametrize(("command", "flag", "needed"), NUMERIC)
+def test_a_numeric_option_out_of_range_is_refused(
+    command: str, flag: str, needed: list[str], cli: Any
+) -> None:
+    from forensics.options import LIMITS
+
+    bound = LIMITS[flag]
+    for value in BAD:
+        number = float(value)
+        if number == bound.low and bound.low_ok:
+            continue  # zero is a value this option takes (--seed 0, --skew-ms 0)
+        code, out, err = cli(command, *needed, flag, value)
+        text = " ".join((out + err).split())
+        assert code == 2, (command, flag, value, text)
+        assert flag in text and "Traceback" not in text and "internal error" not in text

@@ -11,13 +11,24 @@ that mean something different in different commands are listed in PER_COMMAND wi
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from forensics.cli.ray_option import LEDGER_HELP, RAY_HELP
-from forensics.options import Allocator, Bug, Device, Engine, Mix, OutputModel, SimAllocator
+from forensics.errors import UsageError
+from forensics.options import (
+    Allocator,
+    Bug,
+    Device,
+    Engine,
+    Mix,
+    OutputModel,
+    SimAllocator,
+    check_number,
+)
 
 # Flags whose meaning differs between commands, each command with its own alias below.
 PER_COMMAND = {
@@ -37,6 +48,22 @@ _SERVED_HELP = (
     "The request log's name for the replay model, when it differs from the org/name or folder "
     "name; only runs with the logged model raise confidence."
 )
+
+
+def checked(flag: str) -> Callable[[float | None], float | None]:
+    """The option's callback: its value checked against forensics.options.LIMITS (exit 2 with
+    the range when it is not finite or out of range), before the command runs."""
+
+    def check(value: float | None) -> float | None:
+        if value is not None:
+            try:
+                check_number(flag, value)
+            except UsageError as exc:
+                raise typer.BadParameter(str(exc)) from None
+        return value
+
+    return check
+
 
 # --- the case, the database, the output ------------------------------------------------------
 CaseDir = Annotated[Path, typer.Argument(help="Case folder with requests, kv_events, nodes, ...")]
@@ -102,6 +129,7 @@ WindowS = Annotated[
     float,
     typer.Option(
         "--window-s",
+        callback=checked("--window-s"),
         help="Screening: seconds before a suspect in which requests on the same decode node "
         "are possible leakers.",
     ),
@@ -110,11 +138,14 @@ TtftFactor = Annotated[
     float,
     typer.Option(
         "--ttft-factor",
+        callback=checked("--ttft-factor"),
         help="Screening: flag a time to first token this many times shorter than the node's "
         "normal prefill rate predicts.",
     ),
 ]
-Workers = Annotated[int, typer.Option("--workers", help="Nodes swept in parallel.")]
+Workers = Annotated[
+    int, typer.Option("--workers", callback=checked("--workers"), help="Nodes swept in parallel.")
+]
 
 # --- replay ------------------------------------------------------------------------------------
 ReplayModel = Annotated[
@@ -153,13 +184,16 @@ ReconstructAllocator = Annotated[
 Orders = Annotated[
     int,
     typer.Option(
-        "--orders", help="Orders of events explored per node where the timestamps do not decide."
+        "--orders",
+        callback=checked("--orders"),
+        help="Orders of events explored per node where the timestamps do not decide.",
     ),
 ]
 SkewMs = Annotated[
     float,
     typer.Option(
         "--skew-ms",
+        callback=checked("--skew-ms"),
         help="Operations closer than this (clock resolution and skew between the gateway and "
         "the nodes) are not ordered by their timestamps.",
     ),
@@ -167,7 +201,9 @@ SkewMs = Annotated[
 ReplayBudget = Annotated[
     int,
     typer.Option(
-        "--replay-budget", help="Layouts replayed per stub receiver, most frequent first."
+        "--replay-budget",
+        callback=checked("--replay-budget"),
+        help="Layouts replayed per stub receiver, most frequent first.",
     ),
 ]
 
@@ -176,14 +212,25 @@ SimOut = Annotated[
     Path,
     typer.Argument(help="Case folder to create (replaced if it is a simulated case folder)."),
 ]
-Requests = Annotated[int, typer.Option("--requests", help="Number of requests to simulate.")]
+Requests = Annotated[
+    int,
+    typer.Option(
+        "--requests", callback=checked("--requests"), help="Number of requests to simulate."
+    ),
+]
 SimSeed = Annotated[
-    int, typer.Option("--seed", help="Random seed; the same seed gives the same files.")
+    int,
+    typer.Option(
+        "--seed",
+        callback=checked("--seed"),
+        help="Random seed; the same seed gives the same files.",
+    ),
 ]
 Scale = Annotated[
     float,
     typer.Option(
         "--scale",
+        callback=checked("--scale"),
         help="Shrink every size (context, pools, lengths) by this factor, e.g. 0.001 for a "
         "small sample.",
     ),
@@ -203,7 +250,12 @@ FixedAt = Annotated[
         help="ISO-8601 time (with offset) after which over-long prompts are refused with HTTP 400.",
     ),
 ]
-Days = Annotated[float, typer.Option("--days", help="Length of the traffic window in days.")]
+Days = Annotated[
+    float,
+    typer.Option(
+        "--days", callback=checked("--days"), help="Length of the traffic window in days."
+    ),
+]
 NoTruth = Annotated[
     bool,
     typer.Option(
@@ -231,7 +283,10 @@ SimPool = Annotated[
 ]
 
 # --- bench -------------------------------------------------------------------------------------
-Events = Annotated[int, typer.Option("--events", help="About how many ledger events.")]
+Events = Annotated[
+    int,
+    typer.Option("--events", callback=checked("--events"), help="About how many ledger events."),
+]
 BenchMix = Annotated[
     Mix,
     typer.Option(
@@ -245,11 +300,14 @@ Repeat = Annotated[
     int,
     typer.Option(
         "--repeat",
+        callback=checked("--repeat"),
         help="Time the analysis and the scan floor this many times each, alternating, each in "
         "a fresh process; the figures are the median runs (every run is in --json's runs_s).",
     ),
 ]
-BenchSeed = Annotated[int, typer.Option("--seed", help="Simulator seed.")]
+BenchSeed = Annotated[
+    int, typer.Option("--seed", callback=checked("--seed"), help="Simulator seed.")
+]
 MemoryLimit = Annotated[
     str | None,
     typer.Option("--memory-limit", help="DuckDB memory limit for ingest and analysis, e.g. 2GB."),
