@@ -56,6 +56,7 @@ def investigate(
     started = utc_now()
     check_options(options)
     check_case(case_dir)
+    check_apart(case_dir, out_dir)
     out_dir = check_out(out_dir)
     with staged(out_dir) as staging:
         ctx = _run(case_dir, staging, options, progress, started)
@@ -95,6 +96,23 @@ def check_case(case_dir: Path) -> None:
         raise UsageError(f"{case_dir} is a file; give the case folder that holds it")
     if not case_dir.is_dir():
         raise UsageError(f"case folder not found: {case_dir}")
+
+
+def check_apart(case_dir: Path, out_dir: Path) -> None:
+    """OUT neither inside the case folder (the evidence would then hold the run's own outputs,
+    which a later ingest lists, and verify reports as added) nor holding it (OUT is replaced
+    whole)."""
+    case, out = case_dir.resolve(), out_dir.resolve()
+    if out == case or out.is_relative_to(case):
+        raise UsageError(
+            f"--out {out_dir} is inside the case folder {case_dir}: the run's outputs would "
+            "mix with the evidence; give an output folder outside the case folder"
+        )
+    if case.is_relative_to(out):
+        raise UsageError(
+            f"the case folder {case_dir} is inside --out {out_dir}, which a run replaces "
+            "whole; give an output folder outside the case folder"
+        )
 
 
 def check_options(options: InvestigateOptions) -> None:

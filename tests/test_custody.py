@@ -300,3 +300,14 @@ def test_a_numeric_option_out_of_range_is_refused(
         text = " ".join((out + err).split())
         assert code == 2, (command, flag, value, text)
         assert flag in text and "Traceback" not in text and "internal error" not in text
+
+
+@pytest.mark.parametrize("where", ["inside", "same", "holding"])
+def test_out_inside_the_case_folder_is_refused(tmp_path: Path, cli: Any, where: str) -> None:
+    case = small_case(tmp_path)
+    out = {"inside": case / "out", "same": case, "holding": tmp_path}[where]
+    before = sorted(p.name for p in case.iterdir())
+    code, text, err = cli("investigate", case, "--out", out)
+    flat = " ".join((text + err).split())
+    assert code == 2 and "outside the case folder" in flat, flat
+    assert sorted(p.name for p in case.iterdir()) == before
