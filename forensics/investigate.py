@@ -10,7 +10,14 @@ from forensics.context import RunContext, StageResult
 from forensics.db import connect
 from forensics.errors import UsageError
 from forensics.ingest.result import IngestResult
-from forensics.manifest import build_manifest, output_files, utc_now, write_manifest
+from forensics.manifest import (
+    SIDECARS,
+    anchor,
+    build_manifest,
+    output_files,
+    utc_now,
+    write_manifest,
+)
 from forensics.notify.deadlines import check_aware_at, load_rules
 from forensics.options import Device, InvestigateOptions
 from forensics.outdir import check_out, staged
@@ -30,6 +37,12 @@ class InvestigateResult:
     ingest: IngestResult | None = None
 
     @property
+    def manifest_sha256(self) -> str:
+        """The manifest's own SHA-256, as the run wrote it beside the manifest."""
+        text = (self.out_dir / SIDECARS[0]).read_text(encoding="utf-8")
+        return text.split()[0] if text.strip() else ""
+
+    @property
     def stages(self) -> dict[str, dict[str, Any]]:
         """Each stage's summary, as manifest.json records it."""
         return {name: result.summary for name, result in self.results.items()}
@@ -45,6 +58,7 @@ class InvestigateResult:
             "stages": self.stages,
             "tables": {name: list(result.tables) for name, result in self.results.items()},
             "written": [str(p) for p in self.written],
+            "manifest_sha256": self.manifest_sha256,
         }
 
 
@@ -88,6 +102,8 @@ def _run(
             con.close()
     manifest_path = ctx.wrote(staging / "manifest.json")
     write_manifest(manifest_path, _manifest(ctx, options, started))
+    anchor(manifest_path)
+    ctx.wrote(staging / SIDECARS[0])
     return ctx
 
 

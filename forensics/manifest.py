@@ -7,18 +7,53 @@ apart from those four fields."""
 from __future__ import annotations
 
 import json
+import os
 import platform
 from datetime import UTC, datetime
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 from forensics import __version__
 from forensics.hashing import sha256_file
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 MANIFEST = "manifest.json"
 # Beside the manifest: its SHA-256, and its signature where the examiner gave a key.
 SIDECARS = ("manifest.json.sha256", "manifest.json.sig")
+
+
+# The libraries whose versions shape a result, recorded where installed.
+LIBRARIES = ("duckdb", "polars", "pyarrow", "numba", "numpy", "torch", "transformers")
+
+
+def library_versions() -> dict[str, str]:
+    found = {}
+    for name in LIBRARIES:
+        try:
+            found[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return found
+
+
+def custody() -> dict[str, str | None]:
+    """Who ran the analysis, for which case, on which machine: the examiner and the case or
+    ticket reference from KVFORENSICS_EXAMINER and KVFORENSICS_CASE_REF (None when unset)."""
+    return {
+        "examiner": os.environ.get("KVFORENSICS_EXAMINER") or None,
+        "case_ref": os.environ.get("KVFORENSICS_CASE_REF") or None,
+        "host": platform.node(),
+    }
+
+
+def anchor(path: Path) -> str:
+    """Write the manifest's own SHA-256 beside it (SIDECARS[0], as sha256sum writes it) and
+    return it: printed at the end of the run, it lets the examiner show later that the
+    manifest, and so every checksum in it, is the one the run wrote."""
+    digest = sha256_file(path)
+    (path.parent / SIDECARS[0]).write_text(f"{digest}  {path.name}\n", encoding="utf-8")
+    return digest
 
 
 def utc_now() -> str:
@@ -63,7 +98,8 @@ def build_manifest(
         "queries": queries,
         "stages": stages,
         "outputs": sorted(outputs, key=lambda o: str(o["path"])),
-        "environment": {"python": platform.python_version()},
+        "environment": {"python": platform.python_version(), "libraries": library_versions()},
+        "custody": custody(),
     }
 
 

@@ -159,6 +159,7 @@ def verify(out_dir: Path, case_dir: Path | None = None) -> Verification:
         why = "not in the manifest" + ("; a symbolic link or not a file" if rel in others else "")
         if not any(rel.startswith(o + "/") for o in others):
             result.differences.append(Difference("output", rel, why))
+    _anchored(out_dir, manifest, result)
     inputs = manifest.get("inputs") or []
     if inputs and (case is None or not case.is_dir()):
         result.differences.append(
@@ -170,6 +171,22 @@ def verify(out_dir: Path, case_dir: Path | None = None) -> Verification:
     if case is not None and case.is_dir():
         _added(case, manifest, result)
     return result
+
+
+def _anchored(out_dir: Path, manifest: dict[str, Any], result: Verification) -> None:
+    """The manifest is the one the run anchored: its SHA-256 is the one in the sidecar the run
+    wrote beside it (a manifest of schema 3 or later must have one)."""
+    sidecar = out_dir / SIDECARS[0]
+    result.checked += 1
+    if sidecar.is_symlink() or not sidecar.is_file():
+        if int(manifest.get("schema_version") or 0) >= 3:
+            result.differences.append(Difference("output", SIDECARS[0], "missing"))
+        return
+    words = sidecar.read_text(encoding="utf-8", errors="replace").split()
+    if not words or words[0] != sha256_file(out_dir / MANIFEST):
+        result.differences.append(
+            Difference("output", MANIFEST, f"SHA-256 differs from the one in {SIDECARS[0]}")
+        )
 
 
 def _link_on_the_way(rel: str, others: set[str]) -> str | None:

@@ -311,3 +311,33 @@ def test_out_inside_the_case_folder_is_refused(tmp_path: Path, cli: Any, where: 
     flat = " ".join((text + err).split())
     assert code == 2 and "outside the case folder" in flat, flat
     assert sorted(p.name for p in case.iterdir()) == before
+
+
+def test_the_manifest_is_anchored_and_names_examiner_case_host_and_libraries(
+    tmp_path: Path, cli: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import hashlib
+    import json
+
+    monkeypatch.setenv("KVFORENSICS_EXAMINER", "A. Examiner")
+    monkeypatch.setenv("KVFORENSICS_CASE_REF", "TICKET-47")
+    case = small_case(tmp_path)
+    out = tmp_path / "out"
+    code, text, err = cli("investigate", case, "--out", out)
+    assert code in (0, 1), err
+    digest = hashlib.sha256((out / "manifest.json").read_bytes()).hexdigest()
+    assert (out / "manifest.json.sha256").read_text() == f"{digest}  manifest.json\n"
+    assert digest in " ".join((text + err).split())
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["custody"]["examiner"] == "A. Examiner"
+    assert manifest["custody"]["case_ref"] == "TICKET-47" and manifest["custody"]["host"]
+    assert {"duckdb", "polars", "pyarrow", "numpy"} <= set(manifest["environment"]["libraries"])
+    assert cli("verify", out, "--case", case)[0] == 0
+    # a manifest edited afterwards (its outputs' checksums unchanged) no longer matches its anchor
+    manifest["custody"]["examiner"] = "Somebody Else"
+    (out / "manifest.json").write_text(json.dumps(manifest))
+    code, text, err = cli("verify", out, "--case", case)
+    assert code == 1 and "manifest.json.sha256" in " ".join((text + err).split())
+    (out / "manifest.json.sha256").unlink()
+    code, text, err = cli("verify", out, "--case", case)
+    assert code == 1 and "manifest.json.sha256: missing" in " ".join((text + err).split())

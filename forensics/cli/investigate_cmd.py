@@ -59,4 +59,9 @@ def investigate(
         emit_json(result.to_json())
     else:
         print_investigation(console, result)
+        console.print(
+            f"manifest.json SHA-256 {result.manifest_sha256} (also in manifest.json.sha256); "
+            "keep it with the case notes",
+            markup=False,
+        )
     finish(result.findings)
