@@ -123,7 +123,7 @@ class CaseBuilder:
         )
 
     def screened(self, rid: str, reasons: list[str]) -> None:
-        self.screening.append((rid, "acct", None, None, reasons, None, None, True))
+        self.screening.append((rid, "acct", None, None, reasons, None, None, True, "ledger"))
 
     def affected_request(self, side: str, rid: str, account: str) -> None:
         self.affected.append((side, rid, account, "ledger", 5, 1, T0, T0, None))  # no support

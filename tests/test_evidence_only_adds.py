@@ -220,6 +220,9 @@ def test_a_batch_the_tap_dropped_is_a_hole_and_its_stub_stays_listed(tmp_path: P
     }
     (case / "tap" / "gaps-decode-1-0000000000-4242.jsonl").write_text(json.dumps(gap) + "\n")
     db = tmp_path / "case.duckdb"
+    notes = ingest_case(case, db).notes
+    assert any("the tap dropped 1 batch(es)" in n and "decode-1" in n for n in notes)
+    db.unlink()
     _, _, summary = _lists(case, db)
     coverage, covered, found = _screened(db)
     assert (coverage, covered) == ("ledger-hole", False)

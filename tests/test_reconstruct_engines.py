@@ -103,9 +103,13 @@ def _truth(folder: Path, side: str) -> tuple[set[str], set[str]]:
     return set(df["request_id"]), set(df["account_id"])
 
 
-def _found(con: duckdb.DuckDBPyConnection, side: str) -> tuple[set[str], set[str], set[str]]:
+def _found(
+    con: duckdb.DuckDBPyConnection, side: str, level: str | None = None
+) -> tuple[set[str], set[str], set[str]]:
     rows = con.execute(
-        "SELECT request_id, account_id, confidence FROM affected_requests WHERE side = ?", [side]
+        "SELECT request_id, account_id, confidence FROM affected_requests "
+        "WHERE side = ? AND confidence = coalesce(?, confidence)",
+        [side, level],
     ).fetchall()
     return {r for r, _, _ in rows}, {a for _, a, _ in rows}, {c for _, _, c in rows}
 
@@ -118,15 +122,17 @@ def _withheld(full: Path, tmp_path: Path) -> duckdb.DuckDBPyConnection:
 
 
 def _check_against_truth(con: duckdb.DuckDBPyConnection, truth: Path) -> None:
-    """Receiving recall 1.0 (requests and accounts); leaking recall 1.0 and account precision
-    at least 0.9; every listed party `reconstructed`."""
+    """Receiving recall 1.0 (requests and accounts); leaking recall 1.0; the parties listed as
+    `reconstructed` have account precision at least 0.9; what reconstruction did not find but
+    screening did stays `possible` (evidence only adds)."""
     for side in ("receiving", "leaking"):
         want_req, want_acc = _truth(truth, side)
         got_req, got_acc, confidence = _found(con, side)
         assert want_req and want_req <= got_req, side
         assert want_acc <= got_acc, side
-        assert len(want_acc & got_acc) / len(got_acc) >= 0.9, side
-        assert confidence == {"reconstructed"}
+        rebuilt = _found(con, side, "reconstructed")[1]
+        assert rebuilt and len(want_acc & rebuilt) / len(rebuilt) >= 0.9, side
+        assert confidence <= {"reconstructed", "possible"}
 
 
 def test_lifo_reconstruction_without_ledger_finds_the_ground_truth(tmp_path: Path) -> None:
@@ -153,8 +159,9 @@ def test_lifo_reconstruction_without_ledger_finds_the_ground_truth(tmp_path: Pat
         _check_against_truth(con, full / "ground_truth")
         stubs = con.execute("SELECT count(*) FROM reconstructed_requests WHERE stub").fetchone()
         assert stubs is not None and stubs[0] > 0
-        # the suspects the reconstruction replayed get no window pairs any more
-        assert con.execute("SELECT count(*) FROM possible_exposures").fetchone() == (0,)
+        # reconstruction ranks and adds: the suspects it replayed keep their screening pairs
+        (pairs,) = con.execute("SELECT count(*) FROM possible_exposures").fetchone()
+        assert pairs > 0
     finally:
         con.close()
 

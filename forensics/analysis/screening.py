@@ -31,6 +31,7 @@ from dataclasses import asdict
 import duckdb
 
 from forensics.analysis.fetch import make_ledger_nodes
+from forensics.ledger.store import ledger_meta
 from forensics.options import ScreeningParams
 from forensics.sql import run_script, sql, tables
 
@@ -60,11 +61,12 @@ def screen(
     if "engine_evidence" not in tables(con):
         run_script(con, sql("analysis/engine_evidence_empty"))  # a case database without logs
     bound = {**asdict(params), "suspect_reasons": list(SUSPECT_REASONS)}
-    run_script(con, sql("analysis/ledger_holes"))
-    if "tap_reports" in tables(con):
+    external = ledger_meta(con) is not None
+    run_script(con, sql("analysis/ledger_holes_external" if external else "analysis/ledger_holes"))
+    if "tap_reports" in tables(con) and con.execute(sql("analysis/tap_reported")).fetchall():
         run_script(con, sql("analysis/ledger_holes_tap"))
     for name in SCREENING_QUERIES:
-        run_script(con, sql(name), bound)
+        run_script(con, sql(name), {**bound, "external": external})
 
 
 # In order: the suspects and how the ledger covers them, what positive evidence cleared, the

@@ -426,6 +426,8 @@ def _stored_result(
 
 def input_notes(con: duckdb.DuckDBPyConnection) -> list[str]:
     """Warnings that change what the analysis sees: a node with seq on some rows only (its
-    events ordered by ts), columns not in the contract (not loaded)."""
+    events ordered by ts), columns not in the contract (not loaded), what the tap's reports say
+    it could not record."""
     order = [r[0] for r in con.execute(sql("ingest/order_notes")).fetchall()]
-    return order + columns.notes(con)
+    tap = [r[0] for r in con.execute(sql("ingest/tap_notes")).fetchall()]
+    return order + columns.notes(con) + tap

@@ -46,7 +46,8 @@ WITH served AS (
            coalesce(u.n, 0) AS uncovered_requests,
            a.node IN (SELECT node FROM reconstructed_nodes) AS reconstructed,
            l.node IS NOT NULL AS has_ledger, k.reason AS skip_reason,
-           a.node IN (SELECT node FROM numbering) AS odd_numbering
+           a.node IN (SELECT node FROM numbering) AS odd_numbering,
+           $external AS external
     FROM all_nodes a
     LEFT JOIN roles r USING (node)
     LEFT JOIN counts c USING (node)
@@ -80,6 +81,10 @@ SELECT node, role, requests, ledger_events, ledger_first_ts, ledger_last_ts, hol
            ELSE 'no KV ledger and no reconstruction (run kvforensics reconstruct, or record a '
                 'ledger with kvforensics tap); judged from the gateway log and node facts only'
        END
+       || CASE WHEN has_ledger AND external
+               THEN '; its ledger is kept outside the database, where seq gaps are not looked '
+                    'for (only the tap''s own reports of what it lost)'
+               ELSE '' END
        || CASE WHEN odd_numbering
                THEN '; its ledger''s seq is not one consecutive count per recording process, '
                     'so lost events cannot be told from it'
