@@ -98,7 +98,7 @@ def test_bench_both_mixes_alternating(cli, tmp_path) -> None:
 
 def test_bench_repeat_must_be_positive(cli, tmp_path) -> None:
     code, _, err = cli("bench", "--events", "2000", "--repeat", "0", "--workdir", str(tmp_path))
-    assert code == 2 and "--repeat must be at least 1" in err
+    assert code == 2 and "--repeat 0 is too small: give a number from 1" in err
     with pytest.raises(UsageError, match="--mix must be one of short, long$"):
         run_bench(BenchOptions(mix="both"))
 
