@@ -59,7 +59,7 @@ REQUESTS = TableContract(
     _cols(
         "request_id:str! account_id:str! model:str! received_at:ts! first_token_at:ts "
         "completed_at:ts http_status:int! prompt_tokens:int! completion_tokens:int "
-        "prefill_node:str decode_node:str node:str response_sha256:str"
+        "prefill_node:str decode_node:str node:str response_sha256:str cached_tokens:int"
     ),
     key="request_id",
 )

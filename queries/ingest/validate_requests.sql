@@ -8,6 +8,7 @@ WITH t AS (
            kvf_ts(completed_at, $assume_utc) AS v_completed_at,
            kvf_int(http_status) AS v_http_status, kvf_int(prompt_tokens) AS v_prompt_tokens,
            kvf_int(completion_tokens) AS v_completion_tokens,
+           kvf_int(cached_tokens) AS v_cached_tokens,
            kvf_str(response_sha256) AS v_response_sha256
     FROM staged
 )
@@ -35,6 +36,8 @@ SELECT src_row,
         WHEN completion_tokens IS NOT NULL AND (v_completion_tokens IS NULL OR v_completion_tokens < 0)
             THEN kvf_bad('completion_tokens', completion_tokens,
                          'completion_tokens must be an integer >= 0')
+        WHEN cached_tokens IS NOT NULL AND (v_cached_tokens IS NULL OR v_cached_tokens < 0)
+            THEN kvf_bad('cached_tokens', cached_tokens, 'cached_tokens must be an integer >= 0')
         WHEN v_response_sha256 IS NOT NULL
              AND NOT regexp_full_match(v_response_sha256, '[0-9a-fA-F]{64}')
             THEN kvf_bad('response_sha256', response_sha256, 'response_sha256 must be 64 hex digits')
@@ -44,5 +47,6 @@ SELECT src_row,
     v_completed_at AS completed_at, TRY_CAST(v_http_status AS INTEGER) AS http_status,
     v_prompt_tokens AS prompt_tokens, v_completion_tokens AS completion_tokens,
     kvf_str(prefill_node) AS prefill_node, kvf_str(decode_node) AS decode_node,
-    kvf_str(node) AS node, lower(v_response_sha256) AS response_sha256
+    kvf_str(node) AS node, lower(v_response_sha256) AS response_sha256,
+    v_cached_tokens AS cached_tokens
 FROM t

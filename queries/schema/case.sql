@@ -19,7 +19,9 @@ CREATE TABLE IF NOT EXISTS requests (
     node              VARCHAR,  -- the engine instance, for non-disaggregated serving
     response_sha256   VARCHAR,  -- SHA-256 of the delivered output token ids, ','-joined decimal
     src_file          VARCHAR NOT NULL,  -- input file, relative to the case folder
-    src_row           BIGINT NOT NULL  -- data row in that file (JSON Lines: line number)
+    src_row           BIGINT NOT NULL,  -- data row in that file (JSON Lines: line number)
+    cached_tokens     BIGINT  -- prompt tokens the engine reported as served from its prefix
+                              -- cache (usage.prompt_tokens_details.cached_tokens)
 );
 
 -- The engines' KV ledgers, one row per page/slot event.
@@ -111,3 +113,6 @@ CREATE TABLE IF NOT EXISTS case_meta (
     key   VARCHAR NOT NULL,  -- fact name
     value VARCHAR NOT NULL  -- JSON value
 );
+
+-- Case databases made before the request log could carry cached_tokens get the column.
+ALTER TABLE requests ADD COLUMN IF NOT EXISTS cached_tokens BIGINT;
