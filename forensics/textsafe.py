@@ -1,9 +1,12 @@
 """Making values safe where they are shown: CSV cells, HTML and Markdown.
 
-- CSV: a text cell that a spreadsheet would run as a formula (its first character after any
-  leading spaces is =, +, -, @, TAB or CR) gets a leading apostrophe, as the SQL macro
-  `kvf_csv_cell` does for CSV files written by DuckDB; a field holding a comma, a quote, CR or
-  LF is quoted (a lone CR too, which Python's csv module leaves bare).
+- CSV: a text cell has its backslashes doubled and its control characters (C0 controls but TAB,
+  LF and CR included, DEL, C1 controls) and bidirectional marks, embeddings, overrides and
+  isolates written as escapes (\\n, \\r, \\u202e: csv_text), so that a record is one line and
+  a value cannot reorder or hide the cells around it; then a cell that a spreadsheet would run
+  as a formula (its first character after any leading spaces is =, +, -, @ or TAB) gets a
+  leading apostrophe. The SQL macro `kvf_csv_cell` (queries/schema/macros.sql) applies the same
+  rule to the CSV files written by DuckDB; a field holding a comma or a quote is quoted.
 - HTML and Markdown: control characters (C0/C1 controls such as NUL, and the bidirectional
   overrides and isolates U+202A-U+202E, U+2066-U+2069, U+200E, U+200F, U+061C) are shown as
   escapes (\\n, \\u202e), so a value cannot reorder or hide the text around it.
@@ -16,22 +19,36 @@ import re
 from collections.abc import Iterable
 from typing import IO, Any
 
-_FORMULA = re.compile(r"^[ ]*[=+\-@\t\r]")
+_FORMULA = re.compile(r"^[ ]*[=+\-@\t]")
 _BIDI = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 _CONTROL_HTML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f" + _BIDI + "]")
 _CONTROL_ALL = re.compile("[\x00-\x1f\x7f-\x9f" + _BIDI + "]")
+_CONTROL_CSV = re.compile("[\\\\\x00-\x08\x0a-\x1f\x7f-\x9f" + _BIDI + "]")
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]!|~{}])")
 _MD_HTML = {"<": "&lt;", ">": "&gt;", "&": "&amp;"}
 
 
+def _escape_csv(match: re.Match[str]) -> str:
+    char = match.group(0)
+    return "\\\\" if char == "\\" else _escape_control(match)
+
+
+def csv_text(text: str) -> str:
+    """Text with backslashes doubled and controls (TAB aside) and bidirectional-format
+    characters written as escapes (\\n, \\r, \\u202e), as kvf_csv_text does in SQL."""
+    return _CONTROL_CSV.sub(_escape_csv, text)
+
+
 def csv_cell(value: Any) -> Any:
-    """A CSV text cell with formula-looking text neutralised (None becomes empty)."""
+    """A CSV text cell escaped (csv_text) with formula-looking text neutralised (None becomes
+    empty); other values are left as they are."""
     if value is None:
         return ""
-    if isinstance(value, str) and _FORMULA.match(value):
-        return "'" + value
-    return value
+    if not isinstance(value, str):
+        return value
+    text = csv_text(value)
+    return "'" + text if _FORMULA.match(text) else text
 
 
 def _field(value: Any) -> str:

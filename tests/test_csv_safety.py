@@ -11,13 +11,19 @@ from pathlib import Path
 
 import pytest
 
+from forensics.textsafe import csv_text
+
 FORMULA_FIRST = ("=", "+", "-", "@", "\t", "\r")
 HOSTILE_NAME = "  +SUM(A1) \u202eevil\u2066 *bold* [x](http://e.example) <b>\r\nnext"
 ACCOUNTS = [  # (account_id, name) pairs: receiver, leaker
     ('=HYPERLINK("http://e.example")', HOSTILE_NAME),
-    ("@cmd", "-2+3\x00nul"),
+    ("@cmd\u202etxt.exe", "-2+3\x00nul"),  # shown as @cmdexe.txt where U+202E acts
 ]
-REQUESTS = ["\t=1+1", "-5"]
+REQUESTS = ["\t=1+1", "-5\u2067\\x\x85"]
+# what no CSV file may hold: C0 controls but TAB, DEL, C1 controls, bidirectional formatting
+CSV_FORBIDDEN = [chr(c) for c in (*range(0x09), *range(0x0A, 0x20), *range(0x7F, 0xA0))] + list(
+    "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+)
 
 
 @pytest.fixture(scope="module")
@@ -121,28 +127,60 @@ def test_every_csv_parses_with_one_width_and_no_formula(out: Path) -> None:
                     assert not cell.lstrip(" ").startswith(FORMULA_FIRST), (path.name, cell)
 
 
-def test_cr_and_lf_inside_values_are_quoted(out: Path) -> None:
-    raw = (out / "timeline.csv").read_bytes()
-    # each physical line ending is LF; a CR only ever sits inside a quoted field
+def test_controls_and_bidi_marks_are_escaped_in_every_csv(out: Path) -> None:
+    files = sorted(out.rglob("*.csv"))
+    for path in files:
+        text = path.read_bytes().decode("utf-8")
+        for char in CSV_FORBIDDEN:
+            assert char not in text.replace("\n", ""), (path.name, repr(char))  # LF ends a record
+        with path.open(newline="", encoding="utf-8") as handle:
+            assert len(text.splitlines()) == len(list(csv.reader(handle))), path.name
+    # each record is one physical line: a CR or LF in a value is written as \r or \n
     with (out / "timeline.csv").open(newline="", encoding="utf-8") as handle:
         rows = list(csv.reader(handle))
-    assert any("-node\r1" in cell for row in rows for cell in row)
-    assert b'"\'-node\r1"' in raw  # a lone CR is quoted too
+    raw = (out / "timeline.csv").read_bytes()
+    assert len(raw.splitlines()) == len(rows)
+    assert any("'-node\\r1" == cell for row in rows for cell in row)
     names = {
         r[2]
         for r in csv.reader(
             (out / "notifications" / "receiving_accounts.csv").open(newline="", encoding="utf-8")
         )
     }
-    # the value as ingest keeps it (without the blanks around it), neutralised, with its CR LF
-    assert "'" + HOSTILE_NAME.strip(" ") in names
+    # the value as ingest keeps it (without the blanks around it), neutralised, its CR LF and
+    # bidirectional controls written as escapes
+    expected = "'+SUM(A1) \\u202eevil\\u2066 *bold* [x](http://e.example) <b>\\r\\nnext"
+    assert expected == "'" + csv_text(HOSTILE_NAME.strip(" "))
+    assert expected in names
+
+
+def test_an_account_id_with_a_bidi_override_is_shown_as_it_is(out: Path) -> None:
+    """U+202E in an account id would make a spreadsheet or Timesketch show '@cmdexe.txt': the
+    CSV shows the escape instead, and the JSON keeps the exact value."""
+    leaker = ACCOUNTS[1][0]
+    shown = "'@cmd\\u202etxt.exe"
+    for name in ("leaking_accounts.csv", "affected_requests.csv"):
+        with (out / "notifications" / name).open(newline="", encoding="utf-8") as handle:
+            ids = {r["account_id"] for r in csv.DictReader(handle)}
+        assert shown in ids, name
+    with (out / "timeline.csv").open(newline="", encoding="utf-8") as handle:
+        cells = {
+            c for r in csv.DictReader(handle) for c in (r["account_id"], r["other_account_id"])
+        }
+    assert shown in cells
+    # a backslash is doubled, so an escape reads one way: \\x is the text, \u0085 the control
+    with (out / "notifications" / "affected_requests.csv").open(newline="") as handle:
+        requests = {r["request_id"] for r in csv.DictReader(handle)}
+    assert "'-5\\u2067\\\\x\\u0085" in requests
+    kept = json.loads((out / "notifications" / "leaking_accounts.json").read_text())
+    assert leaker in {r["account_id"] for r in kept}
 
 
 def test_neutralised_values_keep_their_text(out: Path) -> None:
     with (out / "notifications" / "affected_requests.csv").open(newline="") as handle:
         rows = list(csv.DictReader(handle))
-    assert {r["request_id"] for r in rows} == {"'" + REQUESTS[0], "'" + REQUESTS[1]}
-    assert {r["account_id"] for r in rows} == {"'" + a for a, _ in ACCOUNTS}
+    assert {r["request_id"] for r in rows} == {"'" + csv_text(r) for r in REQUESTS}
+    assert {r["account_id"] for r in rows} == {"'" + csv_text(a) for a, _ in ACCOUNTS}
     json_rows = json.loads((out / "notifications" / "affected_requests.json").read_text())
     assert {r["request_id"] for r in json_rows} == set(REQUESTS)  # JSON keeps values as they are
     with (out / "quarantine.csv").open(newline="") as handle:
@@ -167,3 +205,49 @@ def test_html_and_markdown_show_controls_escaped(out: Path) -> None:
     assert "\\u202eevil" in html and "<b>" not in html
     report = (out / "report.html").read_text()
     assert "\\u202e" in report or "evil" not in report
+
+
+def _unescape(text: str) -> str:
+    """The inverse of the CSV escape rule as the README states it."""
+    named = {"\\": "\\", "n": "\n", "r": "\r"}
+    out, i = [], 0
+    while i < len(text):
+        if text[i] != "\\":
+            out.append(text[i])
+            i += 1
+        elif text[i + 1] == "u":
+            out.append(chr(int(text[i + 2 : i + 6], 16)))
+            i += 6
+        else:
+            out.append(named[text[i + 1]])
+            i += 2
+    return "".join(out)
+
+
+def test_the_sql_and_python_csv_rules_agree_and_read_back() -> None:
+    """kvf_csv_cell (DuckDB's CSV files) and textsafe.csv_cell write every character the same
+    way, and the escapes read back to the value (a backslash is doubled, so \\u202e in a cell is
+    the control and \\\\u202e the text)."""
+    import random
+
+    import duckdb
+
+    from forensics.sql import run_script, sql
+    from forensics.textsafe import csv_cell
+
+    con = duckdb.connect()
+    run_script(con, sql("schema/macros"))
+    chars = [chr(c) for c in range(0x00, 0x250)] + [chr(c) for c in range(0x2000, 0x2070)]
+    chars += ["\u061c", "\ufeff", "\U0001f600", "\\u202e"]
+    rng = random.Random(47)
+    values = chars + ["".join(rng.choices(chars, k=12)) for _ in range(300)]
+    values += ["=1", "  -2", "\t+3", "\r=4", " \u202e=5", "\\", "plain"]
+    got = [
+        r[0] for r in con.execute("SELECT kvf_csv_cell(v) FROM unnest(?) t(v)", [values]).fetchall()
+    ]
+    con.close()
+    for value, cell in zip(values, got, strict=True):
+        assert cell == csv_cell(value), repr(value)
+        assert cell in (csv_text(value), "'" + csv_text(value)), repr(value)
+        assert _unescape(csv_text(value)) == value, repr(value)
+        assert not any(c in cell for c in CSV_FORBIDDEN), repr(value)

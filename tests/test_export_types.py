@@ -151,9 +151,10 @@ def test_timeline_types(out: Path) -> None:
         assert event["datetime"].endswith("Z")
 
 
-def test_csv_cells_are_spreadsheet_safe_and_line_breaks_quoted(tmp_path: Path) -> None:
+def test_csv_cells_are_spreadsheet_safe_and_line_breaks_escaped(tmp_path: Path) -> None:
     """A name that a spreadsheet would run as a formula gets a leading apostrophe in the CSV
-    (JSON and Parquet keep it), and a CR or LF inside a value stays inside one quoted field."""
+    (JSON and Parquet keep it), and a CR or LF inside a value is written as \\r or \\n, so
+    that every record is one line."""
     import csv
 
     tables = seq_tables()
@@ -166,11 +167,12 @@ def test_csv_cells_are_spreadsheet_safe_and_line_breaks_quoted(tmp_path: Path) -
     write_all(con, tmp_path / "out", aware_at=AWARE)
     con.close()
     notes = tmp_path / "out" / "notifications"
+    assert len((notes / "receiving_accounts.csv").read_bytes().splitlines()) == 5
     with (notes / "receiving_accounts.csv").open(newline="", encoding="utf-8") as handle:
         rows = {r["account_id"]: r for r in csv.DictReader(handle)}
     assert len(rows) == 4  # no record split by the line breaks
-    assert rows["acct-1"]["name"] == '\'=HYPERLINK("http://x")\r\nsecond line'
-    assert rows["acct-2"]["name"] == "line one\nline two"
+    assert rows["acct-1"]["name"] == '\'=HYPERLINK("http://x")\\r\\nsecond line'
+    assert rows["acct-2"]["name"] == "line one\\nline two"
     kept = {
         r["account_id"]: r["name"]
         for r in json.loads((notes / "receiving_accounts.json").read_text())

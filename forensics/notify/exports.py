@@ -9,7 +9,8 @@ The lists are computed once, typed, in a TEMP table (queries/notify/lists.sql, d
 included), and each file is written from it by DuckDB's COPY: Parquet keeps UTC timestamps and
 int64 counts; JSON and CSV carry ISO-8601 times with a Z; a missing value is null (an empty,
 unquoted cell in CSV, where an empty text is a quoted ""); every CSV text cell goes through the
-kvf_csv_cell macro, and DuckDB quotes every field holding a delimiter, quote, CR or LF."""
+kvf_csv_cell macro (controls and bidirectional formatting characters escaped, formula-looking
+text neutralised), and DuckDB quotes every field holding a delimiter or quote."""
 
 from __future__ import annotations
 

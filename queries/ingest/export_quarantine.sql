@@ -1,6 +1,7 @@
 -- quarantine.csv: every row that was not loaded, with where it was and why. Text cells go
--- through kvf_csv_cell (formula-looking values get a leading apostrophe); DuckDB quotes fields
--- holding CR, LF, commas or quotes.
+-- through kvf_csv_cell (controls and bidirectional formatting characters written as escapes,
+-- formula-looking values get a leading apostrophe); DuckDB quotes fields holding commas or
+-- quotes.
 COPY (
     SELECT kvf_csv_cell(file) AS file, "row", kvf_csv_cell("column") AS "column",
            kvf_csv_cell("value") AS "value", kvf_csv_cell(reason) AS reason,

@@ -131,15 +131,36 @@ CREATE OR REPLACE TEMP MACRO kvf_bad(col, val, why) AS
 -- Text with surrounding blanks removed; NULL when empty. Accepts typed values (ids as integers).
 CREATE OR REPLACE TEMP MACRO kvf_str(x) AS nullif(kvf_trimmed(x), '');
 
--- A text cell made safe for CSV files that a spreadsheet opens: a value that would run as a
--- formula (first character after any leading spaces is =, +, -, @, TAB or CR) gets a leading
--- apostrophe, which spreadsheets show as text. Every text column of every CSV output goes
--- through this macro; numeric columns are written as numbers.
+-- A text cell made safe for CSV files that a spreadsheet or a timeline viewer opens. First the
+-- characters that could hide or reorder what a cell shows are written as escapes: a backslash
+-- as \\, LF as \n, CR as \r, every other C0 control but TAB, DEL and the C1 controls, and the
+-- bidirectional marks, embeddings, overrides and isolates (U+061C, U+200E, U+200F,
+-- U+202A-U+202E, U+2066-U+2069) as \u and four lower-case hex digits (\u202e), so that every
+-- record is one line and each escape reads one way (forensics.textsafe.csv_text, the same
+-- rule). Then a value that would run as a formula (first character after any leading spaces is
+-- =, +, -, @ or TAB) gets a leading apostrophe, which spreadsheets show as text. Every text
+-- column of every CSV output goes through this macro; numeric columns are written as numbers.
+CREATE OR REPLACE TEMP MACRO kvf_csv_text(s) AS
+    CASE
+        WHEN regexp_matches(s, '[\\\x00-\x08\x0a-\x1f\x7f-\x9f\x{061c}\x{200e}\x{200f}\x{202a}-\x{202e}\x{2066}-\x{2069}]')
+        THEN array_to_string(list_transform(string_split(s, ''), lambda c:
+            CASE
+                WHEN c = '\' THEN '\\'
+                WHEN c = chr(10) THEN '\n'
+                WHEN c = chr(13) THEN '\r'
+                WHEN regexp_matches(c, '[\x00-\x08\x0b-\x1f\x7f-\x9f\x{061c}\x{200e}\x{200f}\x{202a}-\x{202e}\x{2066}-\x{2069}]')
+                THEN printf('\u%04x', unicode(c))
+                ELSE c
+            END), '')
+        ELSE s
+    END;
+
 CREATE OR REPLACE TEMP MACRO kvf_csv_cell(x) AS
     CASE
         WHEN x IS NULL THEN NULL
-        WHEN regexp_matches(x::VARCHAR, '^[ ]*[=+\-@\t\r]') THEN '''' || x::VARCHAR
-        ELSE x::VARCHAR
+        WHEN regexp_matches(kvf_csv_text(x::VARCHAR), '^[ ]*[=+\-@\t]')
+        THEN '''' || kvf_csv_text(x::VARCHAR)
+        ELSE kvf_csv_text(x::VARCHAR)
     END;
 
 -- The entry of list for the file an event key (its file's rank * 2^40 + its row) belongs to,
