@@ -24,6 +24,7 @@ class CaseBuilder:
     screening: list[tuple] = field(default_factory=list)
     affected: list[tuple] = field(default_factory=list)
     affected_accounts: list[tuple] = field(default_factory=list)
+    sampling: dict[str, dict[str, float | None]] = field(default_factory=dict)
 
     def request(
         self,
@@ -35,7 +36,10 @@ class CaseBuilder:
         sha: str | None = None,
         model: str = "kvforensics/test-llama-tiny",
         prefill_node: str | None = None,
+        temperature: float | None = None,
+        top_p: float | None = None,
     ) -> None:
+        self.sampling[rid] = {"temperature": temperature, "top_p": top_p}
         self.requests.append(
             (
                 rid,
@@ -148,7 +152,11 @@ class CaseBuilder:
         ):
             relation = con.table(table)
             for row in rows:
-                relation.insert(list(row))
+                # columns the contract gained later (cached_tokens, sampling settings) by name
+                extra = self.sampling.get(row[0], {}) if table == "requests" else {}
+                values = list(row)
+                values += [extra.get(c) for c in relation.columns[len(values) :]]
+                relation.insert(values)
         mark_ingested(con, path.parent)
         con.close()
         return path

@@ -7,7 +7,7 @@ from typing import Literal
 
 from forensics.errors import InputError
 
-Kind = Literal["str", "int", "ts", "ids"]
+Kind = Literal["str", "int", "num", "ts", "ids"]
 
 
 @dataclass(frozen=True)
@@ -59,7 +59,8 @@ REQUESTS = TableContract(
     _cols(
         "request_id:str! account_id:str! model:str! received_at:ts! first_token_at:ts "
         "completed_at:ts http_status:int! prompt_tokens:int! completion_tokens:int "
-        "prefill_node:str decode_node:str node:str response_sha256:str cached_tokens:int"
+        "prefill_node:str decode_node:str node:str response_sha256:str cached_tokens:int "
+        "temperature:num top_p:num top_k:int seed:int"
     ),
     key="request_id",
 )

@@ -24,6 +24,7 @@ import torch
 
 from forensics.errors import ReplayError
 from forensics.replay import attention, hfcompat
+from forensics.replay.evidence import TokenScores, score
 
 Slot = tuple[str, int] | None
 KV = tuple[list[torch.Tensor], list[torch.Tensor]]
@@ -39,6 +40,9 @@ class DecodeResult:
     writer_share: dict[str, float] = field(default_factory=dict)  # attention on each writer
     uninitialised_share: float = 0.0  # attention on never-written (zero) slots
     forwarded_tokens: int = 0  # token positions run through the model
+    # with the delivered tokens known: each one's score under this replay (teacher-forced)
+    scores: TokenScores | None = None
+    first_logits: torch.Tensor | None = None  # the prefill's last logits (clean replay)
 
 
 def token_digest(tokens: Sequence[int]) -> str:
@@ -101,10 +105,15 @@ def _nbytes(keys: list[torch.Tensor], values: list[torch.Tensor]) -> int:
 
 def prefill_first_token(model: Any, token_ids: Sequence[int], chunk: int | None = None) -> int:
     """The token a prefill of `token_ids` (positions 0..n-1) produces: argmax of the last logits."""
+    return int(torch.argmax(prefill_logits(model, token_ids, chunk)).item())
+
+
+def prefill_logits(model: Any, token_ids: Sequence[int], chunk: int | None = None) -> torch.Tensor:
+    """The last logits of a prefill of `token_ids` (the first output token's distribution)."""
     if not token_ids:
         raise ReplayError("cannot prefill an empty token sequence")
     logits, _, _ = run_tokens(model, token_ids, len(token_ids), chunk)
-    return int(torch.argmax(logits).item())
+    return logits
 
 
 def greedy_decode(
@@ -127,18 +136,23 @@ def decode_with_evidence(
     store: WriterStore | None = None,
     chunk: int | None = None,
     expected: Sequence[int] | None = None,
+    first_logits: torch.Tensor | None = None,
+    temperature: float = 1.0,
 ) -> DecodeResult:
     """greedy_decode, also returning the attention share of the first decode step per writer.
-    With `expected` (the delivered output), the greedy tokens are checked against it in one
-    forward pass, and decoded step by step only after the first difference."""
+    With `expected` (the delivered output), the delivered tokens are fed in one forward pass
+    (teacher-forced) and scored (the first one from `first_logits`, the distribution it was
+    drawn from); the greedy tokens are kept up to the first that differs from them."""
     if n_out <= 0:
         return DecodeResult([])
     with torch.inference_mode():
         keys, values, forwarded = rebuild_kv(model, writers, slots, store, chunk)
         result, per_slot = _decode(
-            model, (keys, values), len(slots), first_token, n_out, expected, shares=True, stop=False
+            model, (keys, values), len(slots), first_token, n_out, expected, True, temperature
         )
     result.forwarded_tokens += forwarded
+    if result.scores is not None and first_logits is not None and expected is not None:
+        result.scores = score(first_logits, [int(expected[0])], temperature) + result.scores
     attribute_shares(result, slots, per_slot)
     return result
 
@@ -149,21 +163,26 @@ def decode_own(
     n_out: int,
     chunk: int | None = None,
     expected: Sequence[int] | None = None,
+    temperature: float = 1.0,
 ) -> tuple[int, DecodeResult]:
     """The clean replay: one prefill of `prompt` gives both its first token and the KV the
-    decode attends over. With `expected`, it stops at its first token that differs from it
-    (enough to know it does not reproduce it). Returns (first token, result)."""
+    decode attends over. With `expected`, the delivered tokens are fed and scored (teacher-
+    forced) and the greedy tokens are kept up to the first that differs from them (enough to
+    know it does not reproduce it). Returns (first token, result)."""
     if not prompt:
         raise ReplayError("cannot prefill an empty token sequence")
     with torch.inference_mode():
         logits, keys, values = run_tokens(model, prompt, len(prompt), chunk)
         first = int(torch.argmax(logits).item())
         if n_out <= 0:
-            return first, DecodeResult([], forwarded_tokens=len(prompt))
+            return first, DecodeResult([], forwarded_tokens=len(prompt), first_logits=logits)
         result, _ = _decode(
-            model, (keys, values), len(prompt), first, n_out, expected, shares=False, stop=True
+            model, (keys, values), len(prompt), first, n_out, expected, False, temperature
         )
     result.forwarded_tokens += len(prompt)
+    result.first_logits = logits
+    if result.scores is not None and expected is not None:
+        result.scores = score(logits, [int(expected[0])], temperature) + result.scores
     return first, result
 
 
@@ -269,56 +288,40 @@ def _decode(
     n_out: int,
     expected: Sequence[int] | None,
     shares: bool,
-    stop: bool,
+    temperature: float = 1.0,
 ) -> tuple[DecodeResult, list[float] | None]:
     """Greedy tokens from the KV (first_token at position `start`), and with `shares` the first
     step's attention per slot, averaged over layers and heads.
 
-    With `expected` (n_out tokens), the greedy choice after each of first_token, expected[1],
-    … expected[n_out-2] comes from one forward pass of those tokens: while every choice equals
-    `expected`, that is exactly the step-by-step greedy output. After the first difference the
-    cache is cut back and decoding goes on step by step (or stops there, with `stop`)."""
+    With `expected` (n_out delivered tokens), expected[0] … expected[n_out-2] are fed in one
+    forward pass (teacher-forced): every delivered token after the first is scored (`scores`,
+    without the first, whose distribution is the prefill's), and the greedy choice at every
+    position is known. While they all equal `expected`, that is exactly the step-by-step greedy
+    output; the tokens are kept up to the first that differs."""
     attention.ensure(model)
     kv = hfcompat.new_cache()
     for layer, (k, v) in enumerate(zip(*kv_tensors, strict=True)):
         kv.update(k, v, layer)
     if expected is None or len(expected) != n_out or n_out < 2:
-        return _step_by_step(model, kv, start, [int(first_token)], n_out, shares)
-    fed = [int(first_token), *[int(t) for t in expected[1 : n_out - 1]]]
+        result, per_slot = _step_by_step(model, kv, start, [int(first_token)], n_out, shares)
+        if expected is not None and len(expected) == n_out:
+            result.scores = TokenScores()  # n_out == 1: only the first token, scored by caller
+        return result, per_slot
+    fed = [int(t) for t in expected[: n_out - 1]]
     ids = torch.tensor([fed], dtype=torch.long, device=input_device(model))
     positions = torch.arange(start, start + len(fed), device=ids.device).unsqueeze(0)
     with attention.capture_shares(hfcompat.layer_count(model) if shares else 0) as capture:
         out = hfcompat.forward(model, ids, positions, kv, every_logit=True)
     per_slot = capture.per_slot(start) if shares else None
-    chosen = [int(t) for t in torch.argmax(out.logits[0], dim=-1).tolist()]
+    scores = score(out.logits[0], [int(t) for t in expected[1:n_out]], temperature)
+    del out
     tokens = [int(first_token)]
-    if not (stop and tokens[0] != int(expected[0])):
+    if tokens[0] == int(expected[0]):
         for i in range(1, n_out):
-            tokens.append(chosen[i - 1])
-            if chosen[i - 1] != int(expected[i]):
+            tokens.append(scores.greedy[i - 1])
+            if scores.greedy[i - 1] != int(expected[i]):
                 break
-    result = DecodeResult(tokens, forwarded_tokens=len(fed))
-    if len(tokens) < n_out and not stop:
-        return _continue(model, kv, start, tokens, n_out, result), per_slot
-    return result, per_slot
-
-
-def _continue(
-    model: Any, kv: Any, start: int, tokens: list[int], n_out: int, result: DecodeResult
-) -> DecodeResult:
-    """Cut the cache back to the tokens decoded so far, then decode step by step."""
-    kv = hfcompat.truncated(kv, start + len(tokens) - 1, hfcompat.layer_count(model))
-    more, _ = _step_by_step(
-        model,
-        kv,
-        start + len(tokens) - 1,
-        tokens,
-        n_out - len(tokens) + 1,
-        False,
-        offset=len(tokens) - 1,
-    )
-    more.forwarded_tokens += result.forwarded_tokens
-    return more
+    return DecodeResult(tokens, forwarded_tokens=len(fed), scores=scores), per_slot
 
 
 def _step_by_step(

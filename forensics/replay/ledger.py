@@ -73,6 +73,8 @@ class SuspectPlan:
     # writers whose KV on this node was computed over KV not their own (their plans): their KV
     # is rebuilt by replaying their own steps with the tokens they really fed
     replayed: dict[str, SuspectPlan] = field(default_factory=dict)
+    # the request log's sampling temperature (requests.temperature), when it has one
+    temperature: float | None = None
 
     @property
     def foreign(self) -> dict[str, int]:
@@ -160,6 +162,7 @@ def plan_suspect(
         computed,
         later,
         replayed,
+        _temperature(con, request_id),
     )
 
 
@@ -239,6 +242,15 @@ def _request(con: duckdb.DuckDBPyConnection, request_id: str) -> dict[str, Any]:
     if row is None:
         raise ReplayError("the request is not in the request log")
     return dict(zip([d[0] for d in cur.description], row, strict=True))
+
+
+def _temperature(con: duckdb.DuckDBPyConnection, request_id: str) -> float | None:
+    """The request's sampling temperature, where the request log has the optional column."""
+    try:
+        row = one_row(con.execute(sql("replay/request_sampling"), {"request_id": request_id}))
+    except duckdb.BinderException:  # a case database made before requests could carry it
+        return None
+    return None if row is None or row[0] is None else float(row[0])
 
 
 def _output_length(request: dict[str, Any], own: Contents) -> int:

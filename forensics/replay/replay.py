@@ -1,9 +1,13 @@
 """Replay suspects: decode each from the KV it really read, and clean from its own prompt.
 
-Verdicts (DESIGN.md §5): `confirmed` when the contaminated replay reproduces the delivered output
-(by token ids, or by response_sha256 when the ids were not kept), the clean replay does not, and
-the decode read another request's data; `not-reproduced` otherwise; `cannot-replay` with the
-reason when a replay cannot be run. Every suspect gets a row: nothing is skipped silently."""
+Verdicts (DESIGN.md §5), when the decode read another request's data: `confirmed` on one of two
+grounds (`basis`): `reproduced`, the contaminated replay's greedy decoding reproduces the
+delivered output (by token ids, or by response_sha256 when the ids were not kept) and the clean
+one does not; or `evidence`, the delivered token ids, scored teacher-forced, are at least
+THRESHOLD_BITS more likely (log-likelihood ratio, forensics.replay.evidence) under the KV it read
+than under its own prompt, and plausible there. `not-reproduced` otherwise, with the figure;
+`cannot-replay` with the reason when a replay cannot be run. Every suspect gets a row: nothing
+is skipped silently."""
 
 from __future__ import annotations
 
@@ -22,15 +26,18 @@ from forensics.replay.decode import (
     WriterStore,
     decode_own,
     decode_with_evidence,
-    prefill_first_token,
+    prefill_logits,
     token_digest,
 )
+from forensics.replay.evidence import THRESHOLD_BITS, Evidence, scoring_temperature, weigh
 from forensics.replay.ledger import SuspectPlan, plan_suspect
 from forensics.replay.stepwise import decode_stepwise
 
 CONFIRMED = "confirmed"
 NOT_REPRODUCED = "not-reproduced"
 CANNOT_REPLAY = "cannot-replay"
+REPRODUCED = "reproduced"  # basis of a confirmation: greedy decoding reproduces the output
+EVIDENCE = "evidence"  # basis: the log-likelihood ratio is above the threshold
 
 ProgressFn = Callable[[str, int, int | None], None]
 
@@ -56,6 +63,8 @@ class SuspectResult:
     uninitialised_slots: int | None = None
     uninitialised_share: float | None = None
     attention: dict[str, tuple[float | None, int]] = field(default_factory=dict)
+    basis: str | None = None  # of a confirmation: REPRODUCED or EVIDENCE
+    evidence: Evidence | None = None  # with the delivered token ids: the LLR and its picture
 
     @property
     def tokens_per_s(self) -> float | None:
@@ -71,6 +80,7 @@ class Replayed:
     writer_share: dict[str, float]
     uninitialised_share: float
     forwarded: int
+    evidence: Evidence | None = None
 
 
 def replay_plan(
@@ -82,52 +92,110 @@ def replay_plan(
     with the first token of its engine-side prefill (the same as the clean one when it processed
     its whole prompt). With the delivered tokens known, both replays are
     checked against them in one forward pass each; the clean one stops at its first token that
-    differs (its hash covers the tokens up to there)."""
-    clean_first, clean = decode_own(model, plan.prompt, plan.n_out, chunk, plan.delivered)
+    differs (its hash covers the tokens up to there). The delivered token ids are scored
+    teacher-forced in both (at the request's temperature): their log-likelihood ratio is the
+    evidence."""
+    temperature = scoring_temperature(plan.temperature)
+    expected = plan.delivered if plan.delivered and len(plan.delivered) == plan.n_out else None
+    clean_first, clean = decode_own(model, plan.prompt, plan.n_out, chunk, expected, temperature)
     forwarded = clean.forwarded_tokens
     first: int | None = None  # a first step that computed prompt positions here gives it
+    logits = None
     if not plan.computed:
-        first = clean_first
+        first, logits = clean_first, clean.first_logits
         if plan.processed != plan.prompt:
-            first = prefill_first_token(model, plan.processed, chunk)
+            logits = prefill_logits(model, plan.processed, chunk)
+            first = int(logits.argmax().item())
             forwarded += len(plan.processed)
     if plan.stepwise or first is None:
-        dirty = decode_stepwise(model, plan, first, store, chunk, plan.delivered)
+        dirty = decode_stepwise(model, plan, first, store, chunk, expected, logits, temperature)
     else:
         dirty = decode_with_evidence(
-            model, plan.writers, plan.slots, first, plan.n_out, store, chunk, plan.delivered
+            model,
+            plan.writers,
+            plan.slots,
+            first,
+            plan.n_out,
+            store,
+            chunk,
+            expected,
+            logits,
+            temperature,
         )
+    evidence = None
+    if dirty.scores is not None and clean.scores is not None:
+        evidence = weigh(dirty.scores, clean.scores, temperature)
     return Replayed(
         dirty.tokens,
         clean.tokens,
         dirty.writer_share,
         dirty.uninitialised_share,
         forwarded + dirty.forwarded_tokens,
+        evidence,
     )
 
 
-def judge(plan: SuspectPlan, replayed: Replayed) -> tuple[str, str]:
-    """(verdict, reason) for a suspect whose replays ran."""
+def judge(plan: SuspectPlan, replayed: Replayed) -> tuple[str, str, str | None]:
+    """(verdict, reason, basis of a confirmation) for a suspect whose replays ran."""
     dirty_ok = _reproduces(plan, replayed.contaminated)
     clean_ok = _reproduces(plan, replayed.clean)
     foreign = plan.foreign
+    evidence = replayed.evidence
+    read = (
+        f"({sum(foreign.values())} positions of {len(foreign)} other request(s))" if foreign else ""
+    )
     if dirty_ok and not clean_ok and foreign:
-        return CONFIRMED, (
-            f"the replay from the KV it read ({sum(foreign.values())} positions "
-            f"of {len(foreign)} other request(s)) reproduces the delivered output; "
-            "the clean replay does not"
-        )
-    if not dirty_ok:
-        return NOT_REPRODUCED, (
-            "the replay from the KV it read does not reproduce the delivered "
-            f"output{_first_difference(plan, replayed.contaminated)}"
+        return (
+            CONFIRMED,
+            f"the replay from the KV it read {read} reproduces the delivered output; "
+            "the clean replay does not" + _figure(evidence),
+            REPRODUCED,
         )
     if clean_ok:
-        return NOT_REPRODUCED, "the clean replay from its own prompt also reproduces the output"
-    return NOT_REPRODUCED, (
-        f"its decode read no other request's data ({plan.uninitialised} "
-        "never-written positions, replayed as zeros): no leak to confirm"
-    )
+        return (
+            NOT_REPRODUCED,
+            "the clean replay from its own prompt also reproduces the output"
+            if dirty_ok
+            else "the clean replay from its own prompt reproduces the delivered output; the "
+            f"replay from the KV it read does not{_first_difference(plan, replayed.contaminated)}",
+            None,
+        )
+    if not foreign:
+        return (
+            NOT_REPRODUCED,
+            f"its decode read no other request's data ({plan.uninitialised} "
+            "never-written positions, replayed as zeros): no leak to confirm" + _figure(evidence),
+            None,
+        )
+    if evidence is None:
+        return (
+            NOT_REPRODUCED,
+            "the replay from the KV it read does not reproduce the delivered "
+            f"output{_first_difference(plan, replayed.contaminated)}",
+            None,
+        )
+    if evidence.strong and evidence.plausible:
+        return (
+            CONFIRMED,
+            f"the delivered output is far more likely under the KV it read {read} than under "
+            f"its own prompt: {evidence.summary()}; {evidence.fit()}",
+            EVIDENCE,
+        )
+    if evidence.strong:
+        why = (
+            "the delivered output is more likely under the KV it read than under its own "
+            f"prompt, but implausible even there ({evidence.fit()}): the rebuilt KV may not be "
+            "what it read"
+        )
+    elif evidence.bits < 0:
+        why = "the delivered output is more likely under its own prompt than under the KV it read"
+    else:
+        why = f"the evidence is too weak (confirmation needs {THRESHOLD_BITS:g} bits)"
+    return NOT_REPRODUCED, f"{why}: {evidence.summary()}", None
+
+
+def _figure(evidence: Evidence | None) -> str:
+    return "" if evidence is None else f" ({evidence.bits:+.1f} bits)"
 
 
 def _reproduces(plan: SuspectPlan, tokens: list[int]) -> bool:
@@ -181,7 +249,7 @@ def run_planned(
         _free_memory()
         result.verdict, result.reason = CANNOT_REPLAY, f"out of memory: {exc}".splitlines()[0]
         return result
-    result.verdict, result.reason = judge(plan, replayed)
+    result.verdict, result.reason, result.basis = judge(plan, replayed)
     _fill(result, plan, replayed, time.perf_counter() - started)
     return result
 
@@ -254,6 +322,7 @@ def _fill(result: SuspectResult, plan: SuspectPlan, replayed: Replayed, seconds:
     result.seconds = round(seconds, 4)
     result.uninitialised_share = replayed.uninitialised_share if replayed.writer_share else None
     result.attention = {w: (replayed.writer_share.get(w), n) for w, n in plan.foreign.items()}
+    result.evidence = replayed.evidence
 
 
 def is_out_of_memory(exc: BaseException) -> bool:

@@ -168,6 +168,8 @@ def _result_json(r: Any, run: Any, timings: bool) -> dict[str, Any]:
     out = {
         "request_id": r.request_id,
         "verdict": r.verdict,
+        "basis": r.basis,
+        "evidence_bits": r.evidence.bits if r.evidence else None,
         "reason": r.reason,
         "model_matches": run.model_matches.get(r.request_id),
         "delivered_sha256": r.delivered_sha256,

@@ -13,8 +13,10 @@ request while the suspect still decodes) are replaced in the cache by the new wr
 zeros), so each step attends what it read. The suspect's own KV at the positions it computed is
 what the replay itself computed there, over the contaminated KV, as in the engine.
 
-With the delivered tokens known, the steps between two changes are checked against them in one
-forward pass (exactly greedy decoding while they agree), as forensics.replay.decode does."""
+With the delivered tokens known, they are fed (teacher-forced) in one forward pass per stretch
+between two changes and scored, as forensics.replay.decode does: the greedy choices are known at
+every position (exactly greedy decoding while they agree with the delivered tokens) and are kept
+up to the first that differs."""
 
 from __future__ import annotations
 
@@ -34,6 +36,7 @@ from forensics.replay.decode import (
     input_device,
     zero_kv,
 )
+from forensics.replay.evidence import TokenScores, score
 from forensics.replay.ledger import Slot, SuspectPlan
 
 
@@ -170,11 +173,14 @@ def decode_stepwise(
     store: WriterStore | None = None,
     chunk: int | None = None,
     expected: Sequence[int] | None = None,
+    first_logits: torch.Tensor | None = None,
+    temperature: float = 1.0,
 ) -> DecodeResult:
     """plan.n_out greedy tokens, each step attending the KV the ledger says it read.
-    `first_token` is used where the first step did not compute prompt positions on this node
-    (plan.computed empty); otherwise that step gives it. The result carries the first decode
-    step's attention share per writer."""
+    `first_token` (and `first_logits`, its distribution, for scoring) is used where the first
+    step did not compute prompt positions on this node (plan.computed empty); otherwise that
+    step gives it. The result carries the first decode step's attention share per writer and,
+    with `expected`, the delivered tokens' scores (forensics.replay.evidence)."""
     attention.ensure(model)
     n_out = plan.n_out
     if n_out <= 0:
@@ -184,57 +190,98 @@ def decode_stepwise(
         start = plan.computed[0] if plan.computed else len(plan.slots)
         cache.place(plan.slots[:start])
         if plan.computed:
-            first = int(torch.argmax(cache.feed(plan.computed_tokens(), start)).item())
+            first_logits = cache.feed(plan.computed_tokens(), start)
+            first = int(torch.argmax(first_logits).item())
         elif first_token is None:
             raise ValueError("first_token is needed when the first step computed nothing here")
         else:
             first = int(first_token)
-        tokens, per_slot, labels = _decode(cache, first, n_out, expected)
-    result = DecodeResult(tokens, forwarded_tokens=cache.forwarded)
+        forced = expected is not None and len(expected) == n_out
+        if forced and expected is not None:
+            tokens, per_slot, labels, scores = _forced(cache, first, expected, temperature)
+            if first_logits is not None:
+                scores = score(first_logits, [int(expected[0])], temperature) + scores
+        else:
+            tokens, per_slot, labels = _decode(cache, first, n_out)
+            scores = None
+    result = DecodeResult(tokens, forwarded_tokens=cache.forwarded, scores=scores)
     if per_slot:  # the first decode step's attention per writer
         n = min(len(labels), len(per_slot))
         attribute_shares(result, labels[:n], per_slot[:n])
     return result
 
 
-def _decode(
-    cache: _Cache, first: int, n_out: int, expected: Sequence[int] | None
-) -> tuple[list[int], list[float] | None, list[Slot]]:
-    """Decode from the cache; (tokens, the first decode step's attention per position, and the
-    slots it attended)."""
-    plan = cache.plan
-    base = len(plan.slots)
-    steps = sorted(plan.later, key=lambda s: s[0])
-    tokens = [first]
-    matching = expected is not None and len(expected) == n_out and int(expected[0]) == first
-    per_slot: list[float] | None = None
-    labels: list[Slot] = []
-    last = base + n_out - 1  # positions base..last-1 are fed
-    q = base
-    while q < last or per_slot is None:
-        while steps and steps[0][0] <= q:
-            cache.patch(steps.pop(0)[1])
-        end = min(steps[0][0] if steps else last, last)
-        fed = [tokens[-1]]
-        if matching and expected is not None:
-            fed += [int(t) for t in expected[len(tokens) : len(tokens) + end - q - 1]]
-        if per_slot is None:
-            labels = list(cache.labels)
-            with attention.capture_shares(hfcompat.layer_count(cache.model)) as capture:
-                logits = cache.feed(fed, q, every_logit=True)
-            per_slot = capture.per_slot(q) or []
-        else:
+class _FirstStep:
+    """The first decode step's attention per position and the slots it attended."""
+
+    def __init__(self) -> None:
+        self.per_slot: list[float] | None = None
+        self.labels: list[Slot] = []
+
+    def feed(self, cache: _Cache, fed: list[int], q: int) -> torch.Tensor:
+        """cache.feed (every position's logits), capturing the attention on the first call."""
+        if self.per_slot is not None:
+            return cache.feed(fed, q, every_logit=True)
+        self.labels = list(cache.labels)
+        with attention.capture_shares(hfcompat.layer_count(cache.model)) as capture:
             logits = cache.feed(fed, q, every_logit=True)
+        self.per_slot = capture.per_slot(q) or []
+        return logits
+
+
+def _patch_until(cache: _Cache, steps: list[tuple[int, list[tuple[int, Slot]]]], q: int) -> int:
+    """Apply the changes read by the step that feeds position q; the next change's position."""
+    while steps and steps[0][0] <= q:
+        cache.patch(steps.pop(0)[1])
+    return steps[0][0] if steps else 1 << 62
+
+
+def _forced(
+    cache: _Cache, first: int, expected: Sequence[int], temperature: float
+) -> tuple[list[int], list[float] | None, list[Slot], TokenScores]:
+    """Feed the delivered tokens, each stretch between two changes in one pass, patching the
+    cache before the step that read the change; (greedy tokens up to the first that differs
+    from the delivered ones, the first decode step's attention per position, the slots it
+    attended, the scores of the delivered tokens after the first)."""
+    base = len(cache.plan.slots)
+    steps = sorted(cache.plan.later, key=lambda s: s[0])
+    last = base + len(expected) - 1  # positions base..last-1 are fed
+    seen = _FirstStep()
+    scores = TokenScores()
+    q = base
+    while q < last or seen.per_slot is None:
+        end = max(q + 1, min(_patch_until(cache, steps, q), last))
+        logits = seen.feed(cache, [int(t) for t in expected[q - base : end - base]], q)
         if q >= last:  # n_out == 1: the step ran for its attention only
             break
-        chosen = [int(t) for t in torch.argmax(logits, dim=-1).tolist()]
-        for i, token in enumerate(chosen):
+        targets = [int(t) for t in expected[q - base + 1 : end - base + 1]]
+        scores = scores + score(logits, targets, temperature)
+        q = end
+    tokens = [first]
+    if first == int(expected[0]):
+        for i, token in enumerate(scores.greedy, start=1):
             tokens.append(token)
-            if matching and expected is not None and token != int(expected[len(tokens) - 1]):
-                matching = False
-                cache.crop(q + i + 1)
-                q += i + 1
+            if token != int(expected[i]):
                 break
-        else:
-            q += len(fed)
-    return tokens[:n_out], per_slot, labels
+    return tokens, seen.per_slot, seen.labels, scores
+
+
+def _decode(
+    cache: _Cache, first: int, n_out: int
+) -> tuple[list[int], list[float] | None, list[Slot]]:
+    """Greedy decoding from the cache, one step at a time; (tokens, the first decode step's
+    attention per position, and the slots it attended)."""
+    base = len(cache.plan.slots)
+    steps = sorted(cache.plan.later, key=lambda s: s[0])
+    tokens = [first]
+    seen = _FirstStep()
+    last = base + n_out - 1  # positions base..last-1 are fed
+    q = base
+    while q < last or seen.per_slot is None:
+        _patch_until(cache, steps, q)
+        logits = seen.feed(cache, [tokens[-1]], q)
+        if q >= last:  # n_out == 1: the step ran for its attention only
+            break
+        tokens.append(int(torch.argmax(logits[-1]).item()))
+        q += 1
+    return tokens[:n_out], seen.per_slot, seen.labels

@@ -10,6 +10,7 @@ from __future__ import annotations
 import duckdb
 
 from forensics import __version__
+from forensics.replay.evidence import Evidence
 from forensics.replay.replay import ReplayRun, SuspectResult
 from forensics.sql import one_row, sql, tables
 
@@ -93,6 +94,25 @@ def _result_row(result: SuspectResult, run: ReplayRun) -> dict[str, object]:
         "run_id": run.run_id,
         "served_model": run.served_model,
         "served_explicit": bool(run.identity is not None and run.identity.served_explicit),
+        "basis": result.basis,
+        **evidence_columns(result.evidence),
+    }
+
+
+def evidence_columns(evidence: Evidence | None) -> dict[str, object]:
+    """replay_results' evidence columns (all NULL without scored delivered tokens)."""
+    e = evidence
+    return {
+        "evidence_bits": e.bits if e else None,
+        "scored_tokens": e.tokens if e else None,
+        "tokens_for_contamination": e.favour_contaminated if e else None,
+        "tokens_for_clean": e.favour_clean if e else None,
+        "largest_token_bits": e.largest_for if e else None,
+        "smallest_token_bits": e.largest_against if e else None,
+        "contaminated_bits_per_token": e.contaminated_bits_per_token if e else None,
+        "sampling_bits_per_token": e.sampling_bits_per_token if e else None,
+        "plausibility_z": e.plausibility_z if e else None,
+        "score_temperature": e.temperature if e else None,
     }
 
 

@@ -20,8 +20,13 @@ CREATE TABLE IF NOT EXISTS requests (
     response_sha256   VARCHAR,  -- SHA-256 of the delivered output token ids, ','-joined decimal
     src_file          VARCHAR NOT NULL,  -- input file, relative to the case folder
     src_row           BIGINT NOT NULL,  -- data row in that file (JSON Lines: line number)
-    cached_tokens     BIGINT  -- prompt tokens the engine reported as served from its prefix
-                              -- cache (usage.prompt_tokens_details.cached_tokens)
+    cached_tokens     BIGINT,  -- prompt tokens the engine reported as served from its prefix
+                               -- cache (usage.prompt_tokens_details.cached_tokens)
+    temperature       DOUBLE,  -- sampling temperature of the request (0: greedy); replay scores
+                               -- the delivered output at it
+    top_p             DOUBLE,  -- nucleus sampling: the probability mass sampled from (1: all)
+    top_k             BIGINT,  -- sampling from the k most likely tokens (0 or less: all)
+    seed              BIGINT  -- the sampling seed the request asked for
 );
 
 -- The engines' KV ledgers, one row per page/slot event.
@@ -116,3 +121,8 @@ CREATE TABLE IF NOT EXISTS case_meta (
 
 -- Case databases made before the request log could carry cached_tokens get the column.
 ALTER TABLE requests ADD COLUMN IF NOT EXISTS cached_tokens BIGINT;
+-- Case databases made before the request log could carry sampling settings get the columns.
+ALTER TABLE requests ADD COLUMN IF NOT EXISTS temperature DOUBLE;
+ALTER TABLE requests ADD COLUMN IF NOT EXISTS top_p DOUBLE;
+ALTER TABLE requests ADD COLUMN IF NOT EXISTS top_k BIGINT;
+ALTER TABLE requests ADD COLUMN IF NOT EXISTS seed BIGINT;

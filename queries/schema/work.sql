@@ -34,6 +34,11 @@ CREATE TABLE IF NOT EXISTS work.analysis_requests (
     response_sha256      VARCHAR,      -- as in requests
     src_file             VARCHAR,      -- as in requests
     src_row              BIGINT,       -- as in requests
+    cached_tokens        BIGINT,       -- as in requests
+    temperature          DOUBLE,       -- as in requests
+    top_p                DOUBLE,       -- as in requests
+    top_k                BIGINT,       -- as in requests
+    seed                 BIGINT,       -- as in requests
     serving_prefill_node VARCHAR,      -- prefill_node, else node
     serving_decode_node  VARCHAR       -- decode_node, else node, else prefill_node
 );
