@@ -297,3 +297,34 @@ def test_the_pool_in_effect_decides_over_pool() -> None:
     assert reasons["B"] == ["over-pool"]
     assert reasons["A"] == []
     assert reasons["F"] == ["over-pool"]
+
+
+def test_a_prefix_cache_hit_no_cache_can_serve_flags_a_stub() -> None:
+    """cached_tokens (the usage's prompt_tokens_details.cached_tokens) that no prefix cache can
+    serve: one short of the prompt and not whole 16-token pages (a stub whose uncomputed prompt
+    the engine counts as cached), the whole prompt, or more than any earlier request held.
+    Whole-page hits within what earlier requests held are not flagged, and the expected time to
+    first token counts only the tokens computed."""
+    con = new_case()
+    insert(
+        con, "nodes", [{"node": "p1", "role": "prefill", "pool_slots": 100_000, "page_size": 16}]
+    )
+    rows = [
+        dict(_request(f"N{i:02d}", f"acct-{i % 3}", 100 + 10 * i, 300, 300 / RATE), cached_tokens=0)
+        for i in range(8)
+    ]
+    rows += [
+        dict(_request("H1", "acct-1", 200, 300, 0.004), cached_tokens=256),  # whole pages: a hit
+        dict(_request("S1", "acct-2", 210, 300, 0.004), cached_tokens=299),  # a stub
+        dict(_request("S2", "acct-2", 220, 300, 0.004), cached_tokens=300),  # all of it
+        dict(_request("F1", "acct-0", 90, 300, 0.004), cached_tokens=32),  # nothing before it
+    ]
+    insert(con, "requests", rows)
+    analyze(con)
+    reasons = _reasons(con)
+    assert reasons["S1"] == reasons["S2"] == reasons["F1"] == ["cache-implausible"]
+    assert reasons["H1"] == [] and all(reasons[f"N{i:02d}"] == [] for i in range(8))
+    (expected,) = con.execute(
+        "SELECT expected_ttft_ms FROM screening WHERE request_id = 'H1'"
+    ).fetchone()
+    assert expected == pytest.approx(44 / RATE * 1000, rel=0.01)  # 300 - 256 tokens computed

@@ -100,6 +100,61 @@ def faulty(engine: dict[str, Any], tmp_path_factory: pytest.TempPathFactory) -> 
     return _serve(engine, "faults", tmp_path_factory.mktemp("faults"), tap)
 
 
+@pytest.fixture(scope="module")
+def batched(engine: dict[str, Any], tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The stub fault under batched load (tests/vllm_run.py `batched`): 24 requests of 4
+    accounts, several in flight, shared prefixes; one ordinary request runs as a stub once the
+    pool has been reused."""
+    return _serve(engine, "batched", tmp_path_factory.mktemp("batched"), {"BATCHED_STUB_AT": "21"})
+
+
+def _withheld(run: dict[str, Any], base: Path) -> Path:
+    """What the engine and the gateway give without a ledger: the gateway log (with the cached
+    tokens of each response's usage), the accounts and the node facts; no ledger, no
+    contents, no tap reports. Ingested and analysed; the case database."""
+    case = base / "case"
+    shutil.copytree(
+        run["case"], case, ignore=shutil.ignore_patterns("kv_events", "contents", "tap")
+    )
+    db = base / "case.duckdb"
+    assert cli(["ingest", str(case), "--db", str(db)]) == 0
+    cli(["analyze", "--db", str(db)])
+    return db
+
+
+def _listed(db: Path) -> set[tuple[str, str]]:
+    return set(_rows(db, "SELECT side, account_id FROM affected_accounts"))
+
+
+def test_a_stub_under_batched_load_is_found_without_the_ledger(
+    batched: dict[str, Any], tmp_path: Path
+) -> None:
+    """The engine reports the stub's uncomputed prompt as served from its prefix cache
+    (cached_tokens one short of the prompt, not whole blocks), which no cache can serve:
+    screening flags exactly the stub, and with the ledger, the contents and the tap withheld
+    the lists name every account the tapped ledger names (recall 1.0 on both sides)."""
+    truth = _listed(batched["db"])
+    receivers = {a for side, a in truth if side == "receiving"}
+    assert receivers and {a for side, a in truth if side == "leaking"}
+    db = _withheld(batched, tmp_path)
+    flagged = _rows(db, "SELECT request_id, reasons FROM screening WHERE len(reasons) > 0")
+    assert flagged == [("stub-21", ["cache-implausible"])]
+    listed = _listed(db)
+    assert truth <= listed
+    leaking = {a for side, a in listed if side == "leaking"}
+    assert len({a for side, a in truth if side == "leaking"} & leaking) / len(leaking) >= 0.8
+
+
+def test_a_healthy_engine_without_its_ledger_lists_nobody(
+    healthy: dict[str, Any], tmp_path: Path
+) -> None:
+    db = _withheld(healthy, tmp_path)
+    cached = _rows(db, "SELECT count(*) FILTER (WHERE cached_tokens > 0) FROM requests")
+    assert cached[0][0] > 0  # prefix-cache hits were reported, and none is implausible
+    assert _rows(db, "SELECT count(*) FROM screening WHERE len(reasons) > 0") == [(0,)]
+    assert _listed(db) == set()
+
+
 def _rows(db: Path, text: str) -> list[tuple[Any, ...]]:
     with duckdb.connect(str(db), read_only=True) as con:
         return con.execute(text).fetchall()

@@ -101,7 +101,7 @@ def install_faults() -> None:
     KVCacheManager.allocate_slots = allocate_slots
 
 
-if len(sys.argv) > 1 and sys.argv[1] == "faults":
+if len(sys.argv) > 1 and sys.argv[1] in ("faults", "batched"):
     os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
     install_faults()
 
@@ -134,6 +134,7 @@ class Gateway:
             "prompt_tokens": len(prompt),
             "completion_tokens": 0,
             "node": NODE,
+            "cached_tokens": None,
         }
 
     def step(self, n: int | None = None) -> None:
@@ -146,6 +147,8 @@ class Gateway:
                 tokens = list(out.outputs[0].token_ids)
                 if tokens and row["first_token_at"] is None:
                     row["first_token_at"] = now
+                if out.num_cached_tokens is not None:  # usage.prompt_tokens_details
+                    row["cached_tokens"] = out.num_cached_tokens
                 if out.finished:
                     row["completed_at"] = now
                     row["completion_tokens"] = len(tokens)
@@ -188,6 +191,20 @@ def faults(gw: Gateway, rng: random.Random) -> None:
     gw.step()
 
 
+def batched(gw: Gateway, rng: random.Random) -> None:
+    """The stub fault under batched load: 24 requests of 4 accounts, each account's prompts
+    sharing a 128-token prefix, arriving every one to three engine steps so that several run at
+    once; one ordinary request (`stub-…`, its length drawn like the others') runs as a stub."""
+    prefixes = [[rng.randrange(3, 512) for _ in range(4 * BLOCK)] for _ in range(4)]
+    stub_at = int(os.environ.get("BATCHED_STUB_AT", "14"))
+    for k in range(24):
+        suffix = [rng.randrange(3, 512) for _ in range(rng.randrange(8, 72))]
+        rid = f"stub-{k}" if k == stub_at else f"req-{k}"
+        gw.add(rid, f"acct-{k % 4}", prefixes[k % 4] + suffix, rng.randrange(4, 16))
+        gw.step(rng.randrange(1, 4))
+    gw.step()
+
+
 def bench(gw: Gateway, rng: random.Random) -> None:
     prefixes = [[rng.randrange(3, 512) for _ in range(2 * BLOCK)] for _ in range(4)]
     for k in range(int(os.environ.get("BENCH_REQUESTS", "32"))):
@@ -211,13 +228,14 @@ def main() -> None:
         enable_prefix_caching=True,
         enforce_eager=True,
         max_model_len=512,
-        num_gpu_blocks_override=24 if small else None,
+        num_gpu_blocks_override=(40 if mode == "batched" else 24) if small else None,
         max_num_seqs=8,
         seed=0,
     )
     gw = Gateway(llm.llm_engine)
     t0 = time.time()
-    {"healthy": healthy, "faults": faults, "bench": bench}[mode](gw, random.Random(7))
+    modes = {"healthy": healthy, "faults": faults, "batched": batched, "bench": bench}
+    modes[mode](gw, random.Random(int(os.environ.get("VLLM_RUN_SEED", "7"))))
     seconds = time.time() - t0
     generated = sum(len(v) for v in gw.outputs.values())
     gw.write(out_dir)

@@ -41,6 +41,7 @@ from forensics.sql import run_script, sql, tables
 SUSPECT_REASONS = (
     "over-pool",
     "fast-ttft",
+    "cache-implausible",
     "engine-rejected",
     "kv-checksum-mismatch",
     "kv-canary-violation",

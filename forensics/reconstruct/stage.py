@@ -32,7 +32,7 @@ from forensics.simulate.allocator import PagePool
 from forensics.simulate.engine_pool import EnginePagePool
 from forensics.sql import run_script, sql
 
-STUB_REASONS = ("over-pool", "engine-rejected", "fast-ttft")
+STUB_REASONS = ("over-pool", "engine-rejected", "fast-ttft", "cache-implausible")
 
 
 def allocator_for(engine: str | None, chosen: str) -> str:

@@ -3,12 +3,20 @@
 --   over-pool   status 200 and prompt_tokens > pool_slots of the serving prefill node (its row
 --               from the nodes file; else the engine start (node_starts) in effect at received_at,
 --               the latest start at or before it, else the earliest);
---   fast-ttft   time to first token below expected / factor, where expected = prompt_tokens /
+--   fast-ttft   time to first token below expected / factor, where expected = computed tokens
+--               (prompt_tokens less cached_tokens, where the log reports them) /
 --               the prefill node's median rate, the median taken over log(prompt_tokens / ttft)
 --               of its normal requests (status 200, ttft > 0, prompt_tokens >= min_prompt, not
 --               over-pool), and factor = greatest(ttft_factor, exp(mad_k * 1.4826 * MAD)) so a
 --               node with widely spread rates needs a larger gap; at least min_normal normal
 --               requests per node, else no verdict;
+--   cache-implausible  status 200 and the engine reported more prompt tokens served from its
+--               prefix cache (cached_tokens) than a cache can serve: all of the prompt (an
+--               engine computes at least its last token), a count that is not whole pages of
+--               the prefill node (prefix caches share whole pages where a page holds more than
+--               one token), or more than any earlier request on that node held (prompt and
+--               output): the signature of a stub whose uncomputed prompt the engine counts as
+--               cached;
 --   engine-rejected  the engine logged exceeds-max-tokens / input-too-long for it, yet 200;
 --   kv-checksum-mismatch, kv-canary-violation, deferred-release-timeout  engine evidence for it.
 -- ledger_covered: the ledger of its decode node spans its received_at, or logs it (from the
@@ -29,6 +37,13 @@ WITH pool AS (
     UNION ALL
     SELECT s.node, s.pool_slots, s.started_at, s.src_file, s.src_row, true AS from_log
     FROM node_starts s WHERE s.pool_slots IS NOT NULL
+), pages AS (
+    SELECT n.node, n.page_size, n.started_at, n.src_file, n.src_row,
+           n.src_file IN (SELECT path FROM log_files) AS from_log
+    FROM nodes n WHERE n.page_size IS NOT NULL
+    UNION ALL
+    SELECT s.node, s.page_size, s.started_at, s.src_file, s.src_row, true
+    FROM node_starts s WHERE s.page_size IS NOT NULL
 ), r0 AS (
     SELECT q.*,
            (SELECT p.pool_slots FROM pool p
@@ -36,15 +51,30 @@ WITH pool AS (
             ORDER BY p.from_log, coalesce(p.started_at <= q.received_at, true) DESC,
                      p.started_at DESC NULLS LAST, p.src_file, p.src_row
             LIMIT 1) AS pool_slots,
+           (SELECT g.page_size FROM pages g
+            WHERE g.node = q.serving_prefill_node
+            ORDER BY g.from_log, coalesce(g.started_at <= q.received_at, true) DESC,
+                     g.started_at DESC NULLS LAST, g.src_file, g.src_row
+            LIMIT 1) AS page_size,
+           max(q.prompt_tokens + coalesce(q.completion_tokens, 0)) OVER (
+               PARTITION BY q.serving_prefill_node ORDER BY q.received_at, q.request_id
+               ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS held_before,
            (epoch_us(q.first_token_at) - epoch_us(q.received_at)) / 1000.0 AS ttft_ms
     FROM work.analysis_requests q
 ), r AS (
-    SELECT *, http_status = 200 AND prompt_tokens > pool_slots AS over_pool FROM r0
+    SELECT *, http_status = 200 AND prompt_tokens > pool_slots AS over_pool,
+           http_status = 200 AND coalesce(cached_tokens, 0) > 0
+           AND (cached_tokens >= prompt_tokens
+                OR (page_size > 1 AND cached_tokens % page_size <> 0)
+                OR cached_tokens > coalesce(held_before, 0)) AS cache_implausible,
+           greatest(prompt_tokens - coalesce(cached_tokens, 0), 1) AS computed_tokens
+    FROM r0
 ), normal AS (
-    SELECT serving_prefill_node AS node, ln(prompt_tokens / (ttft_ms / 1000.0)) AS log_rate
+    SELECT serving_prefill_node AS node, ln(computed_tokens / (ttft_ms / 1000.0)) AS log_rate
     FROM r
-    WHERE http_status = 200 AND ttft_ms > 0 AND prompt_tokens >= $min_prompt
-      AND NOT coalesce(over_pool, false) AND serving_prefill_node IS NOT NULL
+    WHERE http_status = 200 AND ttft_ms > 0 AND computed_tokens >= $min_prompt
+      AND NOT coalesce(over_pool, false) AND NOT coalesce(cache_implausible, false)
+      AND serving_prefill_node IS NOT NULL
 ), med AS (
     SELECT node, count(*) AS n, median(log_rate) AS med FROM normal GROUP BY node
 ), model AS (
@@ -53,8 +83,8 @@ WITH pool AS (
                AS factor
     FROM med JOIN normal USING (node) GROUP BY med.node, med.n, med.med
 ), judged AS (
-    SELECT r.*, r.prompt_tokens / exp(m.med) * 1000.0 AS expected_ttft_ms,
-           m.n >= $min_normal AND r.ttft_ms < r.prompt_tokens / exp(m.med) * 1000.0 / m.factor
+    SELECT r.*, r.computed_tokens / exp(m.med) * 1000.0 AS expected_ttft_ms,
+           m.n >= $min_normal AND r.ttft_ms < r.computed_tokens / exp(m.med) * 1000.0 / m.factor
                AS fast_ttft
     FROM r LEFT JOIN model m ON m.node = r.serving_prefill_node
 ), evidence AS (
@@ -84,7 +114,8 @@ SELECT j.request_id, j.account_id, j.serving_prefill_node AS prefill_node,
        j.serving_decode_node AS decode_node,
        list_sort(list_distinct(list_concat(
            [CASE WHEN coalesce(j.over_pool, false) THEN 'over-pool' END,
-            CASE WHEN coalesce(j.fast_ttft, false) THEN 'fast-ttft' END],
+            CASE WHEN coalesce(j.fast_ttft, false) THEN 'fast-ttft' END,
+            CASE WHEN coalesce(j.cache_implausible, false) THEN 'cache-implausible' END],
            list_filter(coalesce(j.kinds, []),
                        lambda k: k <> 'engine-rejected' OR j.http_status = 200)
        ))) AS reasons,
