@@ -50,6 +50,7 @@ class RunContext:
     ingest: IngestResult | None = None  # what the ingest stage loaded, once it has run
     run_id: str = ""  # names this run in the manifest and the report
     queries: QueryLog = field(default_factory=QueryLog)  # the queries this run loaded
+    custody: dict[str, str | None] = field(default_factory=dict)  # forensics.manifest.custody
 
     def wrote(self, path: Path) -> Path:
         self.written.append(path)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +14,7 @@ from forensics.manifest import (
     SIDECARS,
     anchor,
     build_manifest,
+    custody,
     output_files,
     utc_now,
     write_manifest,
@@ -26,6 +27,7 @@ from forensics.progress import ProgressFn, no_progress
 from forensics.replay import replay_available
 from forensics.replay.loader import HUB_ID, resolve_folder
 from forensics.schema_docs import apply_comments
+from forensics.signing import SigningKey, load_signing_key, sign_file
 from forensics.sql import QueryLog
 
 
@@ -35,6 +37,7 @@ class InvestigateResult:
     results: dict[str, StageResult]  # by stage name, in the order the stages ran
     written: list[Path]
     ingest: IngestResult | None = None
+    custody: dict[str, str | None] = field(default_factory=dict)
 
     @property
     def manifest_sha256(self) -> str:
@@ -51,6 +54,11 @@ class InvestigateResult:
     def findings(self) -> bool:
         return any(result.findings for result in self.results.values())
 
+    @property
+    def signing_key(self) -> str | None:
+        """The fingerprint of the key that signed the manifest (None: not signed)."""
+        return self.custody.get("signing_key")
+
     def to_json(self) -> dict[str, Any]:
         return {
             "out_dir": str(self.out_dir),
@@ -59,6 +67,7 @@ class InvestigateResult:
             "tables": {name: list(result.tables) for name, result in self.results.items()},
             "written": [str(p) for p in self.written],
             "manifest_sha256": self.manifest_sha256,
+            "signing_key": self.signing_key,
         }
 
 
@@ -69,17 +78,23 @@ def investigate(
     stages in a staging folder beside OUT and swap it in complete (see forensics.outdir)."""
     started = utc_now()
     check_options(options)
+    key = load_signing_key(options.sign_key) if options.sign_key else None
     check_case(case_dir)
     check_apart(case_dir, out_dir)
     out_dir = check_out(out_dir)
     with staged(out_dir) as staging:
-        ctx = _run(case_dir, staging, options, progress, started)
+        ctx = _run(case_dir, staging, options, progress, started, key)
         written = [out_dir / p.relative_to(staging) for p in ctx.written]
-    return InvestigateResult(out_dir, ctx.results, written, ctx.ingest)
+    return InvestigateResult(out_dir, ctx.results, written, ctx.ingest, ctx.custody)
 
 
 def _run(
-    case_dir: Path, staging: Path, options: InvestigateOptions, progress: ProgressFn, started: str
+    case_dir: Path,
+    staging: Path,
+    options: InvestigateOptions,
+    progress: ProgressFn,
+    started: str,
+    key: SigningKey | None,
 ) -> RunContext:
     queries = QueryLog()
     with queries.recording():
@@ -92,6 +107,7 @@ def _run(
             progress=progress,
             run_id=started,
             queries=queries,
+            custody=custody(options.examiner, options.case_ref, key.fingerprint if key else None),
         )
         ctx.wrote(staging / "case.duckdb")
         try:
@@ -104,6 +120,8 @@ def _run(
     write_manifest(manifest_path, _manifest(ctx, options, started))
     anchor(manifest_path)
     ctx.wrote(staging / SIDECARS[0])
+    if key is not None:
+        sign_file(key, manifest_path, ctx.wrote(staging / SIDECARS[1]))
     return ctx
 
 
@@ -179,4 +197,5 @@ def _manifest(ctx: RunContext, options: InvestigateOptions, started: str) -> dic
         started_at=started,
         finished_at=utc_now(),
         command=list(options.command),
+        custody=ctx.custody,
     )

@@ -37,14 +37,23 @@ def library_versions() -> dict[str, str]:
     return found
 
 
-def custody() -> dict[str, str | None]:
-    """Who ran the analysis, for which case, on which machine: the examiner and the case or
-    ticket reference from KVFORENSICS_EXAMINER and KVFORENSICS_CASE_REF (None when unset)."""
+def custody(
+    examiner: str | None = None, case_ref: str | None = None, signing_key: str | None = None
+) -> dict[str, str | None]:
+    """Who ran the analysis, for which case, on which machine, and the fingerprint of the key
+    that signs the manifest (None: unsigned). examiner and case_ref: as given (--examiner,
+    --case-ref), else KVFORENSICS_EXAMINER and KVFORENSICS_CASE_REF (None when unset)."""
     return {
-        "examiner": os.environ.get("KVFORENSICS_EXAMINER") or None,
-        "case_ref": os.environ.get("KVFORENSICS_CASE_REF") or None,
+        "examiner": examiner or os.environ.get("KVFORENSICS_EXAMINER") or None,
+        "case_ref": case_ref or os.environ.get("KVFORENSICS_CASE_REF") or None,
         "host": platform.node(),
+        "signing_key": signing_key,
     }
+
+
+def environment() -> dict[str, Any]:
+    """The Python version and the libraries' versions the run used."""
+    return {"python": platform.python_version(), "libraries": library_versions()}
 
 
 def anchor(path: Path) -> str:
@@ -82,6 +91,7 @@ def build_manifest(
     started_at: str,
     finished_at: str,
     command: list[str],
+    custody: dict[str, str | None],
 ) -> dict[str, Any]:
     return {
         "schema_version": SCHEMA_VERSION,
@@ -98,8 +108,8 @@ def build_manifest(
         "queries": queries,
         "stages": stages,
         "outputs": sorted(outputs, key=lambda o: str(o["path"])),
-        "environment": {"python": platform.python_version(), "libraries": library_versions()},
-        "custody": custody(),
+        "environment": environment(),
+        "custody": custody,
     }
 
 

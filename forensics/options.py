@@ -234,12 +234,19 @@ class InvestigateOptions:
     follow_links: bool = False
     ray: str | None = None  # Ray cluster address, or "local"; None: the local engine
     ledger_external: str | None = None  # ledger kept outside the database: folder or URL
+    # chain of custody (the manifest's custody, not its parameters): who ran it, for which
+    # case (None: KVFORENSICS_EXAMINER, KVFORENSICS_CASE_REF), and the key that signs it
+    examiner: str | None = None
+    case_ref: str | None = None
+    sign_key: Path | None = None
     command: tuple[str, ...] = field(default=(), compare=False)
 
     def __post_init__(self) -> None:
         device = _enum(Device, self.replay_device, "--replay-device")
         object.__setattr__(self, "replay_device", device)
         object.__setattr__(self, "rules", Path(self.rules) if self.rules is not None else None)
+        key = Path(self.sign_key) if self.sign_key is not None else None
+        object.__setattr__(self, "sign_key", key)
         object.__setattr__(self, "command", tuple(self.command))
 
     def parameters(self) -> dict[str, Any]:

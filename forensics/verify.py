@@ -6,7 +6,11 @@ through a symbolic link (a link, to a file or a folder, is a difference). Every 
 be in the case folder with the same SHA-256 and size, and a file the case folder holds now that
 the run neither read nor skipped is reported as added. A manifest that is not a plain file, is
 too large, cannot be parsed (nesting too deep included) or does not have the manifest's shape
-is an error (exit 2), never read further."""
+is an error (exit 2), never read further.
+
+A manifest that names a signing key must have its signature beside it; with the examiner's
+public key (--pubkey) the signature must be there and be that key's signature over the
+manifest's bytes (forensics.signing)."""
 
 from __future__ import annotations
 
@@ -21,6 +25,7 @@ from forensics.ingest.discover import discover
 from forensics.ingest.load import log_files
 from forensics.manifest import MANIFEST, SIDECARS
 from forensics.outdir import MANIFEST_MOST
+from forensics.signing import fingerprint, load_public_key, signature_matches
 from forensics.textsafe import json_value
 
 
@@ -37,6 +42,7 @@ class Verification:
     case_dir: Path | None
     checked: int = 0
     differences: list[Difference] = field(default_factory=list)
+    signature: str = ""  # what the signature check found ("" where there was none to check)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -44,6 +50,7 @@ class Verification:
             "case_dir": str(self.case_dir or ""),
             "checked": self.checked,
             "ok": not self.differences,
+            "signature": self.signature,
             "differences": [d.__dict__ for d in self.differences],
         }
 
@@ -139,8 +146,10 @@ def _check(base: Path, side: str, item: dict[str, Any], result: Verification) ->
         result.differences.append(Difference(side, rel, "SHA-256 differs from the manifest"))
 
 
-def verify(out_dir: Path, case_dir: Path | None = None) -> Verification:
-    """Compare OUT (and the case folder: given, else the manifest's) with OUT/manifest.json."""
+def verify(out_dir: Path, case_dir: Path | None = None, pubkey: Path | None = None) -> Verification:
+    """Compare OUT (and the case folder: given, else the manifest's) with OUT/manifest.json;
+    with pubkey, check the manifest's signature by that key too."""
+    public = load_public_key(pubkey) if pubkey is not None else None
     if not out_dir.is_dir():
         raise CaseError(f"{out_dir}: no such folder; give the folder investigate wrote")
     manifest = read_manifest(out_dir)
@@ -160,6 +169,7 @@ def verify(out_dir: Path, case_dir: Path | None = None) -> Verification:
         if not any(rel.startswith(o + "/") for o in others):
             result.differences.append(Difference("output", rel, why))
     _anchored(out_dir, manifest, result)
+    _signed(out_dir, manifest, public, result)
     inputs = manifest.get("inputs") or []
     if inputs and (case is None or not case.is_dir()):
         result.differences.append(
@@ -187,6 +197,45 @@ def _anchored(out_dir: Path, manifest: dict[str, Any], result: Verification) -> 
         result.differences.append(
             Difference("output", MANIFEST, f"SHA-256 differs from the one in {SIDECARS[0]}")
         )
+
+
+def _signed(out_dir: Path, manifest: dict[str, Any], public: Any, result: Verification) -> None:
+    """The signature beside the manifest: there when the manifest names a signing key, and,
+    with the examiner's public key, that key's signature over the manifest's bytes."""
+    custody = manifest.get("custody") if isinstance(manifest.get("custody"), dict) else {}
+    named = custody.get("signing_key") if isinstance(custody.get("signing_key"), str) else None
+    sig = out_dir / SIDECARS[1]
+    why = _signature_absent(sig, named)
+    if public is None:
+        if why and named:
+            result.checked += 1
+            result.differences.append(Difference("output", SIDECARS[1], why))
+        elif not why:
+            result.signature = f"present, not checked (give --pubkey); the manifest names {named}"
+        return
+    given = fingerprint(public)
+    result.checked += 1
+    if why:
+        result.signature = f"missing ({why}); --pubkey is {given}"
+        result.differences.append(Difference("output", SIDECARS[1], result.signature))
+    elif not signature_matches(public, out_dir / MANIFEST, sig):
+        result.signature = f"not a signature of this manifest by --pubkey {given}" + (
+            f"; the manifest names the key {named}" if named and named != given else ""
+        )
+        result.differences.append(Difference("output", SIDECARS[1], result.signature))
+    else:
+        result.signature = f"good: manifest.json is signed by the key {given}"
+
+
+def _signature_absent(sig: Path, named: str | None) -> str:
+    """Why there is no signature to check ("" when there is one)."""
+    if sig.is_symlink():
+        return "a symbolic link; verify reads only the signature in OUT itself"
+    if not sig.is_file():
+        return "missing" + (
+            f"; the manifest names the signing key {named}" if named else "; the run was not signed"
+        )
+    return ""
 
 
 def _link_on_the_way(rel: str, others: set[str]) -> str | None:

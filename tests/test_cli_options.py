@@ -74,6 +74,16 @@ def _fixtures(tmp_path: Path) -> dict[str, Any]:
     )
     node_map = tmp_path / "map.csv"
     node_map.write_text("node,file_glob\nprobe-node,*\n")
+    from cryptography.hazmat.primitives import serialization as s
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    key = Ed25519PrivateKey.generate()
+    (tmp_path / "examiner.pem").write_bytes(
+        key.private_bytes(s.Encoding.PEM, s.PrivateFormat.PKCS8, s.NoEncryption())
+    )
+    (tmp_path / "examiner.pub").write_bytes(
+        key.public_key().public_bytes(s.Encoding.OpenSSH, s.PublicFormat.OpenSSH)
+    )
     return {"case": case, "db": db, "rules": rules, "node_map": node_map, "tmp": tmp_path}
 
 
@@ -119,6 +129,10 @@ def _value(command: str, option: Any, f: dict[str, Any]) -> list[Any]:
         ("simulate", "--fixed-at"): "2026-09-01T00:00:00Z",
         ("simulate", "--model"): "test",
         ("verify", "--case"): f["case"],
+        ("verify", "--pubkey"): f["tmp"] / "examiner.pub",
+        ("investigate", "--examiner"): "A. Examiner",
+        ("investigate", "--case-ref"): "TICKET-47",
+        ("investigate", "--sign-key"): f["tmp"] / "examiner.pem",
         ("ingest", "--db"): f["tmp"] / "e.duckdb",
         ("analyze", "--db"): f["tmp"] / "copy.duckdb",
         ("investigate", "--out"): f["tmp"] / "out2",

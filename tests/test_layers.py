@@ -56,6 +56,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "forensics.isotime",
             "forensics.sql",
             "forensics.hashing",
+            "forensics.signing",
             "forensics.spillnames",
             "forensics.arrow",
             "forensics.interrupts",

@@ -7,6 +7,8 @@ from forensics.cli.params import (
     AssumeUtc,
     AwareAt,
     CaseDir,
+    CaseRef,
+    Examiner,
     FollowLinks,
     Json,
     LedgerExternal,
@@ -16,6 +18,7 @@ from forensics.cli.params import (
     ReplayModel,
     Rules,
     ServedModel,
+    SignKey,
 )
 from forensics.cli.progress import progress_reporter
 from forensics.cli.summary import print_investigation
@@ -35,6 +38,9 @@ def investigate(
     ray: Ray = InvestigateOptions.ray,
     ledger_external: LedgerExternal = InvestigateOptions.ledger_external,
     follow_links: FollowLinks = InvestigateOptions.follow_links,
+    examiner: Examiner = InvestigateOptions.examiner,
+    case_ref: CaseRef = InvestigateOptions.case_ref,
+    sign_key: SignKey = InvestigateOptions.sign_key,
     json_out: Json = False,
 ) -> None:
     """Run every stage on a case folder: ingest, analysis, exports, report, manifest. The
@@ -49,6 +55,9 @@ def investigate(
         follow_links=follow_links,
         ray=ray,
         ledger_external=ledger_external,
+        examiner=examiner,
+        case_ref=case_ref,
+        sign_key=sign_key,
         command=command_line(),
     )
     with progress_reporter(console, "investigate") as progress:
@@ -64,4 +73,9 @@ def investigate(
             "keep it with the case notes",
             markup=False,
         )
+        if result.signing_key:
+            console.print(
+                f"manifest.json signed with the key {result.signing_key} (manifest.json.sig)",
+                markup=False,
+            )
     finish(result.findings)

@@ -396,3 +396,38 @@ MovedCase = Annotated[
         "manifest names).",
     ),
 ]
+PubKey = Annotated[
+    Path | None,
+    typer.Option(
+        "--pubkey",
+        help="The examiner's Ed25519 public key (PEM or an OpenSSH line): check "
+        "manifest.json.sig with it; a missing or wrong signature is a difference (exit 1).",
+    ),
+]
+
+# --- chain of custody (investigate) -----------------------------------------------------------
+Examiner = Annotated[
+    str | None,
+    typer.Option(
+        "--examiner",
+        help="Who runs the analysis, recorded in the manifest and the report (default: "
+        "$KVFORENSICS_EXAMINER).",
+    ),
+]
+CaseRef = Annotated[
+    str | None,
+    typer.Option(
+        "--case-ref",
+        help="The case or ticket reference, recorded in the manifest and the report (default: "
+        "$KVFORENSICS_CASE_REF).",
+    ),
+]
+SignKey = Annotated[
+    Path | None,
+    typer.Option(
+        "--sign-key",
+        help="The examiner's Ed25519 private key (PEM or OpenSSH; a passphrase from "
+        "$KVFORENSICS_KEY_PASSPHRASE): sign manifest.json into manifest.json.sig and record "
+        "the key's fingerprint.",
+    ),
+]

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 from forensics.cli.app import app, console, emit_json, finish
-from forensics.cli.params import Json, MovedCase, VerifyOut
+from forensics.cli.params import Json, MovedCase, PubKey, VerifyOut
 from forensics.verify import verify as run_verify
 
 
 @app.command()
-def verify(out: VerifyOut, case: MovedCase = None, json_out: Json = False) -> None:
+def verify(
+    out: VerifyOut, case: MovedCase = None, pubkey: PubKey = None, json_out: Json = False
+) -> None:
     """Re-hash every input and output the manifest lists: exit 0 when all match, 1 listing
-    what differs (changed, missing, or not in the manifest)."""
-    result = run_verify(out, case)
+    what differs (changed, missing, or not in the manifest; with --pubkey, a signature
+    missing or not made by that key)."""
+    result = run_verify(out, case, pubkey)
     if json_out:
         emit_json(result.to_json())
     else:
@@ -20,6 +23,8 @@ def verify(out: VerifyOut, case: MovedCase = None, json_out: Json = False) -> No
         state = (
             "all match" if not result.differences else (f"{len(result.differences)} difference(s)")
         )
+        if result.signature:
+            console.print(f"signature: {result.signature}", markup=False)
         console.print(
             f"verify: {result.checked} file(s) checked against the manifest; {state}", markup=False
         )
