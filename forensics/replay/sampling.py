@@ -57,17 +57,19 @@ def sampled_decode(
     first_logits: torch.Tensor,
     n_out: int,
     sampling: Sampling,
+    chunk: int | None = None,
 ) -> list[int]:
     """n_out tokens: the first drawn from first_logits (its prefill's), each later one drawn
     from the step that feeds the previous one at positions len(slots), len(slots)+1, … over the
-    rebuilt KV of `slots` (as forensics.replay.decode.greedy_decode, but sampled)."""
+    rebuilt KV of `slots` (as forensics.replay.decode.greedy_decode, but sampled); the writers'
+    KV computed `chunk` tokens per forward pass."""
     if n_out <= 0:
         return []
     rng = sampling.rng()
     tokens = [pick(first_logits, sampling, rng)]
     with torch.inference_mode():
         attention.ensure(model)
-        keys, values, _ = rebuild_kv(model, writers, slots)
+        keys, values, _ = rebuild_kv(model, writers, slots, None, chunk)
         kv = hfcompat.new_cache()
         for layer, (k, v) in enumerate(zip(keys, values, strict=True)):
             kv.update(k, v, layer)
