@@ -328,3 +328,17 @@ def test_a_prefix_cache_hit_no_cache_can_serve_flags_a_stub() -> None:
         "SELECT expected_ttft_ms FROM screening WHERE request_id = 'H1'"
     ).fetchone()
     assert expected == pytest.approx(44 / RATE * 1000, rel=0.01)  # 300 - 256 tokens computed
+
+
+def test_what_could_not_be_looked_for_is_said() -> None:
+    """Requests on a node whose pool size is unknown, whose responses carry no cached tokens,
+    with too few normal requests for a time-to-first-token model and no engine log: no stub
+    signal exists for them, and the analysis says so rather than calling them clean."""
+    con = new_case()
+    insert(con, "nodes", [{"node": "p1", "role": "prefill"}])
+    insert(con, "requests", [_request(f"R{i}", "acct-1", 100 + i, 300, 0.03) for i in range(3)])
+    summary = analyze(con)
+    assert con.execute("SELECT DISTINCT signals FROM screening").fetchall() == [([],)]
+    assert summary["unscreened_requests"] == 3
+    assert "stubs could not be looked for in 3 requests" in summary["headline"]
+    assert "stubs could not be looked for at all" in summary["evidence_notes"]["d1"]

@@ -130,6 +130,11 @@ def headline(s: dict[str, Any]) -> str:
     )
     if s.get("reconstructed_pairs"):
         parts.append(f"{s['reconstructed_pairs']} reconstructed cross-account pairs")
+    if s.get("unscreened_requests"):
+        parts.append(
+            f"stubs could not be looked for in {s['unscreened_requests']} requests without a "
+            "ledger (no pool size, cached tokens or engine log for them)"
+        )
     if s.get("cleared_findings"):
         parts.append(f"{s['cleared_findings']} findings cleared by positive evidence")
     return "; ".join(parts)

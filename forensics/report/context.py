@@ -47,6 +47,7 @@ class Headline:
     nodes_screening: int  # no ledger, no reconstruction
     ledger_holes: int  # known holes in the ledgers
     cleared_findings: int  # findings positive evidence took off the lists
+    unscreened_requests: int  # requests without a ledger for which no stub signal exists
 
 
 @dataclass(frozen=True)

@@ -36,6 +36,10 @@ WITH served AS (
     HAVING bool_or(hi - lo + 1 > 2 * events)
         OR (bool_or(hi - lo + 1 > events)
             AND node NOT IN (SELECT node FROM ledger_holes WHERE source = 'seq'))
+), blind AS (
+    SELECT decode_node AS node, count(*) AS n FROM screening
+    WHERE NOT ledger_covered AND decode_node IS NOT NULL AND len(coalesce(signals, [])) = 0
+    GROUP BY decode_node
 ), skipped AS (
     SELECT node, string_agg(reason, '; ' ORDER BY reason) AS reason
     FROM reconstruct_skipped GROUP BY node
@@ -47,7 +51,7 @@ WITH served AS (
            a.node IN (SELECT node FROM reconstructed_nodes) AS reconstructed,
            l.node IS NOT NULL AS has_ledger, k.reason AS skip_reason,
            a.node IN (SELECT node FROM numbering) AS odd_numbering,
-           $external AS external
+           $external AS external, coalesce(b.n, 0) AS blind
     FROM all_nodes a
     LEFT JOIN roles r USING (node)
     LEFT JOIN counts c USING (node)
@@ -55,6 +59,7 @@ WITH served AS (
     LEFT JOIN holes h USING (node)
     LEFT JOIN uncovered u USING (node)
     LEFT JOIN skipped k USING (node)
+    LEFT JOIN blind b USING (node)
 )
 SELECT node, role, requests, ledger_events, ledger_first_ts, ledger_last_ts, holes,
        uncovered_requests, reconstructed,
@@ -81,6 +86,12 @@ SELECT node, role, requests, ledger_events, ledger_first_ts, ledger_last_ts, hol
            ELSE 'no KV ledger and no reconstruction (run kvforensics reconstruct, or record a '
                 'ledger with kvforensics tap); judged from the gateway log and node facts only'
        END
+       || CASE WHEN blind > 0
+               THEN format('; for {} request(s) it decoded without a ledger, stubs could not be '
+                           'looked for at all: give the prefill node''s pool size (nodes.csv '
+                           'pool_slots, or its start-up log in logs/), the responses'' cached '
+                           'tokens (requests.csv cached_tokens), or its engine log', blind)
+               ELSE '' END
        || CASE WHEN has_ledger AND external
                THEN '; its ledger is kept outside the database, where seq gaps are not looked '
                     'for (only the tap''s own reports of what it lost)'

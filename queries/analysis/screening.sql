@@ -26,7 +26,10 @@
 -- are lost, but also writes, and a write lost before a request's reads may be what it read,
 -- attributed by the ledger to an earlier writer or to none. coverage
 -- says which: ledger, ledger-hole, outside-ledger (the node has a ledger that does not reach
--- the request) or no-ledger.
+-- the request) or no-ledger. signals: the stub signals that could be looked for at all for the
+-- request (over-pool: its prefill node's pool is known; fast-ttft: that node has enough normal
+-- requests; cache-implausible: the log reports its cached tokens; engine-log: that node's
+-- engine log was read), so that what could not be looked for is said.
 DELETE FROM screening;
 
 INSERT INTO screening BY NAME
@@ -85,7 +88,8 @@ WITH pool AS (
 ), judged AS (
     SELECT r.*, r.computed_tokens / exp(m.med) * 1000.0 AS expected_ttft_ms,
            m.n >= $min_normal AND r.ttft_ms < r.computed_tokens / exp(m.med) * 1000.0 / m.factor
-               AS fast_ttft
+               AS fast_ttft,
+           coalesce(m.n >= $min_normal, false) AND r.ttft_ms IS NOT NULL AS ttft_judged
     FROM r LEFT JOIN model m ON m.node = r.serving_prefill_node
 ), evidence AS (
     SELECT e.request_id,
@@ -124,6 +128,13 @@ SELECT j.request_id, j.account_id, j.serving_prefill_node AS prefill_node,
        CASE WHEN j.ledger_node IS NULL AND NOT j.in_ledger THEN 'no-ledger'
             WHEN j.in_hole THEN 'ledger-hole'
             WHEN NOT j.in_ledger THEN 'outside-ledger'
-            ELSE 'ledger' END AS coverage
+            ELSE 'ledger' END AS coverage,
+       list_filter(
+           [CASE WHEN j.pool_slots IS NOT NULL THEN 'over-pool' END,
+            CASE WHEN j.ttft_judged THEN 'fast-ttft' END,
+            CASE WHEN j.cached_tokens IS NOT NULL THEN 'cache-implausible' END,
+            CASE WHEN j.serving_prefill_node IN (SELECT node FROM node_starts)
+                 THEN 'engine-log' END],
+           lambda x: x IS NOT NULL) AS signals
 FROM placed j
 ORDER BY j.request_id;

@@ -37,4 +37,6 @@ SELECT
     (SELECT coalesce(map_from_entries(list({'k': side || ' ' || confidence, 'v': n})), MAP {})
        FROM (SELECT side, confidence, count(*) AS n FROM affected_accounts GROUP BY ALL))
         AS accounts_by_confidence,
-    (SELECT count(*) FROM cleared_findings) AS cleared_findings;
+    (SELECT count(*) FROM cleared_findings) AS cleared_findings,
+    (SELECT count(*) FROM screening
+     WHERE NOT ledger_covered AND len(coalesce(signals, [])) = 0) AS unscreened_requests;

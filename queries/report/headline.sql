@@ -43,4 +43,6 @@ SELECT
     (SELECT count(*) FROM node_evidence WHERE evidence = 'reconstructed') AS nodes_reconstructed,
     (SELECT count(*) FROM node_evidence WHERE evidence = 'screening') AS nodes_screening,
     (SELECT count(*) FROM ledger_holes) AS ledger_holes,
-    (SELECT count(*) FROM cleared_findings) AS cleared_findings;
+    (SELECT count(*) FROM cleared_findings) AS cleared_findings,
+    (SELECT count(*) FROM screening
+     WHERE NOT ledger_covered AND len(coalesce(signals, [])) = 0) AS unscreened_requests;

@@ -56,7 +56,9 @@ CREATE TABLE IF NOT EXISTS screening (
     ttft_ms         DOUBLE,  -- time to first token
     expected_ttft_ms DOUBLE,  -- expected from the node's normal prefill rate
     ledger_covered  BOOLEAN NOT NULL,     -- a complete ledger covers its decode node then
-    coverage        VARCHAR  -- ledger | ledger-hole | outside-ledger | no-ledger (its decode node)
+    coverage        VARCHAR, -- ledger | ledger-hole | outside-ledger | no-ledger (its decode node)
+    signals         VARCHAR[] -- stub signals that could be looked for: over-pool, fast-ttft,
+                              -- cache-implausible, engine-log
 );
 
 -- Possible (screened) exposure pairs: a suspect receiver that no complete ledger covers and
@@ -159,4 +161,5 @@ ALTER TABLE affected_requests ADD COLUMN IF NOT EXISTS support DOUBLE;
 ALTER TABLE affected_accounts ADD COLUMN IF NOT EXISTS support DOUBLE;
 -- Case databases analysed before evidence was graded get its columns.
 ALTER TABLE screening ADD COLUMN IF NOT EXISTS coverage VARCHAR;
+ALTER TABLE screening ADD COLUMN IF NOT EXISTS signals VARCHAR[];
 ALTER TABLE possible_exposures ADD COLUMN IF NOT EXISTS basis VARCHAR;
