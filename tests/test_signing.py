@@ -233,3 +233,29 @@ def test_an_openssh_key_signs_or_is_refused_clearly(tmp_path: Path) -> None:
                 load_signing_key(tmp_path / "locked")
         else:
             assert load_signing_key(tmp_path / "locked").fingerprint.startswith("SHA256:")
+
+
+def test_the_report_shows_who_ran_it_where_and_with_what(signed: dict[str, Path]) -> None:
+    """The evidence section names the examiner, the case reference, the host, the signing
+    key and the libraries; `kvforensics report` on an OUT shows the manifest's SHA-256."""
+    import hashlib
+    import html
+
+    from forensics.report.render import _custody
+    from forensics.report.stage import _manifest_sha256
+
+    out = signed["out"]
+    manifest = json.loads((out / "manifest.json").read_text())
+    page = html.unescape((out / "report.html").read_text())
+    section = page[page.index('id="manifest"') : page.index('id="appendix-queries"')]
+    custody = manifest["custody"]
+    for shown in ("A. Examiner", "TICKET-47", custody["host"], custody["signing_key"]):
+        assert shown in section, shown
+    assert f"duckdb {manifest['environment']['libraries']['duckdb']}" in section
+    assert "written after this report: in manifest.json.sha256" in section
+    digest = hashlib.sha256((out / "manifest.json").read_bytes()).hexdigest()
+    assert _manifest_sha256(out, None) == digest  # what `kvforensics report --out OUT` shows
+    facts = _custody(manifest, digest)
+    assert facts is not None and facts.manifest_sha256 == digest
+    assert facts.examiner == "A. Examiner" and facts.signing_key == custody["signing_key"]
+    assert _custody({"run_id": "x"}, "") is None  # a database without a run: no custody table

@@ -292,6 +292,20 @@ class Fact:
 
 
 @dataclass(frozen=True)
+class Custody:
+    """Who ran the analysis, for which case, where, with what: the manifest's custody and
+    environment ('' where not recorded)."""
+
+    examiner: str
+    case_ref: str
+    host: str
+    signing_key: str  # the fingerprint of the key that signed the manifest, '' when unsigned
+    manifest_sha256: str  # or why it is not known when the report is written
+    python: str
+    libraries: str  # name version, comma-separated
+
+
+@dataclass(frozen=True)
 class ConfidenceLevel:
     level: str
     meaning: str
@@ -372,3 +386,4 @@ class ReportContext:
     node_evidence: list[NodeEvidenceRow] = field(default_factory=list)  # per node, by name
     holes: list[HoleRow] = field(default_factory=list)  # known holes in the ledgers
     cleared: list[ClearedRow] = field(default_factory=list)  # what positive evidence cleared
+    custody: Custody | None = None  # None where no manifest or run says who ran it

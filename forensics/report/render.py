@@ -23,6 +23,7 @@ from forensics.report.context import (
     Charts,
     ClearedRow,
     ConfidenceLevel,
+    Custody,
     EvidenceRow,
     ExposureRow,
     Fact,
@@ -188,6 +189,23 @@ def _fact_value(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
 
 
+def _custody(manifest: dict[str, Any], manifest_sha256: str) -> Custody | None:
+    """The custody facts of a manifest (or of the run writing one), None where it has none."""
+    custody, env = manifest.get("custody"), manifest.get("environment")
+    if not isinstance(custody, dict) or not isinstance(env, dict):
+        return None
+    libraries = env.get("libraries") if isinstance(env.get("libraries"), dict) else {}
+    return Custody(
+        examiner=str(custody.get("examiner") or ""),
+        case_ref=str(custody.get("case_ref") or ""),
+        host=str(custody.get("host") or ""),
+        signing_key=str(custody.get("signing_key") or ""),
+        manifest_sha256=manifest_sha256,
+        python=str(env.get("python") or ""),
+        libraries=", ".join(f"{name} {v}" for name, v in sorted(libraries.items())),
+    )
+
+
 def _facts(
     manifest: dict[str, Any],
     con: duckdb.DuckDBPyConnection,
@@ -200,7 +218,7 @@ def _facts(
     if command:
         facts.append(Fact("report.command_line", command))
     for key, value in sorted(manifest.items()):
-        if key in ("inputs", "stages"):
+        if key in ("inputs", "stages", "custody", "environment"):  # custody: a table of its own
             continue
         if isinstance(value, dict) and value:
             facts += [Fact(f"manifest.{key}.{k}", _fact_value(v)) for k, v in sorted(value.items())]
@@ -241,9 +259,11 @@ def build_context(
     accounts: dict[str, list[AccountRow]] | None = None,
     generated_at: str = "",
     queries: QueryLog | None = None,
+    manifest_sha256: str = "",
 ) -> ReportContext:
     """The report context from a case database whose missing tables have stand-ins; `queries`:
-    the run's query log, of which the report lists its own queries (once all are loaded)."""
+    the run's query log, of which the report lists its own queries (once all are loaded);
+    manifest_sha256: that of the manifest shown, or why it is not known."""
     # matplotlib takes about a second to import: only a command that draws a report pays it
     from forensics.report import charts
 
@@ -301,7 +321,8 @@ def build_context(
     )
     con.execute(sql("report/cleanup"))
     facts = _facts(manifest, con, command, queries.used() if queries else {})
-    return ReportContext(**{**context.__dict__, "manifest": facts})
+    custody = _custody(manifest, manifest_sha256)
+    return ReportContext(**{**context.__dict__, "manifest": facts, "custody": custody})
 
 
 def _num(value: Any) -> str:

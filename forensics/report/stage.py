@@ -14,7 +14,9 @@ import duckdb
 
 from forensics.context import RunContext, StageResult
 from forensics.errors import CaseError
+from forensics.hashing import sha256_file
 from forensics.ingest.load import input_notes
+from forensics.manifest import environment
 from forensics.notify.deadlines import iso_utc, load_rules, parse_aware_at
 from forensics.notify.exports import (
     Exports,
@@ -102,6 +104,15 @@ def read_manifest(out_dir: Path) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+def _manifest_sha256(out_dir: Path, given: dict[str, Any] | None) -> str:
+    """The SHA-256 of OUT/manifest.json when the report shows it; for the run writing one,
+    where it will be."""
+    if given is not None:
+        return "written after this report: in manifest.json.sha256, and printed by investigate"
+    path = out_dir / "manifest.json"
+    return sha256_file(path) if path.is_file() else ""
+
+
 def write_all(
     con: duckdb.DuckDBPyConnection,
     out_dir: Path,
@@ -138,6 +149,7 @@ def write_all(
                 case_label=case_label,
                 missing=missing,
                 manifest=read_manifest(out_dir) if manifest is None else manifest,
+                manifest_sha256=_manifest_sha256(out_dir, manifest),
                 command=command,
                 notify_plan=plan,
                 accounts=account_rows(exports),
@@ -181,6 +193,8 @@ def export_stage(ctx: RunContext) -> StageResult:
         "parameters": ctx.params.parameters(),
         "stages_before_export": sorted(ctx.results),
         "run_id": ctx.run_id,
+        "custody": ctx.custody,
+        "environment": environment(),
     }
     result = write_all(
         ctx.con,
