@@ -203,6 +203,8 @@ def test_later_stages_shown_when_present(tmp_path: Path) -> None:
                 "request_id": "B",
                 "verdict": "confirmed",
                 "reason": "contaminated replay matches",
+                "basis": "evidence",
+                "evidence_bits": 23.44,
                 "delivered_sha256": "aa",
                 "contaminated_sha256": "aa",
                 "clean_sha256": "bb",
@@ -271,8 +273,11 @@ def test_later_stages_shown_when_present(tmp_path: Path) -> None:
     assert page.figures["possible_receivers"] == "1"  # C: flagged, no ledger covers it
     assert "has not run" not in html
     section = html[html.index('id="exposures"') : html.index('id="method"')]
-    assert '<span class="tag good">confirmed</span>' in section
+    assert (
+        '<span class="tag good">confirmed (evidence)</span></td><td class="n">+23.4</td>' in section
+    )
     assert "clean replay matches too" in section
+    assert "each bit doubles the odds" in section
     assert "0.5" not in section and "24.0" not in section  # wall-clock figures stay out
     assert "max_total_num_tokens=32, context_len=64" in html
     assert "fast-ttft" in html

@@ -232,6 +232,8 @@ class ViolationRow:
 class ReplayRow:
     request_id: str
     verdict: str
+    basis: str | None  # of a confirmation: reproduced | evidence
+    evidence_bits: float | None  # log-likelihood ratio, contaminated against clean, in bits
     reason: str | None
     tokens: int | None
     device: str | None

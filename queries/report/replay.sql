@@ -10,7 +10,8 @@ WITH latest AS (
         ORDER BY (verdict = 'confirmed' AND COALESCE(model_matches, true)) DESC,
                  COALESCE(model_matches, true) DESC, run_id DESC NULLS LAST) = 1
 )
-SELECT request_id, verdict, reason, tokens, device, model,
+SELECT request_id, verdict, basis, round(evidence_bits, 1) AS evidence_bits, reason, tokens,
+       device, model,
        delivered_sha256 = contaminated_sha256 AS contaminated_matches,
        delivered_sha256 = clean_sha256 AS clean_matches,
        count(*) OVER (PARTITION BY verdict) AS verdict_total, count(*) OVER () AS total
