@@ -11,10 +11,12 @@ from pathlib import Path
 
 import duckdb
 
+from forensics.dbopen import memory_limit_bytes
 from forensics.errors import InputError, MissingColumnError, first_line
 from forensics.ingest import columns
 from forensics.ingest.contract import TableContract, refuse_reader_column
 from forensics.ingest.discover import InputFile
+from forensics.ingest.expansion import check_expansion
 from forensics.ingest.integrity import Scan, scan_file, text_blocks
 from forensics.sql import Fragment, ident, join, literal, run, run_script, sql, template
 
@@ -150,16 +152,20 @@ def stage_parquet(
 
 
 def parquet_types(con: duckdb.DuckDBPyConnection, f: InputFile, path: Path) -> dict[str, str]:
-    """The Parquet file's columns and their types (path: the file, or its unpacked copy)."""
+    """The Parquet file's columns and their types (path: the file, or its unpacked copy), once
+    its footer reads and its values decoded would not exceed the memory limit many times over
+    what the file holds (forensics.ingest.expansion)."""
     try:
         described = con.execute(sql("ingest/describe_parquet"), {"path": str(path)})
-        return {r[0]: r[1] for r in described.fetchall()}
+        types = {r[0]: r[1] for r in described.fetchall()}
     except duckdb.Error as exc:
         raise InputError(
             f"cannot read this Parquet file: {first_line(exc)}",
             path=f.rel,
             fix="check that the file is complete Parquet",
         ) from exc
+    check_expansion(f.rel, path, memory_limit_bytes(con))
+    return types
 
 
 def parquet_projection(f: InputFile, table: TableContract, types: dict[str, str]) -> Fragment:
