@@ -202,8 +202,9 @@ def _anchored(out_dir: Path, manifest: dict[str, Any], result: Verification) -> 
 def _signed(out_dir: Path, manifest: dict[str, Any], public: Any, result: Verification) -> None:
     """The signature beside the manifest: there when the manifest names a signing key, and,
     with the examiner's public key, that key's signature over the manifest's bytes."""
-    custody = manifest.get("custody") if isinstance(manifest.get("custody"), dict) else {}
-    named = custody.get("signing_key") if isinstance(custody.get("signing_key"), str) else None
+    custody = manifest.get("custody")
+    key = custody.get("signing_key") if isinstance(custody, dict) else None
+    named = key if isinstance(key, str) else None
     sig = out_dir / SIDECARS[1]
     why = _signature_absent(sig, named)
     if public is None:

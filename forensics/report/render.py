@@ -194,7 +194,8 @@ def _custody(manifest: dict[str, Any], manifest_sha256: str) -> Custody | None:
     custody, env = manifest.get("custody"), manifest.get("environment")
     if not isinstance(custody, dict) or not isinstance(env, dict):
         return None
-    libraries = env.get("libraries") if isinstance(env.get("libraries"), dict) else {}
+    found = env.get("libraries")
+    libraries: dict[str, Any] = found if isinstance(found, dict) else {}
     return Custody(
         examiner=str(custody.get("examiner") or ""),
         case_ref=str(custody.get("case_ref") or ""),
