@@ -76,9 +76,20 @@ def full_case(request, tmp_path_factory) -> tuple[Path, set[tuple[str, str]], in
     return case, listed, seed
 
 
-def _cut_stretch(part: Path, rng: random.Random) -> None:
-    """Remove a random stretch of a ledger part's rows (its seq numbers skip over them)."""
+TAP_RUN = 1_788_000_000 << 32  # the tap's seq: its start second * 2^32 + its event number
+
+
+def _tap_numbered(part: Path) -> pa.Table:
+    """The part's events numbered as the tap numbers them (one run, consecutive)."""
     table = pq.read_table(part)
+    i = table.schema.get_field_index("seq")
+    return table.set_column(i, "seq", pa.compute.add(table["seq"], TAP_RUN))
+
+
+def _cut_stretch(part: Path, rng: random.Random) -> None:
+    """Remove a random stretch of a ledger part's rows, numbered as the tap numbers them (its
+    seq numbers skip over them)."""
+    table = _tap_numbered(part)
     n = table.num_rows
     start = rng.randrange(n // 4, 3 * n // 4)
     stop = min(n, start + rng.randrange(50, 2000))
@@ -253,7 +264,7 @@ def test_a_seq_gap_is_a_hole_for_every_request_after_it(tmp_path: Path) -> None:
     case = tmp_path / "case"
     shutil.copytree(SAMPLE, case, ignore=shutil.ignore_patterns("ground_truth"))
     part = case / "kv_events" / "decode-1-part-00001.parquet"
-    table = pq.read_table(part)
+    table = _tap_numbered(part)
     read = _stub_read_seq(table, STUB)
     seq = table["seq"]
     # events lost well before the stub's read: its pages' writers may be among them
@@ -268,15 +279,30 @@ def test_a_seq_gap_is_a_hole_for_every_request_after_it(tmp_path: Path) -> None:
     assert ("decode-1", "seq-gap", 100, "seq") in found
 
 
-def test_a_seq_numbered_across_nodes_is_no_hole(tmp_path: Path) -> None:
-    """A ledger whose seq is one counter over several nodes skips numbers on each node without
-    losing anything: it is not read as holes, and the evidence note says so."""
+def test_gaps_in_another_producers_seq_are_no_hole(tmp_path: Path) -> None:
+    """Outside the tap's numbering (seq below 2^32) the contract does not promise consecutive
+    numbers: a gap there is not a hole, and the lists are the full ledger's."""
     case = tmp_path / "case"
     shutil.copytree(SAMPLE, case, ignore=shutil.ignore_patterns("ground_truth"))
     part = case / "kv_events" / "decode-1-part-00001.parquet"
     table = pq.read_table(part)
     i = table.schema.get_field_index("seq")
-    table = table.set_column(i, "seq", pa.compute.multiply(table["seq"], 3))
+    pq.write_table(table.set_column(i, "seq", pa.compute.multiply(table["seq"], 2)), part)
+    listed, _, summary = _lists(case, tmp_path / "case.duckdb")
+    assert listed == _truth(SAMPLE) and summary["ledger_holes"] == 0
+
+
+def test_a_seq_numbered_across_nodes_is_no_hole(tmp_path: Path) -> None:
+    """A ledger in the tap's numbering whose seq is one counter over several nodes skips numbers
+    on each node without losing anything: it is not read as holes, and the evidence note says
+    so."""
+    case = tmp_path / "case"
+    shutil.copytree(SAMPLE, case, ignore=shutil.ignore_patterns("ground_truth"))
+    part = case / "kv_events" / "decode-1-part-00001.parquet"
+    table = pq.read_table(part)
+    i = table.schema.get_field_index("seq")
+    tripled = pa.compute.add(pa.compute.multiply(table["seq"], 3), TAP_RUN)
+    table = table.set_column(i, "seq", tripled)
     pq.write_table(table, part)
     db = tmp_path / "case.duckdb"
     listed, _, summary = _lists(case, db)

@@ -54,6 +54,7 @@ from forensics.sql import (
     run,
     run_script,
     sql,
+    tables,
     template,
 )
 
@@ -429,5 +430,9 @@ def input_notes(con: duckdb.DuckDBPyConnection) -> list[str]:
     events ordered by ts), columns not in the contract (not loaded), what the tap's reports say
     it could not record."""
     order = [r[0] for r in con.execute(sql("ingest/order_notes")).fetchall()]
-    tap = [r[0] for r in con.execute(sql("ingest/tap_notes")).fetchall()]
+    tap = (
+        [r[0] for r in con.execute(sql("ingest/tap_notes")).fetchall()]
+        if "tap_reports" in tables(con)
+        else []  # a case database from before the tap's reports were read
+    )
     return order + columns.notes(con) + tap

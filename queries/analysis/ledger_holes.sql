@@ -1,6 +1,8 @@
--- ledger_holes from the ledger's own numbering: per node and run of seq (seq >> 32, the run a
--- recording process numbers: the tap's seq is its start second * 2^32 + its event number), the
--- numbers a run skipped are events that were recorded and lost (a dropped batch). A hole spans
+-- ledger_holes from the ledger's own numbering, where it is the tap's: per node and run of seq
+-- (seq >> 32, the run a recording process numbers: the tap's seq is its start second * 2^32 +
+-- its event number, so its runs are above 0), the numbers a run skipped are events that were
+-- recorded and lost (a dropped batch). A seq below 2^32 is some other producer's order, which
+-- the contract does not promise to be consecutive: its gaps are not read as holes. A hole spans
 -- the last event before the skipped numbers to the first after them. The numbering only counts
 -- where it is consecutive: a run whose numbers cover more than twice its events, or that skips
 -- more often than one event in a hundred (plus 16), is numbered some other way (one counter
@@ -10,7 +12,7 @@ DELETE FROM ledger_holes;
 
 CREATE OR REPLACE TEMP TABLE analysis_seq_runs AS
 SELECT node, seq >> 32 AS run, count(*) AS events, min(seq) AS lo, max(seq) AS hi
-FROM kv_events WHERE seq IS NOT NULL
+FROM kv_events WHERE seq >= 4294967296
 GROUP BY ALL;
 
 INSERT INTO ledger_holes BY NAME
@@ -21,7 +23,7 @@ WITH gappy AS (
     SELECT e.node, e.seq >> 32 AS run, e.seq, e.ts,
            lag(e.seq) OVER w AS prev_seq, lag(e.ts) OVER w AS prev_ts
     FROM kv_events e SEMI JOIN gappy g ON g.node = e.node AND g.run = e.seq >> 32
-    WHERE e.seq IS NOT NULL
+    WHERE e.seq >= 4294967296
     WINDOW w AS (PARTITION BY e.node, e.seq >> 32 ORDER BY e.seq, e.input_order)
 ), gaps AS (
     SELECT *, count(*) OVER (PARTITION BY node, run) AS gaps_in_run
