@@ -16,6 +16,7 @@ from forensics.cli import (  # noqa: F401  (each module registers its commands)
     analyze_cmd,
     audit_cmd,
     bench_cmd,
+    explain_cmd,
     ingest_cmd,
     investigate_cmd,
     reconstruct_cmd,
