@@ -341,6 +341,17 @@ class AccountRow:
 
 
 @dataclass(frozen=True)
+class ExplainLink:
+    """A receiving request of the lists with its drill-down page (OUT/explain/)."""
+
+    request_id: str
+    account_id: str
+    confidence: str
+    tokens: int | None
+    href: str  # explain/<name>.html, relative to report.html
+
+
+@dataclass(frozen=True)
 class Charts:
     """Inline SVG (from matplotlib); empty Markup when there is nothing to draw."""
 
@@ -389,3 +400,6 @@ class ReportContext:
     holes: list[HoleRow] = field(default_factory=list)  # known holes in the ledgers
     cleared: list[ClearedRow] = field(default_factory=list)  # what positive evidence cleared
     custody: Custody | None = None  # None where no manifest or run says who ran it
+    explain_pages: list[ExplainLink] = field(default_factory=list)  # receivers with a page
+    explain_hrefs: dict[str, str] = field(default_factory=dict)  # request id: its page
+    explain_listed: int = 0  # receiving requests on the lists (pages: at most PAGE_LIMIT)

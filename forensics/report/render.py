@@ -25,6 +25,7 @@ from forensics.report.context import (
     ConfidenceLevel,
     Custody,
     EvidenceRow,
+    ExplainLink,
     ExposureRow,
     Fact,
     Headline,
@@ -261,6 +262,8 @@ def build_context(
     generated_at: str = "",
     queries: QueryLog | None = None,
     manifest_sha256: str = "",
+    explain_pages: list[ExplainLink] | None = None,
+    explain_listed: int = 0,
 ) -> ReportContext:
     """The report context from a case database whose missing tables have stand-ins; `queries`:
     the run's query log, of which the report lists its own queries (once all are loaded);
@@ -323,7 +326,17 @@ def build_context(
     con.execute(sql("report/cleanup"))
     facts = _facts(manifest, con, command, queries.used() if queries else {})
     custody = _custody(manifest, manifest_sha256)
-    return ReportContext(**{**context.__dict__, "manifest": facts, "custody": custody})
+    pages = explain_pages or []
+    return ReportContext(
+        **{
+            **context.__dict__,
+            "manifest": facts,
+            "custody": custody,
+            "explain_pages": pages,
+            "explain_hrefs": {p.request_id: p.href for p in pages},
+            "explain_listed": explain_listed,
+        }
+    )
 
 
 def _num(value: Any) -> str:

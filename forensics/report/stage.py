@@ -29,7 +29,8 @@ from forensics.notify.exports import (
 from forensics.notify.notices import write_notices
 from forensics.notify.timeline import write_timeline
 from forensics.report.casedb import stand_ins
-from forensics.report.context import AccountRow, NotifyPlanRow
+from forensics.report.context import AccountRow, ExplainLink, NotifyPlanRow
+from forensics.report.explain import write_pages
 from forensics.report.render import build_context, render_report
 from forensics.sql import QueryLog, recording, tables
 
@@ -90,6 +91,47 @@ def account_rows(exports: Exports) -> dict[str, list[AccountRow]]:
     }
 
 
+CONFIDENCE_ORDER = {"confirmed": 0, "ledger": 1, "reconstructed": 2, "possible": 3}
+
+
+def receivers_listed(exports: Exports) -> list[dict[str, Any]]:
+    """The receiving requests of the lists, most certain and largest first, then by id."""
+    found = [r for r in exports.affected_requests if r["side"] == "receiving"]
+    return sorted(
+        found,
+        key=lambda r: (
+            CONFIDENCE_ORDER.get(str(r["confidence"]), 9),
+            -(r["tokens"] or 0),
+            str(r["request_id"]),
+        ),
+    )
+
+
+def write_explain_pages(
+    con: duckdb.DuckDBPyConnection,
+    out_dir: Path,
+    exports: Exports,
+    missing: list[str],
+    generated_at: str,
+) -> list[ExplainLink]:
+    """OUT/explain/<name>.html for the first PAGE_LIMIT receiving requests of the lists; the
+    links to them, in the lists' order."""
+    listed = receivers_listed(exports)
+    ids = [str(r["request_id"]) for r in listed]
+    pages = write_pages(con, out_dir / "explain", ids, generated_at=generated_at, missing=missing)
+    return [
+        ExplainLink(
+            str(r["request_id"]),
+            str(r["account_id"]),
+            str(r["confidence"]),
+            r["tokens"],
+            pages[str(r["request_id"])].relative_to(out_dir).as_posix(),
+        )
+        for r in listed
+        if str(r["request_id"]) in pages
+    ]
+
+
 def read_manifest(out_dir: Path) -> dict[str, Any]:
     """OUT/manifest.json as written by investigate, or {} when there is none."""
     path = out_dir / "manifest.json"
@@ -143,6 +185,9 @@ def write_all(
             )
             result.written += write_notices(exports, notes / "notices", sender)
             result.written += write_timeline(con, out_dir)
+            generated_at = generation_time()
+            links = write_explain_pages(con, out_dir, exports, missing, generated_at)
+            result.written += [out_dir / link.href for link in links]
             plan = [NotifyPlanRow(**row) for row in notify_plan(exports)]
             context = build_context(
                 con,
@@ -153,8 +198,10 @@ def write_all(
                 command=command,
                 notify_plan=plan,
                 accounts=account_rows(exports),
-                generated_at=generation_time(),
+                generated_at=generated_at,
                 queries=log,
+                explain_pages=links,
+                explain_listed=len(receivers_listed(exports)),
             )
         if "ingest_warnings" in tables(con):
             context.notes.extend(f"Input warning: {note}" for note in input_notes(con))
