@@ -218,6 +218,28 @@ def test_the_gpu_check_dry_runs_on_a_cpu(tmp_path):
     assert summary.rstrip().endswith("check passed")
 
 
+@pytest.mark.slow
+def test_the_fetched_wheels_are_all_the_cli_needs_beside_the_gpu_image(tmp_path):
+    """fetch_wheels.sh --dry-run: a fresh environment with only the GPU image's packages and the
+    fetched wheels runs ingest, analyze, replay and report (about two minutes; needs the index)."""
+    import os
+    import sys
+
+    env = {**os.environ, "PYTHON": sys.executable, "SCRATCH": str(tmp_path)}
+    done = subprocess.run(
+        ["bash", str(ROOT / "scripts" / "fetch_wheels.sh"), "--dry-run"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "replay verdicts: [('confirmed', 7)]" in done.stdout
+    assert "dry run passed" in done.stdout
+    venv = next((tmp_path / "venv" / "lib").glob("python3*/site-packages"))
+    assert not (venv / "polars").exists() and not (venv / "cryptography").exists()
+
+
 @pytest.mark.parametrize(
     "error,falls_back",
     [
