@@ -62,6 +62,14 @@ class OutputModel(StrEnum):
     TEST = "test"
 
 
+class SimSampling(StrEnum):
+    """How the simulated requests decode: a realistic mix of sampling settings (most sampled at
+    a temperature above 0, some greedy), or every request greedy (no sampling columns)."""
+
+    MIXED = "mixed"
+    GREEDY = "greedy"
+
+
 class Mix(StrEnum):
     """The traffic of the scale benchmark: chat prompts, long-context requests, or both with
     their analyses timed alternately (forensics.bench.pair)."""
@@ -103,6 +111,7 @@ LIMITS: dict[str, Bound] = {
     "--seed": _SEED,
     "--scale": Bound(0, 100, low_ok=False, above=f"{_HOURS}: every size grows by it"),
     "--days": Bound(0, 366, low_ok=False, above="a year is the longest traffic window"),
+    "--prompt-words": Bound(0, 1_000_000, above="more token ids than any vocabulary has"),
     "--events": Bound(1, 2_000_000_000, above=_HOURS),
     "--repeat": Bound(1, 100, above=_HOURS),
 }
@@ -149,6 +158,7 @@ class SimOptions:
     truth: bool = True
     contents: bool = True
     model: str = OutputModel.SYNTHETIC.value
+    sampling: str = SimSampling.MIXED.value  # per-request sampling settings, or greedy only
     days: float = 14.0  # the traffic window
     flush_rows: int = 1 << 20
     allocator: str = SimAllocator.LIFO.value

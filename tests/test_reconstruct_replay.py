@@ -26,7 +26,10 @@ pytestmark = [
 
 def test_replay_confirms_true_pairs_and_clears_the_others(tmp_path: Path) -> None:
     full = tmp_path / "full"
-    simulate(full, SimOptions(requests=120, seed=11, scale=0.001, days=0.3, model="test"))
+    simulate(
+        full,
+        SimOptions(requests=120, seed=11, scale=0.001, days=0.3, model="test", sampling="greedy"),
+    )
     case = tmp_path / "withheld"
     shutil.copytree(full, case, ignore=shutil.ignore_patterns("kv_events", "ground_truth"))
     ingest_case(case, tmp_path / "case.duckdb")

@@ -28,6 +28,11 @@ REQUEST_COLS = [
     "prefill_node",
     "decode_node",
     "response_sha256",
+    # the optional sampling settings (simulate --sampling mixed, the default)
+    "temperature",
+    "top_p",
+    "top_k",
+    "seed",
 ]
 KV_COLS = [
     "ts",

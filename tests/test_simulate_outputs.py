@@ -166,6 +166,7 @@ def test_model_test_calls_the_replay_functions_with_the_seam_contract(tmp_path, 
             scale=0.0005,
             days=0.01,
             model="test",
+            sampling="greedy",
             overrides=(("long_share", 0.15),),
         ),
     )

@@ -27,6 +27,7 @@ from forensics.options import (
     Mix,
     OutputModel,
     SimAllocator,
+    SimSampling,
     check_number,
 )
 
@@ -270,6 +271,26 @@ SimModel = Annotated[
     typer.Option(
         "--model",
         help="Output model: synthetic (hash-based) or test (the replay test model).",
+    ),
+]
+SimSample = Annotated[
+    SimSampling,
+    typer.Option(
+        "--sampling",
+        help="mixed: each request gets sampling settings (most a temperature of 0.7 to 1.0 "
+        "with top-p 0.9 to 1.0, a fifth greedy), written to requests.csv (temperature, top_p, "
+        "top_k, seed) and used by --model test; greedy: every request greedy, no such columns.",
+    ),
+]
+PromptWords = Annotated[
+    int,
+    typer.Option(
+        "--prompt-words",
+        callback=checked("--prompt-words"),
+        help="Draw each prompt (and shared prefix) from this many token ids of its own, as text "
+        "repeats its words (0: uniformly from the vocabulary). With --model test and sampled "
+        "outputs, about 12 gives replay evidence to weigh: the random-weight test model tells "
+        "uniformly random contexts apart only weakly.",
     ),
 ]
 SimPool = Annotated[

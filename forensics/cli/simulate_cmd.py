@@ -10,16 +10,18 @@ from forensics.cli.params import (
     Json,
     NoContents,
     NoTruth,
+    PromptWords,
     Requests,
     Scale,
     SimModel,
     SimOut,
     SimPool,
+    SimSample,
     SimSeed,
 )
 from forensics.cli.progress import progress_reporter
 from forensics.isotime import option_time
-from forensics.options import Bug, OutputModel, SimAllocator, SimOptions
+from forensics.options import Bug, OutputModel, SimAllocator, SimOptions, SimSampling
 
 
 @app.command()
@@ -34,6 +36,8 @@ def simulate(
     no_truth: NoTruth = not SimOptions.truth,
     no_contents: NoContents = not SimOptions.contents,
     model: SimModel = OutputModel(SimOptions.model),
+    sampling: SimSample = SimSampling(SimOptions.sampling),
+    prompt_words: PromptWords = 0,
     allocator: SimPool = SimAllocator(SimOptions.allocator),
     json_out: Json = False,
 ) -> None:
@@ -50,8 +54,10 @@ def simulate(
         truth=not no_truth,
         contents=not no_contents,
         model=model.value,
+        sampling=sampling.value,
         days=days,
         allocator=allocator.value,
+        overrides=(("prompt_words", prompt_words),) if prompt_words else (),
     )
     with progress_reporter(console, "simulate") as progress:
         summary = run_simulation(out_dir, opts, progress)

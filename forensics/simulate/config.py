@@ -43,6 +43,10 @@ class Scenario:
     output_median: int = 120
     output_max: int = 2048
     templates_per_account: int = 3
+    # token ids a prompt's own part (and each shared prefix) is drawn from, as text repeats its
+    # words; 0: uniformly from the vocabulary (the project's random-weight test model tells
+    # such contexts apart only weakly, so sampled outputs carry little evidence of what was read)
+    prompt_words: int = 0
     # engine timing (microseconds unless stated)
     prefill_tokens_per_s: float = 22_000.0
     transfer_tokens_per_s: float = 2_000_000.0

@@ -115,7 +115,11 @@ class Engine:
         key = (tpl, length)
         if key not in self._hash_ids:
             tokens = template_tokens(
-                self.seed, tpl, int(self.tr.template_lengths[tpl]), self.sc.vocab_size
+                self.seed,
+                tpl,
+                int(self.tr.template_lengths[tpl]),
+                self.sc.vocab_size,
+                self.tr.words,
             )[:length]
             self._hash_ids[key] = len(self.hashes)
             self.hashes.append(prefix_hash(tokens))

@@ -12,9 +12,12 @@ The engine never looks at token contents; after the ledger is final, `reads.Swee
   wrote at position p: its processed prompt, then its generated tokens at the positions its decode
   node gave them; for a stub, positions 1 .. billed-1 hold 0 because it never wrote them).
 
-`SyntheticModel` (the default) is a cheap deterministic hash of exactly that information.
-`ReplayModel` calls forensics.replay.decode (prefill_first_token, greedy_decode) so that a replay
-with the same model reproduces the outputs; it is imported lazily."""
+`SyntheticModel` (the default) is a cheap deterministic hash of exactly that information (the
+requests' sampling settings do not change it). `ReplayModel` calls forensics.replay.decode
+(prefill_first_token, greedy_decode) so that a replay with the same model reproduces the outputs;
+a request with a sampling temperature above 0 (`sampling`, a traffic.SamplingPlan) is sampled
+instead, with its settings and seed (forensics.replay.sampling: prefill_logits, sampled_decode),
+as a serving engine samples, so replay confirms it by evidence. Both are imported lazily."""
 
 from __future__ import annotations
 
@@ -26,6 +29,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from forensics.errors import StageUnavailable
+from forensics.simulate.traffic import SamplingPlan
 
 TokensOf = Callable[[int], np.ndarray]
 
@@ -52,7 +56,7 @@ class ReadView:
 class OutputModel(Protocol):
     vocab_size: int
 
-    def first_token(self, processed: np.ndarray) -> int: ...
+    def first_token(self, processed: np.ndarray, request: int, /) -> int: ...
 
     def decode(
         self, view: ReadView, tokens_of: TokensOf, first_token: int, n_out: int
@@ -72,7 +76,7 @@ class SyntheticModel:
     def __init__(self, vocab_size: int):
         self.vocab_size = vocab_size
 
-    def first_token(self, processed: np.ndarray) -> int:
+    def first_token(self, processed: np.ndarray, _request: int, /) -> int:
         return 1 + _digest_int(processed.astype("<i8").tobytes()) % (self.vocab_size - 1)
 
     def decode(
@@ -103,15 +107,39 @@ class ReplayModel:
         self._decode = replay_decode
         self.model = model
         self.vocab_size = vocab_size
+        self.sampling: SamplingPlan | None = None  # None: every request greedy
+        self._first_logits: dict[int, Any] = {}  # a sampled request's prefill logits
 
-    def first_token(self, processed: np.ndarray) -> int:
-        return int(self._decode.prefill_first_token(self.model, processed.tolist()))
+    def _sampled(self, request: int) -> Any:
+        """The request's forensics.replay.sampling.Sampling when it samples, else None."""
+        if self.sampling is None or self.sampling.temperature[request] <= 0:
+            return None
+        from forensics.replay.sampling import Sampling
+
+        return Sampling(*self.sampling.settings(request))
+
+    def first_token(self, processed: np.ndarray, request: int, /) -> int:
+        setting = self._sampled(request)
+        if setting is None:
+            return int(self._decode.prefill_first_token(self.model, processed.tolist()))
+        from forensics.replay.sampling import pick
+
+        logits = self._decode.prefill_logits(self.model, processed.tolist()).float()
+        self._first_logits[request] = logits
+        return pick(logits, setting, setting.rng())  # sampled_decode's first draw
 
     def decode(
         self, view: ReadView, tokens_of: TokensOf, first_token: int, n_out: int
     ) -> list[int]:
         writers = {view.request_ids[w]: tokens_of(w).tolist() for w in view.writers()}
-        out = self._decode.greedy_decode(self.model, writers, view.slots(), first_token, n_out)
+        setting = self._sampled(view.request)
+        if setting is None:
+            out = self._decode.greedy_decode(self.model, writers, view.slots(), first_token, n_out)
+        else:
+            from forensics.replay.sampling import sampled_decode
+
+            logits = self._first_logits.pop(view.request)
+            out = sampled_decode(self.model, writers, view.slots(), logits, n_out, setting)
         return [int(t) for t in out]
 
 

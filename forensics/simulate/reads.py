@@ -108,7 +108,7 @@ class Sweep:
             self.decode_order.append(rid)
             if self.model is None:
                 continue
-            first = self.model.first_token(self.tokens.processed(rid))
+            first = self.model.first_token(self.tokens.processed(rid), rid)
             view = ReadView(rid, writer, pos, self.tr.request_ids)
             self.tokens.outputs[rid] = self.model.decode(
                 view, self.tokens.positional, first, int(self.out.n_out[rid])

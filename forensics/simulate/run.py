@@ -19,9 +19,9 @@ from forensics.simulate.config import Scenario
 from forensics.simulate.engine import Engine
 from forensics.simulate.ledger import Chunk
 from forensics.simulate.logs import write_logs
-from forensics.simulate.outputs import load_model
+from forensics.simulate.outputs import ReplayModel, load_model
 from forensics.simulate.reads import Sweep, TokenStore
-from forensics.simulate.traffic import make_traffic
+from forensics.simulate.traffic import make_sampling, make_traffic
 
 
 def scenario(opts: SimOptions) -> Scenario:
@@ -59,6 +59,9 @@ def simulate(out_dir: Path, opts: SimOptions, progress: ProgressFn = no_progress
     if model is not None and model.vocab_size != sc.vocab_size:
         sc = dataclasses.replace(sc, vocab_size=model.vocab_size)
     tr = make_traffic(opts.requests, opts.seed, sc)
+    sampling = make_sampling(len(tr), opts.seed, opts.sampling)
+    if isinstance(model, ReplayModel):
+        model.sampling = sampling
     started = time.perf_counter()
     names = [n for n, _ in sc.node_names()]
     sinks: list[Any] = []
@@ -79,7 +82,7 @@ def simulate(out_dir: Path, opts: SimOptions, progress: ProgressFn = no_progress
     elapsed = time.perf_counter() - started
     outputs = tokens.outputs if sweep is not None else None
     progress("writing files", 0, None)
-    W.write_requests(out_dir / "requests.csv", sc, tr, out, outputs)
+    W.write_requests(out_dir / "requests.csv", sc, tr, out, outputs, sampling)
     W.write_accounts(out_dir / "accounts.csv", tr, opts.seed)
     W.write_nodes(out_dir / "nodes.csv", sc)
     write_logs(out_dir / "logs", sc, engine.logs)

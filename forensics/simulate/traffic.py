@@ -33,6 +33,7 @@ class Traffic:
     abort: np.ndarray  # bool: the client gives up before the first token (late-transfer bug)
     account_ids: list[str]
     template_lengths: np.ndarray  # int64 per global template id
+    words: int = 0  # Scenario.prompt_words: ids each prompt part is drawn from (0: the vocab)
 
     def __len__(self) -> int:
         return len(self.request_ids)
@@ -104,13 +105,23 @@ def make_traffic(n: int, seed: int, sc: Scenario) -> Traffic:
         abort=rng.random(n) < sc.late_transfer_rate,
         account_ids=[f"acct-{i + 1:04d}" for i in range(n_acc)],
         template_lengths=tpl_lengths,
+        words=sc.prompt_words,
     )
 
 
-def template_tokens(seed: int, tpl: int, length: int, vocab: int) -> np.ndarray:
+def _draw(rng: np.random.Generator, vocab: int, n: int, words: int) -> np.ndarray:
+    """n token ids in [1, vocab): uniformly, or (words > 0) from `words` ids of their own, as
+    text repeats its words."""
+    if words <= 0:
+        return rng.integers(1, vocab, n, dtype=np.int64)
+    own = rng.choice(np.arange(1, vocab, dtype=np.int64), min(words, vocab - 1), replace=False)
+    return rng.choice(own, n)
+
+
+def template_tokens(seed: int, tpl: int, length: int, vocab: int, words: int = 0) -> np.ndarray:
     """The token ids of a shared prompt prefix (a system prompt)."""
     rng = np.random.default_rng([seed, 2, tpl])
-    return rng.integers(1, vocab, length, dtype=np.int64)
+    return _draw(rng, vocab, length, words)
 
 
 def prompt_tokens(seed: int, i: int, traffic: Traffic, vocab: int) -> np.ndarray:
@@ -118,12 +129,58 @@ def prompt_tokens(seed: int, i: int, traffic: Traffic, vocab: int) -> np.ndarray
     tpl = int(traffic.template[i])
     tlen = int(traffic.template_len[i])
     rng = np.random.default_rng([seed, 3, i])
-    own = rng.integers(1, vocab, int(traffic.prompt_len[i]) - tlen, dtype=np.int64)
+    own = _draw(rng, vocab, int(traffic.prompt_len[i]) - tlen, traffic.words)
     if tpl < 0:
         return own
-    return np.concatenate([template_tokens(seed, tpl, tlen, vocab), own])
+    return np.concatenate([template_tokens(seed, tpl, tlen, vocab, traffic.words), own])
 
 
 def prefix_hash(tokens: np.ndarray) -> str:
     """A strong content identity of a token prefix (what a fixed prefix cache would log)."""
     return "sha256:" + hashlib.sha256(tokens.astype("<i8").tobytes()).hexdigest()[:32]
+
+
+# The mix of sampling settings a chat service's traffic shows: most requests sampled at a
+# temperature of 0.7 to 1.0, often with nucleus sampling, some with top-k; a fifth greedy.
+GREEDY_SHARE = 0.2
+TEMPERATURES = (0.7, 0.8, 0.9, 1.0)
+TOP_PS = (0.9, 0.95, 1.0)
+TOP_KS = (0, 0, 0, 40)  # 0: no top-k
+
+
+@dataclass(frozen=True)
+class SamplingPlan:
+    """Each request's sampling settings (forensics.replay.sampling.Sampling's fields), one entry
+    per request: temperature 0 is greedy."""
+
+    temperature: np.ndarray  # float64
+    top_p: np.ndarray  # float64
+    top_k: np.ndarray  # int64, 0 = no top-k
+    seed: np.ndarray  # int64
+
+    def settings(self, i: int) -> tuple[float, float, int, int]:
+        """(temperature, top_p, top_k, seed) of request i."""
+        return (
+            float(self.temperature[i]),
+            float(self.top_p[i]),
+            int(self.top_k[i]),
+            int(self.seed[i]),
+        )
+
+
+def make_sampling(n: int, seed: int, mode: str) -> SamplingPlan | None:
+    """The requests' sampling settings: None for `greedy` (every request greedy, as before), a
+    mix for `mixed`. Drawn from a stream of their own, so the traffic, ledger and ground truth
+    are the same either way."""
+    if mode == "greedy":
+        return None
+    if mode != "mixed":
+        from forensics.errors import UsageError
+
+        raise UsageError(f"unknown --sampling '{mode}'; use 'mixed' or 'greedy'")
+    rng = np.random.default_rng([seed, 7])
+    greedy = rng.random(n) < GREEDY_SHARE
+    temperature = np.where(greedy, 0.0, rng.choice(TEMPERATURES, n))
+    top_p = np.where(greedy, 1.0, rng.choice(TOP_PS, n))
+    top_k = np.where(greedy, 0, rng.choice(TOP_KS, n)).astype(np.int64)
+    return SamplingPlan(temperature, top_p, top_k, rng.integers(0, 2**31, n, dtype=np.int64))

@@ -24,7 +24,7 @@ from forensics.simulate import ledger as L
 from forensics.simulate.config import Scenario
 from forensics.simulate.engine import Outcome
 from forensics.simulate.reads import TokenStore
-from forensics.simulate.traffic import JURISDICTIONS, Traffic
+from forensics.simulate.traffic import JURISDICTIONS, SamplingPlan, Traffic
 
 
 def iso(us: int) -> str:
@@ -153,8 +153,15 @@ class KvEventWriter:
 
 
 def write_requests(
-    path: Path, sc: Scenario, tr: Traffic, out: Outcome, outputs: dict[int, list[int]] | None
+    path: Path,
+    sc: Scenario,
+    tr: Traffic,
+    out: Outcome,
+    outputs: dict[int, list[int]] | None,
+    sampling: SamplingPlan | None = None,
 ) -> None:
+    """The gateway log; with `sampling`, each request's settings in the optional columns
+    temperature, top_p, top_k (0: none) and seed."""
     names = [n for n, _ in sc.node_names()]
     cols = [
         "request_id",
@@ -170,6 +177,8 @@ def write_requests(
         "decode_node",
         "response_sha256",
     ]
+    if sampling is not None:
+        cols += ["temperature", "top_p", "top_k", "seed"]
     with path.open("w", newline="") as fh:
         w = csv.writer(fh, lineterminator="\n")
         w.writerow(cols)
@@ -182,6 +191,10 @@ def write_requests(
                 if toks is not None and status == 200
                 else ""
             )
+            extra: list[object] = []
+            if sampling is not None:
+                temperature, top_p, top_k, seed = sampling.settings(i)
+                extra = [f"{temperature:g}", f"{top_p:g}", top_k, seed]
             w.writerow(
                 [
                     tr.request_ids[i],
@@ -196,6 +209,7 @@ def write_requests(
                     names[int(tr.prefill_node[i])],
                     names[sc.prefill_nodes + int(tr.decode_node[i])] if status != 400 else "",
                     sha,
+                    *extra,
                 ]
             )
 
