@@ -4,9 +4,9 @@ Timesketch needs `message`, `datetime` (ISO 8601) and `timestamp_desc`; `timesta
 (microseconds since the epoch) is optional; every other column becomes a searchable attribute.
 One line per exposure run, leaker write behind one, ownership violation, screened suspect,
 arrival, first token and completion of a request on the lists, replay verdict, engine log finding
-and engine start (the event_type column says which), sorted by time, no event twice. Both files are written by DuckDB's COPY from one TEMP
-table (queries/notify/timeline_events.sql): slots stay integers and a value that does not apply is
-NULL (an empty cell, or null)."""
+and engine start (the event_type column says which), sorted by time, no event twice. Both files
+are written by DuckDB's COPY from one TEMP table (queries/notify/timeline_events.sql): slots stay
+integers and a value that does not apply is NULL (an empty cell, or null)."""
 
 from __future__ import annotations
 

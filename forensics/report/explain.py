@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -162,11 +162,48 @@ def column_stand_ins(
             run(con, "explain/drop_temp", table=ident(name))
 
 
+def _read_parts(
+    con: duckdb.DuckDBPyConnection, request_ids: list[str]
+) -> tuple[dict[str, list[dict[str, Any]]], dict[str, dict[str, list[dict[str, Any]]]]]:
+    """The gateway rows and every other part, per request id."""
+    run(con, "explain/ids", {"ids": list(request_ids)})
+    try:
+        found = _by_request(rows(con, "explain/request"))
+        parts = {
+            name: _by_request(rows(con, f"explain/{name}", params))
+            for name, params in (
+                ("nodes", None),
+                ("screening", None),
+                ("kv_events", None),
+                ("exposures", None),
+                ("possible", {"limit": POSSIBLE_LIMIT}),
+                ("possible_counts", None),
+                ("reconstructed", None),
+                ("replay", None),
+                ("affected", None),
+                ("cleared", None),
+            )
+        }
+    finally:
+        con.execute(sql("explain/cleanup"))
+    return found, parts
+
+
 def _by_request(found: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
     out: dict[str, list[dict[str, Any]]] = {}
     for row in found:
         out.setdefault(str(row.pop("request_id")), []).append(row)
     return out
+
+
+def _sides(
+    pairs: list[dict[str, Any]],
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Exposure rows split by side: (whose KV it read, who read its KV), side dropped."""
+    out: dict[str, list[dict[str, Any]]] = {"read": [], "read-by": []}
+    for row in pairs:
+        out[str(row.pop("side"))].append(row)
+    return out["read"], out["read-by"]
 
 
 def _ranges(ranges: list[dict[str, Any]] | None) -> str:
@@ -255,32 +292,17 @@ def _arrival(request: dict[str, Any]) -> str:
 
 
 def explain_requests(
-    con: duckdb.DuckDBPyConnection, request_ids: list[str]
+    con: duckdb.DuckDBPyConnection, request_ids: list[str], missing: list[str] | None = None
 ) -> dict[str, Explanation]:
     """The explanation of each request of the request log among `request_ids` (ids the log
-    lacks are left out). Missing tables and columns get stand-ins for the time of the call."""
-    with stand_ins(con) as missing, column_stand_ins(con) as lacking:
-        run(con, "explain/ids", {"ids": list(request_ids)})
-        try:
-            found = _by_request(rows(con, "explain/request"))
-            parts = {
-                name: _by_request(rows(con, f"explain/{name}", params))
-                for name, params in (
-                    ("nodes", None),
-                    ("screening", None),
-                    ("kv_events", None),
-                    ("exposures_read", None),
-                    ("exposures_written", None),
-                    ("possible", {"limit": POSSIBLE_LIMIT}),
-                    ("possible_counts", None),
-                    ("reconstructed", None),
-                    ("replay", None),
-                    ("affected", None),
-                    ("cleared", None),
-                )
-            }
-        finally:
-            con.execute(sql("explain/cleanup"))
+    lacks are left out). `missing`: the tables the caller has given stand-ins (the report
+    does); None: missing tables get stand-ins for the time of the call. Columns an older case
+    database lacks get stand-ins either way."""
+    with ExitStack() as stack:
+        if missing is None:
+            missing = stack.enter_context(stand_ins(con))
+        lacking = stack.enter_context(column_stand_ins(con))
+        found, parts = _read_parts(con, request_ids)
     out: dict[str, Explanation] = {}
     for request_id, (request,) in sorted(found.items()):
         request["request_id"] = request_id
@@ -289,21 +311,22 @@ def explain_requests(
             return parts[name].get(rid, [])
 
         screening = part("screening")
+        read, read_by = _sides(part("exposures"))
         out[request_id] = Explanation(
             request_id=request_id,
             request=request,
             story=_story(
                 request,
                 part("kv_events"),
-                part("exposures_read"),
-                part("exposures_written"),
+                read,
+                read_by,
                 part("reconstructed"),
             ),
             nodes=part("nodes"),
             screening=screening[0] if screening else None,
             kv_events=part("kv_events"),
-            read=part("exposures_read"),
-            read_by=part("exposures_written"),
+            read=read,
+            read_by=read_by,
             possible=part("possible"),
             possible_counts=part("possible_counts"),
             reconstructed=part("reconstructed"),
@@ -361,13 +384,14 @@ def write_pages(
     *,
     generated_at: str = "",
     limit: int = PAGE_LIMIT,
+    missing: list[str] | None = None,
 ) -> dict[str, Path]:
     """Write folder/<name>.html for the first `limit` of request_ids (in the order given) that
-    the request log has; return {request id: path}."""
+    the request log has; return {request id: path}. `missing`: as for explain_requests."""
     chosen = list(dict.fromkeys(request_ids))[:limit]
     if not chosen:
         return {}
-    found = explain_requests(con, chosen)
+    found = explain_requests(con, chosen, missing)
     names = page_names(sorted(found))
     folder.mkdir(parents=True, exist_ok=True)
     written: dict[str, Path] = {}

@@ -112,13 +112,13 @@ def write_explain_pages(
     out_dir: Path,
     exports: Exports,
     missing: list[str],
-    generated_at: str,
 ) -> list[ExplainLink]:
     """OUT/explain/<name>.html for the first PAGE_LIMIT receiving requests of the lists; the
-    links to them, in the lists' order."""
+    links to them, in the lists' order. The pages carry no time of their own, so that they are
+    the same when rebuilt."""
     listed = receivers_listed(exports)
     ids = [str(r["request_id"]) for r in listed]
-    pages = write_pages(con, out_dir / "explain", ids, generated_at=generated_at, missing=missing)
+    pages = write_pages(con, out_dir / "explain", ids, missing=missing)
     return [
         ExplainLink(
             str(r["request_id"]),
@@ -185,8 +185,7 @@ def write_all(
             )
             result.written += write_notices(exports, notes / "notices", sender)
             result.written += write_timeline(con, out_dir)
-            generated_at = generation_time()
-            links = write_explain_pages(con, out_dir, exports, missing, generated_at)
+            links = write_explain_pages(con, out_dir, exports, missing)
             result.written += [out_dir / link.href for link in links]
             plan = [NotifyPlanRow(**row) for row in notify_plan(exports)]
             context = build_context(
@@ -198,7 +197,7 @@ def write_all(
                 command=command,
                 notify_plan=plan,
                 accounts=account_rows(exports),
-                generated_at=generated_at,
+                generated_at=generation_time(),
                 queries=log,
                 explain_pages=links,
                 explain_listed=len(receivers_listed(exports)),
