@@ -18,6 +18,7 @@ from tests.test_notify_exports import AWARE
 LISTS = ("receiving_accounts", "leaking_accounts", "affected_requests")
 TIMES = ("first_affected_at", "last_affected_at", "notify_by", "authority_notify_by")
 COUNTS = ("requests", "tokens", "counterpart_accounts")
+FLOATS = ("support", "replay_bits")
 UTC_US = pl.Datetime("us", "UTC")
 
 
@@ -82,10 +83,14 @@ def test_lists_in_polars(out: Path, name: str) -> None:
             pl.col(c).str.to_datetime(time_unit="us", time_zone="UTC") for c in TIMES
         ),
     }
-    # support (the share of explored orders, reconstructed rows only) is all null here, which
-    # CSV and JSON readers cannot type: it is a float in Parquet
-    assert frames["parquet"].schema["support"] == pl.Float64
-    frames = {f: df.with_columns(pl.col("support").cast(pl.Float64)) for f, df in frames.items()}
+    # support (the share of explored orders, reconstructed rows only) and replay_bits (the
+    # evidence in bits, where a replay ran) are all null here, which CSV and JSON readers cannot
+    # type: they are floats in Parquet
+    for column in FLOATS:
+        assert frames["parquet"].schema[column] == pl.Float64, column
+    frames = {
+        f: df.with_columns(pl.col(c).cast(pl.Float64) for c in FLOATS) for f, df in frames.items()
+    }
     for fmt, df in frames.items():
         for column in TIMES:
             assert df.schema[column] == UTC_US, (fmt, column, df.schema[column])

@@ -273,6 +273,57 @@ def test_counterparts_counted_cross_account_only_and_replay_confirms(tmp_path: P
     }
 
 
+def test_replay_bits_per_request_and_account(tmp_path: Path) -> None:
+    """replay_bits: a receiving request's own best evidence over runs with the logged model, a
+    leaking request's the best of the receivers that read its KV (cross-account), an account's
+    the best of its requests; empty where no replay weighed evidence."""
+    tables = _extra_exposures(seq_tables())
+    tables["replay_results"] = [
+        {"request_id": "B", "verdict": "confirmed", "reason": "r", "evidence_bits": 23.456},
+        {"request_id": "B", "verdict": "confirmed", "reason": "r", "evidence_bits": 40.0,
+         "model_matches": False},  # another model's run: not counted
+        {"request_id": "H", "verdict": "not-reproduced", "reason": "r", "evidence_bits": 3.2},
+        {"request_id": "F", "verdict": "cannot-replay", "reason": "r"},
+    ]  # fmt: skip
+    db = build_case(tmp_path / "case.duckdb", tables, schemas=every_schema())
+    con = open_case(db)
+    write_all(con, tmp_path / "out", aware_at=None)
+    con.close()
+    notes = tmp_path / "out" / "notifications"
+    rows = {
+        (r["side"], r["request_id"]): r["replay_bits"]
+        for r in _read_csv(notes / "affected_requests.csv")
+    }
+    assert rows == {
+        ("receiving", "B"): "23.46",
+        ("receiving", "D"): "",
+        ("receiving", "F"): "",
+        ("receiving", "H"): "3.2",
+        ("leaking", "A"): "23.46",  # read by B (its read by H is the same account's)
+        ("leaking", "B"): "3.2",
+        ("leaking", "C"): "23.46",
+        ("leaking", "D"): "",
+        ("leaking", "G"): "",
+    }
+    best = {
+        (r["side"], r["account_id"]): r["replay_bits"]
+        for name in ("receiving_accounts", "leaking_accounts")
+        for r in _read_csv(notes / f"{name}.csv")
+    }
+    assert best == {
+        ("receiving", "acct-1"): "3.2",
+        ("receiving", "acct-2"): "23.46",
+        ("receiving", "acct-4"): "",
+        ("receiving", "acct-6"): "",
+        ("leaking", "acct-1"): "23.46",
+        ("leaking", "acct-2"): "3.2",
+        ("leaking", "acct-4"): "",
+        ("leaking", "acct-7"): "",
+    }
+    schema = pq.read_schema(notes / "affected_requests.parquet")
+    assert str(schema.field("replay_bits").type) == "double"
+
+
 def test_outputs_are_byte_identical(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # The report's header carries its generation time; SOURCE_DATE_EPOCH fixes it.
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "1787900000")

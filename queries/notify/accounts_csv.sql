@@ -8,7 +8,7 @@ SELECT kvf_csv_cell(side) AS side, kvf_csv_cell(account_id) AS account_id,
        kvf_iso(last_affected_at) AS last_affected_at, counterpart_accounts,
        kvf_iso(notify_by) AS notify_by, kvf_iso(authority_notify_by) AS authority_notify_by,
        kvf_csv_cell(notify_rule) AS notify_rule, kvf_csv_cell(notify_basis) AS notify_basis,
-       support
+       support, replay_bits
 FROM notify_lists
 WHERE list = $list
 ORDER BY list, CASE side WHEN 'receiving' THEN 0 ELSE 1 END, account_id, request_id;

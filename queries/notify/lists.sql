@@ -3,7 +3,8 @@
 -- write the files. Needs the TEMP view notify_request_rows and the TEMP table notify_rules.
 -- $aware_at: the awareness time (NULL: the deadline columns stay NULL).
 -- Deadline rule per account: its jurisdiction code exactly (ignoring case and blanks), else the
--- part before the first '-', else the default '*'.
+-- part before the first '-', else the default '*'. replay_bits: a request's evidence in bits
+-- (notify_request_rows), an account's the best of its requests on that side.
 CREATE OR REPLACE TEMP TABLE notify_lists AS
 WITH directory AS (
     SELECT account_id,
@@ -13,7 +14,8 @@ WITH directory AS (
     FROM accounts GROUP BY account_id
 ),
 best AS (
-    SELECT side, account_id, max(rank) AS rank FROM notify_request_rows GROUP BY side, account_id
+    SELECT side, account_id, max(rank) AS rank, max(replay_bits) AS replay_bits
+    FROM notify_request_rows GROUP BY side, account_id
 ),
 account_rows AS (
     SELECT a.side || '_accounts' AS list, a.side, NULL::VARCHAR AS request_id, a.account_id,
@@ -29,7 +31,8 @@ account_rows AS (
            a.first_affected_at::TIMESTAMPTZ AS first_affected_at,
            a.last_affected_at::TIMESTAMPTZ AS last_affected_at,
            CAST(a.counterpart_accounts AS BIGINT) AS counterpart_accounts,
-           NULL::BIGINT AS counterpart_requests, CAST(a.support AS DOUBLE) AS support
+           NULL::BIGINT AS counterpart_requests, CAST(a.support AS DOUBLE) AS support,
+           CAST(b.replay_bits AS DOUBLE) AS replay_bits
     FROM affected_accounts a
     LEFT JOIN directory d USING (account_id)
     LEFT JOIN best b ON b.side = a.side AND b.account_id = a.account_id
@@ -42,7 +45,7 @@ request_rows AS (
            CAST(1 AS BIGINT), CAST(r.tokens AS BIGINT),
            r.first_affected_at::TIMESTAMPTZ, r.last_affected_at::TIMESTAMPTZ,
            CAST(r.counterpart_accounts AS BIGINT), CAST(r.counterpart_requests AS BIGINT),
-           CAST(r.support AS DOUBLE)
+           CAST(r.support AS DOUBLE), CAST(r.replay_bits AS DOUBLE)
     FROM notify_request_rows r
     LEFT JOIN directory d USING (account_id)
 ),
@@ -65,6 +68,6 @@ SELECT list, side, request_id, account_id, name, contact_email, jurisdiction, co
        requests, tokens, first_affected_at, last_affected_at, counterpart_accounts,
        kvf_plus_hours($aware_at::TIMESTAMPTZ, rule.notify_within_hours) AS notify_by,
        kvf_plus_hours($aware_at::TIMESTAMPTZ, rule.authority_within_hours) AS authority_notify_by,
-       notify_rule, rule.basis AS notify_basis, counterpart_requests, support
+       notify_rule, rule.basis AS notify_basis, counterpart_requests, support, replay_bits
 FROM ruled
 ORDER BY list, CASE side WHEN 'receiving' THEN 0 ELSE 1 END, account_id, request_id;
