@@ -77,6 +77,47 @@ def test_every_receiver_names_the_ground_truths_leakers(sample, cli) -> None:
             ]
 
 
+def _runs(slots: set[int]) -> list[dict[str, int]]:
+    """Maximal runs of consecutive slots, in order."""
+    runs: list[dict[str, int]] = []
+    for slot in sorted(slots):
+        if runs and slot == runs[-1]["last"] + 1:
+            runs[-1]["last"] = slot
+        else:
+            runs.append({"first": slot, "last": slot})
+    return runs
+
+
+def test_ledger_events_summarised_with_ranges_merged(sample, cli) -> None:
+    """Per node and op: the events, and the slots they cover as maximal runs, against a naive
+    count of the ledger's rows."""
+    receiver = _truth_ids("receiving_requests.csv")[0]
+    found = _explain_json(cli, sample / "case.duckdb", receiver)
+    con = duckdb.connect(str(sample / "case.duckdb"), read_only=True)
+    raw = con.execute(
+        "SELECT node, op, slot_start, slot_count FROM kv_events WHERE request_id = ?", [receiver]
+    ).fetchall()
+    con.close()
+    naive: dict[tuple[str, str], tuple[int, set[int]]] = {}
+    for node, op, start, count in raw:
+        events, slots = naive.get((node, op), (0, set()))
+        naive[(node, op)] = (events + 1, slots | set(range(start, start + count)))
+    got = {(k["node"], k["op"]): (k["events"], k["slots"], k["ranges"]) for k in found["kv_events"]}
+    assert got == {
+        key: (events, len(slots), _runs(slots)) for key, (events, slots) in naive.items()
+    }
+    assert len(raw) > 100 and len(got) < 12  # summarised, not row by row
+
+
+def test_a_request_the_log_repeats_is_explained_from_its_first_row(tmp_path, cli) -> None:
+    tables = seq_tables()
+    first = next(r for r in tables["requests"] if r["request_id"] == "B")
+    tables["requests"].append({**first, "account_id": "acct-other", "src_row": 99})
+    db = build_case(tmp_path / "case.duckdb", tables)
+    found = _explain_json(cli, db, "B")
+    assert (found["request"]["account_id"], found["request"]["log_rows"]) == ("acct-2", 2)
+
+
 def test_a_leaker_lists_the_receivers_that_read_its_data(sample, cli) -> None:
     truth = _truth_pairs()
     read_by: dict[str, set[str]] = defaultdict(set)
@@ -127,6 +168,14 @@ def test_report_writes_and_links_a_page_per_receiver(sample, cli) -> None:
     assert all(f"explain/{r}.html" in listed for r in receivers)
     code, _, err = cli("verify", sample)
     assert code == 0, err
+    again = sample.parent / "report-again"
+    code, out, err = cli("report", "--db", sample / "case.duckdb", "--out", again, "--json")
+    assert code == 1, err
+    written = {Path(p).relative_to(again).as_posix() for p in json.loads(out)["written"]}
+    assert {f"explain/{r}.html" for r in receivers} <= written
+    for receiver in receivers:  # the same pages as investigate wrote: no time of their own
+        name = f"explain/{receiver}.html"
+        assert (again / name).read_bytes() == (sample / name).read_bytes()
 
 
 def _hostile_case(tmp_path: Path, schemas: tuple[str, ...]) -> Path:
