@@ -2,8 +2,10 @@
 -- or named in the nodes table), the evidence it was judged on (docs/DESIGN.md §4, "Say what
 -- evidence there is"):
 --   ledger             a ledger with no known hole that covers every request the node decoded;
---   ledger-with-holes  a ledger with holes (ledger_holes) or requests it does not reach: those
---                      requests are judged as without a ledger (screening, reconstruction);
+--   ledger-with-holes  a ledger with holes (ledger_holes) or requests it does not reach (among
+--                      those answered with a first token: one refused before any engine ran
+--                      it has nothing to record): those requests are judged as without a ledger
+--                      (screening, reconstruction);
 --   reconstructed      no ledger; kvforensics reconstruct rebuilt the page trace;
 --   screening          no ledger and no reconstruction: the gateway log and the node facts only.
 -- note says what is missing and what would supply it.
@@ -27,7 +29,8 @@ WITH served AS (
     SELECT node, count(DISTINCT request_id) AS n FROM served GROUP BY node
 ), uncovered AS (
     SELECT decode_node AS node, count(*) AS n FROM screening
-    WHERE NOT ledger_covered AND decode_node IS NOT NULL GROUP BY decode_node
+    WHERE NOT ledger_covered AND decode_node IS NOT NULL AND ttft_ms IS NOT NULL
+    GROUP BY decode_node
 ), holes AS (
     SELECT node, count(*) AS n, sum(events_lost) AS lost FROM ledger_holes GROUP BY node
 ), numbering AS (
@@ -38,7 +41,8 @@ WITH served AS (
             AND node NOT IN (SELECT node FROM ledger_holes WHERE source = 'seq'))
 ), blind AS (
     SELECT decode_node AS node, count(*) AS n FROM screening
-    WHERE NOT ledger_covered AND decode_node IS NOT NULL AND len(coalesce(signals, [])) = 0
+    WHERE NOT ledger_covered AND decode_node IS NOT NULL AND ttft_ms IS NOT NULL
+      AND len(coalesce(signals, [])) = 0
     GROUP BY decode_node
 ), skipped AS (
     SELECT node, string_agg(reason, '; ' ORDER BY reason) AS reason

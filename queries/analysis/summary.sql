@@ -39,4 +39,5 @@ SELECT
         AS accounts_by_confidence,
     (SELECT count(*) FROM cleared_findings) AS cleared_findings,
     (SELECT count(*) FROM screening
-     WHERE NOT ledger_covered AND len(coalesce(signals, [])) = 0) AS unscreened_requests;
+     WHERE NOT ledger_covered AND ttft_ms IS NOT NULL AND len(coalesce(signals, [])) = 0)
+        AS unscreened_requests;

@@ -45,4 +45,5 @@ SELECT
     (SELECT count(*) FROM ledger_holes) AS ledger_holes,
     (SELECT count(*) FROM cleared_findings) AS cleared_findings,
     (SELECT count(*) FROM screening
-     WHERE NOT ledger_covered AND len(coalesce(signals, [])) = 0) AS unscreened_requests;
+     WHERE NOT ledger_covered AND ttft_ms IS NOT NULL AND len(coalesce(signals, [])) = 0)
+        AS unscreened_requests;

@@ -1,0 +1,141 @@
+"""How well the affected parties are found without a ledger on a real vLLM (CPU build).
+
+Each run serves requests on a real vLLM with the ledger tap on (tests/vllm_run.py, in the
+engines' environment): `batched` is the stub fault under batched load (24 requests of 4
+accounts, shared 128-token prefixes, several in flight; one ordinary request runs as a 1-token
+stub whose uncomputed prompt the engine counts as cached), `healthy` a run without faults. The
+truth is the analysis of the tapped ledger. Then the ledger, the contents and the tap's reports
+are withheld, leaving what the engine and the gateway give (the request log with each
+response's cached tokens, the accounts, the node facts), and the lists are scored against the
+truth, per side and unit:
+
+- screening:     `analyze` alone;
+- reconstructed: `reconstruct` (vLLM's real BlockPool) then `analyze`.
+
+Prints one row per (run, method, side, unit) with precision and recall, and a Markdown table.
+
+    PYTHONPATH=. python benchmarks/bench_ledger_free_vllm.py [--seeds 7 8] [--stub-at 21]
+        [--modes batched healthy] [--workdir DIR]
+
+It needs the engines' environment (scripts/engines_venv.sh, KVFORENSICS_ENGINES_VENV); each
+engine run takes about a minute on 2 cores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import duckdb
+
+from forensics.analysis.stage import analyze
+from forensics.db import connect
+from forensics.engines.client import engines_python
+from forensics.ingest.load import ingest_case
+from forensics.options import Allocator, ReconstructOptions
+from forensics.reconstruct.stage import reconstruct
+
+ROOT = Path(__file__).resolve().parents[1]
+SIDES = ("receiving", "leaking")
+UNITS = ("requests", "accounts")
+WITHHELD = ("kv_events", "contents", "tap")
+
+
+def serve(mode: str, seed: int, stub_at: int, model: Path, case: Path) -> float:
+    """Run the engine with the tap on; the seconds it took."""
+    env = {
+        **os.environ,
+        "KVFORENSICS_TAP_DIR": str(case),
+        "KVFORENSICS_TAP_NODE": "vllm-0",
+        "KVFORENSICS_TAP_CONTENTS": "1",
+        "VLLM_CPU_KVCACHE_SPACE": "1",
+        "VLLM_RUN_SEED": str(seed),
+        "BATCHED_STUB_AT": str(stub_at),
+        "PYTHONPATH": str(ROOT),
+    }
+    cmd = [str(engines_python()), str(ROOT / "tests" / "vllm_run.py"), mode, str(model), str(case)]
+    t0 = time.perf_counter()
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1800)
+    if done.returncode != 0:
+        raise SystemExit(f"the engine run failed:\n{done.stderr[-3000:]}")
+    return time.perf_counter() - t0
+
+
+def listed(db: Path) -> dict[tuple[str, str], set[str]]:
+    with duckdb.connect(str(db), read_only=True) as con:
+        rows = con.execute("SELECT side, request_id, account_id FROM affected_requests").fetchall()
+    out: dict[tuple[str, str], set[str]] = {(s, u): set() for s in SIDES for u in UNITS}
+    for side, request, account in rows:
+        out[(side, "requests")].add(request)
+        out[(side, "accounts")].add(account)
+    return out
+
+
+def analysed(case: Path, db: Path, rebuild: bool) -> dict[tuple[str, str], set[str]]:
+    ingest_case(case, db)
+    con = connect(db)
+    try:
+        if rebuild:
+            reconstruct(con, ReconstructOptions(allocator=Allocator.VLLM))
+        analyze(con)
+    finally:
+        con.close()
+    return listed(db)
+
+
+def score(found: set[str], truth: set[str]) -> tuple[float | None, float | None]:
+    hit = len(found & truth)
+    precision = hit / len(found) if found else None
+    recall = hit / len(truth) if truth else None
+    return precision, recall
+
+
+def fmt(x: float | None) -> str:
+    return "–" if x is None else f"{x:.2f}"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--seeds", type=int, nargs="+", default=[7, 8])
+    ap.add_argument("--stub-at", type=int, default=21)
+    ap.add_argument("--modes", nargs="+", default=["batched", "healthy"])
+    ap.add_argument("--workdir", type=Path)
+    args = ap.parse_args()
+    work = args.workdir or Path(tempfile.mkdtemp(prefix="kvf-ledger-free-"))
+    model = work / "tiny-llama"
+    rows: list[tuple[str, str, str, str, int, int, float | None, float | None]] = []
+    for mode in args.modes:
+        for seed in args.seeds if mode == "batched" else args.seeds[:1]:
+            run = work / f"{mode}-{seed}"
+            shutil.rmtree(run, ignore_errors=True)
+            seconds = serve(mode, seed, args.stub_at, model, run / "case")
+            truth = analysed(run / "case", run / "truth.duckdb", rebuild=False)
+            withheld = run / "withheld"
+            shutil.copytree(run / "case", withheld, ignore=shutil.ignore_patterns(*WITHHELD))
+            name = f"{mode} seed {seed}"
+            print(f"{name}: engine {seconds:.0f} s", flush=True)
+            for method, rebuild in (("screening", False), ("reconstructed", True)):
+                found = analysed(withheld, run / f"{method}.duckdb", rebuild)
+                for side in SIDES:
+                    for unit in UNITS:
+                        key = (side, unit)
+                        p, r = score(found[key], truth[key])
+                        rows.append(
+                            (name, method, side, unit, len(truth[key]), len(found[key]), p, r)
+                        )
+    print()
+    print("| run | method | side | unit | true | listed | precision | recall |")
+    print("|---|---|---|---|---|---|---|---|")
+    for name, method, side, unit, n_true, n_found, p, r in rows:
+        print(
+            f"| {name} | {method} | {side} | {unit} | {n_true} | {n_found} | {fmt(p)} | {fmt(r)} |"
+        )
+
+
+if __name__ == "__main__":
+    main()
