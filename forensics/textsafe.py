@@ -24,7 +24,8 @@ _BIDI = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u206
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 _CONTROL_HTML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f" + _BIDI + "]")
 _CONTROL_ALL = re.compile("[\x00-\x1f\x7f-\x9f" + _BIDI + "]")
-_CONTROL_CSV = re.compile("[\\\\\x00-\x08\x0a-\x1f\x7f-\x9f" + _BIDI + "]")
+# U+2028 and U+2029 end a line in some viewers: a CSV record stays one line.
+_CONTROL_CSV = re.compile("[\\\\\x00-\x08\x0a-\x1f\x7f-\x9f" + _BIDI + "\u2028\u2029]")
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]!|~{}])")
 _MD_HTML = {"<": "&lt;", ">": "&gt;", "&": "&amp;"}
 

@@ -142,13 +142,13 @@ CREATE OR REPLACE TEMP MACRO kvf_str(x) AS nullif(kvf_trimmed(x), '');
 -- column of every CSV output goes through this macro; numeric columns are written as numbers.
 CREATE OR REPLACE TEMP MACRO kvf_csv_text(s) AS
     CASE
-        WHEN regexp_matches(s, '[\\\x00-\x08\x0a-\x1f\x7f-\x9f\x{061c}\x{200e}\x{200f}\x{202a}-\x{202e}\x{2066}-\x{2069}]')
+        WHEN regexp_matches(s, '[\\\x00-\x08\x0a-\x1f\x7f-\x9f\x{061c}\x{200e}\x{200f}\x{202a}-\x{202e}\x{2066}-\x{2069}\x{2028}\x{2029}]')
         THEN array_to_string(list_transform(string_split(s, ''), lambda c:
             CASE
                 WHEN c = '\' THEN '\\'
                 WHEN c = chr(10) THEN '\n'
                 WHEN c = chr(13) THEN '\r'
-                WHEN regexp_matches(c, '[\x00-\x08\x0b-\x1f\x7f-\x9f\x{061c}\x{200e}\x{200f}\x{202a}-\x{202e}\x{2066}-\x{2069}]')
+                WHEN regexp_matches(c, '[\x00-\x08\x0b-\x1f\x7f-\x9f\x{061c}\x{200e}\x{200f}\x{202a}-\x{202e}\x{2066}-\x{2069}\x{2028}\x{2029}]')
                 THEN printf('\u%04x', unicode(c))
                 ELSE c
             END), '')
