@@ -76,3 +76,39 @@ def test_real_data_larger_than_the_limit_is_read(tmp_path: Path) -> None:
     assert 1 < found.ratio < EXPANSION_MOST
     check_expansion("r.parquet", path, found.decoded // 2)  # over the limit, no expansion
     check_expansion("r.parquet", path, 0)  # no limit known: nothing to compare with
+
+
+def test_an_expanding_part_of_an_external_ledger_is_refused(
+    tmp_path: Path, cli: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A ledger read in place (--ledger-external) is held to the same rule, part by part, before
+    its check reads it."""
+    case = tmp_path / "case"
+    folder = case / "kv_events" / "node=d1"
+    folder.mkdir(parents=True)
+    _requests(case / "requests.parquet", pa.array(["acct-1"] * 3))
+    source = pa.DictionaryArray.from_arrays(
+        pa.array([0] * ROWS, pa.int32()), pa.array(["x" * VALUE])
+    )
+    pq.write_table(
+        pa.table(
+            {
+                "ts": pa.array(["2026-08-27T10:00:00Z"] * ROWS),
+                "node": pa.array(["d1"] * ROWS),
+                "request_id": pa.array(["r0"] * ROWS),
+                "op": pa.array(["write"] * ROWS),
+                "slot_start": pa.array([0] * ROWS, pa.int64()),
+                "slot_count": pa.array([1] * ROWS, pa.int64()),
+                "pos_start": pa.array([0] * ROWS, pa.int64()),
+                "source": source,
+            }
+        ),
+        folder / "d1-part-00001.parquet",
+    )
+    monkeypatch.setenv("KVFORENSICS_MEMORY_LIMIT", "1GB")
+    db = tmp_path / "c.duckdb"
+    code, out, err = cli("ingest", case, "--db", db, "--ledger-external")
+    flat = " ".join((out + err).split())
+    assert code == 2, flat
+    assert "d1-part-00001.parquet" in flat and "decodes to 4,00" in flat
+    assert "internal error" not in flat

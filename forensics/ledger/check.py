@@ -22,7 +22,9 @@ import pyarrow as pa
 from forensics.arrow import columns_table
 from forensics.errors import InputError, disk_full, first_line
 from forensics.hashing import Hashed
+from forensics.dbopen import memory_limit_bytes
 from forensics.ingest.contract import OPS
+from forensics.ingest.expansion import check_expansion
 from forensics.ingest.result import FileCounts
 from forensics.ledger.external import (
     LedgerFile,
@@ -114,6 +116,9 @@ def check_partition(
             con.register("_nodes", nodes)
             con.register("_request_ids", request_ids)
             run_script(con, sql("ledger/check_inputs"))
+            limit = memory_limit_bytes(con)
+            for f in files:  # local paths or local copies: a part that expands is refused
+                check_expansion(f.rel, Path(f.url), limit)
             with ThreadPoolExecutor(max_workers=1) as hasher:
                 digests = [
                     known(fetched[f.rel]) if f.rel in fetched else hasher.submit(sha256_of, f.url)
