@@ -72,3 +72,25 @@ def test_an_empty_case_database_still_gives_every_output(tmp_path: Path) -> None
     for stage in ("ingest", "analysis", "screening", "replay", "engine log reading"):
         assert f"The {stage} stage has not run on this case" in report
     assert (tmp_path / "out" / "notifications" / "affected_requests.parquet").is_file()
+
+
+def test_a_case_database_of_an_older_version_is_reported_with_its_missing_columns(
+    tmp_path: Path, cli
+) -> None:  # type: ignore[no-untyped-def]
+    """Columns an older version did not write (here the screening's signals and the holes'
+    seq range) are shown empty and named, never an internal error; the case database is not
+    changed."""
+    db = tmp_path / "case.duckdb"
+    sample = Path(__file__).resolve().parents[1] / "data_samples" / "incident"
+    assert cli("ingest", sample, "--db", db)[0] == 0
+    assert cli("analyze", "--db", db)[0] == 1
+    with duckdb.connect(str(db)) as con:
+        con.execute("ALTER TABLE screening DROP COLUMN signals")
+        con.execute("ALTER TABLE ledger_holes DROP COLUMN first_seq")
+    code, _, err = cli("report", "--db", db, "--out", tmp_path / "out")
+    assert code == 1, err
+    page = (tmp_path / "out" / "report.html").read_text()
+    assert "lacks ledger_holes.first_seq, screening.signals" in page
+    with duckdb.connect(str(db), read_only=True) as con:
+        cols = {r[0] for r in con.execute("DESCRIBE screening").fetchall()}
+    assert "signals" not in cols

@@ -20,9 +20,9 @@ import duckdb
 import pyarrow as pa
 
 from forensics.arrow import columns_table
+from forensics.dbopen import memory_limit_bytes
 from forensics.errors import InputError, disk_full, first_line
 from forensics.hashing import Hashed
-from forensics.dbopen import memory_limit_bytes
 from forensics.ingest.contract import OPS
 from forensics.ingest.expansion import check_expansion
 from forensics.ingest.result import FileCounts

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import duckdb
 
-from forensics.db import ingested
+from forensics.db import ingested, rows
 from forensics.dbopen import open_database
 from forensics.errors import CaseError
-from forensics.sql import ident, one_row, sql, statements, tables, template
+from forensics.sql import ident, join, one_row, run, sql, statements, tables, template
 
 # The DDL files whose tables the report and the exports read (each stage's own DDL).
 SCHEMAS = ("schema/case", "schema/analysis", "schema/logs", "schema/replay", "schema/reconstruct")
@@ -68,3 +68,60 @@ def stand_ins(con: duckdb.DuckDBPyConnection) -> Iterator[list[str]]:
     finally:
         for name in missing:
             con.execute(template(sql("report/drop_stand_in"), table=ident(name)))
+
+
+def _shape_columns(con: duckdb.DuckDBPyConnection, name: str, ddl: str) -> list[str]:
+    """The columns the current schema gives table `name` (from an empty TEMP table of it)."""
+    shape = f"kvf_shape_{name}"
+    con.execute(_CREATE.sub(f"CREATE TEMP TABLE IF NOT EXISTS {shape}", ddl))
+    return [r["column_name"] for r in rows(con, "explain/shape", {"table": shape})]
+
+
+@contextmanager
+def column_stand_ins(
+    con: duckdb.DuckDBPyConnection, names: tuple[str, ...] | None = None
+) -> Iterator[dict[str, list[str]]]:
+    """For each table of `names` (None: every table of the schema) that the case database has
+    but without every column of the current schema (an older case database), a TEMP copy with
+    those columns added as NULLs; yield {table: missing columns}; drop the copies and the
+    shapes afterwards. Nothing is written to the case database itself."""
+    ddl = schema_tables()
+    present = set(tables(con))
+    names = tuple(sorted(ddl)) if names is None else names
+    ready = {r[0] for r in con.execute(sql("report/temp_tables")).fetchall()}
+    missing: dict[str, list[str]] = {}
+    made: list[str] = []
+    try:
+        for name in names:
+            if name not in present or name not in ddl or name in ready:
+                continue  # a table of the case, known to the schema, not given a copy already
+            have = {r["column_name"] for r in rows(con, "explain/columns", {"table": name})}
+            want = _shape_columns(con, name, ddl[name])
+            made.append(f"kvf_shape_{name}")
+            lacking = [c for c in want if c not in have]
+            if not lacking:
+                continue
+            columns = join(ident(f"s.{c}") for c in lacking)
+            run(
+                con,
+                "explain/column_stand_in",
+                table=ident(name),
+                shape=ident(f"kvf_shape_{name}"),
+                columns=columns,
+            )
+            made.append(name)
+            missing[name] = lacking
+        yield missing
+    finally:
+        for name in made:
+            run(con, "explain/drop_temp", table=ident(name))
+
+
+def older_columns_note(lacking: dict[str, list[str]]) -> str:
+    """What the report says of columns an older case database lacks (shown empty)."""
+    cols = ", ".join(f"{table}.{c}" for table, names in sorted(lacking.items()) for c in names)
+    return (
+        f"This case database was made by an older version and lacks {cols}: they are shown "
+        "empty. Run the stage that writes them again (analyze, reconstruct or replay) to fill "
+        "them."
+    )

@@ -10,9 +10,7 @@ each table, not one per request."""
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -24,8 +22,8 @@ from forensics.db import rows
 from forensics.errors import CaseError
 from forensics.notify.deadlines import iso_utc
 from forensics.notify.notices import file_stems
-from forensics.report.casedb import schema_tables, stand_ins
-from forensics.sql import ident, join, run, sql, tables
+from forensics.report.casedb import column_stand_ins, stand_ins
+from forensics.sql import run, sql, tables
 from forensics.textsafe import visible
 
 # The tables explain reads besides the ledger (whose rows are only summarised; a ledger kept
@@ -46,7 +44,6 @@ READS = (
 POSSIBLE_LIMIT = 50  # possible pairs listed per request and side (all are counted)
 PAGE_LIMIT = 200  # explain pages the report writes at most
 SUGGESTIONS = 5
-_CREATE = re.compile(r"CREATE TABLE IF NOT EXISTS\s+(\w+)", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -116,50 +113,6 @@ def _plain(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [_plain(v) for v in value]
     return value
-
-
-def _shape_columns(con: duckdb.DuckDBPyConnection, name: str, ddl: str) -> list[str]:
-    """The columns the current schema gives table `name` (from an empty TEMP table of it)."""
-    shape = f"kvf_shape_{name}"
-    con.execute(_CREATE.sub(f"CREATE TEMP TABLE IF NOT EXISTS {shape}", ddl))
-    return [r["column_name"] for r in rows(con, "explain/shape", {"table": shape})]
-
-
-@contextmanager
-def column_stand_ins(
-    con: duckdb.DuckDBPyConnection, names: tuple[str, ...] = READS
-) -> Iterator[dict[str, list[str]]]:
-    """For each table of `names` that the case database has but without every column of the
-    current schema (an older case database), a TEMP copy with those columns added as NULLs;
-    yield {table: missing columns}; drop the copies and the shapes afterwards."""
-    ddl = schema_tables()
-    present = set(tables(con))
-    missing: dict[str, list[str]] = {}
-    made: list[str] = []
-    try:
-        for name in names:
-            if name not in present or name not in ddl:
-                continue
-            have = {r["column_name"] for r in rows(con, "explain/columns", {"table": name})}
-            want = _shape_columns(con, name, ddl[name])
-            made.append(f"kvf_shape_{name}")
-            lacking = [c for c in want if c not in have]
-            if not lacking:
-                continue
-            columns = join(ident(f"s.{c}") for c in lacking)
-            run(
-                con,
-                "explain/column_stand_in",
-                table=ident(name),
-                shape=ident(f"kvf_shape_{name}"),
-                columns=columns,
-            )
-            made.append(name)
-            missing[name] = lacking
-        yield missing
-    finally:
-        for name in made:
-            run(con, "explain/drop_temp", table=ident(name))
 
 
 def _read_parts(
@@ -301,7 +254,7 @@ def explain_requests(
     with ExitStack() as stack:
         if missing is None:
             missing = stack.enter_context(stand_ins(con))
-        lacking = stack.enter_context(column_stand_ins(con))
+        lacking = stack.enter_context(column_stand_ins(con, READS))
         found, parts = _read_parts(con, request_ids)
     out: dict[str, Explanation] = {}
     for request_id, (request,) in sorted(found.items()):

@@ -28,7 +28,7 @@ from forensics.notify.exports import (
 )
 from forensics.notify.notices import write_notices
 from forensics.notify.timeline import write_timeline
-from forensics.report.casedb import stand_ins
+from forensics.report.casedb import column_stand_ins, older_columns_note, stand_ins
 from forensics.report.context import AccountRow, ExplainLink, NotifyPlanRow
 from forensics.report.explain import write_pages
 from forensics.report.render import build_context, render_report
@@ -174,7 +174,7 @@ def write_all(
         rules = load_rules(rules_file)
         result = ExportResult(out_dir, aware_at=aware_at)
         out_dir.mkdir(parents=True, exist_ok=True)
-        with stand_ins(con) as missing:
+        with stand_ins(con) as missing, column_stand_ins(con) as lacking:
             result.missing_tables = missing
             exports = build_exports(con, aware_at, rules)
             notes = out_dir / "notifications"
@@ -202,6 +202,8 @@ def write_all(
                 explain_pages=links,
                 explain_listed=len(receivers_listed(exports)),
             )
+        if lacking:
+            context.notes.append(older_columns_note(lacking))
         if "ingest_warnings" in tables(con):
             context.notes.extend(f"Input warning: {note}" for note in input_notes(con))
         if aware_at is None:
