@@ -36,6 +36,7 @@ KNOWN_NAMES = frozenset(
         "quarantine.csv",
         "exposures.parquet",
         "notifications",
+        "explain",
         "timeline.csv",
         "timeline.jsonl",
         "report.html",

@@ -24,6 +24,7 @@ STAGE_ENTRY = {
     "analyze": ("forensics.analysis.stage", "analyze"),
     "audit-logs": ("forensics.cli.audit_cmd", "read_logs"),
     "bench": ("forensics.cli.bench_cmd", "run_chosen"),
+    "explain": ("forensics.cli.explain_cmd", "explain_one"),
     "ingest": ("forensics.cli.ingest_cmd", "ingest_case"),
     "investigate": ("forensics.investigate", "_run"),
     "replay": ("forensics.replay.stage", "run_case_replay"),
@@ -34,7 +35,7 @@ STAGE_ENTRY = {
     "verify": ("forensics.cli.verify_cmd", "run_verify"),
 }
 # Options that change only how the result is printed, not what the stage does.
-OUTPUT_ONLY = {"--json"}
+OUTPUT_ONLY = {"--json", "--html"}
 LOG = Path(__file__).parent / "data" / "logs" / "variants" / "sgl-030.log"
 
 
@@ -93,6 +94,7 @@ def _base(name: str, f: dict[str, Any]) -> list[str]:
         "analyze": ["--db", f["db"]],
         "audit-logs": [LOG],
         "bench": [],
+        "explain": ["R1", "--db", f["db"]],
         "ingest": [f["case"], "--db", f["tmp"] / "d.duckdb"],
         "investigate": [f["case"], "--out", f["tmp"] / "out"],
         "replay": ["--db", f["db"]],
@@ -138,6 +140,8 @@ def _value(command: str, option: Any, f: dict[str, Any]) -> list[Any]:
         ("investigate", "--out"): f["tmp"] / "out2",
         ("report", "--out"): f["tmp"] / "r2",
         ("replay", "--db"): f["tmp"] / "copy.duckdb",
+        ("explain", "--db"): f["tmp"] / "copy.duckdb",
+        ("simulate", "--sampling"): "greedy",
         ("report", "--db"): f["tmp"] / "copy.duckdb",
         ("investigate", "--served-model"): "served",
         ("replay", "--served-model"): "served",

@@ -3,24 +3,17 @@ or as a self-contained HTML page."""
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 import typer
 from rich.markup import escape
 
 from forensics.cli.app import app, console, emit_json
-from forensics.cli.params import Db, Json
+from forensics.cli.params import Db, Html, Json, RequestId
 from forensics.report.casedb import open_case
 from forensics.report.explain import Explanation, explain_one, render_page
 from forensics.report.stage import generation_time
 from forensics.textsafe import visible
-
-RequestId = Annotated[str, typer.Argument(help="The request id, as the request log has it.")]
-Html = Annotated[
-    Path | None,
-    typer.Option("--html", help="Also write the story as a self-contained HTML page to FILE."),
-]
 
 
 def _s(value: Any) -> str:

@@ -452,3 +452,10 @@ SignKey = Annotated[
         "the key's fingerprint.",
     ),
 ]
+
+# explain
+RequestId = Annotated[str, typer.Argument(help="The request id, as the request log has it.")]
+Html = Annotated[
+    Path | None,
+    typer.Option("--html", help="Also write the story as a self-contained HTML page to FILE."),
+]

@@ -11,8 +11,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from forensics.errors import InputError
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 # A file that decodes to more than the memory limit and to more than this many times its size
 # on disk is refused: Parquet's own compression of real data stays far below it (3 to 20
@@ -35,7 +39,6 @@ def _dictionary_bytes(path: Path, group: int, names: list[str]) -> int:
     """Bytes of these dictionary-encoded text columns of one row group, decoded: the length of
     each row's dictionary entry, summed, without building the values."""
     import pyarrow as pa
-    import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
     table = pq.ParquetFile(path, read_dictionary=names).read_row_group(group, columns=names)
@@ -45,9 +48,36 @@ def _dictionary_bytes(path: Path, group: int, names: list[str]) -> int:
             if not pa.types.is_dictionary(chunk.type):
                 total += chunk.nbytes
                 continue
-            lengths = pc.binary_length(chunk.dictionary).fill_null(0)
-            total += int(pc.sum(pc.take(lengths, chunk.indices)).as_py() or 0)
+            total += _entries_bytes(chunk)
     return total
+
+
+def _entries_bytes(chunk: pa.DictionaryArray) -> int:
+    """The summed length of each row's dictionary entry, from the dictionary's offsets and the
+    indices in numpy (pyarrow.compute would load pandas, which ingest never does)."""
+    import numpy as np
+    import pyarrow as pa
+
+    words = chunk.dictionary
+    wide = words.type in (pa.large_string(), pa.large_binary())
+    dtype = np.dtype(np.int64 if wide else np.int32)
+    offsets = np.frombuffer(
+        words.buffers()[1], dtype, count=len(words) + 1, offset=words.offset * dtype.itemsize
+    ).astype(np.int64)
+    lengths = np.diff(offsets)
+    if len(chunk) == 0 or len(lengths) == 0:
+        return 0
+    indices = chunk.indices
+    width = np.dtype(f"int{indices.type.bit_width}")
+    codes = np.frombuffer(
+        indices.buffers()[1], width, count=len(indices), offset=indices.offset * width.itemsize
+    ).astype(np.int64)
+    if indices.null_count:  # a null's code is any value: it takes no bytes
+        valid = np.unpackbits(np.frombuffer(indices.buffers()[0], np.uint8), bitorder="little")[
+            indices.offset : indices.offset + len(indices)
+        ].astype(bool)
+        codes = codes[valid]
+    return int(lengths[np.clip(codes, 0, len(lengths) - 1)].sum())
 
 
 @dataclass(frozen=True)
