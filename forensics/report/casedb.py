@@ -70,6 +70,11 @@ def stand_ins(con: duckdb.DuckDBPyConnection) -> Iterator[list[str]]:
             con.execute(template(sql("report/drop_stand_in"), table=ident(name)))
 
 
+# The ledger is never copied: it may be a view over parts kept outside the case database, or
+# hundreds of millions of rows, and the report reads it through the analysis' tables.
+NOT_COPIED = frozenset({"kv_events"})
+
+
 def _shape_columns(con: duckdb.DuckDBPyConnection, name: str, ddl: str) -> list[str]:
     """The columns the current schema gives table `name` (from an empty TEMP table of it)."""
     shape = f"kvf_shape_{name}"
@@ -87,7 +92,7 @@ def column_stand_ins(
     shapes afterwards. Nothing is written to the case database itself."""
     ddl = schema_tables()
     present = set(tables(con))
-    names = tuple(sorted(ddl)) if names is None else names
+    names = tuple(sorted(set(ddl) - NOT_COPIED)) if names is None else names
     ready = {r[0] for r in con.execute(sql("report/temp_tables")).fetchall()}
     missing: dict[str, list[str]] = {}
     made: list[str] = []

@@ -115,15 +115,34 @@ def _plain(value: Any) -> Any:
     return value
 
 
+def _part(
+    con: duckdb.DuckDBPyConnection, name: str, params: dict[str, Any] | None
+) -> list[dict[str, Any]] | None:
+    """One part's rows; None for the KV events of a ledger kept outside the case database that
+    this connection cannot read (a read-only one that did not attach it): the story then has
+    no KV events, and says so."""
+    try:
+        return rows(con, f"explain/{name}", params)
+    except duckdb.Error:
+        if name != "kv_events":
+            raise
+        return None
+
+
+# What the stories say when the KV events could not be read on the connection.
+LEDGER_UNREAD = "kv_events (the ledger is kept outside the case database and is not read here)"
+
+
 def _read_parts(
     con: duckdb.DuckDBPyConnection, request_ids: list[str]
-) -> tuple[dict[str, list[dict[str, Any]]], dict[str, dict[str, list[dict[str, Any]]]]]:
-    """The gateway rows and every other part, per request id."""
+) -> tuple[dict[str, list[dict[str, Any]]], dict[str, dict[str, list[dict[str, Any]]]], list[str]]:
+    """The gateway rows and every other part, per request id; the parts that could not be read
+    (the KV events of a ledger kept outside the case database)."""
     run(con, "explain/ids", {"ids": list(request_ids)})
     try:
         found = _by_request(rows(con, "explain/request"))
-        parts = {
-            name: _by_request(rows(con, f"explain/{name}", params))
+        got = {
+            name: _part(con, name, params)
             for name, params in (
                 ("nodes", None),
                 ("screening", None),
@@ -139,7 +158,9 @@ def _read_parts(
         }
     finally:
         con.execute(sql("explain/cleanup"))
-    return found, parts
+    parts = {name: _by_request(found_rows or []) for name, found_rows in got.items()}
+    unread = [LEDGER_UNREAD] if got["kv_events"] is None else []
+    return found, parts, unread
 
 
 def _by_request(found: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
@@ -255,7 +276,7 @@ def explain_requests(
         if missing is None:
             missing = stack.enter_context(stand_ins(con))
         lacking = stack.enter_context(column_stand_ins(con, READS))
-        found, parts = _read_parts(con, request_ids)
+        found, parts, unread = _read_parts(con, request_ids)
     out: dict[str, Explanation] = {}
     for request_id, (request,) in sorted(found.items()):
         request["request_id"] = request_id
@@ -286,7 +307,7 @@ def explain_requests(
             replay=part("replay"),
             affected=part("affected"),
             cleared=part("cleared"),
-            missing_tables=missing,
+            missing_tables=[*missing, *unread],
             missing_columns=lacking,
         )
     return out
