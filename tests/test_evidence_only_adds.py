@@ -309,3 +309,28 @@ def test_a_seq_numbered_across_nodes_is_no_hole(tmp_path: Path) -> None:
     assert listed == _truth(SAMPLE)
     assert summary["ledger_holes"] == 0
     assert "not one consecutive count" in summary["evidence_notes"]["decode-1"]
+
+
+def test_damaged_and_hostile_tap_reports_are_quarantined_or_escaped(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    """A tap report with a number past 64 bits or a line that is not JSON is quarantined with
+    its reason (never an internal error); a node name with a bidirectional override is shown
+    escaped in the ingest warnings."""
+    case = tmp_path / "case"
+    shutil.copytree(SAMPLE, case, ignore=shutil.ignore_patterns("ground_truth"))
+    (case / "tap").mkdir()
+    lines = [
+        json.dumps(
+            {"ts": 1 << 70, "node": "decode-1", "dropped": 3, "first_seq": 1, "last_seq": 3}
+        ),
+        json.dumps({"node": "\u202eevil", "dropped": 2, "first_seq": 5, "last_seq": 6}),
+        "not json",
+    ]
+    (case / "tap" / "gaps-decode-1-0000000000-1.jsonl").write_text("\n".join(lines) + "\n")
+    code, _, err = cli("ingest", case, "--db", tmp_path / "c.duckdb")
+    assert code == 1 and "internal error" not in err, err
+    assert "\u202e" not in err and "\\u202eevil" in err
+    with duckdb.connect(str(tmp_path / "c.duckdb"), read_only=True) as con:
+        rows = con.execute(
+            "SELECT \"row\" FROM quarantine WHERE table_name = 'tap' ORDER BY 1"
+        ).fetchall()
+    assert rows == [(1,), (3,)]

@@ -8,6 +8,7 @@ from rich.console import Console
 from rich.table import Table
 
 from forensics.ingest.result import FileCounts, IngestResult
+from forensics.textsafe import visible
 
 # A loaded Parquet ledger at least this large gets the tip to keep it outside the database.
 EXTERNAL_HINT_EVENTS = 10_000_000
@@ -43,7 +44,7 @@ def print_ingest_summary(console: Console, result: IngestResult) -> None:
             "(investigate also writes quarantine.csv)"
         )
     for note in result.notes:
-        console.print(f"warning: {note}", markup=False)
+        console.print(f"warning: {visible(note, keep_newlines=False)}", markup=False)
     if result.warnings:
         console.print(
             f"{result.warnings:,} warnings (loaded rows or input columns worth a look): see the "

@@ -138,11 +138,10 @@ def _row(rel: str, n: int, rec: dict[str, Any], run: int | None, status: bool) -
         v = rec.get(key)
         if v is None:
             return None
-        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-            raise ValueError(f"{key} is not a whole number >= 0")
+        if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v < 1 << 63:
+            raise ValueError(f"{key} is not a whole number from 0 to 2^63 - 1")
         return v
 
-    ts = num("ts")
     return {
         "file": rel,
         "line": n,
@@ -151,7 +150,7 @@ def _row(rel: str, n: int, rec: dict[str, Any], run: int | None, status: bool) -
         else ("dropped" if rec.get("kind", "events") == "events" else "dropped-contents"),
         "node": node.strip(),
         "run": run,
-        "ts": None if ts is None else ts,
+        "ts": num("ts"),
         "first_seq": num("first_seq"),
         "last_seq": num("last_seq"),
         "dropped": num("events_dropped") if status else num("dropped"),
@@ -164,7 +163,7 @@ def _unfinished_row(rel: str) -> dict[str, Any]:
     parts = PurePosixPath(rel).parts
     folder = next((p[5:] for p in parts[:-1] if p.startswith("node=")), None)
     stem = parts[-1][: -len(".parquet.tmp")]
-    m = _STEM.match(stem.rsplit("-", 1)[0]) or _STEM.match(stem)
+    m = _STEM.match(stem)  # its stem and part number: <node>-<start second>-<pid>-NNNNN
     return {
         "file": rel,
         "line": None,
