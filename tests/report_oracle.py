@@ -29,8 +29,10 @@ def headline_from_exposures(exposures: list[dict[str, Any]]) -> dict[str, int]:
         "leaking_accounts": len({e["leaker_account_id"] for e in cross}),
         "same_account_runs": len(same),
         "same_account_tokens": tokens(same),
+        "same_account_receiving_requests": len({e["receiver_request_id"] for e in same}),
+        "same_account_leaking_requests": len({e["leaker_request_id"] for e in same}),
         "confirmed_requests": len(
-            {e["receiver_request_id"] for e in cross if e["confidence"] == "confirmed"}
+            {e["receiver_request_id"] for e in cross if e.get("confidence") == "confirmed"}
         ),
     }
 

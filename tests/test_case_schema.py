@@ -4,6 +4,8 @@ HUGEINT. Checked on the sample incident as ingest and analyze leave it."""
 
 from __future__ import annotations
 
+import csv
+
 import duckdb
 import pytest
 from conftest import REPO
@@ -48,7 +50,12 @@ def test_every_table_and_column_has_a_comment(con: duckdb.DuckDBPyConnection) ->
         "SELECT view_name, comment FROM duckdb_views() WHERE NOT internal "
         "AND schema_name = 'main' ORDER BY 1",
     )
-    assert [v for v, _ in views] == ["account_pair_exposure", "node_capacity", "request_evidence"]
+    assert [v for v, _ in views] == [
+        "account_exposure",
+        "account_pair_exposure",
+        "node_capacity",
+        "request_evidence",
+    ]
     assert all(text for _, text in views)
 
 
@@ -121,3 +128,32 @@ def test_instants_and_integer_types(con: duckdb.DuckDBPyConnection) -> None:
     assert naive == []
     assert [(t, c) for t, c, kind in types if kind == "HUGEINT"] == []
     assert ("exposures", "first_read_at", "TIMESTAMP WITH TIME ZONE") in types
+
+
+def test_account_counts_do_not_multiply(con: duckdb.DuckDBPyConnection) -> None:
+    """account_pair_exposure counts each pair's requests once, and account_exposure each
+    account's, against a naive count of the ground truth's exposure runs (the sample's
+    acct-0002 has 2 receiving requests that read KV of 5 accounts: summing its pairs gives 8)."""
+    truth = list(csv.DictReader((REPO / "data_samples/incident/ground_truth/exposures.csv").open()))
+    pairs: dict[tuple[str, str], tuple[set[str], set[str]]] = {}
+    per_account: dict[tuple[str, str, bool], set[str]] = {}
+    for e in truth:
+        cross = e["cross_account"] == "true"
+        got = pairs.setdefault((e["receiver_account_id"], e["leaker_account_id"]), (set(), set()))
+        got[0].add(e["receiver_request_id"])
+        got[1].add(e["leaker_request_id"])
+        key = ("receiving", e["receiver_account_id"], cross)
+        per_account.setdefault(key, set()).add(e["receiver_request_id"])
+        key = ("leaking", e["leaker_account_id"], cross)
+        per_account.setdefault(key, set()).add(e["leaker_request_id"])
+    shown = _all(
+        con,
+        "SELECT receiver_account_id, leaker_account_id, receiving_requests, leaking_requests "
+        "FROM account_pair_exposure",
+    )
+    assert {(r, w): (n, m) for r, w, n, m in shown} == {
+        k: (len(a), len(b)) for k, (a, b) in pairs.items()
+    }
+    accounts = _all(con, "SELECT side, account_id, cross_account, requests FROM account_exposure")
+    assert {(s, a, c): n for s, a, c, n in accounts} == {k: len(v) for k, v in per_account.items()}
+    assert len(per_account[("receiving", "acct-0002", True)]) == 2

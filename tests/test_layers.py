@@ -18,7 +18,10 @@ ROOT = "forensics"
 # a higher one; within a layer only the absence of cycles is checked.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("commands", ("forensics.cli", "forensics.__main__")),
-    ("whole runs", ("forensics.investigate", "forensics.bench", "forensics.verify")),
+    (
+        "whole runs",
+        ("forensics.investigate", "forensics.bench", "forensics.verify", "forensics.probe"),
+    ),
     ("stage list", ("forensics.pipeline",)),
     ("report", ("forensics.report",)),
     (
@@ -35,6 +38,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "forensics.engines",
             "forensics.simulate",
             "forensics.context",
+            "forensics.figures",
+            "forensics.standins",
             "forensics.db",
             "forensics.dbopen",
             "forensics.scratch",

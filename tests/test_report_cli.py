@@ -33,7 +33,7 @@ def test_report_command_writes_everything(tmp_path: Path, capsys: pytest.Capture
     )
     assert code == 1  # ran and found accounts to notify
     summary = json.loads(capsys.readouterr().out)
-    assert summary["figures"]["receiving_accounts_notifiable"] == 4
+    assert summary["figures"]["listed_receiving_accounts"] == 4
     assert summary["aware_at"] == "2026-08-28T07:00:00.000000Z"
     for name in (
         "report.html",

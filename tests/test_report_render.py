@@ -276,7 +276,8 @@ def test_later_stages_shown_when_present(tmp_path: Path) -> None:
     assert "has not run" not in html
     section = html[html.index('id="exposures"') : html.index('id="method"')]
     assert (
-        '<span class="tag good">confirmed (evidence)</span></td><td class="n">+23.4</td>' in section
+        '<span class="tag conf-confirmed">confirmed (evidence)</span></td><td class="n">+23.4</td>'
+        in section
     )
     assert "clean replay matches too" in section
     assert "each bit doubles the odds" in section

@@ -29,7 +29,7 @@ def test_export_stage_on_a_run_context(tmp_path: Path) -> None:
     assert summary["aware_at"] == "2026-08-28T07:00:00.000000Z"
     missing = summary["missing_tables"]  # the replay stage did not run: only its tables are missing
     assert "replay_results" in missing and {STAGE_OF_TABLE[t] for t in missing} == {"replay"}
-    assert summary["figures"]["receiving_accounts_notifiable"] == 4
+    assert summary["figures"]["listed_receiving_accounts"] == 4
     written = {p.relative_to(ctx.out_dir).as_posix() for p in result.files}
     assert {
         "report.html",
@@ -40,7 +40,8 @@ def test_export_stage_on_a_run_context(tmp_path: Path) -> None:
     } <= written
     assert not [w for w in written if w.startswith("notifications/notices/")]  # folder only
     assert summary["findings"] is True and result.findings is True
-    assert summary["headline"].startswith("4 receiving and 4 leaking account(s) to notify")
+    assert summary["headline"].startswith("to notify (cross-account): receiving ")
+    assert "/ 4 accounts, leaking " in summary["headline"]
     assert result.headline == summary["headline"]
     # the stand-ins were temporary: no table added, none left shadowing a later stage's
     temp = con.execute("SELECT count(*) FROM duckdb_tables() WHERE temporary").fetchone()

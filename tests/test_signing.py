@@ -247,7 +247,7 @@ def test_the_report_shows_who_ran_it_where_and_with_what(signed: dict[str, Path]
     out = signed["out"]
     manifest = json.loads((out / "manifest.json").read_text())
     page = html.unescape((out / "report.html").read_text())
-    section = page[page.index('id="manifest"') : page.index('id="appendix-queries"')]
+    section = page[page.index('id="manifest"') : page.index('id="queries"')]
     custody = manifest["custody"]
     for shown in ("A. Examiner", "TICKET-47", custody["host"], custody["signing_key"]):
         assert shown in section, shown

@@ -76,11 +76,11 @@ def test_two_runs_in_one_process_keep_separate_logs(tmp_path: Path) -> None:
 def test_loads_outside_a_recording_reach_no_log() -> None:
     log = QueryLog()
     with log.recording():
-        load_query("report/headline")
+        load_query("figures/headline")
     load_query("report/kinds")
     with QueryLog().recording():
         load_query("report/nodes")
-    assert list(log.used()) == ["report/headline"]
+    assert list(log.used()) == ["figures/headline"]
 
 
 def test_statements_split_only_outside_strings_names_and_comments() -> None:
@@ -195,7 +195,9 @@ def test_every_query_is_used_and_every_name_loaded_exists() -> None:
 
 def _listed_queries(report: Path) -> dict[str, str]:
     html = report.read_text(encoding="utf-8")
-    row = re.compile(r'<td class="mono">([a-z_]+/[a-z_]+)</td><td class="mono">([0-9a-f]{64})</td>')
+    row = re.compile(
+        r'<td class="mono">([a-z_]+/[a-z_]+)</td><td class="mono hash">([0-9a-f]{64})</td>'
+    )
     return dict(row.findall(html))
 
 
@@ -222,8 +224,10 @@ def test_report_lists_its_own_queries_each_time(tmp_path: Path) -> None:
         assert "ingest/counts" in log.used()
     assert listed[0] == listed[1]
     names = set(listed[0])
-    assert {"report/headline", "notify/lists", "schema/tables"} <= names
-    assert all(n.startswith(("report/", "notify/")) or n == "schema/tables" for n in names)
+    assert {"figures/headline", "notify/lists", "schema/tables"} <= names
+    assert all(
+        n.startswith(("figures/", "report/", "notify/")) or n == "schema/tables" for n in names
+    )
     for name, digest in listed[0].items():
         assert digest == hashlib.sha256((QUERIES / f"{name}.sql").read_bytes()).hexdigest()
 

@@ -21,6 +21,7 @@ from forensics.analysis.evidence import evidence_phrase
 from forensics.analysis.partitions import sweep_external
 from forensics.analysis.screening import screen
 from forensics.context import RunContext, StageResult
+from forensics.figures import as_json, figures_line, headline_figures
 from forensics.gcpause import collector_paused
 from forensics.ledger.store import ledger_meta
 from forensics.options import AnalysisOptions
@@ -62,6 +63,8 @@ def _analyze(
     screen(con, screening, ledger_scanned=True)
     aggregate.affected_tables(con)
     out = aggregate.summary(con)
+    out["figures"] = as_json(headline_figures(con))
+    con.execute(sql("report/cleanup"))
     out["findings"] = bool(
         out["exposure_runs"]
         or out["possible_pairs"]
@@ -101,29 +104,29 @@ def sweep(
 
 def headline(s: dict[str, Any]) -> str:
     """The analysis in one line: the evidence each node was judged on, what the ledger shows
-    (ledger figures only), what the notification lists hold (every confidence, cross-account
-    requests and accounts alike), and screening."""
+    (runs by kind, violations), the case's headline figures (forensics.figures: what the
+    notification lists hold, same-account exposures apart), and screening."""
     by_node = s.get("evidence_by_node") or {}
+    f = s["figures"]
     parts = [f"evidence: {evidence_phrase(by_node)}"]
     if s["ledger_nodes"]:
         kinds = ", ".join(f"{k} {v}" for k, v in s["exposures_by_kind"].items()) or "none"
         parts.append(
             f"ledger: {s['reads']} reads, exposure runs: {kinds} "
-            f"({s['same_or_unknown_account_runs']} not cross-account), {s['tokens']} tokens "
-            f"({s['cross_account_tokens']} cross-account), "
-            f"{sum(s['violations_by_kind'].values())} violation runs"
+            f"({f['cross_runs']} cross-account, {f['same_account_runs']} same-account"
+            + (
+                f", {f['unknown_account_runs']} of an unknown account"
+                if f["unknown_account_runs"]
+                else ""
+            )
+            + f"), {sum(s['violations_by_kind'].values())} violation runs"
             + (f", {s['ledger_holes']} known holes" if s.get("ledger_holes") else "")
         )
     else:
         parts.append("no KV ledger was provided, so no read is seen directly")
     by_level = s.get("accounts_by_confidence") or {}
     levels = ", ".join(f"{k} {v}" for k, v in by_level.items())
-    parts.append(
-        f"to notify: receiving {s['receiving_requests_cross_account']} requests / "
-        f"{s['receiving_accounts']} accounts, leaking {s['leaking_requests_cross_account']} "
-        f"requests / {s['leaking_accounts']} accounts"
-        + (f" (accounts: {levels})" if levels else "")
-    )
+    parts.append(figures_line(f) + (f" (accounts: {levels})" if levels else ""))
     parts.append(
         f"{s['screened_suspects']} screened suspects "
         f"({s['screened_suspects_without_ledger']} without a complete ledger)"

@@ -7,6 +7,7 @@ import shlex
 
 from forensics.cli.app import app, command_line, console, emit_json, finish
 from forensics.cli.params import AwareAt, Db, Json, Out, Rules
+from forensics.figures import figures_line
 from forensics.notify.deadlines import check_aware_at, load_rules
 from forensics.options import InvestigateOptions
 from forensics.outdir import staged_parts
@@ -16,11 +17,7 @@ from forensics.report.stage import ExportResult, read_manifest, write_all
 
 def _print_summary(result: ExportResult) -> None:
     f = result.figures
-    console.print(
-        f"receiving: {f['receiving_accounts_notifiable']} account(s) to notify; "
-        f"leaking: {f['leaking_accounts_notifiable']} account(s) to notify; "
-        f"{f['cross_tokens']} cross-account token exposure(s) in the ledger"
-    )
+    console.print(figures_line(f), markup=False)
     if result.aware_at is None:
         console.print("notify_by is empty: give --aware-at TIME to compute the deadlines")
     if result.missing_tables:

@@ -7,7 +7,6 @@ missing its record, case_meta). Nothing is written to the case database itself."
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -17,11 +16,8 @@ import duckdb
 from forensics.db import ingested, rows
 from forensics.dbopen import open_database
 from forensics.errors import CaseError
-from forensics.sql import ident, join, one_row, run, sql, statements, tables, template
-
-# The DDL files whose tables the report and the exports read (each stage's own DDL).
-SCHEMAS = ("schema/case", "schema/analysis", "schema/logs", "schema/replay", "schema/reconstruct")
-_CREATE = re.compile(r"CREATE TABLE IF NOT EXISTS\s+(\w+)", re.IGNORECASE)
+from forensics.sql import ident, join, one_row, run, sql, tables
+from forensics.standins import CREATE_TABLE, empty_stand_ins, schema_tables
 
 
 def open_case(db: Path) -> duckdb.DuckDBPyConnection:
@@ -44,30 +40,12 @@ def _ingest_unfinished(con: duckdb.DuckDBPyConnection, present: set[str]) -> boo
     return row is not None and row[0] == 0
 
 
-def schema_tables() -> dict[str, str]:
-    """{table name: its CREATE statement} for every table the report may read."""
-    found: dict[str, str] = {}
-    for name in SCHEMAS:
-        for statement in statements(sql(name)):
-            match = _CREATE.search(statement)
-            if match:
-                found.setdefault(match.group(1), statement)
-    return found
-
-
 @contextmanager
 def stand_ins(con: duckdb.DuckDBPyConnection) -> Iterator[list[str]]:
     """Create empty TEMP tables for the missing ones; yield their names (sorted); drop them."""
     present = set(tables(con, views=True))  # a ledger kept outside the case: kv_events a view
-    ddl = schema_tables()
-    missing = sorted(name for name in ddl if name not in present)
-    for name in missing:
-        con.execute(_CREATE.sub(f"CREATE TEMP TABLE IF NOT EXISTS {name}", ddl[name]))
-    try:
+    with empty_stand_ins(con) as missing:
         yield sorted(missing + (["case_meta"] if _ingest_unfinished(con, present) else []))
-    finally:
-        for name in missing:
-            con.execute(template(sql("report/drop_stand_in"), table=ident(name)))
 
 
 # The ledger is never copied: it may be a view over parts kept outside the case database, or
@@ -78,7 +56,7 @@ NOT_COPIED = frozenset({"kv_events"})
 def _shape_columns(con: duckdb.DuckDBPyConnection, name: str, ddl: str) -> list[str]:
     """The columns the current schema gives table `name` (from an empty TEMP table of it)."""
     shape = f"kvf_shape_{name}"
-    con.execute(_CREATE.sub(f"CREATE TEMP TABLE IF NOT EXISTS {shape}", ddl))
+    con.execute(CREATE_TABLE.sub(f"CREATE TEMP TABLE IF NOT EXISTS {shape}", ddl))
     return [r["column_name"] for r in rows(con, "explain/shape", {"table": shape})]
 
 

@@ -11,6 +11,7 @@ import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import UTC
 from typing import Any
 
 import matplotlib
@@ -19,7 +20,13 @@ matplotlib.use("Agg")
 import matplotlib.dates as mdates  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 from markupsafe import Markup  # noqa: E402
-from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator  # noqa: E402
+from matplotlib.ticker import (
+    FixedLocator,
+    FuncFormatter,
+    LogLocator,
+    MaxNLocator,
+    NullLocator,
+)  # noqa: E402
 
 from forensics.report.context import Bucket, NodeRow  # noqa: E402
 from forensics.textsafe import visible
@@ -92,20 +99,30 @@ UNIT_FORMAT = {
 }
 
 
-def _locator(unit: str, span_days: float) -> mdates.DateLocator:
-    """About eight ticks on whole buckets."""
-    every = max(1, round(span_days / UNIT_DAYS[unit] / 8))
-    if unit == "second":
-        return mdates.SecondLocator(interval=min(every, 30))
-    if unit == "minute":
-        return mdates.MinuteLocator(interval=min(every, 30))
-    if unit == "hour":
-        return mdates.HourLocator(interval=every)
-    return mdates.DayLocator(interval=every * (7 if unit == "week" else 1))
+def _tick_centres(times: Sequence[float], step: float, most: int = 10) -> list[float]:
+    """Tick positions at the centres of the buckets, every k-th bucket from the first so that
+    at most `most` labels are drawn; every centre when there are few."""
+    span = round((times[-1] - times[0]) / step) + 1
+    every = max(1, -(-span // most))
+    first = times[0]
+    return [first + (k + 0.5) * step for k in range(0, span, every)]
+
+
+def _bucket_label(unit: str, step: float) -> Any:
+    """A tick under a bar's centre labelled with the start of its bucket (a week by its
+    Monday), in UTC."""
+
+    def label(value: float, _pos: object = None) -> str:
+        start = mdates.num2date(value - 0.49 * step, tz=UTC)  # clear of the edge
+        return start.strftime(UNIT_FORMAT[unit])
+
+    return label
 
 
 def timeline_chart(buckets: Sequence[Bucket], unit: str) -> Markup:
-    """Stacked bars: requests that read another request's data, per bucket, one colour per node."""
+    """Stacked bars: cross-account receiving requests per bucket, one colour per node. Each bar
+    fills the middle of its bucket and the date ticks sit under the bars' centres; the y axis
+    leaves headroom above the tallest bar."""
     if not buckets:
         return Markup("")
     nodes = sorted({b.node for b in buckets})
@@ -113,35 +130,40 @@ def timeline_chart(buckets: Sequence[Bucket], unit: str) -> Markup:
     times = [float(mdates.date2num(t)) for t in stamps]
     step = UNIT_DAYS[unit]  # one bucket, in days (matplotlib's date unit)
     width = 0.8 * step
-    with _figure(9.0, 3.0) as (fig, ax):
+    with _figure(9.0, 3.2) as (fig, ax):
         bottom = dict.fromkeys(times, 0)
         for i, node in enumerate(nodes):
             counts = {b.bucket: b.receivers for b in buckets if b.node == node}
             heights = [counts.get(t, 0) for t in stamps]
             ax.bar(
-                [t + 0.1 * step for t in times],
+                [t + 0.5 * step for t in times],
                 heights,
                 width=width,
                 bottom=[bottom[t] for t in times],
                 color=PALETTE[i % len(PALETTE)],
                 label=visible(node, keep_newlines=False),
-                align="edge",
+                align="center",
             )
             for t, h in zip(times, heights, strict=True):
                 bottom[t] += h
-        ax.set_xlim(times[0] - 2 * step, times[-1] + 3 * step)
+        tallest = max(bottom.values())
+        ax.set_ylim(0, tallest * 1.15 + 1)
+        ax.set_xlim(times[0] - 1.5 * step, times[-1] + 2.5 * step)
         ax.xaxis_date()
         ax.set_ylabel(f"receiving requests per {unit}")
         ax.yaxis.set_major_locator(MaxNLocator(integer=True))
-        ax.xaxis.set_major_locator(_locator(unit, times[-1] - times[0]))
-        ax.xaxis.set_major_formatter(mdates.DateFormatter(UNIT_FORMAT[unit]))
+        ax.xaxis.set_major_locator(FixedLocator(_tick_centres(times, step)))
+        ax.xaxis.set_minor_locator(NullLocator())
+        ax.xaxis.set_major_formatter(FuncFormatter(_bucket_label(unit, step)))
+        ax.grid(axis="x", visible=False)
         for label in ax.get_xticklabels():
             label.set_rotation(30)
             label.set_horizontalalignment("right")
+            label.set_fontsize(8)
         ax.legend(
             title="node", frameon=False, fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0)
         )
-        return _svg(fig, (0.08, 0.86, 0.24, 0.96))
+        return _svg(fig, (0.08, 0.86, 0.26, 0.95))
 
 
 def nodes_chart(nodes: Sequence[NodeRow]) -> Markup:

@@ -14,7 +14,8 @@ from markupsafe import Markup
 
 @dataclass(frozen=True)
 class Headline:
-    """The summary figures (queries/report/headline.sql). Tokens as DESIGN.md §6 defines them."""
+    """The case's headline figures (queries/figures/headline.sql, which says what each counts).
+    Tokens as DESIGN.md §6 defines them."""
 
     cross_runs: int  # cross-account exposure runs in the ledger
     cross_tokens: int  # cross-account token exposures
@@ -24,6 +25,8 @@ class Headline:
     leaking_accounts: int
     same_account_runs: int  # exposures between requests of the same account (not notifiable)
     same_account_tokens: int
+    same_account_receiving_requests: int  # requests that read KV of their own account's requests
+    same_account_leaking_requests: int
     unknown_account_runs: int  # exposures where a request is missing from the request log
     nodes_affected: int
     first_exposure_at: datetime | None
@@ -294,6 +297,14 @@ class Fact:
 
 
 @dataclass(frozen=True)
+class FactGroup:
+    """Facts of the evidence manifest under one heading (forensics/report/facts.py)."""
+
+    title: str
+    facts: list[Fact]
+
+
+@dataclass(frozen=True)
 class Custody:
     """Who ran the analysis, for which case, where, with what: the manifest's custody and
     environment ('' where not recorded)."""
@@ -403,3 +414,5 @@ class ReportContext:
     explain_pages: list[ExplainLink] = field(default_factory=list)  # receivers with a page
     explain_hrefs: dict[str, str] = field(default_factory=dict)  # request id: its page
     explain_listed: int = 0  # receiving requests on the lists (pages: at most PAGE_LIMIT)
+    fact_groups: list[FactGroup] = field(default_factory=list)  # the manifest, by source
+    query_groups: list[FactGroup] = field(default_factory=list)  # query checksums by stage

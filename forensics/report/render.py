@@ -17,6 +17,7 @@ import jinja2
 
 from forensics import __version__
 from forensics.db import rows
+from forensics.figures import headline_figures
 from forensics.report.context import (
     AccountRow,
     Bucket,
@@ -46,6 +47,7 @@ from forensics.report.context import (
     TtftSummary,
     ViolationRow,
 )
+from forensics.report.facts import fact_groups, query_groups
 
 if TYPE_CHECKING:
     from forensics.report import charts
@@ -55,7 +57,7 @@ from forensics.textsafe import html_value
 
 T = TypeVar("T")
 ROW_LIMIT = 20
-OWN_QUERIES = ("report/", "notify/", "schema/tables")
+OWN_QUERIES = ("figures/", "report/", "notify/", "schema/tables")
 
 STAGE_OF_TABLE = {
     "requests": "ingest",
@@ -272,8 +274,7 @@ def build_context(
     from forensics.report import charts
 
     manifest = manifest or {}
-    con.execute(sql("report/exposure_pairs"))
-    headline = Headline(**rows(con, "report/headline")[0])
+    headline = Headline(**headline_figures(con))
     unit = _bucket_unit(headline)
     buckets = _typed(Bucket, rows(con, "report/exposure_buckets", [unit]))
     timeline_nodes, timeline = _pivot(buckets)
@@ -331,6 +332,8 @@ def build_context(
         **{
             **context.__dict__,
             "manifest": facts,
+            "fact_groups": fact_groups(facts),
+            "query_groups": query_groups(facts),
             "custody": custody,
             "explain_pages": pages,
             "explain_hrefs": {p.request_id: p.href for p in pages},

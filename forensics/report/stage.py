@@ -14,6 +14,7 @@ import duckdb
 
 from forensics.context import RunContext, StageResult
 from forensics.errors import CaseError
+from forensics.figures import as_json, figures_line, headline_figures
 from forensics.hashing import sha256_file
 from forensics.ingest.load import input_notes
 from forensics.manifest import environment
@@ -58,8 +59,8 @@ class ExportResult:
     @property
     def findings(self) -> bool:
         return bool(
-            self.figures.get("receiving_accounts")
-            or self.figures.get("leaking_accounts")
+            self.figures.get("listed_receiving_accounts")
+            or self.figures.get("listed_leaking_accounts")
             or self.figures.get("possible_receivers")
         )
 
@@ -180,8 +181,9 @@ def write_all(
             notes = out_dir / "notifications"
             result.written += write_exports(con, notes)
             cleanup(con)
+            figures = as_json(headline_figures(con))
             result.written.append(
-                write_summary(notes / "summary.json", exports, aware_at, rules, missing)
+                write_summary(notes / "summary.json", exports, aware_at, rules, missing, figures)
             )
             result.written += write_notices(exports, notes / "notices", sender)
             result.written += write_timeline(con, out_dir)
@@ -218,14 +220,7 @@ def write_all(
         report = out_dir / "report.html"
         report.write_text(render_report(context), encoding="utf-8")
         result.written.append(report)
-        result.figures = {
-            **{
-                k: iso_utc(v) if isinstance(v, datetime) else v
-                for k, v in context.headline.__dict__.items()
-            },
-            "receiving_accounts_notifiable": len(exports.receiving_accounts),
-            "leaking_accounts_notifiable": len(exports.leaking_accounts),
-        }
+        result.figures = figures
         return result
 
 
@@ -261,10 +256,8 @@ def export_stage(ctx: RunContext) -> StageResult:
     for key in ("written", "out"):  # paths: the manifest lists the outputs, relative
         summary.pop(key)
     f = result.figures
-    headline = (
-        f"{f['receiving_accounts_notifiable']} receiving and {f['leaking_accounts_notifiable']} "
-        f"leaking account(s) to notify, {f['cross_tokens']} cross-account token exposure(s); "
-        + ("notify_by computed" if aware_at else "notify_by empty (no --aware-at)")
+    headline = f"{figures_line(f)}; " + (
+        "notify_by computed" if aware_at else "notify_by empty (no --aware-at)"
     )
     summary["findings"] = result.findings
     summary["headline"] = headline

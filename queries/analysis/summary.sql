@@ -1,5 +1,6 @@
--- The figures `kvforensics analyze` prints (the ledger's from queries/analysis/ledger_nodes.sql;
--- the evidence each node was judged on from node_evidence; the lists' from affected_*).
+-- The ledger's own figures `kvforensics analyze` prints (from queries/analysis/ledger_nodes.sql)
+-- and the evidence each node was judged on (node_evidence). Requests, accounts and tokens are
+-- not counted here: they are the case's headline figures (queries/figures/headline.sql).
 SELECT
     (SELECT coalesce(sum(reads), 0) FROM temp.analysis_ledger_nodes) AS reads,
     (SELECT coalesce(sum(events), 0) FROM temp.analysis_ledger_nodes) AS events,
@@ -7,17 +8,6 @@ SELECT
     (SELECT coalesce(map_from_entries(list({'k': kind, 'v': n})), MAP {})
        FROM (SELECT kind, count(*) AS n FROM exposures GROUP BY kind)) AS exposures_by_kind,
     (SELECT count(*) FROM exposures) AS exposure_runs,
-    (SELECT count(*) FROM exposures WHERE cross_account IS NOT TRUE) AS same_or_unknown_account_runs,
-    (SELECT coalesce(sum(tokens), 0) FROM exposure_tokens) AS tokens,
-    (SELECT coalesce(sum(tokens), 0) FROM exposure_tokens WHERE cross_account) AS cross_account_tokens,
-    (SELECT count(DISTINCT receiver_request_id) FROM exposures) AS receiving_requests,
-    (SELECT count(DISTINCT leaker_request_id) FROM exposures) AS leaking_requests,
-    (SELECT count(DISTINCT request_id) FROM affected_requests WHERE side = 'receiving')
-        AS receiving_requests_cross_account,
-    (SELECT count(DISTINCT request_id) FROM affected_requests WHERE side = 'leaking')
-        AS leaking_requests_cross_account,
-    (SELECT count(*) FROM affected_accounts WHERE side = 'receiving') AS receiving_accounts,
-    (SELECT count(*) FROM affected_accounts WHERE side = 'leaking') AS leaking_accounts,
     (SELECT coalesce(map_from_entries(list({'k': violation, 'v': n})), MAP {})
        FROM (SELECT violation, count(*) AS n FROM violations GROUP BY violation))
         AS violations_by_kind,

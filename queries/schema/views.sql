@@ -2,7 +2,9 @@
 -- analysis stage; joins use `nodes`, which holds one row per node, so no join multiplies rows.
 
 -- Who received whose data: one row per (receiving account, leaking account), cross-account
--- and same-account alike.
+-- and same-account alike. The request counts are per pair: a request that read KV of two
+-- accounts is counted under both pairs, so they do not add up across pairs; the counts per
+-- account are in account_exposure.
 CREATE OR REPLACE VIEW account_pair_exposure AS
 SELECT t.receiver_account_id, t.leaker_account_id, t.cross_account,
        count(DISTINCT t.receiver_request_id) AS receiving_requests,
@@ -13,7 +15,21 @@ SELECT t.receiver_account_id, t.leaker_account_id, t.cross_account,
 FROM exposure_tokens t
 GROUP BY t.receiver_account_id, t.leaker_account_id, t.cross_account;
 
-COMMENT ON VIEW account_pair_exposure IS 'One row per (receiving account, leaking account): requests on each side, tokens (distinct slots per request pair and node, summed), nodes, first and last read.';
+COMMENT ON VIEW account_pair_exposure IS 'One row per (receiving account, leaking account): requests on each side of that pair (a request counts under every pair it is in, so these counts do not add across pairs: account_exposure has them per account), tokens (distinct slots per request pair and node, summed; these add up), nodes, first and last read.';
+
+-- Per account and side, its requests counted once each: what summing account_pair_exposure's
+-- request counts over an account would overstate.
+CREATE OR REPLACE VIEW account_exposure AS
+SELECT 'receiving' AS side, receiver_account_id AS account_id, cross_account,
+       count(DISTINCT receiver_request_id) AS requests, CAST(sum(tokens) AS BIGINT) AS tokens,
+       count(DISTINCT leaker_account_id) AS counterpart_accounts
+FROM exposure_tokens GROUP BY receiver_account_id, cross_account
+UNION ALL
+SELECT 'leaking', leaker_account_id, cross_account, count(DISTINCT leaker_request_id),
+       CAST(sum(tokens) AS BIGINT), count(DISTINCT receiver_account_id)
+FROM exposure_tokens GROUP BY leaker_account_id, cross_account;
+
+COMMENT ON VIEW account_exposure IS 'One row per (side, account, cross_account): the account''s requests on that side counted once each, their tokens and the accounts on the other side; cross_account false rows are same-account exposures (never notified).';
 
 -- Per exposure run, the evidence around it: both requests' times and status, the node's facts.
 CREATE OR REPLACE VIEW request_evidence AS

@@ -1,7 +1,15 @@
--- The headline figures of the report: from the exposures (ledger and confirmed) and screening;
--- the notification lists' own counts (listed_*: every confidence, as the lists hold them); and
--- the evidence each node was judged on (node_evidence), so that the summary never words a
--- missing ledger as a ledger showing nothing.
+-- The headline figures of a case: the one set of numbers that the analyze line, the summary
+-- investigate prints, the report (its data-figure elements), notifications/summary.json and
+-- every --json read (forensics/figures.py runs it; nothing else counts them again).
+-- Needs the TEMP view report_exposure_pairs (queries/report/exposure_pairs.sql).
+-- What each counts:
+--   cross_* / receiving_* / leaking_*: the ledger's cross-account exposures only (a request
+--     reading KV of another account's request), requests and accounts counted once each;
+--   same_account_*: exposures between two requests of one account, never notified, shown apart;
+--   unknown_account_runs: runs where a request is missing from the request log;
+--   listed_*: the notification lists as written (cross-account only, every confidence:
+--     ledger, confirmed, reconstructed, possible); these equal the lists' row counts;
+--   tokens: docs/DESIGN.md section 6 token exposures (distinct slots per request pair and node).
 WITH p AS (SELECT * FROM report_exposure_pairs)
 SELECT
     (SELECT count(*) FROM exposures WHERE cross_account) AS cross_runs,
@@ -12,6 +20,10 @@ SELECT
     (SELECT count(DISTINCT leaker_account_id) FROM p WHERE cross_account) AS leaking_accounts,
     (SELECT count(*) FROM exposures WHERE NOT cross_account) AS same_account_runs,
     (SELECT coalesce(sum(tokens), 0) FROM p WHERE NOT cross_account) AS same_account_tokens,
+    (SELECT count(DISTINCT receiver_request_id) FROM p WHERE NOT cross_account)
+        AS same_account_receiving_requests,
+    (SELECT count(DISTINCT leaker_request_id) FROM p WHERE NOT cross_account)
+        AS same_account_leaking_requests,
     (SELECT count(*) FROM exposures WHERE cross_account IS NULL) AS unknown_account_runs,
     (SELECT count(DISTINCT node) FROM exposures) AS nodes_affected,
     (SELECT min(first_read_at) FROM exposures) AS first_exposure_at,

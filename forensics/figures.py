@@ -1,0 +1,47 @@
+"""The headline figures of a case, counted in one place (queries/figures/headline.sql).
+
+The analyze line, the summary investigate prints, the report, notifications/summary.json and
+every --json output read these figures; none counts them again. `figures_line` words them the
+same way wherever a terminal line shows them."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import duckdb
+
+from forensics.db import rows
+from forensics.notify.deadlines import iso_utc
+from forensics.sql import sql
+from forensics.standins import empty_stand_ins
+
+
+def headline_figures(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
+    """The figures as a dict (times as datetimes), tables of stages that did not run read as
+    empty; leaves the TEMP view report_exposure_pairs, which the report's queries also read
+    (queries/report/cleanup.sql drops it)."""
+    with empty_stand_ins(con):
+        con.execute(sql("report/exposure_pairs"))
+        return dict(rows(con, "figures/headline")[0])
+
+
+def as_json(figures: dict[str, Any]) -> dict[str, Any]:
+    """The figures with times as ISO-8601 UTC text (None where there is none)."""
+    return {k: iso_utc(v) if isinstance(v, datetime) else v for k, v in figures.items()}
+
+
+def figures_line(f: dict[str, Any]) -> str:
+    """The notifiable figures and the same-account ones, as words, for a terminal line."""
+    line = (
+        f"to notify (cross-account): receiving {f['listed_receiving_requests']} requests / "
+        f"{f['listed_receiving_accounts']} accounts, leaking {f['listed_leaking_requests']} "
+        f"requests / {f['listed_leaking_accounts']} accounts, {f['cross_tokens']} tokens"
+    )
+    if f["same_account_runs"]:
+        line += (
+            f"; same account (not notified): {f['same_account_receiving_requests']} receiving / "
+            f"{f['same_account_leaking_requests']} leaking requests, "
+            f"{f['same_account_tokens']} tokens"
+        )
+    return line
