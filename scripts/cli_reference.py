@@ -27,8 +27,8 @@ object on stdout; human output goes to stderr). Exit codes are on the
 
 On a terminal, `investigate`, `ingest`, `analyze`, `replay`, `simulate` and `bench` show live
 progress; when stderr is piped or redirected they print one line per stage instead
-(`investigate: analyze (3.2 s)`). Shell completion: `kvforensics --install-completion` (bash,
-zsh, fish, PowerShell).
+(`investigate: analyze (3.2 s)`), and messages are never wrapped in the middle of a value.
+Shell completion: `kvforensics --install-completion` (bash, zsh, fish, PowerShell).
 
 An option means the same in every command that takes it: `--db`, `--out`, `--rules`,
 `--aware-at`, `--assume-utc`, `--follow-links`, `--ray`, `--ledger-external`, `--replay-model`,
