@@ -27,6 +27,7 @@ STAGE_ENTRY = {
     "explain": ("forensics.cli.explain_cmd", "explain_one"),
     "ingest": ("forensics.cli.ingest_cmd", "ingest_case"),
     "investigate": ("forensics.investigate", "_run"),
+    "probe": ("forensics.probe.stage", "run_probe"),
     "replay": ("forensics.replay.stage", "run_case_replay"),
     "report": ("forensics.cli.report_cmd", "write_all"),
     "reconstruct": ("forensics.reconstruct.stage", "reconstruct"),
@@ -85,7 +86,16 @@ def _fixtures(tmp_path: Path) -> dict[str, Any]:
     (tmp_path / "examiner.pub").write_bytes(
         key.public_key().public_bytes(s.Encoding.OpenSSH, s.PublicFormat.OpenSSH)
     )
-    return {"case": case, "db": db, "rules": rules, "node_map": node_map, "tmp": tmp_path}
+    templates = tmp_path / "templates"  # no file of its own: the package's are used
+    templates.mkdir()
+    return {
+        "case": case,
+        "db": db,
+        "rules": rules,
+        "node_map": node_map,
+        "tmp": tmp_path,
+        "templates": templates,
+    }
 
 
 def _base(name: str, f: dict[str, Any]) -> list[str]:
@@ -97,6 +107,7 @@ def _base(name: str, f: dict[str, Any]) -> list[str]:
         "explain": ["R1", "--db", f["db"]],
         "ingest": [f["case"], "--db", f["tmp"] / "d.duckdb"],
         "investigate": [f["case"], "--out", f["tmp"] / "out"],
+        "probe": ["http://127.0.0.1:9", "--out", f["tmp"] / "probe"],
         "replay": ["--db", f["db"]],
         "report": ["--db", f["db"], "--out", f["tmp"] / "r"],
         "reconstruct": ["--db", f["db"]],
@@ -158,6 +169,18 @@ def _value(command: str, option: Any, f: dict[str, Any]) -> list[Any]:
         ("reconstruct", "--replay-device"): "cpu",
         ("tap", "--dir"): f["tmp"] / "tapdir",
         ("tap", "--node"): "node-x",
+        ("investigate", "--templates"): f["templates"],
+        ("report", "--templates"): f["templates"],
+        ("investigate", "--since"): "2026-08-27T00:00:00Z",
+        ("report", "--since"): "2026-08-27T00:00:00Z",
+        ("investigate", "--until"): "1788480000000000",
+        ("report", "--until"): "1788480000000000",
+        ("investigate", "--account"): "a",
+        ("report", "--account"): "a",
+        ("probe", "--api"): "text",
+        ("probe", "--model"): "served",
+        ("probe", "--api-key-env"): "PROBE_KEY",
+        ("probe", "--out"): f["tmp"] / "probe2",
     }
     name = option.opts[0]
     if option.is_flag:

@@ -30,12 +30,13 @@ from forensics.options import (
     SimSampling,
     check_number,
 )
+from forensics.probe.plan import Api
 
 # Flags whose meaning differs between commands, each command with its own alias below.
 PER_COMMAND = {
-    "--model": "simulate: what makes the simulated outputs; replay: the model replayed with; "
-    "bench --replay: the model timed (random weights allowed)",
     "--allocator": "simulate: the simulator's page pool; reconstruct: also auto, per node",
+    "--model": "simulate: what makes the simulated outputs; replay: the model replayed with; "
+    "bench --replay: the model timed (random weights allowed); probe: the served model's name",
     "--seed": "bench keeps its own seed so that its figures compare from run to run",
 }
 
@@ -81,7 +82,8 @@ Out = Annotated[
     typer.Option(
         "--out",
         help="Output folder (created if missing) for report.html, timeline.csv and "
-        "notifications/; investigate adds the case database and manifest.json.",
+        "notifications/; investigate adds the case database and manifest.json; probe writes "
+        "result.json, requests.csv, accounts.csv, probe.html and manifest.json.",
     ),
 ]
 Json = Annotated[bool, typer.Option("--json", help="Print the result as JSON on stdout.")]
@@ -125,6 +127,51 @@ Rules = Annotated[
     ),
 ]
 
+Templates = Annotated[
+    Path | None,
+    typer.Option(
+        "--templates",
+        help="Folder of notice templates (notice_receiving.md/.html, notice_leaking.md/.html, "
+        "and partials such as _notice_base.html): a file found there replaces the package's of "
+        "the same name. Each must still show every field the package's template shows, or the "
+        "command stops (exit 2) naming the file and the field.",
+    ),
+]
+
+# --- scope -------------------------------------------------------------------------------------
+SCOPE_RULE = (
+    "An exposure is in scope when its receiving read (the first read of the pair's KV by the "
+    "receiving request; for screening's possible pairs, the receiving request's arrival) is at "
+    "or after --since and before --until, and, with --account, when its receiving or its "
+    "leaking request belongs to one of the accounts given."
+)
+Since = Annotated[
+    str | None,
+    typer.Option(
+        "--since",
+        help="Cover only exposures whose receiving read is at or after TIME (ISO-8601 with an "
+        "offset, or integer epoch microseconds, as ingest reads them). " + SCOPE_RULE,
+        metavar="TIME",
+    ),
+]
+Until = Annotated[
+    str | None,
+    typer.Option(
+        "--until",
+        help="Cover only exposures whose receiving read is before TIME (as --since).",
+        metavar="TIME",
+    ),
+]
+Account = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--account",
+        help="Cover only exposures whose receiving or leaking request belongs to account ID "
+        "(repeatable: any of them).",
+        metavar="ID",
+    ),
+]
+
 # --- analysis ----------------------------------------------------------------------------------
 WindowS = Annotated[
     float,
@@ -140,8 +187,8 @@ TtftFactor = Annotated[
     typer.Option(
         "--ttft-factor",
         callback=checked("--ttft-factor"),
-        help="Screening: flag a time to first token this many times shorter than the node's "
-        "normal prefill rate predicts.",
+        help="Flag a time to first token this many times shorter than the normal prefill rate "
+        "predicts (screening: the node's; probe: the median of the long probes').",
     ),
 ]
 Workers = Annotated[
@@ -458,4 +505,73 @@ RequestId = Annotated[str, typer.Argument(help="The request id, as the request l
 Html = Annotated[
     Path | None,
     typer.Option("--html", help="Also write the story as a self-contained HTML page to FILE."),
+]
+
+# --- probe -------------------------------------------------------------------------------------
+ProbeUrl = Annotated[
+    str, typer.Argument(help="The endpoint's root URL, e.g. http://127.0.0.1:8000 (a /v1 is cut).")
+]
+ProbeApi = Annotated[
+    Api,
+    typer.Option(
+        "--api",
+        help="tokens: /v1/completions with token-id prompts; text: /v1/completions with text; "
+        "chat: /v1/chat/completions.",
+    ),
+]
+ProbeModel = Annotated[
+    str | None,
+    typer.Option("--model", help="The served model's name (default: the first /v1/models lists)."),
+]
+ApiKeyEnv = Annotated[
+    str | None,
+    typer.Option(
+        "--api-key-env",
+        help="The environment variable that holds the API key (sent as a Bearer token; never "
+        "printed or written).",
+    ),
+]
+MaxRequests = Annotated[
+    int,
+    typer.Option(
+        "--max-requests", callback=checked("--max-requests"), help="Probe requests sent, at most."
+    ),
+]
+MaxTokens = Annotated[
+    int,
+    typer.Option(
+        "--max-tokens", callback=checked("--max-tokens"), help="Tokens asked of each probe."
+    ),
+]
+Concurrency = Annotated[
+    int,
+    typer.Option(
+        "--concurrency",
+        callback=checked("--concurrency"),
+        help="Requests in flight at once (0: enough long probes to need more than the KV pool).",
+    ),
+]
+ContextLen = Annotated[
+    int,
+    typer.Option(
+        "--context-len",
+        callback=checked("--context-len"),
+        help="The context length to plan for (0: the endpoint's /v1/models max_model_len).",
+    ),
+]
+Timeout = Annotated[
+    float,
+    typer.Option(
+        "--timeout",
+        callback=checked("--timeout"),
+        help="Seconds for the whole run; requests not started by then are not sent.",
+    ),
+]
+DryRun = Annotated[
+    bool,
+    typer.Option(
+        "--dry-run",
+        help="Ask the endpoint what it is, print the plan (requests, lengths, concurrency, "
+        "what is looked for) and send nothing.",
+    ),
 ]

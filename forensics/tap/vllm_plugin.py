@@ -1,8 +1,9 @@
 """The vLLM plugin (entry point `vllm.general_plugins`: `kvforensics_tap`).
 
-vLLM loads general plugins in every process it starts. `register()` does nothing unless
-KVFORENSICS_TAP_DIR is set; then it wraps four methods of vLLM's V1 core, and the process that
-builds a scheduler (the engine core) records its ledger:
+vLLM loads general plugins in every process it starts. `register()` injects the known stub
+fault of forensics.tap.vllm_faults where KVFORENSICS_FAULT_STUB asks for it (tests only), and
+otherwise does nothing unless KVFORENSICS_TAP_DIR is set; then it wraps four methods of vLLM's
+V1 core, and the process that builds a scheduler (the engine core) records its ledger:
 
 - `Scheduler.__init__`: starts the recorder and writes the node's facts (`nodes/`);
 - `KVCacheManager.get_computed_blocks`: remembers each request's prefix-cache hit blocks;
@@ -34,6 +35,9 @@ _PATCHED = False
 def register() -> None:
     """Entry point: patch vLLM's scheduler when the tap is switched on."""
     global _PATCHED
+    from forensics.tap import vllm_faults
+
+    vllm_faults.install()  # only where KVFORENSICS_FAULT_STUB asks for the known fault
     if _PATCHED or not os.environ.get("KVFORENSICS_TAP_DIR", "").strip():
         return
     from vllm.v1.core.kv_cache_manager import KVCacheManager
