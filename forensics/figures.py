@@ -45,3 +45,20 @@ def figures_line(f: dict[str, Any]) -> str:
             f"{f['same_account_tokens']} tokens"
         )
     return line
+
+
+# Figures of which any one above zero means a scope held something.
+FOUND = (
+    "cross_runs",
+    "same_account_runs",
+    "unknown_account_runs",
+    "screened_suspects",
+    "listed_receiving_requests",
+    "listed_leaking_requests",
+)
+
+
+def held_nothing(figures: dict[str, Any]) -> bool:
+    """Whether the figures count nothing at all (within a scope: the scope held nothing, which
+    is not an all-clear for the case)."""
+    return not any(figures.get(k) for k in FOUND)

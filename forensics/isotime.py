@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from forensics.errors import UsageError
 
@@ -32,3 +32,15 @@ def option_time(text: str, option: str, example: str) -> datetime:
             f"{option} '{text}' has no UTC offset; add one, e.g. {text}Z or {text}+02:00"
         )
     return value
+
+
+def scope_time(text: str, option: str) -> datetime:
+    """A time as ingest reads one: integer microseconds since the epoch, or ISO-8601 with a UTC
+    offset (or Z); an aware datetime. A UsageError names the option otherwise."""
+    value = text.strip()
+    if value.lstrip("-").isdigit():
+        try:
+            return datetime(1970, 1, 1, tzinfo=UTC) + timedelta(microseconds=int(value))
+        except OverflowError as exc:
+            raise UsageError(f"{option} '{text}' is out of range as epoch microseconds") from exc
+    return option_time(value, option, "2026-09-04T00:00:00Z or 1788480000000000")

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
 from typing import Any, TypeVar
 
 from forensics.errors import UsageError
 from forensics.hashing import sha256_file
+from forensics.isotime import scope_time
 
 E = TypeVar("E", bound=StrEnum)
 
@@ -236,6 +237,61 @@ class ReplayOptions:
 
 
 @dataclass(frozen=True)
+class Scope:
+    """What the lists, the report and the figures cover (--since, --until, --account): an
+    exposure whose receiving read is in [since, until) and, when accounts are given, whose
+    receiving or leaking request belongs to one of them. Nothing given: the whole case."""
+
+    since: datetime | None = None
+    until: datetime | None = None
+    accounts: tuple[str, ...] = ()
+
+    @property
+    def whole(self) -> bool:
+        return self.since is None and self.until is None and not self.accounts
+
+    def record(self) -> dict[str, Any]:
+        """For the manifest and summary.json: times as ISO-8601 UTC, accounts sorted."""
+        return {
+            "whole_case": self.whole,
+            "since": _iso(self.since),
+            "until": _iso(self.until),
+            "accounts": sorted(self.accounts),
+        }
+
+    def words(self) -> str:
+        """The scope in a phrase, for the report's header and the terminal."""
+        if self.whole:
+            return "the whole case"
+        parts = []
+        if self.since is not None:
+            parts.append(f"receiving reads from {_iso(self.since)}")
+        if self.until is not None:
+            parts.append(f"before {_iso(self.until)}")
+        if self.accounts:
+            parts.append("accounts " + ", ".join(sorted(self.accounts)) + " (either side)")
+        return "; ".join(parts)
+
+
+def _iso(value: datetime | None) -> str | None:
+    if value is None:
+        return None
+    return value.astimezone(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
+
+
+def make_scope(
+    since: str | None, until: str | None, accounts: tuple[str, ...] | list[str] | None
+) -> Scope:
+    """The scope from the options' text; UsageError for a time ingest would not read, or an
+    empty period."""
+    start = scope_time(since, "--since") if since else None
+    end = scope_time(until, "--until") if until else None
+    if start is not None and end is not None and end <= start:
+        raise UsageError(f"--until {until} is not after --since {since}: the period is empty")
+    return Scope(start, end, tuple(dict.fromkeys(a for a in accounts or () if a)))
+
+
+@dataclass(frozen=True)
 class InvestigateOptions:
     """`kvforensics investigate`: what every stage of the run reads, and what the manifest
     records as its parameters."""
@@ -249,6 +305,10 @@ class InvestigateOptions:
     follow_links: bool = False
     ray: str | None = None  # Ray cluster address, or "local"; None: the local engine
     ledger_external: str | None = None  # ledger kept outside the database: folder or URL
+    templates: Path | None = None  # notice templates replacing the package's (--templates)
+    since: str | None = None  # the scope (--since, --until, --account), as given
+    until: str | None = None
+    accounts: tuple[str, ...] = ()
     # chain of custody (the manifest's custody, not its parameters): who ran it, for which
     # case (None: KVFORENSICS_EXAMINER, KVFORENSICS_CASE_REF), and the key that signs it
     examiner: str | None = None
@@ -263,6 +323,9 @@ class InvestigateOptions:
         key = Path(self.sign_key) if self.sign_key is not None else None
         object.__setattr__(self, "sign_key", key)
         object.__setattr__(self, "command", tuple(self.command))
+        object.__setattr__(self, "accounts", tuple(self.accounts or ()))
+        templates = Path(self.templates) if self.templates is not None else None
+        object.__setattr__(self, "templates", templates)
 
     def parameters(self) -> dict[str, Any]:
         """What the manifest and the report record (the rules file with its SHA-256, so the
@@ -277,8 +340,17 @@ class InvestigateOptions:
             "follow_links": self.follow_links,
             "rules_sha256": sha256_file(self.rules) if self.rules else None,
         }
-        extra = {"ray": self.ray, "ledger_external": self.ledger_external}
-        return {**out, **{k: v for k, v in extra.items() if v is not None}}
+        extra = {
+            "ray": self.ray,
+            "ledger_external": self.ledger_external,
+            "templates": str(self.templates) if self.templates else None,
+        }
+        scope = self.scope()
+        out = {**out, **{k: v for k, v in extra.items() if v is not None}}
+        return out if scope.whole else {**out, "scope": scope.record()}
+
+    def scope(self) -> Scope:
+        return make_scope(self.since, self.until, self.accounts)
 
     def analysis(self) -> AnalysisOptions:
         return AnalysisOptions(ray=self.ray)

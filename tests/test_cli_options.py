@@ -86,7 +86,16 @@ def _fixtures(tmp_path: Path) -> dict[str, Any]:
     (tmp_path / "examiner.pub").write_bytes(
         key.public_key().public_bytes(s.Encoding.OpenSSH, s.PublicFormat.OpenSSH)
     )
-    return {"case": case, "db": db, "rules": rules, "node_map": node_map, "tmp": tmp_path}
+    templates = tmp_path / "templates"  # no file of its own: the package's are used
+    templates.mkdir()
+    return {
+        "case": case,
+        "db": db,
+        "rules": rules,
+        "node_map": node_map,
+        "tmp": tmp_path,
+        "templates": templates,
+    }
 
 
 def _base(name: str, f: dict[str, Any]) -> list[str]:
@@ -160,6 +169,14 @@ def _value(command: str, option: Any, f: dict[str, Any]) -> list[Any]:
         ("reconstruct", "--replay-device"): "cpu",
         ("tap", "--dir"): f["tmp"] / "tapdir",
         ("tap", "--node"): "node-x",
+        ("investigate", "--templates"): f["templates"],
+        ("report", "--templates"): f["templates"],
+        ("investigate", "--since"): "2026-08-27T00:00:00Z",
+        ("report", "--since"): "2026-08-27T00:00:00Z",
+        ("investigate", "--until"): "1788480000000000",
+        ("report", "--until"): "1788480000000000",
+        ("investigate", "--account"): "a",
+        ("report", "--account"): "a",
         ("probe", "--api"): "text",
         ("probe", "--model"): "served",
         ("probe", "--api-key-env"): "PROBE_KEY",

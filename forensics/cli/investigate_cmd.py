@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from forensics.cli.app import app, command_line, console, emit_json, finish
 from forensics.cli.params import (
+    Account,
     AssumeUtc,
     AwareAt,
     CaseDir,
@@ -19,9 +20,13 @@ from forensics.cli.params import (
     Rules,
     ServedModel,
     SignKey,
+    Since,
+    Templates,
+    Until,
 )
 from forensics.cli.progress import progress_reporter
 from forensics.cli.summary import print_investigation
+from forensics.notify.templates import check_templates
 from forensics.options import InvestigateOptions
 
 
@@ -41,6 +46,10 @@ def investigate(
     examiner: Examiner = InvestigateOptions.examiner,
     case_ref: CaseRef = InvestigateOptions.case_ref,
     sign_key: SignKey = InvestigateOptions.sign_key,
+    templates: Templates = InvestigateOptions.templates,
+    since: Since = InvestigateOptions.since,
+    until: Until = InvestigateOptions.until,
+    account: Account = None,
     json_out: Json = False,
 ) -> None:
     """Run every stage on a case folder: ingest, analysis, exports, report, manifest. The
@@ -58,8 +67,14 @@ def investigate(
         examiner=examiner,
         case_ref=case_ref,
         sign_key=sign_key,
+        templates=templates,
+        since=since,
+        until=until,
+        accounts=tuple(account or ()),
         command=command_line(),
     )
+    options.scope()  # a bad --since or --until, or a template missing a field: exit 2 now
+    check_templates(options.templates)
     with progress_reporter(console, "investigate") as progress:
         from forensics.investigate import investigate as run_investigation  # the stages
 

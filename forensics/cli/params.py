@@ -127,6 +127,51 @@ Rules = Annotated[
     ),
 ]
 
+Templates = Annotated[
+    Path | None,
+    typer.Option(
+        "--templates",
+        help="Folder of notice templates (notice_receiving.md/.html, notice_leaking.md/.html, "
+        "and partials such as _notice_base.html): a file found there replaces the package's of "
+        "the same name. Each must still show every field the package's template shows, or the "
+        "command stops (exit 2) naming the file and the field.",
+    ),
+]
+
+# --- scope -------------------------------------------------------------------------------------
+SCOPE_RULE = (
+    "An exposure is in scope when its receiving read (the first read of the pair's KV by the "
+    "receiving request; for screening's possible pairs, the receiving request's arrival) is at "
+    "or after --since and before --until, and, with --account, when its receiving or its "
+    "leaking request belongs to one of the accounts given."
+)
+Since = Annotated[
+    str | None,
+    typer.Option(
+        "--since",
+        help="Cover only exposures whose receiving read is at or after TIME (ISO-8601 with an "
+        "offset, or integer epoch microseconds, as ingest reads them). " + SCOPE_RULE,
+        metavar="TIME",
+    ),
+]
+Until = Annotated[
+    str | None,
+    typer.Option(
+        "--until",
+        help="Cover only exposures whose receiving read is before TIME (as --since).",
+        metavar="TIME",
+    ),
+]
+Account = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--account",
+        help="Cover only exposures whose receiving or leaking request belongs to account ID "
+        "(repeatable: any of them).",
+        metavar="ID",
+    ),
+]
+
 # --- analysis ----------------------------------------------------------------------------------
 WindowS = Annotated[
     float,

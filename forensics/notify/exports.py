@@ -130,11 +130,12 @@ def write_summary(
     aware_at: datetime | None,
     rules: dict[str, Rule],
     missing_tables: list[str],
-    figures: dict[str, Any] | None = None,
+    extra: dict[str, Any] | None = None,
 ) -> Path:
     """notifications/summary.json: counts, the awareness time, the rules applied and the stages
-    whose tables were missing, so a reader of the lists knows what they rest on; `figures`: the
-    case's headline figures (forensics.figures), the same the report and the terminal show."""
+    whose tables were missing, so a reader of the lists knows what they rest on; `extra`: more
+    keys (the case's headline figures, the same the report and the terminal show; the scope;
+    the notice templates used)."""
     used = sorted({r["notify_rule"] for records in exports.tables().values() for r in records})
     summary = {
         "tool_version": __version__,
@@ -156,7 +157,7 @@ def write_summary(
         ],
         "missing_tables": missing_tables,
         "scope": "cross-account exposures only; counterparts are counted, never named",
-        "figures": figures or {},
+        **(extra or {}),
     }
     path.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     return path

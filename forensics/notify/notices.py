@@ -18,9 +18,10 @@ from typing import Any
 
 import jinja2
 
+from forensics.errors import UsageError
 from forensics.isotime import parse_iso
 from forensics.notify.exports import SIDES, Exports
-from forensics.resources import resource_dir
+from forensics.notify.templates import sandbox
 from forensics.textsafe import html_value, markdown_text
 
 CONFIDENCE_WORDS = {
@@ -68,25 +69,11 @@ def _md_finalize(value: Any) -> Any:
 
 
 @cache
-def environment(kind: str) -> jinja2.Environment:
-    """The jinja2 environment for 'html' (autoescape) or 'md' (values HTML-escaped)."""
-    loader = jinja2.FileSystemLoader(str(resource_dir("templates")))
-    if kind == "html":
-        env = jinja2.Environment(
-            loader=loader,
-            autoescape=True,
-            undefined=jinja2.StrictUndefined,
-            keep_trailing_newline=True,
-            finalize=html_value,
-        )
-    else:
-        env = jinja2.Environment(
-            loader=loader,
-            autoescape=False,
-            finalize=_md_finalize,
-            undefined=jinja2.StrictUndefined,
-            keep_trailing_newline=True,
-        )
+def environment(kind: str, custom: Path | None = None) -> jinja2.Environment:
+    """The sandboxed jinja2 environment for 'html' (autoescape) or 'md' (values escaped as
+    Markdown text), over the templates of `custom` (--templates) and then the package's."""
+    env = sandbox(custom, html=kind == "html")
+    env.finalize = html_value if kind == "html" else _md_finalize
     env.filters["human"] = human_time
     return env
 
@@ -141,13 +128,23 @@ def notices_for(exports: Exports, sender: str) -> list[Notice]:
     return out
 
 
-def render_notice(notice: Notice, kind: str) -> str:
-    template = environment(kind).get_template(f"notice_{notice.side}.{kind}")
-    return template.render(**{name: getattr(notice, name) for name in NOTICE_FIELDS})
+def render_notice(notice: Notice, kind: str, custom: Path | None = None) -> str:
+    """A notice as text; a template that the sandbox stops (it reached for Python internals)
+    or that fails on the notice's values is named in a UsageError."""
+    name = f"notice_{notice.side}.{kind}"
+    template = environment(kind, custom).get_template(name)
+    try:
+        return template.render(**{field: getattr(notice, field) for field in NOTICE_FIELDS})
+    except jinja2.TemplateError as exc:
+        where = template.filename or name
+        raise UsageError(f"{where}: the notice template failed ({exc}); fix or remove it") from exc
 
 
-def write_notices(exports: Exports, out_dir: Path, sender: str) -> list[Path]:
-    """Render every notice as Markdown and HTML under out_dir/<side>/; return the paths."""
+def write_notices(
+    exports: Exports, out_dir: Path, sender: str, custom: Path | None = None
+) -> list[Path]:
+    """Render every notice as Markdown and HTML under out_dir/<side>/ (templates of `custom`
+    first, checked by forensics.notify.templates.check_templates); return the paths."""
     written = []
     notices = notices_for(exports, sender)
     stems = {
@@ -160,6 +157,6 @@ def write_notices(exports: Exports, out_dir: Path, sender: str) -> list[Path]:
         stem = stems[notice.side][str(notice.account["account_id"])]
         for kind in ("md", "html"):
             path = folder / f"{stem}.{kind}"
-            path.write_text(render_notice(notice, kind), encoding="utf-8")
+            path.write_text(render_notice(notice, kind, custom), encoding="utf-8")
             written.append(path)
     return written

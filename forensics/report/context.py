@@ -414,5 +414,7 @@ class ReportContext:
     explain_pages: list[ExplainLink] = field(default_factory=list)  # receivers with a page
     explain_hrefs: dict[str, str] = field(default_factory=dict)  # request id: its page
     explain_listed: int = 0  # receiving requests on the lists (pages: at most PAGE_LIMIT)
+    scope: str = ""  # what the report covers (--since, --until, --account); '' the whole case
+    scope_empty: bool = False  # a scope was given and held nothing (not an all-clear)
     fact_groups: list[FactGroup] = field(default_factory=list)  # the manifest, by source
     query_groups: list[FactGroup] = field(default_factory=list)  # query checksums by stage

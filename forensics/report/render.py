@@ -17,7 +17,7 @@ import jinja2
 
 from forensics import __version__
 from forensics.db import rows
-from forensics.figures import headline_figures
+from forensics.figures import headline_figures, held_nothing
 from forensics.report.context import (
     AccountRow,
     Bucket,
@@ -266,6 +266,7 @@ def build_context(
     manifest_sha256: str = "",
     explain_pages: list[ExplainLink] | None = None,
     explain_listed: int = 0,
+    scope: str = "",
 ) -> ReportContext:
     """The report context from a case database whose missing tables have stand-ins; `queries`:
     the run's query log, of which the report lists its own queries (once all are loaded);
@@ -338,6 +339,8 @@ def build_context(
             "explain_pages": pages,
             "explain_hrefs": {p.request_id: p.href for p in pages},
             "explain_listed": explain_listed,
+            "scope": scope,
+            "scope_empty": bool(scope) and held_nothing(headline.__dict__),
         }
     )
 

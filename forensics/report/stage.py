@@ -14,7 +14,7 @@ import duckdb
 
 from forensics.context import RunContext, StageResult
 from forensics.errors import CaseError
-from forensics.figures import as_json, figures_line, headline_figures
+from forensics.figures import as_json, figures_line, headline_figures, held_nothing
 from forensics.hashing import sha256_file
 from forensics.ingest.load import input_notes
 from forensics.manifest import environment
@@ -28,7 +28,10 @@ from forensics.notify.exports import (
     write_summary,
 )
 from forensics.notify.notices import write_notices
+from forensics.notify.scope import scoped
+from forensics.notify.templates import check_templates
 from forensics.notify.timeline import write_timeline
+from forensics.options import Scope
 from forensics.report.casedb import column_stand_ins, older_columns_note, stand_ins
 from forensics.report.context import AccountRow, ExplainLink, NotifyPlanRow
 from forensics.report.explain import write_pages
@@ -45,13 +48,32 @@ class ExportResult:
     missing_tables: list[str] = field(default_factory=list)
     figures: dict[str, Any] = field(default_factory=dict)
     aware_at: datetime | None = None
+    scope: Scope = field(default_factory=Scope)
+    notice_templates: dict[str, dict[str, str]] = field(default_factory=dict)
+
+    @property
+    def scope_empty(self) -> bool:
+        """A scope was given and nothing of the case falls in it (not an all-clear)."""
+        return not self.scope.whole and held_nothing(self.figures)
+
+    def scope_words(self) -> str:
+        """The scope for the report's header ('' for the whole case)."""
+        return "" if self.scope.whole else self.scope.words()
+
+    def extra(self) -> dict[str, Any]:
+        """What summary.json and --json add to the lists' own facts."""
+        return {
+            "figures": self.figures,
+            "scope_filter": {**self.scope.record(), "matched_nothing": self.scope_empty},
+            "notice_templates": self.notice_templates,
+        }
 
     def to_json(self) -> dict[str, Any]:
         return {
             "out": str(self.out_dir),
             "written": [str(p) for p in self.written],
             "missing_tables": self.missing_tables,
-            "figures": self.figures,
+            **self.extra(),
             "aware_at": iso_utc(self.aware_at) or None,
             "notify_by": "computed" if self.aware_at else "empty: no --aware-at given",
         }
@@ -167,25 +189,37 @@ def write_all(
     sender: str = DEFAULT_SENDER,
     manifest: dict[str, Any] | None = None,
     queries: QueryLog | None = None,
+    templates: Path | None = None,
+    scope: Scope | None = None,
 ) -> ExportResult:
     """Write every export, notice, the timeline and the report under out_dir. `manifest` is
     shown in the report's evidence section; None reads OUT/manifest.json if there is one.
-    `queries`: the run's query log (a new one where none is given or recording)."""
+    `queries`: the run's query log (a new one where none is given or recording); `templates`:
+    the --templates folder of notice templates; `scope`: what the outputs cover (the whole
+    case when None)."""
+    scope = scope or Scope()
     with recording(queries) as log:  # the report lists the queries it used
         rules = load_rules(rules_file)
-        result = ExportResult(out_dir, aware_at=aware_at)
+        result = ExportResult(out_dir, aware_at=aware_at, scope=scope)
+        result.notice_templates = check_templates(templates)
         out_dir.mkdir(parents=True, exist_ok=True)
-        with stand_ins(con) as missing, column_stand_ins(con) as lacking:
+        with (
+            stand_ins(con) as missing,
+            column_stand_ins(con) as lacking,
+            scoped(con, scope),
+        ):
             result.missing_tables = missing
             exports = build_exports(con, aware_at, rules)
             notes = out_dir / "notifications"
             result.written += write_exports(con, notes)
             cleanup(con)
-            figures = as_json(headline_figures(con))
+            result.figures = as_json(headline_figures(con))
             result.written.append(
-                write_summary(notes / "summary.json", exports, aware_at, rules, missing, figures)
+                write_summary(
+                    notes / "summary.json", exports, aware_at, rules, missing, result.extra()
+                )
             )
-            result.written += write_notices(exports, notes / "notices", sender)
+            result.written += write_notices(exports, notes / "notices", sender, templates)
             result.written += write_timeline(con, out_dir)
             links = write_explain_pages(con, out_dir, exports, missing)
             result.written += [out_dir / link.href for link in links]
@@ -203,6 +237,7 @@ def write_all(
                 queries=log,
                 explain_pages=links,
                 explain_listed=len(receivers_listed(exports)),
+                scope=result.scope_words(),
             )
         if lacking:
             context.notes.append(older_columns_note(lacking))
@@ -220,7 +255,6 @@ def write_all(
         report = out_dir / "report.html"
         report.write_text(render_report(context), encoding="utf-8")
         result.written.append(report)
-        result.figures = figures
         return result
 
 
@@ -247,6 +281,8 @@ def export_stage(ctx: RunContext) -> StageResult:
         case_label=str(ctx.case_dir),
         manifest=this_run,
         queries=ctx.queries,
+        templates=ctx.params.templates,
+        scope=ctx.params.scope(),
     )
     notices = ctx.out_dir / "notifications" / "notices"
     files = [path for path in result.written if notices not in path.parents]
@@ -259,6 +295,10 @@ def export_stage(ctx: RunContext) -> StageResult:
     headline = f"{figures_line(f)}; " + (
         "notify_by computed" if aware_at else "notify_by empty (no --aware-at)"
     )
+    if result.scope_empty:
+        headline = f"the scope ({result.scope.words()}) held nothing: {headline}"
+    elif not result.scope.whole:
+        headline = f"within the scope ({result.scope.words()}): {headline}"
     summary["findings"] = result.findings
     summary["headline"] = headline
     return StageResult(summary, headline, result.findings, files=tuple(files))
