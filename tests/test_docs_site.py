@@ -1,6 +1,7 @@
 """The documentation site: it builds with `mkdocs build --strict` (a broken link or anchor, or a
-page the nav leaves out, fails), and its command-line page is what scripts/cli_reference.py
-writes from the commands, with a section and help text for every command."""
+page the nav leaves out, fails), and its command-line and tables pages are what
+scripts/cli_reference.py writes from the commands and the schema files, with a section and help
+text for every command and a section for every table a schema file creates."""
 
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ def test_the_site_builds_strict(tmp_path):
     assert (tmp_path / "site" / "reference" / "glossary" / "index.html").is_file()
 
 
-def test_the_cli_page_is_what_the_script_writes():
+def test_the_generated_pages_are_what_the_script_writes():
     done = subprocess.run(
         [sys.executable, str(REPO / "scripts" / "cli_reference.py"), "--check"],
         capture_output=True,
@@ -78,3 +79,15 @@ def test_the_optional_pages_are_linked_when_they_exist():
         [{"a": "x.md"}, {"s": [{"p": sorted(mkdocs_hooks.OPTIONAL)[0]}]}], Path("/nonexistent")
     )
     assert kept == [{"a": "x.md"}]
+
+
+def test_every_table_has_a_section_on_the_tables_page():
+    """An oracle apart from the script: the tables named by CREATE TABLE in the schema files."""
+    page = (REPO / "docs" / "reference" / "tables.md").read_text(encoding="utf-8")
+    created = set()
+    for path in (REPO / "queries" / "schema").glob("*.sql"):
+        text = path.read_text(encoding="utf-8")
+        created |= set(re.findall(r"^CREATE TABLE IF NOT EXISTS\s+(?:main\.)?([\w.]+)", text, re.M))
+    assert {"requests", "kv_events", "exposures", "replay_results"} <= created
+    sections = set(re.findall(r"^## `([\w.]+)`", page, re.M))
+    assert created <= sections, sorted(created - sections)
