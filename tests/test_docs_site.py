@@ -22,7 +22,7 @@ CLI_PAGE = REPO / "docs" / "reference" / "cli.md"
 def test_the_site_builds_strict(tmp_path):
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
     done = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-d", str(tmp_path / "site")],
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(tmp_path / "site")],
         cwd=REPO,
         capture_output=True,
         text=True,
