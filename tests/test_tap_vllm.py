@@ -283,9 +283,16 @@ def test_injected_faults_are_found_exactly(faulty: dict[str, Any]) -> None:
     }
 
 
-def _replay(db: Path, model: Path, requests: list[str], tmp: Path) -> dict[str, Any]:
-    """`kvforensics replay` on a copy of the case database; verdict and output hashes per
-    request, from the stored run."""
+REPLAY_COLUMNS = (
+    "verdict, reason, delivered_sha256, contaminated_sha256, clean_sha256, model_matches"
+)
+
+
+def _replay(
+    db: Path, model: Path, requests: list[str], tmp: Path, columns: str = REPLAY_COLUMNS
+) -> dict[str, Any]:
+    """`kvforensics replay` on a copy of the case database; per request, the stored run's
+    `columns` of replay_results (by default the verdict and output hashes)."""
     pytest.importorskip("torch", reason="replay needs the extra: pip install 'kvforensics[replay]'")
     pytest.importorskip(
         "transformers", reason="replay needs the extra: pip install 'kvforensics[replay]'"
@@ -294,11 +301,7 @@ def _replay(db: Path, model: Path, requests: list[str], tmp: Path) -> dict[str, 
     shutil.copy(db, copy)
     picked = [arg for r in requests for arg in ("--request", r)]
     code = cli(["replay", "--db", str(copy), "--model", str(model), "--device", "cpu", *picked])
-    rows = _rows(
-        copy,
-        "SELECT request_id, verdict, reason, delivered_sha256, contaminated_sha256, "
-        "clean_sha256, model_matches FROM replay_results",
-    )
+    rows = _rows(copy, f"SELECT request_id, {columns} FROM replay_results")
     return {"code": code, "results": {r[0]: r[1:] for r in rows}}
 
 

@@ -4,10 +4,16 @@ for the tap's tests and its overhead benchmark. Runs in the engines environment:
     python tests/vllm_run.py MODE MODEL_DIR OUT_DIR
 
 MODE: `healthy` (requests with shared prefixes, in waves, on a small pool so blocks are reused
-and evicted), `faults` (the same, then two injected engine faults, see `install_faults`) or
-`bench` (a throughput run; the tap is on when KVFORENSICS_TAP_DIR is set).
-Writes OUT_DIR/requests.csv and accounts.csv (the gateway's view), OUT_DIR/run.json (outputs,
-injected faults, tokens/s). The tap itself writes where KVFORENSICS_TAP_DIR points.
+and evicted), `faults` (the same, then two injected engine faults, see tests/vllm_inject.py),
+the batched load (24 requests of 4 accounts, shared prefixes, several in flight, a pool of 40
+blocks) without a fault (`healthy-batched`) or with one: `batched` (a stub), `batched-dup` (a
+block handed out while its holder still holds it), `batched-collision` (a prefix-cache hash
+collision); or `bench` (a throughput run; the tap is on when KVFORENSICS_TAP_DIR is set).
+VLLM_RUN_SAMPLING=sampled samples every output (temperature 0.8, top-p 0.95, a seed per
+request); the default is greedy. VLLM_RUN_SEED (default 7) draws the prompts.
+Writes OUT_DIR/requests.csv (the gateway's view: times, usage with cached tokens, sampling
+settings) and accounts.csv, OUT_DIR/run.json (outputs, the injected faults and their victims,
+tokens/s, the most requests in flight). The tap itself writes where KVFORENSICS_TAP_DIR points.
 
 MODEL_DIR is written first when it holds no config.json: a random-weight Llama (hidden 256,
 4 heads, 2 layers, vocabulary 512), seeded, in safetensors."""
@@ -21,12 +27,15 @@ import os
 import random
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from vllm_inject import FAULTS, collide, install_faults
+
 BLOCK = 32
 NODE = "vllm-0"
-FAULTS: dict[str, Any] = {}
+SAMPLED = os.environ.get("VLLM_RUN_SAMPLING", "greedy") == "sampled"
 
 
 def write_model(folder: Path) -> None:
@@ -53,55 +62,8 @@ def write_model(folder: Path) -> None:
     model.save_pretrained(folder, safe_serialization=True)
 
 
-def install_faults() -> None:
-    """Two engine faults, keyed by request id prefix, patched into vLLM's KV cache manager:
-
-    - `stub-…`: the request runs as a 1-token stub: the engine takes all but its last prompt
-      token as already computed without any prefix-cache hit, allocates fresh blocks for the
-      whole prompt, computes the last token only and attends over all of them;
-    - `dup-…`: the request's last new block is the first block of the running `victim-…`
-      request, handed out while the victim still holds it."""
-    from vllm.v1.core.kv_cache_manager import KVCacheManager
-
-    lookup = KVCacheManager.get_computed_blocks
-    allocate = KVCacheManager.allocate_slots
-
-    def get_computed_blocks(self: Any, request: Any) -> Any:
-        if request.request_id.startswith("stub-"):
-            return self.empty_kv_cache_blocks, request.num_tokens - 1, 0
-        return lookup(self, request)
-
-    def allocate_slots(self: Any, request: Any, *args: Any, **kwargs: Any) -> Any:
-        if not request.request_id.startswith("dup-") or "dup" in FAULTS:
-            return allocate(self, request, *args, **kwargs)
-        victim = next(
-            r
-            for r in self.coordinator.single_type_managers[0].req_to_blocks
-            if r.startswith("victim-")
-        )
-        block = self.get_block_ids(victim)[0][0]
-        pool = self.block_pool
-        fresh = pool.get_new_blocks
-
-        def get_new_blocks(n: int) -> list[Any]:
-            got = fresh(n - 1)
-            stolen = pool.blocks[block]
-            stolen.ref_cnt += 1
-            return [*got, stolen]
-
-        pool.get_new_blocks = get_new_blocks
-        try:
-            result = allocate(self, request, *args, **kwargs)
-        finally:
-            del pool.get_new_blocks
-        FAULTS["dup"] = {"block": block, "victim": victim, "request": request.request_id}
-        return result
-
-    KVCacheManager.get_computed_blocks = get_computed_blocks
-    KVCacheManager.allocate_slots = allocate_slots
-
-
-if len(sys.argv) > 1 and sys.argv[1] in ("faults", "batched"):
+FAULTY = ("faults", "batched", "batched-dup", "batched-collision")
+if len(sys.argv) > 1 and sys.argv[1] in FAULTY:
     os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
     install_faults()
 
@@ -117,11 +79,21 @@ class Gateway:
         self.engine = engine
         self.rows: dict[str, dict[str, Any]] = {}
         self.outputs: dict[str, list[int]] = {}
+        self.most_in_flight = 0  # requests received and not yet completed, after a step
 
     def add(self, rid: str, account: str, prompt: list[int], max_tokens: int) -> None:
         from vllm import SamplingParams
 
-        params = SamplingParams(max_tokens=max_tokens, temperature=0.0, ignore_eos=True)
+        # sampled: each request its own seed, drawn from the run's seed and its arrival
+        seed = 1000 * int(os.environ.get("VLLM_RUN_SEED", "7")) + len(self.rows)
+        temperature, top_p = (0.8, 0.95) if SAMPLED else (0.0, 1.0)
+        params = SamplingParams(
+            max_tokens=max_tokens,
+            temperature=temperature,
+            top_p=top_p,
+            seed=seed if SAMPLED else None,
+            ignore_eos=True,
+        )
         self.engine.add_request(rid, {"prompt_token_ids": prompt}, params)
         self.rows[rid] = {
             "request_id": rid,
@@ -135,6 +107,10 @@ class Gateway:
             "completion_tokens": 0,
             "node": NODE,
             "cached_tokens": None,
+            "temperature": temperature,
+            "top_p": top_p,
+            "top_k": 0,  # none
+            "seed": seed if SAMPLED else None,
         }
 
     def step(self, n: int | None = None) -> None:
@@ -153,6 +129,8 @@ class Gateway:
                     row["completed_at"] = now
                     row["completion_tokens"] = len(tokens)
                     self.outputs[out.request_id] = tokens
+            in_flight = sum(r["completed_at"] is None for r in self.rows.values())
+            self.most_in_flight = max(self.most_in_flight, in_flight)
 
     def write(self, out_dir: Path) -> None:
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -191,18 +169,71 @@ def faults(gw: Gateway, rng: random.Random) -> None:
     gw.step()
 
 
-def batched(gw: Gateway, rng: random.Random) -> None:
-    """The stub fault under batched load: 24 requests of 4 accounts, each account's prompts
-    sharing a 128-token prefix, arriving every one to three engine steps so that several run at
-    once; one ordinary request (`stub-…`, its length drawn like the others') runs as a stub."""
+Changed = tuple[str, list[int], int | None]  # id, prompt, max_tokens (None: as drawn)
+Special = Callable[[int, list[int], list[list[int]]], Changed | None]
+
+
+def batched_load(gw: Gateway, rng: random.Random, special: Special | None = None) -> None:
+    """24 requests of 4 accounts, each account's prompts sharing a 128-token prefix, arriving
+    every one to three engine steps so that several run at once. `special(k, prompt, prefixes)`
+    may give request k another (id, prompt, max_tokens)."""
     prefixes = [[rng.randrange(3, 512) for _ in range(4 * BLOCK)] for _ in range(4)]
-    stub_at = int(os.environ.get("BATCHED_STUB_AT", "14"))
     for k in range(24):
         suffix = [rng.randrange(3, 512) for _ in range(rng.randrange(8, 72))]
-        rid = f"stub-{k}" if k == stub_at else f"req-{k}"
-        gw.add(rid, f"acct-{k % 4}", prefixes[k % 4] + suffix, rng.randrange(4, 16))
+        prompt = prefixes[k % 4] + suffix
+        rid, max_tokens = f"req-{k}", rng.randrange(4, 16)
+        changed = special(k, prompt, prefixes) if special else None
+        if changed:
+            rid, prompt, max_tokens = changed[0], changed[1], changed[2] or max_tokens
+        gw.add(rid, f"acct-{k % 4}", prompt, max_tokens)
         gw.step(rng.randrange(1, 4))
     gw.step()
+
+
+def batched(gw: Gateway, rng: random.Random) -> None:
+    """The stub fault under batched load: one ordinary request (`stub-…`, its length drawn like
+    the others') runs as a stub."""
+    stub_at = int(os.environ.get("BATCHED_STUB_AT", "14"))
+    batched_load(gw, rng, lambda k, p, _: (f"stub-{k}", p, None) if k == stub_at else None)
+
+
+def batched_dup(gw: Gateway, rng: random.Random) -> None:
+    """A block handed out while held, under batched load: request 10 (`victim-10`, a new
+    conversation of 64 tokens, 40 output tokens) is still decoding when request 12 (`dup-12`, a
+    new conversation of 40 tokens, 4 output tokens) is given the victim's first block as its
+    second, and writes its positions 32..42 over the victim's first 11 positions."""
+    fresh = random.Random(rng.random())
+
+    def special(k: int, _p: list[int], _x: list[list[int]]) -> Changed | None:
+        if k == 10:
+            return "victim-10", [fresh.randrange(3, 512) for _ in range(2 * BLOCK)], 40
+        if k == 12:
+            return "dup-12", [fresh.randrange(3, 512) for _ in range(BLOCK + 8)], 4
+        return None
+
+    batched_load(gw, rng, special)
+
+
+def batched_collision(gw: Gateway, rng: random.Random) -> None:
+    """A prefix-cache hash collision under batched load: request 14 (`collide-14`, account 2, a
+    new conversation as long as the others) has a first block whose hash is that of account 3's
+    prefix (cached: account 3's request 11 ran just before), so the engine serves it account
+    3's KV for its first 32 positions as a prefix-cache hit."""
+    fresh = random.Random(rng.random())
+
+    def special(k: int, p: list[int], prefixes: list[list[int]]) -> Changed | None:
+        if k != 14:
+            return None
+        prompt = [fresh.randrange(3, 512) for _ in range(len(p))]
+        collide(f"collide-{k}", prompt, prefixes[3], BLOCK)
+        FAULTS["collision"]["source_account"] = "acct-3"
+        return f"collide-{k}", prompt, 24
+
+    batched_load(gw, rng, special)
+
+
+def healthy_batched(gw: Gateway, rng: random.Random) -> None:
+    batched_load(gw, rng)
 
 
 def bench(gw: Gateway, rng: random.Random) -> None:
@@ -211,6 +242,23 @@ def bench(gw: Gateway, rng: random.Random) -> None:
         suffix = [rng.randrange(3, 512) for _ in range(rng.randrange(16, 96))]
         gw.add(f"bench-{k}", f"acct-{k % 4}", prefixes[k % 4] + suffix, 64)
     gw.step()
+
+
+def victims() -> list[str]:
+    """The requests each injected fault made read another's data: the stubs (stale KV), the
+    holder of the block handed out again (its KV overwritten while it decoded), the receiver
+    of the hash collision (served another account's cached KV)."""
+    held = [FAULTS["dup"]["victim"]] if "dup" in FAULTS else []
+    collided = [FAULTS["collision"]["receiver"]] if "collision" in FAULTS else []
+    return sorted([*FAULTS.get("stub", []), *held, *collided])
+
+
+MODES_BATCHED = {
+    "batched": batched,
+    "batched-dup": batched_dup,
+    "batched-collision": batched_collision,
+    "healthy-batched": healthy_batched,
+}
 
 
 def main() -> None:
@@ -228,14 +276,19 @@ def main() -> None:
         enable_prefix_caching=True,
         enforce_eager=True,
         max_model_len=512,
-        num_gpu_blocks_override=(40 if mode == "batched" else 24) if small else None,
+        num_gpu_blocks_override=(40 if mode in MODES_BATCHED else 24) if small else None,
         max_num_seqs=8,
         seed=0,
     )
     gw = Gateway(llm.llm_engine)
     t0 = time.time()
-    modes = {"healthy": healthy, "faults": faults, "batched": batched, "bench": bench}
+    modes = {"healthy": healthy, "faults": faults, "bench": bench, **MODES_BATCHED}
     modes[mode](gw, random.Random(int(os.environ.get("VLLM_RUN_SEED", "7"))))
+    FAULTS["victims"] = victims()
+    if "collision" in FAULTS:  # the engine's usage says whether the collision was served
+        FAULTS["collision"]["cached_tokens"] = gw.rows[FAULTS["collision"]["receiver"]][
+            "cached_tokens"
+        ]
     seconds = time.time() - t0
     generated = sum(len(v) for v in gw.outputs.values())
     gw.write(out_dir)
@@ -248,6 +301,8 @@ def main() -> None:
                 "generated": generated,
                 "prompt_tokens": sum(r["prompt_tokens"] for r in gw.rows.values()),
                 "tokens_per_s": generated / seconds,
+                "most_in_flight": gw.most_in_flight,
+                "sampling": "sampled" if SAMPLED else "greedy",
             },
             indent=1,
         )
