@@ -269,3 +269,30 @@ def test_the_api_key_is_sent_and_never_written(cli, fake, tmp_path: Path, monkey
     monkeypatch.delenv("PROBE_TEST_KEY")
     code, _, err = cli("probe", url, "--out", out, "--api-key-env", "PROBE_TEST_KEY")
     assert code == 2 and "PROBE_TEST_KEY is not set" in " ".join(err.split())
+
+
+def test_a_first_token_far_too_fast_for_its_prompt_is_a_stub_sign() -> None:
+    plan = make_plan(_endpoint(), "0badcafe", Api.TOKENS, 5, 16, None)
+
+    def timed(index: int, ttft: float) -> Outcome:
+        return Outcome(
+            index, status=200, received_at=100.0, first_token_at=100.0 + ttft, prompt_tokens=1000
+        )
+
+    slow = [timed(0, 1.0), timed(1, 1.2), timed(3, 0.9)]
+    found = check.stub_signs(plan, [*slow, timed(4, 0.05)], 10.0, 32)
+    assert [(f.kind, f.receiver) for f in found] == [
+        ("fast-first-token", plan.probes[4].request_id)
+    ]
+    assert check.stub_signs(plan, [*slow, timed(4, 0.2)], 10.0, 32) == []  # 5x: not enough
+    # below 0.1 s of expected prefill, timing noise decides: nothing is judged
+    tiny = [timed(0, 1e-3), timed(1, 1.2e-3), timed(3, 0.9e-3), timed(4, 1e-5)]
+    assert check.stub_signs(plan, tiny, 10.0, 32) == []
+
+
+def test_where_the_pool_is_short_long_probes_fit_it_and_the_last_crosses_it() -> None:
+    plan = make_plan(_endpoint(pool=512), "0badcafe", Api.TOKENS, 7, 16, None)
+    kinds = [p.kind for p in plan.probes]
+    assert kinds == ["long", "long", "short", "long", "long", "short", "cross"]
+    assert plan.probes[-1].length == 1024 - 16
+    assert max(p.length for p in plan.probes[:-1]) <= 512 - 16 - 32

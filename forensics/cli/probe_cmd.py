@@ -80,7 +80,7 @@ def _summary(result: ProbeResult) -> None:
     for f in result.findings:
         who = f" {f.receiver}" if f.receiver else ""
         src = f" <- {f.source}" if f.source else ""
-        console.print(f"finding {f.kind}:{who}{src}: {f.detail}", markup=False)
+        console.print(f"finding {f.kind}{who}{src}: {f.detail}", markup=False)
     answered = sum(1 for o in result.outcomes if o.status == 200 and o.error is None)
     verdict = f"{len(result.findings)} finding(s)" if result.findings else "clean"
     console.print(

@@ -22,6 +22,8 @@ CACHED = "cache-implausible"
 SHORTFALL = "pool-shortfall"
 _MARKER_WORD = re.compile(r"kvf([0-9a-f]{8})p(\d{3})m(\d{3})")
 STUB_MIN_PAGES = 4  # a prompt shorter than this many pages is not timed for a stub
+# Nor one whose prefill the median rate puts under this: scheduling noise is larger than that.
+STUB_MIN_PREFILL_S = 0.1
 
 
 @dataclass(frozen=True)
@@ -152,7 +154,7 @@ def stub_signs(
     ]
     rate = statistics.median(r for _, _, r in timed) if len(timed) >= 3 else 0.0
     for o, ttft, r in timed:
-        if r * ttft_factor < rate:
+        if r * ttft_factor < rate and rate * (o.prompt_tokens or 0) >= STUB_MIN_PREFILL_S:
             found.append(
                 _sign(
                     FAST,

@@ -106,23 +106,30 @@ def make_plan(
     concurrency: int | None,
     context_len: int | None = None,
 ) -> Plan:
-    """The probes, in the order they are sent."""
+    """The probes, in the order they are sent. Where the published pool cannot hold the
+    longest prompt, long probes fit the pool and the last probe crosses it (kind `cross`, the
+    longest prompt): an engine that accepts it without the pages to hold it runs it over pages
+    it does not own, or never answers it."""
     longest = longest_prompt(endpoint, max_tokens, context_len)
     page = endpoint.page_size or DEFAULT_PAGE
     short = min(longest, SHORT_PAGES * page)
+    pool = endpoint.pool_tokens
+    crosses = pool is not None and pool - max_tokens < longest
+    fit = max(short, (pool or 0) - max_tokens - page) if crosses else longest
     probes: list[Probe] = []
     k_long = 0
     for index in range(max_requests):
-        is_short = index % SHORT_EVERY == SHORT_EVERY - 1
-        if is_short:
-            length = short
+        if crosses and index == max_requests - 1:
+            kind, length = "cross", longest
+        elif index % SHORT_EVERY == SHORT_EVERY - 1:
+            kind, length = "short", short
         else:
-            length = max(short, int(longest * LONG_FRACTIONS[k_long % len(LONG_FRACTIONS)]))
+            fraction = LONG_FRACTIONS[k_long % len(LONG_FRACTIONS)]
+            kind, length = "long", max(short, int(fit * fraction))
             k_long += 1
-        kind = "short" if is_short else "long"
         rid = f"kvfprobe-{tag}-n{index:03d}"
         probes.append(Probe(index, kind, rid, f"probe-{index:03d}", length, max_tokens))
-    workers = concurrency or _concurrency(endpoint.pool_tokens, longest)
+    workers = concurrency or _concurrency(pool, fit)
     return Plan(tag, api, tuple(probes), workers, max_tokens, longest, page)
 
 
@@ -170,6 +177,7 @@ def describe(plan: Plan, endpoint: Endpoint) -> list[str]:
     """The plan in lines, for --dry-run and the progress log."""
     longs = [p.length for p in plan.probes if p.kind == "long"]
     shorts = [p.length for p in plan.probes if p.kind == "short"]
+    cross = [p.length for p in plan.probes if p.kind == "cross"]
     unit = "tokens" if plan.api == Api.TOKENS else "words"
     pool = (
         f"{endpoint.pool_tokens:,} tokens ({endpoint.pool_source})"
@@ -181,7 +189,9 @@ def describe(plan: Plan, endpoint: Endpoint) -> list[str]:
         f"context length {endpoint.context_len or 'not advertised'}, KV pool {pool}",
         f"{len(plan.probes)} requests ({plan.api.value} API): {len(longs)} long "
         f"({min(longs, default=0)}-{max(longs, default=0)} {unit}), {len(shorts)} short "
-        f"({min(shorts, default=0)} {unit}), {plan.max_tokens} tokens asked of each",
+        f"({min(shorts, default=0)} {unit})"
+        + (f", 1 last crossing the pool ({cross[0]} {unit})" if cross else "")
+        + f", {plan.max_tokens} tokens asked of each",
         f"concurrency {plan.concurrency}: up to {plan.tokens_in_flight:,} prompt tokens in flight",
         f"markers: runs of {MARKER_LEN} {unit} unique to each probe; request ids "
         f"kvfprobe-{plan.tag}-nNNN",

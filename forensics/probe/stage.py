@@ -46,6 +46,7 @@ REQUEST_COLUMNS = (
 ).split()
 
 Say = Callable[[str], None]
+REQUEST_TIMEOUT_FLOOR_S = 30.0  # a request's own limit: a quarter of --timeout, at least this
 
 
 @dataclass(frozen=True)
@@ -140,7 +141,8 @@ def run_probe(url: str, options: ProbeOptions, say: Say | None = None) -> ProbeR
     out = check_out(options.out)
     started = utc_now()
     prompts = {p.index: _prompt(plan, p) for p in plan.probes}
-    result.outcomes = _send_all(endpoint, plan, prompts, key, deadline, tell)
+    cap = max(REQUEST_TIMEOUT_FLOOR_S, options.timeout / 4)
+    result.outcomes = _send_all(endpoint, plan, prompts, key, (deadline, cap), tell)
     answered = [o for o in result.outcomes if o.status == 200 and o.error is None]
     if not answered:
         first = next((o.error for o in result.outcomes if o.error), "no request was sent")
@@ -167,18 +169,20 @@ def _send_all(
     plan: Plan,
     prompts: dict[int, list[int] | str],
     key: str | None,
-    deadline: float,
+    limits: tuple[float, float],
     tell: Say,
 ) -> list[Outcome]:
-    """Every probe, `plan.concurrency` at a time, in plan order; those not started before the
-    deadline are left out (and said so)."""
+    """Every probe, `plan.concurrency` at a time, in plan order, each given at most the
+    per-request cap (limits[1] s, so that a request the engine never answers does not hold the
+    run); those not started before the deadline (limits[0], monotonic) are left out."""
+    deadline, cap = limits
     done: list[Outcome] = []
 
     def one(probe: Probe) -> Outcome:
         left = deadline - time.monotonic()
         if left <= 0:
             return Outcome(probe.index, error="not sent: --timeout reached")
-        got = send(endpoint, plan.api, probe, prompts[probe.index], key, left)
+        got = send(endpoint, plan.api, probe, prompts[probe.index], key, min(left, cap))
         done.append(got)
         state = "ok" if got.error is None else got.error
         tell(f"probe {len(done)}/{len(plan.probes)}: {probe.request_id} {probe.kind} {state}")

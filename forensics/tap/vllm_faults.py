@@ -1,4 +1,4 @@
-"""A known engine fault, for checking that a probe finds one (test and acceptance use only).
+"""Known engine faults, for checking that a probe finds them (test and acceptance use only).
 
 Loaded by the tap's vLLM plugin entry point (forensics.tap.vllm_plugin.register) in every
 process vLLM starts, and switched on only by KVFORENSICS_FAULT_STUB: a request whose id contains
@@ -14,6 +14,7 @@ import os
 from typing import Any
 
 ENV = "KVFORENSICS_FAULT_STUB"
+SMALL_POOL_ENV = "KVFORENSICS_FAULT_SMALL_POOL"
 _INSTALLED = False
 
 
@@ -21,9 +22,18 @@ def markers() -> list[str]:
     return [m for m in os.environ.get(ENV, "").split(",") if m.strip()]
 
 
+def _no_check(*_args: Any, **_kwargs: Any) -> None:
+    """vLLM's start-up check that one full-length request fits the pool, skipped."""
+
+
 def install() -> bool:
-    """Patch vLLM's KV cache manager when ENV names request-id markers; True when patched."""
+    """Patch vLLM's KV cache manager when ENV names request-id markers, and its start-up pool
+    check when SMALL_POOL_ENV is 1; True when the stub fault is in."""
     global _INSTALLED
+    if os.environ.get(SMALL_POOL_ENV) == "1":
+        from vllm.v1.core import kv_cache_utils
+
+        kv_cache_utils._check_enough_kv_cache_memory = _no_check
     wanted = markers()
     if _INSTALLED or not wanted:
         return _INSTALLED
