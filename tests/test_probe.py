@@ -40,7 +40,7 @@ class Fake:
         self.context = 1024
         self.blocks, self.block = 40, 32
         self.leak_ids: tuple[str, ...] = ()
-        self.last_prompt: list[int] | None = None
+        self.last_prompt: list[Any] | None = None
         self.posts: list[dict[str, Any]] = []
         self.lock = threading.Lock()
 
@@ -73,7 +73,8 @@ def _handler(fake: Fake) -> type[BaseHTTPRequestHandler]:
         def do_POST(self) -> None:
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
             rid = self.headers.get("X-Request-Id", "")
-            prompt: list[int] = body["prompt"]
+            chat = "messages" in body
+            prompt = body["messages"][0]["content"].split() if chat else body["prompt"]
             with fake.lock:
                 fake.posts.append({"headers": dict(self.headers), "body": body})
                 leak = any(m in rid for m in fake.leak_ids) and fake.last_prompt is not None
@@ -86,10 +87,11 @@ def _handler(fake: Fake) -> type[BaseHTTPRequestHandler]:
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
             self.end_headers()
-            chunks = [
-                {"id": f"cmpl-{rid}", "choices": [{"index": 0, "text": "", "token_ids": [t]}]}
-                for t in out
-            ]
+            if chat:
+                pieces = [{"index": 0, "delta": {"content": f"{w} "}} for w in out]
+            else:
+                pieces = [{"index": 0, "text": "", "token_ids": [t]} for t in out]
+            chunks: list[dict[str, Any]] = [{"id": f"cmpl-{rid}", "choices": [c]} for c in pieces]
             usage = {
                 "prompt_tokens": len(prompt),
                 "completion_tokens": len(out),
@@ -296,3 +298,20 @@ def test_where_the_pool_is_short_long_probes_fit_it_and_the_last_crosses_it() ->
     assert kinds == ["long", "long", "short", "long", "long", "short", "cross"]
     assert plan.probes[-1].length == 1024 - 16
     assert max(p.length for p in plan.probes[:-1]) <= 512 - 16 - 32
+
+
+def test_chat_probes_find_another_probes_marker_words(cli, fake, tmp_path: Path) -> None:
+    state, url = fake
+    state.leak_ids = ("-n003",)
+    out = tmp_path / "out"
+    code, _, err = cli(
+        "probe", url, "--out", out, "--api", "chat", "--max-requests", 4, "--concurrency", 1
+    )
+    assert code == 1, err
+    assert all("messages" in p["body"] for p in state.posts)
+    result = json.loads((out / "result.json").read_text())
+    foreign = [f for f in result["findings"] if f["kind"] == "foreign-marker"]
+    assert [(f["receiver"][-4:], f["source"][-4:]) for f in foreign] == [("n003", "n002")]
+    # the first 16 words of probe 2's prompt: its first two marker words and their filler
+    assert foreign[0]["markers"] == ["p002.m000", "p002.m001"]
+    assert foreign[0]["longest_run"] == 16
