@@ -1,10 +1,19 @@
 """How well the affected parties are found without a ledger on a real vLLM (CPU build).
 
 Each run serves requests on a real vLLM with the ledger tap on (tests/vllm_run.py, in the
-engines' environment): `batched` is the stub fault under batched load (24 requests of 4
-accounts, shared 128-token prefixes, several in flight; one ordinary request runs as a 1-token
-stub whose uncomputed prompt the engine counts as cached), `healthy` a run without faults. The
-truth is the analysis of the tapped ledger. Then the ledger, the contents and the tap's reports
+engines' environment), under batched load (24 requests of 4 accounts, shared 128-token
+prefixes, at least 6 in flight, a pool of 40 blocks), outputs sampled (temperature 0.8, top-p
+0.95, a seed per request; --sampling greedy for greedy decoding):
+
+- `batched`: one ordinary request runs as a 1-token stub whose uncomputed prompt the engine
+  counts as cached;
+- `batched-dup`: a block handed out while its holder still holds it (`dup-12` writes over the
+  first positions of `victim-10`, which goes on reading them);
+- `batched-collision`: a prefix-cache hash collision (`collide-14` is served another
+  account's cached block for its first 32 positions);
+- `healthy-batched`: no fault.
+
+The truth is the analysis of the tapped ledger. Then the ledger, the contents and the tap's reports
 are withheld, leaving what the engine and the gateway give (the request log with each
 response's cached tokens, the accounts, the node facts), and the lists are scored against the
 truth, per side and unit:
@@ -12,10 +21,12 @@ truth, per side and unit:
 - screening:     `analyze` alone;
 - reconstructed: `reconstruct` (vLLM's real BlockPool) then `analyze`.
 
-Prints one row per (run, method, side, unit) with precision and recall, and a Markdown table.
+Prints a Markdown table: one row per (case, seed, method, side) with the true and listed
+counts, precision and recall of requests and of accounts.
 
     PYTHONPATH=. python benchmarks/bench_ledger_free_vllm.py [--seeds 7 8] [--stub-at 21]
-        [--modes batched healthy] [--workdir DIR]
+        [--modes batched batched-dup batched-collision healthy-batched]
+        [--sampling sampled|greedy] [--workdir DIR]
 
 It needs the engines' environment (scripts/engines_venv.sh, KVFORENSICS_ENGINES_VENV); each
 engine run takes about a minute on 2 cores.
@@ -46,7 +57,11 @@ UNITS = ("requests", "accounts")
 WITHHELD = ("kv_events", "contents", "tap")
 
 
-def serve(mode: str, seed: int, stub_at: int, model: Path, case: Path) -> float:
+MODES = ("batched", "batched-dup", "batched-collision", "healthy-batched")
+Row = tuple[str, int, str, str, dict[str, tuple[int, int, float | None, float | None]]]
+
+
+def serve(mode: str, seed: int, stub_at: int, sampling: str, model: Path, case: Path) -> float:
     """Run the engine with the tap on; the seconds it took."""
     env = {
         **os.environ,
@@ -56,6 +71,7 @@ def serve(mode: str, seed: int, stub_at: int, model: Path, case: Path) -> float:
         "VLLM_CPU_KVCACHE_SPACE": "1",
         "VLLM_RUN_SEED": str(seed),
         "BATCHED_STUB_AT": str(stub_at),
+        "VLLM_RUN_SAMPLING": sampling,
         "PYTHONPATH": str(ROOT),
     }
     cmd = [str(engines_python()), str(ROOT / "tests" / "vllm_run.py"), mode, str(model), str(case)]
@@ -74,6 +90,20 @@ def listed(db: Path) -> dict[tuple[str, str], set[str]]:
         out[(side, "requests")].add(request)
         out[(side, "accounts")].add(account)
     return out
+
+
+def named(lists: dict[tuple[str, str], set[str]]) -> str:
+    """The requests listed on each side, for reading the figures."""
+    return "; ".join(f"{side} {sorted(lists[(side, 'requests')])}" for side in SIDES)
+
+
+def flagged(db: Path) -> str:
+    """What screening flagged, with its reasons."""
+    with duckdb.connect(str(db), read_only=True) as con:
+        rows = con.execute(
+            "SELECT request_id, reasons FROM screening WHERE len(reasons) > 0 ORDER BY 1"
+        ).fetchall()
+    return "screening flagged " + (", ".join(f"{r} {'/'.join(w)}" for r, w in rows) or "none")
 
 
 def analysed(case: Path, db: Path, rebuild: bool) -> dict[tuple[str, str], set[str]]:
@@ -99,42 +129,58 @@ def fmt(x: float | None) -> str:
     return "–" if x is None else f"{x:.2f}"
 
 
+def table(rows: list[Row]) -> str:
+    head = (
+        "| case | seed | method | side | requests true / listed | precision | recall "
+        "| accounts true / listed | precision | recall |\n"
+        "|---|---|---|---|---|---|---|---|---|---|\n"
+    )
+    lines = []
+    for case, seed, method, side, units in rows:
+        cells = [case, str(seed), method, side]
+        for unit in UNITS:
+            n_true, n_found, p, r = units[unit]
+            cells += [f"{n_true} / {n_found}", fmt(p), fmt(r)]
+        lines.append("| " + " | ".join(cells) + " |\n")
+    return head + "".join(lines)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--seeds", type=int, nargs="+", default=[7, 8])
     ap.add_argument("--stub-at", type=int, default=21)
-    ap.add_argument("--modes", nargs="+", default=["batched", "healthy"])
+    ap.add_argument("--modes", nargs="+", default=list(MODES))
+    ap.add_argument("--sampling", choices=("sampled", "greedy"), default="sampled")
     ap.add_argument("--workdir", type=Path)
     args = ap.parse_args()
     work = args.workdir or Path(tempfile.mkdtemp(prefix="kvf-ledger-free-"))
     model = work / "tiny-llama"
-    rows: list[tuple[str, str, str, str, int, int, float | None, float | None]] = []
+    rows: list[Row] = []
     for mode in args.modes:
-        for seed in args.seeds if mode == "batched" else args.seeds[:1]:
+        for seed in args.seeds:
             run = work / f"{mode}-{seed}"
             shutil.rmtree(run, ignore_errors=True)
-            seconds = serve(mode, seed, args.stub_at, model, run / "case")
+            seconds = serve(mode, seed, args.stub_at, args.sampling, model, run / "case")
             truth = analysed(run / "case", run / "truth.duckdb", rebuild=False)
             withheld = run / "withheld"
             shutil.copytree(run / "case", withheld, ignore=shutil.ignore_patterns(*WITHHELD))
-            name = f"{mode} seed {seed}"
-            print(f"{name}: engine {seconds:.0f} s", flush=True)
+            print(f"{mode} seed {seed}: engine {seconds:.0f} s", flush=True)
+            print(f"  truth: {named(truth)}", flush=True)
             for method, rebuild in (("screening", False), ("reconstructed", True)):
                 found = analysed(withheld, run / f"{method}.duckdb", rebuild)
+                print(f"  {method}: {named(found)}; {flagged(run / f'{method}.duckdb')}")
                 for side in SIDES:
-                    for unit in UNITS:
-                        key = (side, unit)
-                        p, r = score(found[key], truth[key])
-                        rows.append(
-                            (name, method, side, unit, len(truth[key]), len(found[key]), p, r)
+                    units = {
+                        unit: (
+                            len(truth[(side, unit)]),
+                            len(found[(side, unit)]),
+                            *score(found[(side, unit)], truth[(side, unit)]),
                         )
+                        for unit in UNITS
+                    }
+                    rows.append((mode, seed, method, side, units))
     print()
-    print("| run | method | side | unit | true | listed | precision | recall |")
-    print("|---|---|---|---|---|---|---|---|")
-    for name, method, side, unit, n_true, n_found, p, r in rows:
-        print(
-            f"| {name} | {method} | {side} | {unit} | {n_true} | {n_found} | {fmt(p)} | {fmt(r)} |"
-        )
+    print(table(rows), end="")
 
 
 if __name__ == "__main__":
