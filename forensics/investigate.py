@@ -10,6 +10,8 @@ from forensics.context import RunContext, StageResult
 from forensics.db import connect
 from forensics.errors import UsageError
 from forensics.ingest.result import IngestResult
+from forensics.ledger.default import CASE_LEDGER
+from forensics.ledger.external import resolve
 from forensics.manifest import (
     SIDECARS,
     anchor,
@@ -198,4 +200,20 @@ def _manifest(ctx: RunContext, options: InvestigateOptions, started: str) -> dic
         finished_at=utc_now(),
         command=list(options.command),
         custody=ctx.custody,
+        ledger_storage=ledger_storage(ctx, options),
     )
+
+
+def ledger_storage(ctx: RunContext, options: InvestigateOptions) -> dict[str, Any]:
+    """Where the case's KV ledger lives, for the manifest: in the case database, or read in
+    place (its parts' SHA-256 checked at every analysis), in which case the case database
+    needs that folder beside it, unchanged."""
+    if ctx.ingest is None or not ctx.ingest.ledger_external:
+        return {"kept": "in the case database", "location": None}
+    return {
+        "kept": "in place, outside the case database",
+        "location": resolve(ctx.case_dir, options.ledger_external or CASE_LEDGER),
+        "needs": "the ledger's parts at this location, unchanged: the case database holds a "
+        "view over them and every analysis checks their SHA-256 (--ledger-load loads them "
+        "into the case database instead)",
+    }

@@ -92,7 +92,10 @@ def build_manifest(
     finished_at: str,
     command: list[str],
     custody: dict[str, str | None],
+    ledger_storage: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
+    """The manifest; `ledger_storage` (investigate): where the case's KV ledger lives."""
+    extra = {} if ledger_storage is None else {"ledger_storage": ledger_storage}
     return {
         "schema_version": SCHEMA_VERSION,
         "tool": {"name": "kvforensics", "version": __version__},
@@ -110,6 +113,7 @@ def build_manifest(
         "outputs": sorted(outputs, key=lambda o: str(o["path"])),
         "environment": environment(),
         "custody": custody,
+        **extra,
     }
 
 

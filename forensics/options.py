@@ -305,6 +305,7 @@ class InvestigateOptions:
     follow_links: bool = False
     ray: str | None = None  # Ray cluster address, or "local"; None: the local engine
     ledger_external: str | None = None  # ledger kept outside the database: folder or URL
+    ledger_load: bool = False  # load a ledger that would be read in place by default
     templates: Path | None = None  # notice templates replacing the package's (--templates)
     since: str | None = None  # the scope (--since, --until, --account), as given
     until: str | None = None
@@ -344,6 +345,7 @@ class InvestigateOptions:
             "ray": self.ray,
             "ledger_external": self.ledger_external,
             "templates": str(self.templates) if self.templates else None,
+            "ledger_load": True if self.ledger_load else None,
         }
         scope = self.scope()
         out = {**out, **{k: v for k, v in extra.items() if v is not None}}

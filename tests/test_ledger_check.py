@@ -100,7 +100,7 @@ def case(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def loaded(case, tmp_path_factory) -> Path:
     db = tmp_path_factory.mktemp("loaded") / "loaded.duckdb"
-    assert run(["ingest", str(case), "--db", str(db)]) == 1
+    assert run(["ingest", str(case), "--db", str(db), "--ledger-load"]) == 1
     return db
 
 

@@ -91,7 +91,7 @@ def test_copies_of_typed_and_text_parts_give_the_loaded_analysis(tmp_path, monke
     folder = hive_sample(tmp_path)
     split_decode0(folder)
     loaded_db = tmp_path / "l.duckdb"
-    assert run(["ingest", str(folder), "--db", str(loaded_db)]) == 1
+    assert run(["ingest", str(folder), "--db", str(loaded_db), "--ledger-load"]) == 1
     made = copy_everything(monkeypatch)
     db = tmp_path / "external.duckdb"
     assert run(["ingest", str(folder), "--db", str(db), "--ledger-external"]) == 1

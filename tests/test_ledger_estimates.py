@@ -87,7 +87,7 @@ def test_a_node_whose_first_parts_are_small_is_fetched_in_key_order(tmp_path, mo
     case = hive_sample(tmp_path)
     small_first(case, "decode-0", 3)
     loaded = tmp_path / "loaded.duckdb"
-    assert run(["ingest", str(case), "--db", str(loaded)]) == 0
+    assert run(["ingest", str(case), "--db", str(loaded), "--ledger-load"]) == 0
     assert run(["analyze", "--db", str(loaded)]) == 1
     fetched: dict[str, list[str]] = {}
     load_within = order.load_within

@@ -108,7 +108,7 @@ def spoiled(tmp_path_factory) -> tuple[Path, Path]:
     split_in_two(case, "decode-0")
     edit_part(next((case / "kv_events" / "node=decode-1").glob("*.parquet")), 4, "slot_count", 0)
     db = case.parent / "loaded.duckdb"
-    assert run(["ingest", str(case), "--db", str(db)]) == 1
+    assert run(["ingest", str(case), "--db", str(db), "--ledger-load"]) == 1
     assert run(["analyze", "--db", str(db)]) == 1
     return case, db
 
@@ -245,7 +245,7 @@ def test_unknown_requests_are_warned_of_once_as_for_the_loaded_ledger(tmp_path) 
     lines = (case / "requests.csv").read_text().splitlines(keepends=True)
     (case / "requests.csv").write_text("".join(lines[:1] + lines[3:]))  # two requests fewer
     loaded, external = tmp_path / "loaded.duckdb", tmp_path / "external.duckdb"
-    assert run(["ingest", str(case), "--db", str(loaded)]) in (0, 1)
+    assert run(["ingest", str(case), "--db", str(loaded), "--ledger-load"]) in (0, 1)
     assert run(["ingest", str(case), "--db", str(external), "--ledger-external"]) in (0, 1)
     text = 'SELECT file, "row", "value", reason FROM ingest_warnings ORDER BY ALL'
     warned = query(loaded, text)
@@ -262,7 +262,7 @@ def test_a_node_with_seq_on_some_rows_is_warned_of_as_for_the_loaded_ledger(tmp_
     edit_part(part, 9, "seq", None)
     edit_part(part, 9, "slot_count", 0)
     loaded, external = tmp_path / "loaded.duckdb", tmp_path / "external.duckdb"
-    assert run(["ingest", str(case), "--db", str(loaded)]) == 1
+    assert run(["ingest", str(case), "--db", str(loaded), "--ledger-load"]) == 1
     assert run(["ingest", str(case), "--db", str(external), "--ledger-external"]) == 1
     text = """SELECT file, "row", "value", reason FROM ingest_warnings WHERE "column" = 'seq'"""
     warned = query(loaded, text)
@@ -393,7 +393,7 @@ def test_the_largest_partitions_start_first_and_the_tables_stay_the_same(
     (part,) = (case / "kv_events" / "node=decode-0").glob("*.parquet")
     pq.write_table(pq.read_table(part).slice(0, 20_000), part)
     loaded, db = tmp_path / "loaded.duckdb", tmp_path / "external.duckdb"
-    assert run(["ingest", str(case), "--db", str(loaded)]) == 0
+    assert run(["ingest", str(case), "--db", str(loaded), "--ledger-load"]) == 0
     assert run(["ingest", str(case), "--db", str(db), "--ledger-external"]) == 0
     started: list[str] = []
     sweep = partitions.sweep_partition

@@ -50,7 +50,7 @@ def cases(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, int]:
     root = tmp_path_factory.mktemp("outside")
     case = hive_sample(root)
     loaded, external = root / "loaded.duckdb", root / "external.duckdb"
-    assert run(["ingest", str(case), "--db", str(loaded)]) == 0
+    assert run(["ingest", str(case), "--db", str(loaded), "--ledger-load"]) == 0
     assert run(["ingest", str(case), "--db", str(external), "--ledger-external"]) == 0
     events = _plain(loaded, "SELECT count(*) FROM kv_events")[0][0]
     assert events > 100_000
@@ -86,7 +86,7 @@ def test_ingested_again_loaded_it_is_the_table_and_external_again_the_view(
     case, external, events = cases
     db = tmp_path / "case.duckdb"
     db.write_bytes(external.read_bytes())
-    assert run(["ingest", str(case), "--db", str(db)]) == 0
+    assert run(["ingest", str(case), "--db", str(db), "--ledger-load"]) == 0
     assert _kind(db) == [("BASE TABLE",)]
     assert _plain(db, "SELECT count(*) FROM kv_events") == [(events,)]
     assert run(["ingest", str(case), "--db", str(db), "--ledger-external"]) == 0

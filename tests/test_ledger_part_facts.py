@@ -53,7 +53,7 @@ def cases(tmp_path_factory) -> tuple[Path, Path, Path]:
     lines = (case / "requests.csv").read_text().splitlines(keepends=True)
     (case / "requests.csv").write_text("".join(lines[:1] + lines[3:]))
     loaded, external = root / "loaded.duckdb", root / "external.duckdb"
-    assert run(["ingest", str(case), "--db", str(loaded)]) == 1
+    assert run(["ingest", str(case), "--db", str(loaded), "--ledger-load"]) == 1
     assert run(["analyze", "--db", str(loaded)]) == 1
     assert run(["ingest", str(case), "--db", str(external), "--ledger-external"]) == 1
     return case, loaded, external

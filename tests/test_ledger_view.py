@@ -103,7 +103,7 @@ def ingested_both_ways(tmp_path: Path) -> tuple[Path, Path]:
     case = hive_sample(tmp_path)
     split_decode0(case)
     loaded, external = tmp_path / "loaded.duckdb", tmp_path / "external.duckdb"
-    assert run(["ingest", str(case), "--db", str(loaded)]) == 1
+    assert run(["ingest", str(case), "--db", str(loaded), "--ledger-load"]) == 1
     assert run(["ingest", str(case), "--db", str(external), "--ledger-external"]) == 1
     return loaded, external
 
@@ -204,7 +204,7 @@ def test_text_read_as_it_is_only_where_no_value_needs_trimming(tmp_path, monkeyp
     pad_text(next((case / "kv_events" / "node=prefill-0").glob("*.parquet")), "content_hash", 2)
     pad_text(next((case / "kv_events" / "node=decode-1").glob("*.parquet")), "request_id", 7)
     loaded, external = tmp_path / "loaded.duckdb", tmp_path / "external.duckdb"
-    assert run(["ingest", str(case), "--db", str(loaded)]) == 0
+    assert run(["ingest", str(case), "--db", str(loaded), "--ledger-load"]) == 0
     assert run(["ingest", str(case), "--db", str(external), "--ledger-external"]) == 0
     assert query(loaded, "SELECT count(*) FROM quarantine") == [(0,)]
     views = task_views(monkeypatch)

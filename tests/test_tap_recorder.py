@@ -92,8 +92,9 @@ def test_block_identity_depends_on_every_earlier_token() -> None:
 
 @pytest.mark.parametrize("node", ["vllm-a", "host:8000", "7", "n=1 ü"])
 def test_a_tap_folder_is_a_case_loaded_or_read_in_place(tmp_path: Path, node: str) -> None:
-    """The ledger's parts lie in kv_events/node=NODE/: `ingest` loads them, and `ingest
-    --ledger-external` reads them in place, and both analyses give the same tables."""
+    """The ledger's parts lie in kv_events/node=NODE/: `ingest --ledger-load` loads them,
+    `ingest` reads them in place (the default for such a ledger), and both analyses give the
+    same tables."""
     case = tmp_path / "case"
     rec = Recorder(Settings(case, node, batch_events=10, rotate_events=10))
     for k in range(40):  # three requests allocate, write and read their slots; one frees
@@ -106,8 +107,8 @@ def test_a_tap_folder_is_a_case_loaded_or_read_in_place(tmp_path: Path, node: st
     (case / "requests.csv").write_text(header + rows)
     assert len(list((case / "kv_events" / f"node={node}").glob("*.parquet"))) == 4
     loaded, external = tmp_path / "loaded.duckdb", tmp_path / "external.duckdb"
-    assert cli(["ingest", str(case), "--db", str(loaded)]) == 0
-    assert cli(["ingest", str(case), "--db", str(external), "--ledger-external"]) == 0
+    assert cli(["ingest", str(case), "--db", str(loaded), "--ledger-load"]) == 0
+    assert cli(["ingest", str(case), "--db", str(external)]) == 0
     for db in (loaded, external):
         assert cli(["analyze", "--db", str(db)]) in (0, 1)
     assert differences(loaded, external) == {}

@@ -3,12 +3,21 @@
 from __future__ import annotations
 
 from forensics.cli.app import app, console, emit_json, finish
-from forensics.cli.params import AssumeUtc, CaseDir, Db, FollowLinks, Json, LedgerExternal, Ray
+from forensics.cli.params import (
+    AssumeUtc,
+    CaseDir,
+    Db,
+    FollowLinks,
+    Json,
+    LedgerExternal,
+    LedgerLoad,
+    Ray,
+)
 from forensics.cli.progress import progress_reporter
 from forensics.errors import UsageError
 from forensics.ingest.load import ingest_case
 from forensics.ingest.report import print_ingest_summary
-from forensics.ledger.store import ExternalLedger
+from forensics.ledger.default import choose_ledger
 from forensics.options import InvestigateOptions
 
 
@@ -18,15 +27,19 @@ def ingest(
     db: Db,
     assume_utc: AssumeUtc = InvestigateOptions.assume_utc,
     ledger_external: LedgerExternal = None,
+    ledger_load: LedgerLoad = False,
     ray: Ray = None,
     follow_links: FollowLinks = InvestigateOptions.follow_links,
     json_out: Json = False,
 ) -> None:
     """Load and validate a case folder into DuckDB; bad rows go to quarantine with a reason."""
     with progress_reporter(console, "ingest") as progress:
-        if ray and not ledger_external:
-            raise UsageError("--ray on ingest checks an external ledger: add --ledger-external")
-        ledger = ExternalLedger(ledger_external, ray) if ledger_external else None
+        ledger = choose_ledger(case_dir, ledger_external, ledger_load, ray)
+        if ray and ledger is None:
+            raise UsageError(
+                "--ray on ingest checks a ledger read in place; this one is loaded (give "
+                "--ledger-external, or drop --ledger-load)"
+            )
         result = ingest_case(
             case_dir,
             db,

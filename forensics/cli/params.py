@@ -108,6 +108,15 @@ Ray = Annotated[str | None, typer.Option("--ray", help=RAY_HELP, metavar="[ADDRE
 LedgerExternal = Annotated[
     str | None, typer.Option("--ledger-external", help=LEDGER_HELP, metavar="[LOCATION]")
 ]
+LedgerLoad = Annotated[
+    bool,
+    typer.Option(
+        "--ledger-load",
+        help="Load the KV ledger into the case database, where a Parquet ledger in node=NAME/ "
+        "folders would be read in place by default (the case database then stands alone, "
+        "without its case folder; loading takes longer). CSV and JSONL ledgers always load.",
+    ),
+]
 
 # --- notification -----------------------------------------------------------------------------
 AwareAt = Annotated[

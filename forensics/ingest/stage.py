@@ -6,13 +6,13 @@ from forensics.context import RunContext, StageResult
 from forensics.db import BOOKKEEPING_TABLES
 from forensics.ingest.discover import discover
 from forensics.ingest.load import ingest_into
-from forensics.ledger.store import ExternalLedger
+from forensics.ledger.default import choose_ledger
 from forensics.sql import sql
 
 
 def ingest_stage(ctx: RunContext) -> StageResult:
     options = ctx.params
-    location = options.ledger_external
+    ledger = choose_ledger(ctx.case_dir, options.ledger_external, options.ledger_load, options.ray)
     result = ingest_into(
         ctx.con,
         ctx.case_dir,
@@ -20,7 +20,7 @@ def ingest_stage(ctx: RunContext) -> StageResult:
         assume_utc=options.assume_utc,
         follow_links=options.follow_links,
         progress=ctx.progress,
-        ledger=ExternalLedger(location, options.ray) if location else None,
+        ledger=ledger,
     )
     quarantine = ctx.out_dir / "quarantine.csv"
     ctx.con.execute(sql("ingest/export_quarantine"), {"target": str(quarantine)})

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from contextlib import ExitStack
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -233,7 +233,8 @@ def _story(
     events = _gateway_events(request)
     for k in kv:
         text = f"{k['op']}: {k['events']} event(s), {k['slots']} slot(s) {_ranges(k['ranges'])}"
-        events.append((1, StoryEvent(k["first_at"], "ledger", k["node"], text, "node")))
+        at = _utc(k["first_at"])  # a ledger read in place gives its times without a zone
+        events.append((1, StoryEvent(at, "ledger", k["node"], text, "node")))
     for e in read:
         text = _pair_text("read KV of", e) + f", written from {iso_utc(e['first_write_at'])}"
         events.append((2, StoryEvent(e["first_read_at"], "read", e["node"], text, "node")))
@@ -251,6 +252,11 @@ def _story(
         )
     events.sort(key=lambda e: (e[1].at is None, e[1].at or datetime.min, e[0], e[1].text))
     return [event for _, event in events]
+
+
+def _utc(value: datetime | None) -> datetime | None:
+    """A time without a zone taken as UTC (how the ledger's times are stored)."""
+    return value.replace(tzinfo=UTC) if value is not None and value.tzinfo is None else value
 
 
 def _arrival(request: dict[str, Any]) -> str:
