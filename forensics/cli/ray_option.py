@@ -21,8 +21,8 @@ RAY_HELP = (
 LEDGER_HELP = (
     "Keep the KV ledger outside the case database: Parquet parts in node=NAME/ folders, at "
     "LOCATION (a folder, relative to the case folder unless absolute, or an fsspec URL); with "
-    "no LOCATION, the case folder's kv_events/, which is the default when it holds such parts "
-    "and nothing else (--ledger-load loads it instead)."
+    "no LOCATION, the case folder's kv_events/ (ingest and investigate read it in place by "
+    "default when it holds such parts and nothing else; --ledger-load loads it)."
 )
 _ADDRESS = re.compile(r"^(auto|local|[a-z][a-z0-9+.-]*://.*|[^/\s]+:[0-9]+)$", re.IGNORECASE)
 
