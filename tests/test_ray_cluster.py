@@ -129,7 +129,7 @@ def rows(db: Path, table: str) -> int:
 
 
 def local_case(case: Path, db: Path) -> Path:
-    assert cli("ingest", case, "--db", db) in (0, 1)
+    assert cli("ingest", case, "--db", db, "--ledger-load") in (0, 1)
     assert cli("analyze", "--db", db) == 1
     return db
 

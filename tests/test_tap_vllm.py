@@ -77,7 +77,7 @@ def _serve(
     done = subprocess.run([*cmd, str(case)], env=env, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
     db = base / "case.duckdb"
-    assert cli(["ingest", str(case), "--db", str(db)]) == 0
+    assert cli(["ingest", str(case), "--db", str(db), "--ledger-load"]) == 0
     code = cli(["analyze", "--db", str(db)])
     return {"case": case, "db": db, "analyze": code, **json.loads((case / "run.json").read_text())}
 
