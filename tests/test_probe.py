@@ -40,6 +40,7 @@ class Fake:
         self.context = 1024
         self.blocks, self.block = 40, 32
         self.leak_ids: tuple[str, ...] = ()
+        self.sglang: dict[str, int] | None = None  # /get_server_info instead of /metrics
         self.last_prompt: list[Any] | None = None
         self.posts: list[dict[str, Any]] = []
         self.lock = threading.Lock()
@@ -61,7 +62,9 @@ def _handler(fake: Fake) -> type[BaseHTTPRequestHandler]:
             if self.path == "/v1/models":
                 models = {"data": [{"id": "fake", "max_model_len": fake.context}]}
                 self._send(json.dumps(models).encode())
-            elif self.path == "/metrics":
+            elif self.path == "/get_server_info" and fake.sglang is not None:
+                self._send(json.dumps(fake.sglang).encode())
+            elif self.path == "/metrics" and fake.sglang is None:
                 line = (
                     f'vllm:cache_config_info{{block_size="{fake.block}",'
                     f'num_gpu_blocks="{fake.blocks}",engine="0"}} 1.0\n'
@@ -315,3 +318,16 @@ def test_chat_probes_find_another_probes_marker_words(cli, fake, tmp_path: Path)
     # the first 16 words of probe 2's prompt: its first two marker words and their filler
     assert foreign[0]["markers"] == ["p002.m000", "p002.m001"]
     assert foreign[0]["longest_run"] == 16
+
+
+def test_sglang_publishes_its_pool_in_get_server_info(cli, fake, tmp_path: Path) -> None:
+    state, url = fake
+    state.sglang = {"max_total_num_tokens": 700, "page_size": 1, "context_length": 1024}
+    code, _, err = cli("probe", url, "--out", tmp_path / "o", "--dry-run")
+    assert code == 0, err
+    text = " ".join(err.split())
+    assert "engine sglang" in text and "KV pool 700 tokens (/get_server_info" in text
+    code, _, err = cli("probe", url, "--out", tmp_path / "o", "--max-requests", 3)
+    assert code == 1
+    audit = json.loads((tmp_path / "o" / "result.json").read_text())["pool_audit"]
+    assert (audit["pool_tokens"], audit["fits"], audit["ratio"]) == (700, False, 0.6836)
