@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
@@ -102,6 +103,51 @@ def test_self_contained_with_a_strict_csp(richer: tuple[str, dict]) -> None:
     assert not re.search(r"url\(\s*['\"]?(?!#)", html)
     assert "@import" not in html
     assert html.count("<svg") >= 3  # timeline, nodes, time to first token
+
+
+LEVELS = ("confirmed", "ledger", "reconstructed", "possible")
+
+
+class _Tags(HTMLParser):
+    """Each <span class="tag ..."> with its classes and text."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.found: list[tuple[set[str], str]] = []
+        self._open: set[str] | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        classes = set((dict(attrs).get("class") or "").split())
+        if tag == "span" and "tag" in classes:
+            self._open = classes
+            self.found.append((classes, ""))
+
+    def handle_data(self, data: str) -> None:
+        if self._open is not None:
+            classes, text = self.found[-1]
+            self.found[-1] = (classes, text + data)
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "span":
+            self._open = None
+
+
+def test_one_colour_per_confidence_and_no_break_all(richer: tuple[str, dict]) -> None:
+    """Every badge that shows a confidence carries the one class of that confidence (in the
+    lists, the exposures, the method and replay alike), each class has one colour rule, and no
+    rule breaks words anywhere (ids wrap only where they do not fit)."""
+    html, _ = richer
+    tags = _Tags()
+    tags.feed(html)
+    shown = [(c, text.split(" (")[0].strip()) for c, text in tags.found]
+    badges = [(c, level) for c, level in shown if level in LEVELS]
+    assert {level for _, level in badges} >= {"confirmed", "ledger"}
+    for classes, level in badges:
+        assert {c for c in classes if c.startswith("conf-")} == {f"conf-{level}"}, classes
+        assert not classes & {"good", "bad"}, classes
+    for level in LEVELS:
+        assert len(re.findall(rf"\.conf-{level} {{ background", html)) == 1, level
+    assert "break-all" not in html
 
 
 def test_sections_present(richer: tuple[str, dict]) -> None:
