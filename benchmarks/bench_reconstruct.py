@@ -124,8 +124,16 @@ def run_case(
         results["replayed"] = {k: score(v, want[k]) for k, v in found(con).items()}
     orders = con.execute(sql("bench/max_orders")).fetchone()
     con.close()
+    print_case(
+        f"{allocator} seed {seed}: reconstruct {seconds:.1f} s, max orders {orders[0]}", results
+    )
+    return results
+
+
+def print_case(label: str, results: dict[str, dict[tuple[str, str], tuple[int, int, int]]]) -> None:
+    """One line per case: hits / listed of true, per method, side and unit."""
     print(
-        f"# {allocator} seed {seed}: reconstruct {seconds:.1f} s, max orders {orders[0]}; "
+        f"# {label}; "
         + "; ".join(
             f"{m} {s}-{u} {t[0]}/{t[1]} of {t[2]}"
             for m, r in results.items()
@@ -133,7 +141,6 @@ def run_case(
         ),
         flush=True,
     )
-    return results
 
 
 def main() -> None:

@@ -34,7 +34,8 @@ DIRECT = {
 import json, sys, torch
 from sglang.srt.mem_cache.allocator import PagedTokenToKVPoolAllocator
 script, n_pages, ps = json.loads(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
-a = PagedTokenToKVPoolAllocator((n_pages - 1) * ps, ps, torch.float16, "cpu", None, True)
+# a pool of n_pages * ps slots as SGLang states it (max_total_num_tokens): pages 1 .. n_pages
+a = PagedTokenToKVPoolAllocator(n_pages * ps, ps, torch.float16, "cpu", None, True)
 got = []
 for op, arg in script:
     if op == "A":

@@ -47,7 +47,11 @@ SUSPECT_REASONS = (
     "kv-canary-violation",
 )
 
-__all__ = ["ScreeningParams", "screen"]
+# The reasons under which reconstruction models a suspect as a 1-token stub
+# (forensics.reconstruct; $stub_reasons in queries/analysis/possible_exposures.sql).
+STUB_REASONS = ("over-pool", "engine-rejected", "fast-ttft", "cache-implausible")
+
+__all__ = ["STUB_REASONS", "ScreeningParams", "screen"]
 
 
 def screen(
@@ -61,7 +65,11 @@ def screen(
         run_script(con, sql("analysis/request_nodes"))
     if "engine_evidence" not in tables(con):
         run_script(con, sql("analysis/engine_evidence_empty"))  # a case database without logs
-    bound = {**asdict(params), "suspect_reasons": list(SUSPECT_REASONS)}
+    bound = {
+        **asdict(params),
+        "suspect_reasons": list(SUSPECT_REASONS),
+        "stub_reasons": list(STUB_REASONS),
+    }
     external = ledger_meta(con) is not None
     run_script(con, sql("analysis/ledger_holes_external" if external else "analysis/ledger_holes"))
     if "tap_reports" in tables(con) and con.execute(sql("analysis/tap_reported")).fetchall():

@@ -12,13 +12,14 @@ their cross-account pairs into `reconstructed` exposures of the affected parties
 from __future__ import annotations
 
 from collections import Counter
+from itertools import product
 from typing import Any
 
 import duckdb
 import pyarrow as pa
 
 from forensics.analysis import aggregate
-from forensics.analysis.screening import screen
+from forensics.analysis.screening import STUB_REASONS, screen
 from forensics.context import RunContext, StageResult
 from forensics.engines.client import EngineAllocators
 from forensics.errors import UsageError
@@ -32,7 +33,19 @@ from forensics.simulate.allocator import PagePool
 from forensics.simulate.engine_pool import EnginePagePool
 from forensics.sql import run_script, sql
 
-STUB_REASONS = ("over-pool", "engine-rejected", "fast-ttft", "cache-implausible")
+# The scheduler variants explored: (decode growth, waiting line, whether an allocation too big
+# for the free pages still reaches the allocator, where SGLang's merges its staged frees). The
+# engines' own first: SGLang's prealloc queue is a strict line that checks the free pages
+# before it allocates, and its decode steps take their pages one by one; then a scheduler that
+# tries the allocation and waits on failure; the simulator's (decode pages reserved at the first
+# step, a fitting request passing the line); and reservation at the first step with a strict
+# line that tries.
+VARIANTS: list[tuple[str, str, bool]] = [
+    ("paged", "fifo", False),
+    ("paged", "fifo", True),
+    ("bulk", "fit", False),
+    ("bulk", "fifo", True),
+]
 
 
 def allocator_for(engine: str | None, chosen: str) -> str:
@@ -53,7 +66,7 @@ class Pools:
         self.drv: EngineAllocators | None = None
         self.versions: dict[str, str | None] = {}
 
-    def new(self, kind: str, pool_slots: int, page_size: int) -> PagePool:
+    def new(self, kind: str, pool_slots: int, page_size: int, probe: bool) -> PagePool:
         if kind == "lifo":
             return PagePool(pool_slots, page_size)
         if self.drv is None:
@@ -62,7 +75,9 @@ class Pools:
             except UsageError as exc:
                 raise EnginesMissing(str(exc)) from exc
             self.versions = self.drv.versions()
-        return EnginePagePool(pool_slots, page_size, self.drv, kind)
+        pool = EnginePagePool(pool_slots, page_size, self.drv, kind)
+        pool.probe = probe
+        return pool
 
     def version(self, kind: str) -> str | None:
         return (
@@ -74,6 +89,21 @@ class Pools:
     def close(self) -> None:
         if self.drv is not None:
             self.drv.close()
+
+
+def pools_explored(kind: str, pool_slots: int, ps: int) -> list[tuple[str, int]]:
+    """The (allocator, pool size) pairs explored. SGLang states its pool as
+    max_total_num_tokens, its padding page 0 kept beside it; a pool size counted from a ledger
+    or a page table includes page 0; the nodes table does not say which it holds, so for SGLang
+    both are explored. Beside an engine's allocator, the simulator's LIFO pool (the most
+    recently freed pages first, as an allocator without staged frees reuses them) covers an
+    engine whose allocator does not behave as the package driven does."""
+    out = [(kind, pool_slots)]
+    if kind == "sglang" and pool_slots > 2 * ps:
+        out.append((kind, pool_slots - ps))
+    if kind != "lifo":
+        out.append(("lifo", pool_slots))
+    return out
 
 
 def reconstruct(
@@ -164,28 +194,34 @@ def _node(
     pool_slots: int,
 ) -> dict[str, Any]:
     reqs, reasons = _requests(con, node, role)
-    trace = NodeTrace(node, role, ps, pool_slots, reqs)
-    trace.find_groups(int(rp.skew_ms * 1000))
-    n_orders = rp.orders if trace.groups else 1
     support: Counter[tuple[int, int]] = Counter()
     tokens: dict[tuple[int, int], int] = {}
     layouts: dict[int, Counter[Layout]] = {}
-    first = None
-    for k in range(n_orders):
-        got = replay(trace, trace.order(k), pools.new(kind, pool_slots, ps), events=k == 0)
-        first = first or got
-        for pair, n in got.exposures.items():
-            support[pair] += 1
-            tokens[pair] = max(tokens.get(pair, 0), n)
-        for receiver, layout in got.layouts.items():
-            layouts.setdefault(receiver, Counter())[layout] += 1
+    first, runs, groups = None, 0, 0
+    unread: set[int] = set()  # waiting at its first token in the timestamps' order
+    explored = product(VARIANTS, pools_explored(kind, pool_slots, ps))
+    for (growth, policy, probe), (alloc, slots) in explored:
+        trace = NodeTrace(node, role, ps, pool_slots, reqs, growth, policy)
+        trace.find_groups(int(rp.skew_ms * 1000))
+        groups = max(groups, len(trace.groups))
+        for k in range(rp.orders if trace.groups else 1):
+            pool = pools.new(alloc, slots, ps, probe)
+            got = replay(trace, trace.order(k), pool, first is None)
+            first, runs = first or got, runs + 1
+            if first is got:
+                unread = got.unread
+            for pair, n in got.exposures.items():
+                support[pair] += 1
+                tokens[pair] = max(tokens.get(pair, 0), n)
+            for receiver, layout in got.layouts.items():
+                layouts.setdefault(receiver, Counter())[layout] += 1
     assert first is not None
     verdicts: dict[tuple[int, int], str] = {}
     if decider is not None:
         for receiver in sorted(layouts):
             for leaker, verdict in decider.decide(reqs, receiver, layouts[receiver]).items():
                 verdicts[(receiver, leaker)] = verdict
-    _store(con, trace, first.events, support, tokens, n_orders, verdicts)
+    _store(con, trace, first.events, support, tokens, runs, verdicts)
     con.executemany(
         sql("reconstruct/insert_request"),
         [
@@ -195,7 +231,7 @@ def _node(
                 "stub": r.stub,
                 "reasons": why,
                 "waited": k in first.waited,
-                "unread": k in first.unread,
+                "unread": k in unread,
             }
             for k, (r, why) in enumerate(zip(reqs, reasons, strict=True))
         ],
@@ -208,10 +244,10 @@ def _node(
         "pool_slots": pool_slots,
         "requests": len(reqs),
         "stubs": sum(r.stub for r in reqs),
-        "ambiguous_groups": len(trace.groups),
-        "orders": n_orders,
+        "ambiguous_groups": groups,
+        "orders": runs,
         "deferred": first.deferred,
-        "unread": len(first.unread),
+        "unread": len(unread),
     }
 
 

@@ -26,7 +26,7 @@ import numpy as np
 
 from forensics.simulate.allocator import PagePool
 
-FREE, ALLOC, GROW = 0, 1, 2  # rank at equal times: frees first
+FREE, ALLOC, GROW, PAGE = 0, 1, 2, 3  # rank at equal times: frees first
 
 
 @dataclass(frozen=True)
@@ -52,6 +52,8 @@ class NodeTrace:
     page_size: int
     pool_slots: int
     reqs: list[Req]
+    growth: str = "paged"  # decode pages: one by one as the steps reach them, or all at once
+    policy: str = "fifo"  # waiting allocations: strictly in line, or any that fits goes first
     ops: list[tuple[int, int, int]] = field(init=False)  # (t, kind, request index)
     groups: list[tuple[int, int]] = field(init=False)  # [start, end) of ambiguous groups
 
@@ -68,8 +70,20 @@ class NodeTrace:
                 continue
             if r.first_token_us is not None:
                 yield max(r.first_token_us, r.received_us), GROW, i
+                if self.growth == "paged":
+                    yield from self._pages(r, i)
             if r.completed_us is not None:
                 yield max(r.completed_us, r.first_token_us or r.received_us), FREE, i
+
+    def _pages(self, r: Req, i: int) -> Iterator[tuple[int, int, int]]:
+        """One allocation per decode page, at the time of the step that first writes it: the
+        steps are spread evenly between the first token and completion."""
+        if r.completed_us is None or r.first_token_us is None:
+            return
+        ps, first = self.page_size, max(r.first_token_us, r.received_us)
+        span = max(r.completed_us - first, 0) / max(r.n_out, 1)
+        for pos in range(-(-r.prompt // ps) * ps, r.prompt + max(r.n_out - 1, 0), ps):
+            yield first + int(span * (pos - r.prompt + 1)), PAGE, i
 
     def find_groups(self, skew_us: int) -> None:
         """Runs of operations each closer than skew_us to the previous one, with at least two
@@ -156,11 +170,35 @@ def replay(
             emit(t, i, "read", pages, 0, reqs[i].processed, None)
         return True
 
+    def admit(t: int) -> None:
+        """Waiting allocations after a free: in line until one does not fit (fifo), or every
+        one that fits, in line (fit)."""
+        for i in list(waiting):
+            if place(i, t):
+                waiting.remove(i)
+            elif trace.policy == "fifo":
+                return
+
+    def grow_pages(i: int, t: int, k: int) -> None:
+        """k more pages for request i's decode steps (as many as are free), and their writes."""
+        r, pages = reqs[i], held[i]
+        k = min(max(k, 0), pool.free_pages)
+        extra = pool.alloc(k) if k else None
+        if extra is not None:
+            emit(t, i, "alloc", extra, 0, k * ps, None, first=len(pages))
+            held[i] = np.concatenate((pages, extra))
+            end = min(r.prompt + max(r.n_out - 1, 0), len(held[i]) * ps)
+            emit(t, i, "write", held[i], max(r.prompt, len(pages) * ps), end, "decode")
+
     for t, kind, i in ops:
         r = reqs[i]
         if kind == ALLOC:
-            if not place(i, t):
+            if waiting and trace.policy == "fifo":
+                waiting.append(i)  # in line behind the waiting ones, which try again first
+                admit(t)
+            elif not place(i, t):
                 waiting.append(i)
+            if i in waiting:
                 out.deferred += 1
                 out.waited.add(i)
         elif kind == GROW:
@@ -180,15 +218,13 @@ def replay(
                     *np.unique(w[(w >= 0) & (w != i)], return_counts=True), strict=True
                 ):
                     out.exposures[(i, int(leaker))] = int(n)
-            end = r.prompt + max(r.n_out - 1, 0)
-            grow = min(max(0, -(-end // ps) - len(pages)), pool.free_pages)
-            if grow:
-                extra = pool.alloc(grow)
-                if extra is not None:
-                    emit(t, i, "alloc", extra, 0, grow * ps, None, first=len(pages))
-                    pages = held[i] = np.concatenate((pages, extra))
-            end = min(end, len(pages) * ps)
+            end = min(r.prompt + max(r.n_out - 1, 0), len(pages) * ps)
             emit(t, i, "write", pages, r.prompt, end, "decode")
+            if trace.growth == "bulk":
+                grow_pages(i, t, -(-(r.prompt + max(r.n_out - 1, 0)) // ps) - len(pages))
+        elif kind == PAGE:
+            if i in held:
+                grow_pages(i, t, 1)
         else:
             if i in waiting:
                 waiting.remove(i)
@@ -199,8 +235,7 @@ def replay(
             _write(writer, wpos, pages, trace, r, i)
             emit(t, i, "free", pages, 0, len(pages) * ps, None)
             pool.release(pages)
-            while waiting and place(waiting[0], t):
-                waiting.pop(0)
+            admit(t)
     return out
 
 

@@ -22,14 +22,19 @@ class EnginePagePool(PagePool):
     """A PagePool whose free list lives in a real engine allocator."""
 
     def __init__(self, pool_slots: int, page_size: int, drv: EngineAllocators, kind: str):
-        super().__init__(pool_slots, page_size)
+        # SGLang's pool size (max_total_num_tokens, as its log states it) leaves out its padding
+        # page 0, which it keeps beside the pool; vLLM's block count includes its null block 0.
+        super().__init__(pool_slots + (page_size if kind == "sglang" else 0), page_size)
         self.drv = drv
         self.pool = drv.new_pool(kind, self.n_pages, page_size, need_sort=True)
         self.stack = np.empty(0, np.int64)  # unused: the engine keeps the free list
         self.top = self.n_pages - 1  # free pages, counted here
+        self.probe = False  # whether an allocation too big for the free pages is still tried
 
     def alloc(self, k: int) -> np.ndarray | None:
         if k > self.top:
+            if self.probe:  # the call reaches the allocator: SGLang's merges its staged frees
+                self.drv.alloc(self.pool, k)
             return None
         got = self.drv.alloc(self.pool, k)
         if got is None:

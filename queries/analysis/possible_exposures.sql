@@ -15,12 +15,23 @@
 -- A receiver the ledger found, on a node whose ledger has a hole before it ended, is a suspect
 -- too: the ledger may name an earlier writer of the pages it read where the true one's write
 -- was lost. Suspect reasons: $suspect_reasons (forensics.analysis.screening.SUSPECT_REASONS;
--- deferred-release-timeout alone does not make a receiver). Reconstruction adds and ranks
--- (reconstructed_exposures) and never removes a pair here; only what positive evidence cleared
--- leaves (queries/analysis/cleared_findings.sql, made first).
+-- deferred-release-timeout alone does not make a receiver). Only what positive evidence cleared
+-- leaves (queries/analysis/cleared_findings.sql, made first, and the reconstruction rule below).
+--
+-- Reconstruction: a suspect flagged only as a stub ($stub_reasons), whose first decode read
+-- reconstruction modelled on its node's real allocator (SGLang's or vLLM's, not the fallback
+-- pool) on a disaggregated decode node (no prefix cache: a unified node's cached blocks are
+-- not in the rebuilt trace, so it clears nothing there), read the pages of the requests reconstructed_exposures names over the explored runs
+-- (scheduler variants x orders). A candidate found in none of them did not write those pages
+-- under any explored run: the pair goes to cleared_findings (evidence 'reconstruction')
+-- instead of this table. Where some run still had the stub waiting for pages at its first
+-- token (reconstructed_requests.unread: the runs lost the engine's state in a burst), only
+-- candidates from before the window (basis 'earlier', whose pages every run reused or kept
+-- alike) are cleared; the window's and the concurrent ones stay possible. A suspect with
+-- another reason (a checksum or canary fault reconstruction does not model) keeps every pair.
 DELETE FROM possible_exposures;
 
-INSERT INTO possible_exposures BY NAME
+CREATE OR REPLACE TEMP TABLE _possible_candidates AS
 WITH starts AS (
     SELECT node, started_at FROM nodes WHERE started_at IS NOT NULL
     UNION
@@ -50,9 +61,38 @@ WITH starts AS (
      AND l.received_at <= s.ended_at
      AND (s.pool_since IS NULL OR l.received_at >= s.pool_since)
 )
-SELECT * FROM pairs p
+SELECT p.*, m.receiver_request_id IS NOT NULL AND (NOT m.unread OR p.basis = 'earlier')
+           AS modelled
+FROM pairs p
+LEFT JOIN (
+    SELECT rr.request_id AS receiver_request_id, rr.node, coalesce(rr.unread, false) AS unread
+    FROM reconstructed_requests rr
+    JOIN reconstructed_nodes rn ON rn.node = rr.node AND rn.allocator IN ('sglang', 'vllm')
+                               AND rn.role = 'decode'
+    JOIN screening s ON s.request_id = rr.request_id
+    WHERE rr.stub
+      AND len(list_intersect(s.reasons, $suspect_reasons)) > 0
+      AND list_has_all($stub_reasons, list_intersect(s.reasons, $suspect_reasons))
+) m USING (receiver_request_id, node);
+
+INSERT INTO cleared_findings BY NAME
+SELECT receiver_request_id, receiver_account_id, leaker_request_id, leaker_account_id, node,
+       'reconstruction' AS evidence,
+       'reconstruction on the node''s real allocator put no data of this request in the pages '
+       || 'the stub read, in any explored run' AS reason
+FROM _possible_candidates p
+WHERE p.modelled AND NOT EXISTS (
+    SELECT 1 FROM reconstructed_exposures e
+    WHERE e.receiver_request_id = p.receiver_request_id AND e.node = p.node
+      AND e.leaker_request_id = p.leaker_request_id)
+ORDER BY 1, 3, 5;
+
+INSERT INTO possible_exposures BY NAME
+SELECT * EXCLUDE (modelled) FROM _possible_candidates p
 WHERE NOT EXISTS (
     SELECT 1 FROM cleared_findings c
     WHERE c.receiver_request_id = p.receiver_request_id AND c.node = p.node
       AND (c.leaker_request_id IS NULL OR c.leaker_request_id = p.leaker_request_id))
 ORDER BY node, receiver_request_id, leaker_request_id;
+
+DROP TABLE _possible_candidates;

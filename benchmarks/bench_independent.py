@@ -1,0 +1,118 @@
+"""Ledger-free precision and recall on cases made apart from the project's own model of the
+engine: tests/sglang_cases.py drives SGLang's real paged allocator under a scheduler of its own
+(decode pages allocated step by step, waiting preallocations, jittered gateway times).
+
+For each seed: make the case in the engines' environment, ingest it (no ledger: the generator
+writes none), then score the lists per side and unit against the generator's truth, for
+screening alone and for screening plus reconstruction (`reconstruct`, then `analyze`):
+
+    PYTHONPATH=. python benchmarks/bench_independent.py [--requests 1500] [--accounts 1000]
+        [--seeds 1 2 3] [--bursts 0.3] [--jitter-us 1000] [--skew-ms 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import duckdb
+
+from benchmarks.bench_reconstruct import SIDES, _ingested, found, print_case, score
+from forensics.analysis.stage import analyze
+from forensics.engines.client import engines_python
+from forensics.options import ReconstructOptions
+from forensics.reconstruct.stage import reconstruct
+from forensics.sql import sql
+
+GENERATOR = Path(__file__).resolve().parents[1] / "tests" / "sglang_cases.py"
+
+
+def make_case(out: Path, seed: int, args: argparse.Namespace) -> None:
+    cmd = [str(engines_python()), str(GENERATOR), str(out), "--seed", str(seed)]
+    for k in ("requests", "accounts", "bursts", "jitter_us"):
+        cmd += [f"--{k.replace('_', '-')}", str(getattr(args, k))]
+    subprocess.run(cmd, check=True)
+
+
+def truth(case: Path) -> dict[tuple[str, str], set[str]]:
+    """(side, unit) -> the cross-account request or account ids the generator recorded."""
+    stubs = json.loads((case / "truth.json").read_text())["stubs"]
+    out: dict[tuple[str, str], set[str]] = {k: set() for k in _keys()}
+    for rid, s in stubs.items():
+        cross = [(r, a) for r, a in s["leakers"] if a != s["account"]]
+        if cross:
+            out[("receiving", "requests")].add(rid)
+            out[("receiving", "accounts")].add(s["account"])
+        out[("leaking", "requests")] |= {r for r, _ in cross}
+        out[("leaking", "accounts")] |= {a for _, a in cross}
+    return out
+
+
+def _keys() -> list[tuple[str, str]]:
+    return [(s, u) for s in SIDES for u in ("requests", "accounts")]
+
+
+def model_pairs(con: duckdb.DuckDBPyConnection) -> dict[tuple[str, str], set[str]]:
+    """The reconstruction's own cross-account pairs, before the lists' rules add to them."""
+    rows = con.execute(sql("bench/reconstructed_pairs")).fetchall()
+    return {
+        ("receiving", "requests"): {r[0] for r in rows},
+        ("receiving", "accounts"): {r[1] for r in rows},
+        ("leaking", "requests"): {r[2] for r in rows},
+        ("leaking", "accounts"): {r[3] for r in rows},
+    }
+
+
+def run_case(work: Path, seed: int, args: argparse.Namespace) -> dict[str, dict]:
+    case = work / f"case-{seed}"
+    make_case(case, seed, args)
+    want = truth(case)
+    (case / "truth.json").rename(work / f"truth-{seed}.json")
+    con = _ingested(case, work / f"case-{seed}.duckdb")
+    analyze(con)
+    results = {"screening": {k: score(v, want[k]) for k, v in found(con).items()}}
+    started = time.perf_counter()
+    reconstruct(con, ReconstructOptions(skew_ms=args.skew_ms, replay_budget=0))
+    seconds = time.perf_counter() - started
+    analyze(con)
+    results["reconstructed"] = {k: score(v, want[k]) for k, v in found(con).items()}
+    results["model pairs"] = {k: score(v, want[k]) for k, v in model_pairs(con).items()}
+    con.close()
+    print_case(f"seed {seed}: reconstruct {seconds:.1f} s", results)
+    return results
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--requests", type=int, default=1500)
+    ap.add_argument("--accounts", type=int, default=1000)
+    ap.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
+    ap.add_argument("--bursts", type=float, default=0.3)
+    ap.add_argument("--jitter-us", type=int, default=1000)
+    ap.add_argument("--skew-ms", type=float, default=5.0)
+    args = ap.parse_args()
+    total: dict[tuple[str, str, str], list[int]] = defaultdict(lambda: [0, 0, 0])
+    with tempfile.TemporaryDirectory() as tmp:
+        for seed in args.seeds:
+            for method, res in run_case(Path(tmp), seed, args).items():
+                for (side, unit), t in res.items():
+                    for j, v in enumerate(t):
+                        total[(method, side, unit)][j] += v
+    print(f"\n{args.requests} requests, {args.accounts} accounts, seeds {args.seeds}\n")
+    print("| method | side | unit | found | true | precision | recall |")
+    print("|---|---|---|---:|---:|---:|---:|")
+    for (method, side, unit), (hit, got, want) in total.items():
+        p = hit / got if got else 1.0
+        r = hit / want if want else 1.0
+        print(f"| {method} | {side} | {unit} | {got} | {want} | {p:.3f} | {r:.3f} |")
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,233 @@
+"""Cases made by SGLang's own paged KV allocator under a scheduler written apart from the
+project's simulator and reconstruction: an independent generator of ledger-free cases.
+
+    python tests/sglang_cases.py OUT_DIR [--requests 1500] [--accounts 1000] [--seed 1]
+        [--days 1] [--bursts 0.3]
+
+Runs in the engines' environment (scripts/engines_venv.sh): the standard library, torch and
+sglang only, nothing of the project. A disaggregated cluster of two prefill and two decode
+nodes; on a decode node, as SGLang's disaggregated decode does:
+
+- the decode node pre-allocates the billed prompt's pages when the request arrives
+  (`alloc(pages * page_size)`), waiting in a FIFO queue when the pool is short;
+- the prefill node computes the prompt, or, when the prompt is longer than its pool, a 1-token
+  stub (the incident's fault), and the transfer writes what it computed;
+- the first decode step reads every position of the billed prompt; each later step writes one
+  token, and a step whose position starts a new page allocates that page (`alloc(page_size)`)
+  at that step's time: decode pages are allocated one by one while other requests run;
+- at completion every slot the request holds is freed in one `free` call;
+- the allocator is `PagedTokenToKVPoolAllocator(size=max_total_num_tokens, page_size, ...,
+  need_sort=True)`, as SGLang builds it for disaggregated nodes, and `nodes.csv` gives
+  `pool_slots` as SGLang's log does (`max_total_num_tokens`, page 0 not counted).
+
+The gateway log's times carry up to `--jitter-us` of noise. Truth (`truth.json`): for every
+stub, each request whose data it read on its decode node (slot -> last writer), with accounts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import datetime as dt
+import heapq
+import json
+import random
+from collections import deque
+from pathlib import Path
+from typing import Any
+
+import torch
+from sglang.srt.mem_cache.allocator import PagedTokenToKVPoolAllocator
+
+PAGE = 16
+PREFILL_POOL, DECODE_POOL, CONTEXT = 688, 1440, 1049
+START = dt.datetime(2026, 9, 1, tzinfo=dt.UTC)
+ARRIVE, FIRST, STEP, DONE = 0, 1, 2, 3
+
+
+class Decode:
+    """One decode node: SGLang's allocator, the slots' last writers, a prealloc queue."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self.alloc = PagedTokenToKVPoolAllocator(
+            DECODE_POOL, PAGE, torch.bfloat16, "cpu", None, True
+        )
+        self.writer: dict[int, int] = {}
+        self.pages: dict[int, list[int]] = {}
+        self.queue: deque[int] = deque()
+
+    def take(self, n_pages: int) -> list[int] | None:
+        got = self.alloc.alloc(n_pages * PAGE)
+        return None if got is None else (got[::PAGE] // PAGE).tolist()
+
+    def free(self, i: int) -> None:
+        pages = self.pages.pop(i)
+        slots = (torch.tensor(pages)[:, None] * PAGE + torch.arange(PAGE)).reshape(-1)
+        self.alloc.free(slots)
+
+    def slot(self, i: int, pos: int) -> int:
+        return self.pages[i][pos // PAGE] * PAGE + pos % PAGE
+
+
+def traffic(args: argparse.Namespace, rng: random.Random) -> list[dict[str, Any]]:
+    """Arrivals over the days (some in bursts), lengths, accounts, nodes."""
+    span = args.days * 86_400e6
+    reqs: list[dict[str, Any]] = []
+    t = 0.0
+    while len(reqs) < args.requests:
+        t += rng.expovariate(args.requests / span)
+        n = rng.randint(3, 9) if rng.random() < args.bursts else 1
+        for _ in range(min(n, args.requests - len(reqs))):
+            t += rng.uniform(0, 400_000) if n > 1 else 0
+            long = rng.random() < 0.02
+            prompt = rng.randint(PREFILL_POOL + 1, CONTEXT - 40) if long else rng.randint(8, 600)
+            reqs.append(
+                {
+                    "t": int(t),
+                    "account": f"acct-{int(args.accounts * rng.random() ** 2) + 1:04d}",
+                    "prompt": prompt,
+                    "out": rng.randint(4, 200),
+                    "prefill": f"prefill-{rng.randrange(2)}",
+                    "decode": rng.randrange(2),
+                }
+            )
+    return reqs
+
+
+def run(reqs: list[dict[str, Any]], rng: random.Random) -> dict[str, Any]:
+    nodes = [Decode("decode-0"), Decode("decode-1")]
+    heap: list[tuple[int, int, int, int]] = [(r["t"], ARRIVE, i, 0) for i, r in enumerate(reqs)]
+    heapq.heapify(heap)
+    truth: dict[int, dict[int, int]] = {}
+
+    def start(i: int, t: int) -> None:
+        """Pages held: the prefill runs (1 token for a stub), then the transfer and decode."""
+        r = reqs[i]
+        node = nodes[r["decode"]]
+        r["stub"] = r["prompt"] > PREFILL_POOL
+        done = 1 if r["stub"] else r["prompt"]
+        for pos in range(done):
+            node.writer[node.slot(i, pos)] = i
+        first = t + 2_000 + done * 40 + rng.randint(0, 3_000)
+        heapq.heappush(heap, (first, FIRST, i, 0))
+
+    def admit(node: Decode, t: int) -> None:
+        while node.queue:
+            i = node.queue[0]
+            got = node.take(-(-reqs[i]["prompt"] // PAGE))
+            if got is None:
+                return
+            node.queue.popleft()
+            node.pages[i] = got
+            start(i, t)
+
+    while heap:
+        t, kind, i, k = heapq.heappop(heap)
+        r = reqs[i]
+        node = nodes[r["decode"]]
+        if kind == ARRIVE:
+            r["received"] = t
+            node.queue.append(i)
+            admit(node, t)
+        elif kind == FIRST:
+            r["first"] = t
+            seen = {node.writer.get(node.slot(i, p), -1) for p in range(r["prompt"])}
+            truth[i] = {w: 1 for w in seen if w not in (-1, i)}
+            heapq.heappush(heap, (t + 25_000, STEP, i, 0))
+        elif kind == STEP:
+            pos = r["prompt"] + k  # the KV of the token fed at this step
+            if k >= r["out"] - 1:
+                r["done"] = t
+                node.free(i)
+                admit(node, t)
+                continue
+            if pos % PAGE == 0 and pos // PAGE >= len(node.pages[i]):
+                extra = node.take(1)
+                if extra is None:  # out of pages: the output is cut here
+                    r["out"] = k + 1
+                    heapq.heappush(heap, (t, STEP, i, k + 1))
+                    continue
+                node.pages[i] += extra
+            node.writer[node.slot(i, pos)] = i
+            heapq.heappush(heap, (t + 25_000, STEP, i, k + 1))
+    return {
+        "stubs": {
+            str(i): {
+                "leakers": sorted(truth[i]),
+                "cross": sorted(w for w in truth[i] if reqs[w]["account"] != reqs[i]["account"]),
+            }
+            for i, r in enumerate(reqs)
+            if r.get("stub")
+        }
+    }
+
+
+def iso(t_us: int, rng: random.Random, jitter: int) -> str:
+    t = START + dt.timedelta(microseconds=t_us + rng.randint(0, jitter))
+    return t.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def write(out: Path, reqs: list[dict[str, Any]], truth: dict[str, Any], jitter: int) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    rng = random.Random(len(reqs))
+    rid = [f"r{i:05d}" for i in range(len(reqs))]
+    with open(out / "requests.csv", "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(
+            "request_id account_id model received_at first_token_at completed_at http_status "
+            "prompt_tokens completion_tokens prefill_node decode_node".split()
+        )
+        for i, r in enumerate(reqs):
+            w.writerow(
+                [
+                    rid[i],
+                    r["account"],
+                    "llama-3-8b",
+                    iso(r["received"], rng, jitter),
+                    iso(r["first"], rng, jitter),
+                    iso(r["done"], rng, jitter),
+                    200,
+                    r["prompt"],
+                    r["out"],
+                    r["prefill"],
+                    f"decode-{r['decode']}",
+                ]
+            )
+    with open(out / "nodes.csv", "w", newline="") as fh:
+        fh.write("node,role,engine,engine_version,page_size,pool_slots,context_len\n")
+        for k in range(2):
+            fh.write(f"prefill-{k},prefill,sglang,0.5.9,{PAGE},{PREFILL_POOL},{CONTEXT}\n")
+        for k in range(2):
+            fh.write(f"decode-{k},decode,sglang,0.5.9,{PAGE},{DECODE_POOL},{CONTEXT}\n")
+    accounts = sorted({r["account"] for r in reqs})
+    with open(out / "accounts.csv", "w", newline="") as fh:
+        fh.write("account_id,name\n" + "".join(f"{a},{a}\n" for a in accounts))
+    named = {
+        rid[int(s)]: {
+            "account": reqs[int(s)]["account"],
+            "leakers": [[rid[w], reqs[w]["account"]] for w in v["leakers"]],
+        }
+        for s, v in truth["stubs"].items()
+    }
+    (out / "truth.json").write_text(json.dumps({"stubs": named}, indent=1, sort_keys=True))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("out", type=Path)
+    ap.add_argument("--requests", type=int, default=1500)
+    ap.add_argument("--accounts", type=int, default=1000)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--days", type=float, default=1.0)
+    ap.add_argument("--bursts", type=float, default=0.3)
+    ap.add_argument("--jitter-us", type=int, default=1_000)
+    args = ap.parse_args()
+    rng = random.Random(args.seed)
+    reqs = traffic(args, rng)
+    truth = run(reqs, rng)
+    write(args.out, reqs, truth, args.jitter_us)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,73 @@
+"""Reconstruction judged against cases it did not make: tests/sglang_cases.py drives SGLang's
+real paged allocator under a scheduler of its own (decode pages taken step by step, a strict
+prealloc line, jittered gateway times) and records, apart from the project, whose data each
+stub read. With no ledger, the lists must name every true party (recall 1.0, both sides), and
+what reconstruction takes off the leaking list must hold no true leaker."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import REPO
+from engines import engines_dir, engines_python
+
+from forensics.analysis.stage import analyze
+from forensics.db import connect
+from forensics.ingest.load import ingest_case
+from forensics.options import ReconstructOptions
+from forensics.reconstruct.stage import reconstruct
+
+
+@pytest.fixture(scope="module")
+def case(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
+    out = tmp_path_factory.mktemp("independent") / "case"
+    cmd = [str(engines_python()), str(REPO / "tests" / "sglang_cases.py"), str(out)]
+    subprocess.run([*cmd, "--requests", "400", "--accounts", "200", "--seed", "5"], check=True)
+    truth = json.loads((out / "truth.json").read_text())["stubs"]
+    (out / "truth.json").unlink()
+    return out, truth
+
+
+def _parties(truth: dict) -> tuple[set[str], set[str]]:
+    receiving, leaking = set(), set()
+    for s in truth.values():
+        cross = {a for _, a in s["leakers"] if a != s["account"]}
+        if cross:
+            receiving.add(s["account"])
+        leaking |= cross
+    return receiving, leaking
+
+
+def test_lists_name_every_true_party_and_clear_none(case, tmp_path, monkeypatch):
+    folder, truth = case
+    monkeypatch.setenv("KVFORENSICS_ENGINES_VENV", str(engines_dir()))
+    ingest_case(folder, tmp_path / "case.duckdb")
+    con = connect(tmp_path / "case.duckdb")
+    analyze(con)
+    screened = {a for (a,) in con.execute(_LEAKING).fetchall()}
+    reconstruct(con, ReconstructOptions(replay_budget=0))
+    analyze(con)
+    receiving, leaking = _parties(truth)
+    assert leaking and receiving
+    listed = {a for (a,) in con.execute(_LEAKING).fetchall()}
+    got_receiving = {a for (a,) in con.execute(_LISTED, ["receiving"]).fetchall()}
+    assert receiving <= got_receiving
+    assert leaking <= listed  # recall 1.0 on the leaking side
+    cleared = con.execute(
+        "SELECT receiver_request_id, leaker_request_id FROM cleared_findings "
+        "WHERE evidence = 'reconstruction'"
+    ).fetchall()
+    true_pairs = {(s, r) for s, v in truth.items() for r, _ in v["leakers"]}
+    assert cleared and not (set(cleared) & true_pairs)
+    # reconstruction narrows the leaking list: far fewer accounts than screening named
+    assert len(listed) < len(screened) / 2
+    print(
+        f"leaking accounts: {len(leaking)} true, {len(listed)} listed, {len(screened)} by screening"
+    )
+
+
+_LEAKING = "SELECT DISTINCT account_id FROM affected_requests WHERE side = 'leaking'"
+_LISTED = "SELECT DISTINCT account_id FROM affected_requests WHERE side = ?"
