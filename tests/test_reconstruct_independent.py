@@ -62,6 +62,13 @@ def test_lists_name_every_true_party_and_clear_none(case, tmp_path, monkeypatch)
     ).fetchall()
     true_pairs = {(s, r) for s, v in truth.items() for r, _ in v["leakers"]}
     assert cleared and not (set(cleared) & true_pairs)
+    # the log chose the generator's own scheduler and pool among the variants
+    kept = con.execute("SELECT variants FROM reconstructed_nodes WHERE role = 'decode'").fetchall()
+    assert kept and all(
+        "paged decode pages, fifo line, tried, sglang pool of 1440" in v.split("; ")
+        and "bulk decode pages, fit line, lifo pool of 1440" not in v.split("; ")
+        for (v,) in kept
+    )
     # reconstruction narrows the leaking list: far fewer accounts than screening named
     assert len(listed) < len(screened) / 2
     print(

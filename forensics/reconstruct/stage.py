@@ -197,19 +197,28 @@ def _node(
     support: Counter[tuple[int, int]] = Counter()
     tokens: dict[tuple[int, int], int] = {}
     layouts: dict[int, Counter[Layout]] = {}
-    first, runs, groups = None, 0, 0
-    unread: set[int] = set()  # waiting at its first token in the timestamps' order
-    explored = product(VARIANTS, pools_explored(kind, pool_slots, ps))
-    for (growth, policy, probe), (alloc, slots) in explored:
+    combos = list(product(VARIANTS, pools_explored(kind, pool_slots, ps)))
+    traces, heads = [], []
+    for (growth, policy, probe), (alloc, slots) in combos:
         trace = NodeTrace(node, role, ps, pool_slots, reqs, growth, policy)
         trace.find_groups(int(rp.skew_ms * 1000))
+        traces.append(trace)
+        heads.append(replay(trace, trace.ops, pools.new(alloc, slots, ps, probe), events=True))
+    # A run that leaves a request waiting for pages at its first token contradicts the log (the
+    # engine had given it pages): the combinations that contradict it least are kept.
+    least = min(len(h.unread) for h in heads)
+    kept = [c for c, h in enumerate(heads) if len(h.unread) == least]
+    first, runs, groups = heads[kept[0]], 0, 0
+    unread = first.unread  # waiting at its first token in the first kept timestamps' order
+    for c in kept:
+        (_, _, probe), (alloc, slots) = combos[c]
+        trace = traces[c]
         groups = max(groups, len(trace.groups))
-        for k in range(rp.orders if trace.groups else 1):
-            pool = pools.new(alloc, slots, ps, probe)
-            got = replay(trace, trace.order(k), pool, first is None)
-            first, runs = first or got, runs + 1
-            if first is got:
-                unread = got.unread
+        others = range(1, rp.orders if trace.groups else 1)
+        for got in [heads[c]] + [
+            replay(trace, trace.order(k), pools.new(alloc, slots, ps, probe), False) for k in others
+        ]:
+            runs += 1
             for pair, n in got.exposures.items():
                 support[pair] += 1
                 tokens[pair] = max(tokens.get(pair, 0), n)
@@ -246,9 +255,16 @@ def _node(
         "stubs": sum(r.stub for r in reqs),
         "ambiguous_groups": groups,
         "orders": runs,
+        "variants": "; ".join(_variant_name(combos[c]) for c in kept),
         "deferred": first.deferred,
         "unread": len(unread),
     }
+
+
+def _variant_name(combo: tuple[tuple[str, str, bool], tuple[str, int]]) -> str:
+    (growth, policy, probe), (alloc, slots) = combo
+    tries = ", tried" if probe else ""
+    return f"{growth} decode pages, {policy} line{tries}, {alloc} pool of {slots}"
 
 
 def _requests(

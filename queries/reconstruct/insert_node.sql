@@ -1,5 +1,5 @@
 -- One reconstructed node.
 INSERT INTO reconstructed_nodes (node, role, engine, engine_version, allocator, allocator_version,
-    page_size, pool_slots, requests, stubs, ambiguous_groups, orders, deferred, unread)
+    page_size, pool_slots, requests, stubs, ambiguous_groups, orders, deferred, unread, variants)
 VALUES ($node, $role, $engine, $engine_version, $allocator, $allocator_version, $page_size,
-    $pool_slots, $requests, $stubs, $ambiguous_groups, $orders, $deferred, $unread);
+    $pool_slots, $requests, $stubs, $ambiguous_groups, $orders, $deferred, $unread, $variants);

@@ -15,10 +15,13 @@ CREATE TABLE IF NOT EXISTS reconstructed_nodes (
     requests       BIGINT NOT NULL,      -- requests the node served
     stubs          BIGINT NOT NULL,      -- requests modelled as 1-token stubs
     ambiguous_groups BIGINT NOT NULL,    -- groups of operations the timestamps do not order
-    orders         BIGINT NOT NULL,      -- orders explored (1: the timestamps decide)
+    orders         BIGINT NOT NULL,      -- runs explored: kept variants x orders (1 each when
+                                         -- the timestamps decide)
     deferred       BIGINT NOT NULL,      -- allocations that waited for a free (pool full)
-    unread         BIGINT                -- requests still waiting at their first token, whose
+    unread         BIGINT,               -- requests still waiting at their first token, whose
                                          -- first read is not modelled
+    variants       VARCHAR               -- the scheduler and pool variants kept: those whose
+                                         -- timestamps' order left fewest requests unread
 );
 
 -- Per reconstructed request and node: what the request was modelled as.
@@ -69,5 +72,6 @@ CREATE TABLE IF NOT EXISTS reconstructed_exposures (
 -- Case databases reconstructed before replay decided get the verdict column.
 ALTER TABLE reconstructed_exposures ADD COLUMN IF NOT EXISTS verdict VARCHAR;
 ALTER TABLE reconstructed_nodes ADD COLUMN IF NOT EXISTS unread BIGINT;
+ALTER TABLE reconstructed_nodes ADD COLUMN IF NOT EXISTS variants VARCHAR;
 ALTER TABLE reconstructed_requests ADD COLUMN IF NOT EXISTS waited BOOLEAN;
 ALTER TABLE reconstructed_requests ADD COLUMN IF NOT EXISTS unread BOOLEAN;
