@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import duckdb
@@ -32,6 +32,7 @@ class Decider:
     budget: int
     con: duckdb.DuckDBPyConnection
     replayed: int = 0  # layouts replayed in all
+    contradicted: set[str] = field(default_factory=set)  # stubs no explored layout reproduced
 
     def decide(
         self, reqs: Sequence[Req], receiver: int, layouts: Counter[Layout]
@@ -76,6 +77,8 @@ class Decider:
             if same:
                 reproducing |= leakers
         if not reproducing:
+            if tried:  # replayed, and no explored layout gives what was delivered
+                self.contradicted.add(r.request_id)
             return {}
         return {w: CONFIRMED if w in reproducing else CLEARED for w in candidates}
 

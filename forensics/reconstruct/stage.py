@@ -95,14 +95,10 @@ def pools_explored(kind: str, pool_slots: int, ps: int) -> list[tuple[str, int]]
     """The (allocator, pool size) pairs explored. SGLang states its pool as
     max_total_num_tokens, its padding page 0 kept beside it; a pool size counted from a ledger
     or a page table includes page 0; the nodes table does not say which it holds, so for SGLang
-    both are explored. Beside an engine's allocator, the simulator's LIFO pool (the most
-    recently freed pages first, as an allocator without staged frees reuses them) covers an
-    engine whose allocator does not behave as the package driven does."""
+    both are explored."""
     out = [(kind, pool_slots)]
     if kind == "sglang" and pool_slots > 2 * ps:
         out.append((kind, pool_slots - ps))
-    if kind != "lifo":
-        out.append(("lifo", pool_slots))
     return out
 
 
@@ -241,6 +237,7 @@ def _node(
                 "reasons": why,
                 "waited": k in first.waited,
                 "unread": k in unread,
+                "contradicted": decider is not None and r.request_id in decider.contradicted,
             }
             for k, (r, why) in enumerate(zip(reqs, reasons, strict=True))
         ],

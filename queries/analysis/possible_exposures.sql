@@ -27,7 +27,9 @@
 -- instead of this table. Where some run still had the stub waiting for pages at its first
 -- token (reconstructed_requests.unread: the runs lost the engine's state in a burst), only
 -- candidates from before the window (basis 'earlier', whose pages every run reused or kept
--- alike) are cleared; the window's and the concurrent ones stay possible. A suspect with
+-- alike) are cleared; the window's and the concurrent ones stay possible. Where replay ran
+-- and no explored layout reproduced the delivered output (reconstructed_requests.contradicted)
+-- the rebuilt trace is not the engine's for that read and nothing is cleared. A suspect with
 -- another reason (a checksum or canary fault reconstruction does not model) keeps every pair.
 DELETE FROM possible_exposures;
 
@@ -70,7 +72,7 @@ LEFT JOIN (
     JOIN reconstructed_nodes rn ON rn.node = rr.node AND rn.allocator IN ('sglang', 'vllm')
                                AND rn.role = 'decode'
     JOIN screening s ON s.request_id = rr.request_id
-    WHERE rr.stub
+    WHERE rr.stub AND NOT coalesce(rr.contradicted, false)
       AND len(list_intersect(s.reasons, $suspect_reasons)) > 0
       AND list_has_all($stub_reasons, list_intersect(s.reasons, $suspect_reasons))
 ) m USING (receiver_request_id, node);

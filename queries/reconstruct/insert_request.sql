@@ -1,3 +1,3 @@
 -- One reconstructed request on one node.
-INSERT INTO reconstructed_requests (request_id, node, stub, reasons, waited, unread)
-VALUES ($request_id, $node, $stub, $reasons, $waited, $unread);
+INSERT INTO reconstructed_requests (request_id, node, stub, reasons, waited, unread, contradicted)
+VALUES ($request_id, $node, $stub, $reasons, $waited, $unread, $contradicted);

@@ -31,8 +31,11 @@ CREATE TABLE IF NOT EXISTS reconstructed_requests (
     stub       BOOLEAN NOT NULL,         -- prefill processed one token; decode read the rest
     reasons    VARCHAR[] NOT NULL,       -- the screening reasons that made it a stub
     waited     BOOLEAN,                  -- its allocation waited for a free (the pool was full)
-    unread     BOOLEAN                   -- still waiting at its first token: its first read is
+    unread     BOOLEAN,                  -- still waiting at its first token: its first read is
                                          -- not modelled (screening's possible pairs stand)
+    contradicted BOOLEAN                 -- replay reproduced its delivered output from none of
+                                         -- the explored layouts: the rebuilt trace is not the
+                                         -- engine's for this read (screening's pairs stand)
 );
 
 -- Nodes without a ledger that reconstruction could not rebuild, with the reason and the fix.
@@ -75,3 +78,4 @@ ALTER TABLE reconstructed_nodes ADD COLUMN IF NOT EXISTS unread BIGINT;
 ALTER TABLE reconstructed_nodes ADD COLUMN IF NOT EXISTS variants VARCHAR;
 ALTER TABLE reconstructed_requests ADD COLUMN IF NOT EXISTS waited BOOLEAN;
 ALTER TABLE reconstructed_requests ADD COLUMN IF NOT EXISTS unread BOOLEAN;
+ALTER TABLE reconstructed_requests ADD COLUMN IF NOT EXISTS contradicted BOOLEAN;
