@@ -73,6 +73,10 @@ def _value(argv: tuple[str, ...], option: str) -> str | None:
 # (reason, which command lines): these are parsed, not run.
 EXCEPTIONS: list[tuple[str, Callable[[tuple[str, ...]], bool]]] = [
     ("starts a serving engine (vLLM or SGLang) after --", lambda a: a[0] == "tap"),
+    (
+        "probes a live serving endpoint (its --dry-run runs: tests/test_probe.py)",
+        lambda a: a[0] == "probe" and "--dry-run" not in a,
+    ),
     ("needs a running Ray cluster at the address given", _ray_address),
     (
         "reads a ledger from an object store (S3)",

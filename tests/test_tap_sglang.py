@@ -32,7 +32,8 @@ def harness(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     )
     assert done.returncode == 0, done.stderr[-3000:]
     db = out / "case.duckdb"
-    assert cli(["ingest", str(out / "case"), "--db", str(db)]) == 0
+    # loaded, so that plain DuckDB reads kv_events below
+    assert cli(["ingest", str(out / "case"), "--db", str(db), "--ledger-load"]) == 0
     code = cli(["analyze", "--db", str(db)])
     return {"db": db, "analyze": code, "truth": json.loads((out / "truth.json").read_text())}
 

@@ -12,7 +12,7 @@ from typing import Any
 import duckdb
 
 from forensics.analysis.codes import code_lists
-from forensics.analysis.screening import SUSPECT_REASONS
+from forensics.analysis.reasons import SUSPECT_REASONS
 from forensics.sql import run_script, sql
 
 LEDGER_QUERIES = (

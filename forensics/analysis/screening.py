@@ -31,27 +31,12 @@ from dataclasses import asdict
 import duckdb
 
 from forensics.analysis.fetch import make_ledger_nodes
+from forensics.analysis.reasons import STUB_REASONS, SUSPECT_REASONS
 from forensics.ledger.store import ledger_meta
 from forensics.options import ScreeningParams
 from forensics.sql import run_script, sql, tables
 
-# The screening reasons that make a request a suspect receiver ($suspect_reasons in
-# queries/analysis/possible_exposures.sql and queries/replay/suspects_screening.sql);
-# deferred-release-timeout alone does not.
-SUSPECT_REASONS = (
-    "over-pool",
-    "fast-ttft",
-    "cache-implausible",
-    "engine-rejected",
-    "kv-checksum-mismatch",
-    "kv-canary-violation",
-)
-
-# The reasons under which reconstruction models a suspect as a 1-token stub
-# (forensics.reconstruct; $stub_reasons in queries/analysis/possible_exposures.sql).
-STUB_REASONS = ("over-pool", "engine-rejected", "fast-ttft", "cache-implausible")
-
-__all__ = ["STUB_REASONS", "ScreeningParams", "screen"]
+__all__ = ["STUB_REASONS", "SUSPECT_REASONS", "ScreeningParams", "screen"]
 
 
 def screen(

@@ -10,7 +10,7 @@ from typing import Any
 
 import duckdb
 
-from forensics.analysis.screening import SUSPECT_REASONS
+from forensics.analysis.reasons import SUSPECT_REASONS
 from forensics.context import RunContext, StageResult
 from forensics.dbopen import create_case_schema
 from forensics.errors import CaseError, StageUnavailable, UsageError
