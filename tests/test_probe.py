@@ -250,6 +250,19 @@ def test_a_closed_port_exits_2_naming_the_url(cli, tmp_path: Path) -> None:
     assert not (tmp_path / "o").exists()
 
 
+def test_a_dry_run_on_a_closed_port_still_explains_its_plan(cli, tmp_path: Path) -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    url = f"http://127.0.0.1:{port}"
+    code, _, err = cli("probe", url, "--out", tmp_path / "o", "--dry-run", "--context-len", 2048)
+    assert code == 0 and not (tmp_path / "o").exists()
+    text = " ".join(err.split())
+    assert "context length 2048, KV pool not published" in text and "24 requests" in text
+    assert f"could not ask the endpoint what it is (cannot reach {url}" in text
+    assert "a context of 2048 tokens (--context-len)" in text and "exits 2" in text
+
+
 def test_dry_run_prints_the_plan_and_sends_nothing(cli, fake, tmp_path: Path) -> None:
     state, url = fake
     code, _, err = cli("probe", url, "--out", tmp_path / "o", "--dry-run", "--max-requests", 7)

@@ -63,7 +63,7 @@ def probe(
     if json_out:
         emit_json(stage.result_json(result, options) if not result.dry_run else _plan(result))
     elif result.dry_run:
-        for line in describe(result.plan, result.endpoint):
+        for line in [*describe(result.plan, result.endpoint), *result.notes]:
             console.print(line, markup=False)
     else:
         _summary(result)
@@ -71,7 +71,7 @@ def probe(
 
 
 def _plan(result: ProbeResult) -> dict[str, object]:
-    return {"dry_run": True, "plan": describe(result.plan, result.endpoint)}
+    return {"dry_run": True, "plan": describe(result.plan, result.endpoint), "notes": result.notes}
 
 
 def _summary(result: ProbeResult) -> None:

@@ -118,13 +118,37 @@ def check_out(out: Path | None) -> Path:
     return out
 
 
+DRY_RUN_CONTEXT = 4096  # a dry run's context when the endpoint cannot be asked nor one is given
+
+
+def unread_endpoint(
+    root: str, options: ProbeOptions, exc: EndpointError
+) -> tuple[Endpoint, list[str]]:
+    """A dry run's stand-in for an endpoint it could not ask: the plan then assumes the
+    context given with --context-len (else DRY_RUN_CONTEXT) and no published pool."""
+    context = options.context_len or DRY_RUN_CONTEXT
+    note = (
+        f"could not ask the endpoint what it is ({exc}); this plan assumes a context of "
+        f"{context} tokens ({'--context-len' if options.context_len else 'give --context-len'}) "
+        "and no published KV pool; a run reads both from the endpoint first, and exits 2 "
+        "while it cannot reach it"
+    )
+    name = options.model or "(not read)"
+    return Endpoint(root, name, context, None, None, None, "not read"), [note]
+
+
 def run_probe(url: str, options: ProbeOptions, say: Say | None = None) -> ProbeResult:
     """Discover, plan and (unless dry_run) send, check and write OUT."""
     tell = say or (lambda _line: None)
     root = base_url(url)
     key = api_key(options.api_key_env)
     deadline = time.monotonic() + options.timeout
-    endpoint, notes = discover(root, key, options.model, min(options.timeout, 30.0))
+    try:
+        endpoint, notes = discover(root, key, options.model, min(options.timeout, 30.0))
+    except EndpointError as exc:
+        if not options.dry_run:
+            raise
+        endpoint, notes = unread_endpoint(root, options, exc)
     plan = make_plan(
         endpoint,
         new_tag(),
