@@ -40,3 +40,15 @@ def test_command_gets_the_tap_environment_and_its_status_is_kept(tmp_path: Path)
 def test_unknown_engine_and_missing_command_are_usage_errors(tmp_path: Path) -> None:
     assert run(["tap", "tgi", "--dir", str(tmp_path), "--", "true"]) == 2
     assert run(["tap", "vllm", "--dir", str(tmp_path)]) == 2
+
+
+def test_a_misplaced_option_or_a_missing_server_command_is_a_usage_error(
+    tmp_path: Path, capsys
+) -> None:
+    assert run(["tap", "vllm", "--no-such", "--", "true"]) == 2
+    assert "tap has no option --no-such" in " ".join(capsys.readouterr().err.split())
+    missing = ["tap", "vllm", "--dir", str(tmp_path), "--", "no-such-server-command-xyz"]
+    assert run(missing) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert "cannot run the server's command 'no-such-server-command-xyz'" in err
+    assert "internal error" not in err

@@ -29,4 +29,16 @@ def tap(
             "give the server's command after --, e.g. "
             "kvforensics tap sglang -- python -m sglang.launch_server …"
         )
-    raise typer.Exit(launch(engine.value, command, out, node, contents))
+    if command[0].startswith("-"):
+        raise UsageError(
+            f"tap has no option {command[0]}; its options (--dir, --node, --contents) go before "
+            "--, the server's command after it"
+        )
+    try:
+        code = launch(engine.value, command, out, node, contents)
+    except (FileNotFoundError, PermissionError) as exc:
+        raise UsageError(
+            f"cannot run the server's command {command[0]!r} ({exc.strerror}); fix: give a "
+            "command on PATH, or its path, after --"
+        ) from exc
+    raise typer.Exit(code)
