@@ -24,6 +24,7 @@ import pytest
 from forensics.analysis.stage import analyze
 from forensics.db import connect
 from forensics.ingest.load import ingest_case
+from forensics.ledger.default import choose_ledger
 from forensics.simulate.run import SimOptions, simulate
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -334,3 +335,30 @@ def test_damaged_and_hostile_tap_reports_are_quarantined_or_escaped(tmp_path: Pa
             "SELECT \"row\" FROM quarantine WHERE table_name = 'tap' ORDER BY 1"
         ).fetchall()
     assert rows == [(1,), (3,)]
+
+
+def test_a_seq_gap_in_a_ledger_read_in_place_is_a_hole(tmp_path: Path) -> None:
+    case = tmp_path / "case"
+    shutil.copytree(SAMPLE, case, ignore=shutil.ignore_patterns("ground_truth"))
+    for node in ("decode-0", "prefill-0", "prefill-1", "decode-1"):
+        part, table = _tap_layout(case, node)  # node folders: read in place by default
+        pq.write_table(table, part)
+    table = _tap_numbered(part)
+    read = _stub_read_seq(table, STUB)
+    seq = table["seq"]
+    lost = pa.compute.and_(
+        pa.compute.greater_equal(seq, read - 400), pa.compute.less(seq, read - 300)
+    )
+    pq.write_table(table.filter(pa.compute.invert(lost)), part)
+    db = tmp_path / "case.duckdb"
+    ledger = choose_ledger(case, None, False, None)
+    assert ledger is not None  # the default reads this ledger in place
+    ingest_case(case, db, ledger=ledger)
+    con = connect(db)
+    try:
+        analyze(con)
+    finally:
+        con.close()
+    coverage, covered, found = _screened(db)
+    assert (coverage, covered) == ("ledger-hole", False)
+    assert ("decode-1", "seq-gap", 100, "seq") in found

@@ -56,7 +56,7 @@ def screen(
         "stub_reasons": list(STUB_REASONS),
     }
     external = ledger_meta(con) is not None
-    run_script(con, sql("analysis/ledger_holes_external" if external else "analysis/ledger_holes"))
+    run_script(con, sql("analysis/ledger_holes"))  # a ledger read in place is scanned too
     if "tap_reports" in tables(con) and con.execute(sql("analysis/tap_reported")).fetchall():
         run_script(con, sql("analysis/ledger_holes_tap"))
     for name in SCREENING_QUERIES:
