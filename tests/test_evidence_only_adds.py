@@ -261,18 +261,22 @@ def test_a_tap_stopped_while_writing_leaves_a_hole(tmp_path: Path) -> None:
     assert ("possible",) in found
 
 
-def test_a_seq_gap_is_a_hole_for_every_request_after_it(tmp_path: Path) -> None:
-    case = tmp_path / "case"
-    shutil.copytree(SAMPLE, case, ignore=shutil.ignore_patterns("ground_truth"))
-    part = case / "kv_events" / "decode-1-part-00001.parquet"
+def _lose_before_the_stub(part: Path) -> None:
+    """Number the part as the tap does and lose 100 events well before the stub's read: its
+    pages' writers may be among them."""
     table = _tap_numbered(part)
     read = _stub_read_seq(table, STUB)
     seq = table["seq"]
-    # events lost well before the stub's read: its pages' writers may be among them
     lost = pa.compute.and_(
         pa.compute.greater_equal(seq, read - 400), pa.compute.less(seq, read - 300)
     )
     pq.write_table(table.filter(pa.compute.invert(lost)), part)
+
+
+def test_a_seq_gap_is_a_hole_for_every_request_after_it(tmp_path: Path) -> None:
+    case = tmp_path / "case"
+    shutil.copytree(SAMPLE, case, ignore=shutil.ignore_patterns("ground_truth"))
+    _lose_before_the_stub(case / "kv_events" / "decode-1-part-00001.parquet")
     db = tmp_path / "case.duckdb"
     _lists(case, db)
     coverage, covered, found = _screened(db)
@@ -343,13 +347,7 @@ def test_a_seq_gap_in_a_ledger_read_in_place_is_a_hole(tmp_path: Path) -> None:
     for node in ("decode-0", "prefill-0", "prefill-1", "decode-1"):
         part, table = _tap_layout(case, node)  # node folders: read in place by default
         pq.write_table(table, part)
-    table = _tap_numbered(part)
-    read = _stub_read_seq(table, STUB)
-    seq = table["seq"]
-    lost = pa.compute.and_(
-        pa.compute.greater_equal(seq, read - 400), pa.compute.less(seq, read - 300)
-    )
-    pq.write_table(table.filter(pa.compute.invert(lost)), part)
+    _lose_before_the_stub(part)
     db = tmp_path / "case.duckdb"
     ledger = choose_ledger(case, None, False, None)
     assert ledger is not None  # the default reads this ledger in place
