@@ -32,6 +32,7 @@ import duckdb
 
 from forensics.analysis.fetch import make_ledger_nodes
 from forensics.analysis.reasons import STUB_REASONS, SUSPECT_REASONS
+from forensics.ledger.external import is_url
 from forensics.ledger.store import ledger_meta
 from forensics.options import ScreeningParams
 from forensics.sql import run_script, sql, tables
@@ -55,12 +56,14 @@ def screen(
         "suspect_reasons": list(SUSPECT_REASONS),
         "stub_reasons": list(STUB_REASONS),
     }
-    external = ledger_meta(con) is not None
-    run_script(con, sql("analysis/ledger_holes"))  # a ledger read in place is scanned too
+    meta = ledger_meta(con)
+    external = meta is not None
+    remote = meta is not None and is_url(str(meta.get("location", "")))
+    run_script(con, sql("analysis/ledger_holes_remote" if remote else "analysis/ledger_holes"))
     if "tap_reports" in tables(con) and con.execute(sql("analysis/tap_reported")).fetchall():
         run_script(con, sql("analysis/ledger_holes_tap"))
     for name in SCREENING_QUERIES:
-        run_script(con, sql(name), {**bound, "external": external})
+        run_script(con, sql(name), {**bound, "external": external, "remote": remote})
 
 
 # In order: the suspects and how the ledger covers them, what positive evidence cleared, the

@@ -96,6 +96,10 @@ SELECT node, role, requests, ledger_events, ledger_first_ts, ledger_last_ts, hol
                            'pool_slots, or its start-up log in logs/), the responses'' cached '
                            'tokens (requests.csv cached_tokens), or its engine log', blind)
                ELSE '' END
+       || CASE WHEN has_ledger AND $remote
+               THEN '; its ledger is read from a remote store, where seq gaps are not looked '
+                    'for (each part is fetched once; only the tap''s own reports of what it lost)'
+               ELSE '' END
        || CASE WHEN odd_numbering
                THEN '; its ledger''s seq is not one consecutive count per recording process, '
                     'so lost events cannot be told from it'
