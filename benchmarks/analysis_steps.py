@@ -28,8 +28,8 @@ from forensics.analysis.codes import code_lists
 from forensics.analysis.coverage import read_counts, run_numbers
 from forensics.analysis.screening import ScreeningParams, screen
 from forensics.analysis.sweep import READ, Cells, cells_of, sweep_cells_of
+from forensics.casedb.sql import run_script, sql
 from forensics.db import connect
-from forensics.sql import run_script, sql
 
 AFTER_SWEEP = ("analysis/piece_events", *aggregate.LEDGER_QUERIES)
 

@@ -25,10 +25,10 @@ import duckdb
 
 from benchmarks.bench_reconstruct import SIDES, _ingested, found, print_case, score
 from forensics.analysis.stage import analyze
+from forensics.casedb.sql import sql
 from forensics.engines.client import engines_python
 from forensics.options import ReconstructOptions
 from forensics.reconstruct.stage import reconstruct
-from forensics.sql import sql
 
 GENERATOR = Path(__file__).resolve().parents[1] / "tests" / "sglang_cases.py"
 

@@ -38,12 +38,12 @@ import duckdb
 import polars as pl
 
 from forensics.analysis.stage import analyze
+from forensics.casedb.sql import sql
 from forensics.db import connect
 from forensics.ingest.load import ingest_case
 from forensics.options import Allocator, ReconstructOptions
 from forensics.reconstruct.stage import reconstruct
 from forensics.simulate.run import SimOptions, simulate
-from forensics.sql import sql
 
 SIDES = ("receiving", "leaking")
 

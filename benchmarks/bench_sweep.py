@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from forensics.analysis.sweep import ALLOC, FREE, READ, WRITE, sweep_node
-from forensics.sql import sql
+from forensics.casedb.sql import sql
 
 
 @dataclass(frozen=True)

@@ -39,7 +39,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import zstandard
 
-from forensics.sql import ident, sql, template
+from forensics.casedb.sql import ident, sql, template
 
 HOSTILE = [
     "=cmd|' /C calc'!A0",
@@ -324,8 +324,8 @@ def _cli(args: list[str]) -> tuple[int, str, str]:
 def check_ingest(case: Path, con: duckdb.DuckDBPyConnection) -> list[str]:
     """Ingest in process on a reused in-memory case database (what `kvforensics ingest` runs;
     a KvfError is its exit code 2, any other exception a traceback)."""
+    from forensics.case.discover import discover
     from forensics.errors import KvfError
-    from forensics.ingest.discover import discover
     from forensics.ingest.load import ingest_into
 
     con.execute(sql("bench/fuzz_forget_inputs"))  # never the unchanged shortcut: always load

@@ -20,9 +20,9 @@ import pyarrow as pa
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from forensics.casedb.sql import sql  # noqa: E402
 from forensics.report.casedb import open_case  # noqa: E402
 from forensics.report.stage import write_all  # noqa: E402
-from forensics.sql import sql  # noqa: E402
 
 START = datetime(2026, 8, 27, 0, 0)
 JURISDICTIONS = ("EU", "UK", "US-CA", "US-NY", "JP", "EU-DE")

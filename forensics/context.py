@@ -1,7 +1,7 @@
 """What every stage of `investigate` is given (RunContext) and what it gives back (StageResult).
 
 A leaf of the package: it imports no stage, so every stage module can import it and
-forensics.pipeline can import every stage (docs/DESIGN.md §8, "Layers")."""
+forensics.run.pipeline can import every stage (docs/DESIGN.md §8, "Layers")."""
 
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ from typing import Any
 
 import duckdb
 
-from forensics.ingest.result import IngestResult
+from forensics.base.progress import ProgressFn, no_progress
+from forensics.case.result import IngestResult
+from forensics.casedb.sql import QueryLog
 from forensics.options import InvestigateOptions
-from forensics.progress import ProgressFn, no_progress
-from forensics.sql import QueryLog
 
 
 @dataclass(frozen=True)
@@ -50,7 +50,7 @@ class RunContext:
     ingest: IngestResult | None = None  # what the ingest stage loaded, once it has run
     run_id: str = ""  # names this run in the manifest and the report
     queries: QueryLog = field(default_factory=QueryLog)  # the queries this run loaded
-    custody: dict[str, str | None] = field(default_factory=dict)  # forensics.manifest.custody
+    custody: dict[str, str | None] = field(default_factory=dict)  # forensics.base.manifest.custody
 
     def wrote(self, path: Path) -> Path:
         self.written.append(path)

@@ -1,5 +1,5 @@
 """Open a case database with the project's settings, macros, schema and ledger view (the
-settings themselves are in forensics.dbopen), and the catalog helpers every stage uses."""
+settings themselves are in forensics.casedb.dbopen), and the catalog helpers every stage uses."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from typing import Any
 
 import duckdb
 
-from forensics.dbopen import open_database
+from forensics.casedb.dbopen import open_database
+from forensics.casedb.sql import one_row, sql, tables
 from forensics.ledger.store import attach
-from forensics.sql import one_row, sql, tables
 
 INPUT_TABLES = (
     "requests",

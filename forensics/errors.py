@@ -77,7 +77,7 @@ def first_line(exc: BaseException) -> str:
 
 class Interrupted(Exception):
     """Ctrl-C, seen by work outside DuckDB that looks for it between its steps
-    (forensics.interrupts.stop_if_interrupted)."""
+    (forensics.casedb.interrupts.stop_if_interrupted)."""
 
 
 def interrupted(exc: BaseException) -> bool:

@@ -11,10 +11,10 @@ from typing import Any
 
 import duckdb
 
+from forensics.base.isotime import iso_utc
+from forensics.casedb.sql import sql
+from forensics.casedb.standins import empty_stand_ins
 from forensics.db import rows
-from forensics.notify.deadlines import iso_utc
-from forensics.sql import sql
-from forensics.standins import empty_stand_ins
 
 
 def headline_figures(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:

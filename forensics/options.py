@@ -14,9 +14,9 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any, TypeVar
 
+from forensics.base.hashing import sha256_file
+from forensics.base.isotime import scope_time
 from forensics.errors import UsageError
-from forensics.hashing import sha256_file
-from forensics.isotime import scope_time
 
 E = TypeVar("E", bound=StrEnum)
 

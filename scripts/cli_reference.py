@@ -117,7 +117,7 @@ are the analysis' working tables. The views for common questions (`account_pair_
 
 
 def render_tables() -> str:
-    from forensics.schema_docs import documented
+    from forensics.casedb.schema_docs import documented
 
     parts = [TABLES_HEAD]
     for (schema, table), doc in documented().items():  # in the order the stages create them

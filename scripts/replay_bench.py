@@ -137,7 +137,7 @@ def replay_on(
 
 
 def _has_suspect_tables(db: Path) -> bool:
-    from forensics.sql import tables
+    from forensics.casedb.sql import tables
 
     con = connect(db, read_only=True)
     try:

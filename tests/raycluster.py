@@ -20,7 +20,7 @@ from pathlib import Path
 STORE_BYTES = 100 * 1024 * 1024
 # Ray's memory resource per node: less than any sweep task asks for
 # (forensics.analysis.budget.task_need), so every task runs through the cap to the largest
-# node (forensics.raytasks.task_memory) and one at a time per node.
+# node (forensics.base.raytasks.task_memory) and one at a time per node.
 NODE_MEMORY = 64 * 1024 * 1024
 START_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 2.0

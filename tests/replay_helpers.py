@@ -8,7 +8,7 @@ from pathlib import Path
 
 import duckdb
 
-from forensics.sql import run_script, sql
+from forensics.casedb.sql import run_script, sql
 
 T0 = datetime(2026, 8, 27, 12, 0, 0)
 

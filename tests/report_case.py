@@ -14,8 +14,8 @@ from typing import Any
 
 import duckdb
 
-from forensics.sql import sql
-from forensics.standins import SCHEMAS
+from forensics.casedb.sql import sql
+from forensics.casedb.standins import SCHEMAS
 
 # The worked example (inputs and hand-worked answers), kept as a test fixture.
 EXAMPLE = Path(__file__).resolve().parent / "data" / "examples" / "semantics-seq"

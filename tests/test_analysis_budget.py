@@ -116,7 +116,7 @@ class _Cluster:
 
 
 def test_a_ray_task_asks_for_its_memory_capped_at_the_largest_live_node() -> None:
-    from forensics.raytasks import task_memory
+    from forensics.base.raytasks import task_memory
 
     memory = task_memory(_Cluster([(True, 1000), (False, 9000), (True, 3000)]))
     assert memory(2000) == {"memory": 2000}

@@ -16,8 +16,8 @@ from forensics.analysis import order
 from forensics.analysis.fetch import NodeEvents, NodeInfo, events_of
 from forensics.analysis.stage import analyze
 from forensics.analysis.sweep import cells_of
+from forensics.case.discover import discover
 from forensics.db import connect
-from forensics.ingest.discover import discover
 from forensics.ingest.load import ingest_into
 from forensics.simulate.run import SimOptions, simulate
 

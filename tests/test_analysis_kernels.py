@@ -194,7 +194,7 @@ _STALE_MODULE = """
     import numpy as np
     from numba import njit
 
-    import forensics.analysis.jitcache  # noqa: F401
+    import forensics.base.jitcache  # noqa: F401
 
 
     class {name}(NamedTuple):
@@ -243,7 +243,7 @@ _CALLEE = """
 _CALLER = """
     from pathlib import Path
 
-    import forensics.analysis.jitcache as jitcache
+    import forensics.base.jitcache as jitcache
 
     jitcache.SHARED_FOLDERS.add(Path(__file__).resolve().parent)
 
@@ -317,7 +317,7 @@ def test_the_modules_with_kernels_are_all_found() -> None:
 @pytest.mark.parametrize("module", _modules_with_kernels())
 def test_a_kernel_module_imported_first_stamps_its_cache_with_its_folder(module: str) -> None:
     """A cache's stamp is taken when its kernel is defined, so a module whose kernels were
-    defined before forensics.analysis.jitcache was imported kept numba's own stamp (its file
+    defined before forensics.base.jitcache was imported kept numba's own stamp (its file
     alone). Two commands importing the modules in different orders then overwrote each other's
     caches, recompiling every time (12 s), and a change to a called kernel in another module
     could run stale code. Each module must import jitcache before defining a kernel."""

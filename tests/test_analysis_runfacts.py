@@ -25,7 +25,7 @@ from forensics.analysis.runfacts import (
     renumbered,
     runs_table,
 )
-from forensics.sql import sql
+from forensics.casedb.sql import sql
 
 pieces_strategy = st.lists(
     st.tuples(

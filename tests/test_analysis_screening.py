@@ -239,7 +239,7 @@ def test_possible_accounts_have_no_token_count(screened) -> None:
 def test_a_case_database_without_engine_logs_is_screened_too() -> None:
     import duckdb
 
-    from forensics.sql import run_script, sql
+    from forensics.casedb.sql import run_script, sql
 
     con = duckdb.connect()
     run_script(con, sql("schema/macros"))

@@ -132,7 +132,7 @@ def test_sweep_matches_oracle_when_it_runs_a_few_events_at_a_time(events: list[d
 def test_a_sweep_stops_between_stretches_once_ctrl_c_came(monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """Compiled code cannot be interrupted: the sweep looks for Ctrl-C between stretches of
     events and stops there, with an error the command line reports as an interrupt."""
-    from forensics import interrupts
+    from forensics.casedb import interrupts
     from forensics.errors import Interrupted, interrupted
 
     looks: list[int] = []

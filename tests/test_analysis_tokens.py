@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from forensics.analysis.codes import EXPOSURE_KINDS
-from forensics.sql import run_script, sql
+from forensics.casedb.sql import run_script, sql
 from tests.analysis_case import at, insert, new_case, request_row
 
 ACCOUNTS = {"r0": "acct-a", "r1": "acct-b", "r2": None}  # r2: not in the request log

@@ -1,4 +1,4 @@
-"""Columns between Python, numpy and Arrow without pyarrow's conversions (forensics.arrow),
+"""Columns between Python, numpy and Arrow without pyarrow's conversions (forensics.base.arrow),
 checked against pyarrow's own conversions; and an analysis and an ingest of a case, each in a
 fresh process, which must not load pandas (0.4 to 0.6 s of their fixed cost)."""
 
@@ -17,8 +17,8 @@ import pyarrow as pa
 import pytest
 from conftest import REPO
 
-import forensics.arrow
-from forensics.arrow import (
+import forensics.base.arrow
+from forensics.base.arrow import (
     as_numpy,
     column_of,
     columns_table,
@@ -83,7 +83,7 @@ def test_a_repeated_text_is_that_text_each_time(text: str) -> None:
 def test_a_repeated_text_past_32_bit_offsets_is_large_text(monkeypatch: Any) -> None:
     """A column whose text passes what 32-bit offsets reach has 64-bit ones (the limit lowered
     here from 2 GiB, so as not to make 2 GiB of text)."""
-    monkeypatch.setattr(forensics.arrow, "TEXT_BYTES_32", 20)
+    monkeypatch.setattr(forensics.base.arrow, "TEXT_BYTES_32", 20)
     assert repeated("abcd", 5).type == pa.string()  # 20 bytes: within
     column = repeated("abcd", 6)
     assert column.type == pa.large_string()

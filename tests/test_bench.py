@@ -18,8 +18,8 @@ from forensics.bench.run import (
     _naive,
     naive_max_slot_rows,
 )
+from forensics.case.discover import discover
 from forensics.db import connect
-from forensics.ingest.discover import discover
 from forensics.ingest.load import ingest_into
 from forensics.simulate.run import SimOptions, simulate
 

@@ -133,7 +133,7 @@ def test_a_ray_task_whose_disk_fills_raises_the_error_itself(full) -> None:
     ray = pytest.importorskip("ray")
     from types import SimpleNamespace
 
-    from forensics.raytasks import result_of
+    from forensics.base.raytasks import result_of
 
     cause = duckdb.IOException(SPILL_FULL if full else "IO Error: something else")
     wrapped = ray.exceptions.RayTaskError("sweep_partition", "Traceback (worker)", cause)

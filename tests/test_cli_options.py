@@ -26,7 +26,7 @@ STAGE_ENTRY = {
     "bench": ("forensics.cli.bench_cmd", "run_chosen"),
     "explain": ("forensics.cli.explain_cmd", "explain_one"),
     "ingest": ("forensics.cli.ingest_cmd", "ingest_case"),
-    "investigate": ("forensics.investigate", "_run"),
+    "investigate": ("forensics.run.investigate", "_run"),
     "probe": ("forensics.probe.stage", "run_probe"),
     "replay": ("forensics.replay.stage", "run_case_replay"),
     "report": ("forensics.cli.report_cmd", "write_all"),

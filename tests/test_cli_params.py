@@ -12,10 +12,10 @@ from typing import Annotated, Any, get_args, get_origin, get_type_hints
 import pytest
 import typer
 
+from forensics.base.isotime import option_time, parse_iso
 from forensics.cli import app, params
 from forensics.cli.app import command
 from forensics.errors import UsageError
-from forensics.isotime import option_time, parse_iso
 from forensics.options import (
     AnalysisOptions,
     InvestigateOptions,

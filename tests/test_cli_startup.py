@@ -10,7 +10,7 @@ from pathlib import Path
 
 from conftest import REPO
 
-HEAVY = ("numba", "forensics.analysis.stage", "forensics.pipeline", "torch")
+HEAVY = ("numba", "forensics.analysis.stage", "forensics.run.pipeline", "torch")
 
 
 def _loaded_after(argv: list[str], cwd: Path) -> list[str]:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from forensics.textsafe import csv_text
+from forensics.base.textsafe import csv_text
 
 FORMULA_FIRST = ("=", "+", "-", "@", "\t", "\r")
 HOSTILE_NAME = "  +SUM(A1) \u202eevil\u2066 *bold* [x](http://e.example) <b>\r\nnext"
@@ -232,8 +232,8 @@ def test_the_sql_and_python_csv_rules_agree_and_read_back() -> None:
 
     import duckdb
 
-    from forensics.sql import run_script, sql
-    from forensics.textsafe import csv_cell
+    from forensics.base.textsafe import csv_cell
+    from forensics.casedb.sql import run_script, sql
 
     con = duckdb.connect()
     run_script(con, sql("schema/macros"))

@@ -217,8 +217,8 @@ def test_a_hostile_manifest_is_refused_with_exit_2(
     monkeypatch: pytest.MonkeyPatch,
     hostile: str,
 ) -> None:
-    import forensics.outdir as outdir
-    import forensics.verify as verify
+    import forensics.run.outdir as outdir
+    import forensics.run.verify as verify
 
     case, out = copied(run_out, tmp_path)
     manifest = out / "manifest.json"

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from forensics.dbopen import open_database, remove_stale_spills
+from forensics.casedb.dbopen import open_database, remove_stale_spills
 
 
 def test_a_spill_goes_to_the_system_temporary_folder_and_is_removed(
@@ -76,7 +76,7 @@ def test_ingest_checks_and_partition_tasks_here_spill_beside_the_case(
     this machine: they spill beside it (the system's temporary folder may be memory)."""
     from test_ledger_external import hive_sample
 
-    import forensics.scratch as scratch
+    import forensics.casedb.scratch as scratch
     from forensics.cli import run
 
     opened: list[Path | None] = []

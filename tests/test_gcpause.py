@@ -13,9 +13,9 @@ import pytest
 
 from forensics.analysis import order
 from forensics.analysis.stage import analyze
+from forensics.base.gcpause import collector_paused
 from forensics.cli import run
 from forensics.db import connect
-from forensics.gcpause import collector_paused
 from forensics.ingest import load
 from tests.test_ledger_external import hive_sample
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from forensics.hashing import BLOCK, blocks, sha256_file
+from forensics.base.hashing import BLOCK, blocks, sha256_file
 from forensics.ledger.external import sha256_of
 
 

@@ -1,5 +1,5 @@
 """A column of an input file that is not in the contract is not loaded, and is warned of once
-per table and column (forensics.ingest.columns): in ingest_warnings, in ingest's summary and in
+per table and column (forensics.case.columns): in ingest_warnings, in ingest's summary and in
 the notes the report repeats. The expected reasons are written out here in full; the loaded
 rows are compared with a load of the same files without the extra columns."""
 
@@ -383,7 +383,7 @@ def test_three_unknown_columns_of_a_table_have_a_note_each(tmp_path) -> None:
 def test_what_the_tap_and_the_simulator_write_is_the_contract_and_no_more() -> None:
     """A ledger recorded by the tap, or simulated, is ingested without column warnings: their
     files hold the contract's columns and no others."""
-    from forensics.ingest.contract import CONTENTS, KV_EVENTS
+    from forensics.case.contract import CONTENTS, KV_EVENTS
     from forensics.tap import writer
 
     assert writer.EVENTS.names == KV_EVENTS.names

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from rich.console import Console
 
+from forensics.case.result import FileCounts, IngestResult
 from forensics.ingest.report import FOLDER_ROWS, print_ingest_summary, summary_rows
-from forensics.ingest.result import FileCounts, IngestResult
 
 
 def _file(path: str, table: str, read: int, bad: int) -> FileCounts:

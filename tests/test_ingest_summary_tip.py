@@ -9,8 +9,8 @@ from dataclasses import replace
 import pytest
 from rich.console import Console
 
+from forensics.case.result import FileCounts, IngestResult
 from forensics.ingest.report import EXTERNAL_HINT_EVENTS, print_ingest_summary
-from forensics.ingest.result import FileCounts, IngestResult
 
 
 def _result(events: int, path: str = "kv_events/decode-0.parquet") -> IngestResult:

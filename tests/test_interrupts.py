@@ -1,7 +1,7 @@
 """Ctrl-C (a real SIGINT) while DuckDB statements run in a worker thread and in the main
-thread: every statement stops at once (forensics.interrupts), where before a worker's statement
-ran to its end, and the main thread's missed some signals. Each run is a process of its own,
-started as a terminal starts a command (Python's own Ctrl-C handler in place)."""
+thread: every statement stops at once (forensics.casedb.interrupts), where before a worker's
+statement ran to its end, and the main thread's missed some signals. Each run is a process of
+its own, started as a terminal starts a command (Python's own Ctrl-C handler in place)."""
 
 from __future__ import annotations
 
@@ -17,16 +17,16 @@ from pathlib import Path
 import pytest
 from conftest import REPO
 
-import forensics.interrupts as interrupts
+import forensics.casedb.interrupts as interrupts
 
 CHILD = textwrap.dedent(
     """
     import signal, sys, threading
     signal.signal(signal.SIGINT, signal.default_int_handler)  # as a terminal starts it
     from concurrent.futures import ThreadPoolExecutor
-    from forensics.dbopen import open_database
+    from forensics.casedb.dbopen import open_database
     from forensics.errors import interrupted
-    from forensics.interrupts import reaching_every_statement
+    from forensics.casedb.interrupts import reaching_every_statement
 
     LONG = "SELECT count(*) FROM range(1000000000000) t(x) WHERE x % 7 = 3"
     ready = threading.Barrier(2)
@@ -129,7 +129,7 @@ def test_a_ctrl_c_someone_else_handles_is_left_to_them() -> None:
         """
         import signal
         signal.signal(signal.SIGINT, signal.SIG_IGN)
-        from forensics.interrupts import reaching_every_statement
+        from forensics.casedb.interrupts import reaching_every_statement
         with reaching_every_statement():
             print(signal.getsignal(signal.SIGINT) is signal.SIG_IGN)
         """
@@ -146,8 +146,8 @@ def test_every_command_runs_with_the_handler_and_every_connection_is_registered(
         import signal
         signal.signal(signal.SIGINT, signal.default_int_handler)
         import forensics.cli as cli
-        from forensics import interrupts
-        from forensics.dbopen import open_database
+        from forensics.casedb import interrupts
+        from forensics.casedb.dbopen import open_database
 
         seen = []
 
@@ -223,9 +223,9 @@ def test_after_ctrl_c_a_worker_thread_begins_no_statement() -> None:
     KeyboardInterrupt and cleans up, still can."""
     import duckdb
 
-    from forensics import interrupts
+    from forensics.casedb import interrupts
+    from forensics.casedb.sql import first_row, run_script
     from forensics.errors import Interrupted
-    from forensics.sql import first_row, run_script
 
     con = duckdb.connect()
     interrupts._STOP.set()  # what a Ctrl-C sets while a command runs

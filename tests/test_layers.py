@@ -14,60 +14,26 @@ import forensics
 
 ROOT = "forensics"
 
-# Highest layer first. A module may import modules of its own layer or of a lower one, never of
-# a higher one; within a layer only the absence of cycles is checked.
+# Highest layer first, as docs/DESIGN.md §8 ("Layout and layers") names them. A module may
+# import modules of its own layer or of a lower one, never of a higher one; within a layer only
+# the absence of cycles is checked (between folders too, type-only imports included).
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("commands", ("forensics.cli", "forensics.__main__")),
-    (
-        "whole runs",
-        ("forensics.investigate", "forensics.bench", "forensics.verify", "forensics.probe"),
-    ),
-    ("stage list", ("forensics.pipeline",)),
+    ("whole runs", ("forensics.run", "forensics.bench", "forensics.probe")),
     ("report", ("forensics.report",)),
+    ("late stages", ("forensics.reconstruct", "forensics.simulate", "forensics.notify")),
+    ("replay", ("forensics.replay",)),
+    ("analysis", ("forensics.analysis",)),
+    ("ingest", ("forensics.ingest",)),
+    ("readers and engines", ("forensics.logs", "forensics.tap", "forensics.engines")),
     (
-        "stages",
-        (
-            "forensics.ingest",
-            "forensics.analysis",
-            "forensics.reconstruct",
-            "forensics.replay",
-            "forensics.notify",
-            "forensics.ledger",
-            "forensics.logs",
-            "forensics.tap",
-            "forensics.engines",
-            "forensics.simulate",
-            "forensics.context",
-            "forensics.figures",
-            "forensics.standins",
-            "forensics.db",
-            "forensics.dbopen",
-            "forensics.scratch",
-            "forensics.raytasks",
-            "forensics.schema_docs",
-            "forensics.manifest",
-            "forensics.options",
-        ),
+        "stage contract",
+        ("forensics.context", "forensics.db", "forensics.options", "forensics.figures"),
     ),
-    (
-        "base",
-        (
-            ROOT,
-            "forensics.errors",
-            "forensics.progress",
-            "forensics.resources",
-            "forensics.textsafe",
-            "forensics.outdir",
-            "forensics.isotime",
-            "forensics.sql",
-            "forensics.hashing",
-            "forensics.signing",
-            "forensics.spillnames",
-            "forensics.arrow",
-            "forensics.interrupts",
-            "forensics.gcpause",
-        ),
-    ),
+    ("ledger store", ("forensics.ledger",)),
+    ("input contract", ("forensics.case",)),
+    ("case database", ("forensics.casedb",)),
+    ("base", (ROOT, "forensics.base", "forensics.errors")),
 )
 
 
@@ -298,7 +264,12 @@ def test_the_stage_modules_see_neither_the_pipeline_nor_the_commands() -> None:
     layer, the stage list, investigate or the report."""
     lower = ("ingest", "analysis", "logs", "replay", "notify", "ledger", "reconstruct", "tap")
     lower += ("engines", "simulate")
-    upper = ("forensics.cli", "forensics.pipeline", "forensics.investigate", "forensics.report")
+    upper = (
+        "forensics.cli",
+        "forensics.run.pipeline",
+        "forensics.run.investigate",
+        "forensics.report",
+    )
     bad = [
         f"{e.source} imports {e.target} (line {e.line})"
         for e in import_edges(PACKAGE_DIR)
@@ -316,7 +287,7 @@ def test_stages_import_other_packages_at_load_time() -> None:
 
 
 def test_the_stage_list_imports_nothing_late() -> None:
-    late = [e for e in import_edges(PACKAGE_DIR) if e.source == "forensics.pipeline" and e.lazy]
+    late = [e for e in import_edges(PACKAGE_DIR) if e.source == "forensics.run.pipeline" and e.lazy]
     assert not late, late
 
 
@@ -347,21 +318,24 @@ def test_a_cycle_behind_a_function_level_import_is_found(tmp_path: Path) -> None
         tmp_path,
         {
             "__init__.py": "",
-            "pipeline.py": "from forensics.ingest.stage import run\n",
+            "run/__init__.py": "",
+            "run/pipeline.py": "from forensics.ingest.stage import run\n",
             "ingest/__init__.py": "",
-            "ingest/stage.py": "def run():\n    from forensics.pipeline import x\n    return x\n",
+            "ingest/stage.py": (
+                "def run():\n    from forensics.run.pipeline import x\n    return x\n"
+            ),
         },
     )
     edges = import_edges(package)
     assert find_cycle(runtime_graph(edges)) == [
         "forensics.ingest.stage",
-        "forensics.pipeline",
+        "forensics.run.pipeline",
         "forensics.ingest.stage",
     ]
     violation = layer_violations(edges)
     assert violation == [
-        "forensics.ingest.stage (layer 'stages') imports forensics.pipeline "
-        "(layer 'stage list') at line 2"
+        "forensics.ingest.stage (layer 'ingest') imports forensics.run.pipeline "
+        "(layer 'whole runs') at line 2"
     ]
 
 

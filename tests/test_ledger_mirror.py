@@ -21,11 +21,11 @@ from typing import Any
 import fsspec
 import pytest
 
-from forensics import interrupts
+from forensics.casedb import interrupts
+from forensics.casedb.spillnames import SPILL_PREFIX
 from forensics.errors import InputError, Interrupted
 from forensics.ledger import mirror
 from forensics.ledger.external import LedgerFile
-from forensics.spillnames import SPILL_PREFIX
 
 ROOT = "/kvf-room"
 PARTS = {

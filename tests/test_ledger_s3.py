@@ -34,6 +34,7 @@ pytest.importorskip("ray")
 from raycluster import cluster_env, free_port, local_cluster  # noqa: E402
 from smalldisk import small_disk  # noqa: E402
 
+from forensics.casedb.spillnames import SPILL_PREFIX  # noqa: E402
 from forensics.errors import UsageError  # noqa: E402
 from forensics.ledger.external import filesystem  # noqa: E402
 from forensics.ledger.storage import (  # noqa: E402
@@ -42,7 +43,6 @@ from forensics.ledger.storage import (  # noqa: E402
     answering,
     storage_failure,
 )
-from forensics.spillnames import SPILL_PREFIX  # noqa: E402
 from tests.test_ledger_external import OWN_LEDGER, differences, query  # noqa: E402
 from tests.test_ledger_external import spoiled as spoiled  # noqa: E402,F401  (a fixture)
 
@@ -382,14 +382,14 @@ def test_a_url_whose_filesystem_is_not_installed_says_what_to_install() -> None:
 
 def test_the_copies_folder_is_a_spill_folder_that_a_later_run_removes(tmp_path) -> None:
     """The copies lie in a folder named as the case's spill folders, so that one a killed run
-    left is removed by the next run (forensics.dbopen.remove_stale_spills) and is not taken
+    left is removed by the next run (forensics.casedb.dbopen.remove_stale_spills) and is not taken
     for someone else's file in OUT; it is gone once the copies are."""
     import fsspec
 
-    from forensics.dbopen import remove_stale_spills
+    from forensics.casedb.dbopen import remove_stale_spills
+    from forensics.casedb.spillnames import spill_pid
     from forensics.ledger.external import LedgerFile
     from forensics.ledger.mirror import mirrored_files
-    from forensics.spillnames import spill_pid
 
     fsspec.filesystem("memory").pipe("/kvf-mirror/node=a/part.parquet", b"PAR1 bytes")
     url = "memory://kvf-mirror/node=a/part.parquet"

@@ -146,7 +146,7 @@ def test_a_case_ingested_without_the_parts_schemas_reads_them_from_the_parts(tmp
 def test_text_timestamps_of_kept_rows_parse_as_ingest_parses_them() -> None:
     """kvf_ts_kept gives what kvf_ts gives for every text it accepts (a naive oracle: the
     datetime each string names, in UTC)."""
-    from forensics.dbopen import open_database
+    from forensics.casedb.dbopen import open_database
 
     base = datetime(2026, 8, 27, 0, 0, 1, 938555, tzinfo=UTC)
     cases = {
@@ -260,10 +260,10 @@ def test_the_named_view_holds_exactly_the_kept_rows_named(tmp_path, alone) -> No
     by itself (decode-0's two parts, typed and text, both with quarantined rows, are two groups
     anyway)."""
     from forensics.analysis.tasks import tasks_of
+    from forensics.casedb.sql import append_rows
     from forensics.ledger.external import open_connection
     from forensics.ledger.store import ledger_meta
     from forensics.ledger.view import view_sql
-    from forensics.sql import append_rows
 
     case = hive_sample(tmp_path)
     split_decode0(case)

@@ -8,9 +8,9 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from forensics.casedb.sql import sql
 from forensics.errors import InputError
 from forensics.logs.load import load_logs
-from forensics.sql import sql
 
 DATA = Path(__file__).resolve().parent / "data" / "logs"
 

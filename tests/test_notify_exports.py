@@ -351,7 +351,7 @@ def test_missing_analysis_tables_give_empty_lists(tmp_path: Path) -> None:
     report = (tmp_path / "out" / "report.html").read_text()
     assert "The analysis stage has not run on this case" in report
     con = open_case(db)  # nothing was added to the case database
-    from forensics.sql import tables
+    from forensics.casedb.sql import tables
 
     assert "exposures" not in tables(con)
     con.close()

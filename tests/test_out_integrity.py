@@ -104,7 +104,7 @@ KILL_POINTS = {
     "ingest": ("forensics.ingest.load", "_load_file", "after", 2),
     "analysis": ("forensics.analysis.aggregate", "affected_tables", "before", 1),
     "notices": ("forensics.report.stage", "write_notices", "after", 1),
-    "swap": ("forensics.outdir", "_exchange", "before", 1),
+    "swap": ("forensics.run.outdir", "_exchange", "before", 1),
 }
 
 KILLER = textwrap.dedent("""
@@ -123,7 +123,7 @@ KILLER = textwrap.dedent("""
         return result
     setattr(mod, name, hook)
     if sys.argv[5] == "no-exchange":
-        import forensics.outdir as outdir
+        import forensics.run.outdir as outdir
         outdir._exchange = lambda a, b: False
     from forensics.cli import run
     sys.exit(run(sys.argv[6:]))
@@ -170,7 +170,7 @@ def test_sigkill_leaves_the_previous_complete_set(cli, tmp_path, where):
     assert _killed_run(point, mode, case, out) == -9
     if where == "between-renames":  # OUT is aside; the next run (or verify after it) puts it back
         assert not out.exists()
-        from forensics.outdir import recover
+        from forensics.run.outdir import recover
 
         recover(out)
     assert _run_id(out) == before and _notices(out) == notices

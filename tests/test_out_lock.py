@@ -39,7 +39,7 @@ PAUSED = textwrap.dedent("""
 HOLDER = textwrap.dedent("""
     import sys, time
     from pathlib import Path
-    from forensics.outdir import held
+    from forensics.run.outdir import held
     with held(Path(sys.argv[1])):
         print("held", flush=True)
         time.sleep(120)

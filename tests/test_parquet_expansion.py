@@ -11,7 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from forensics.ingest.expansion import EXPANSION_MOST, check_expansion, measure
+from forensics.case.expansion import EXPANSION_MOST, check_expansion, measure
 
 ROWS = 100_000
 VALUE = 40_000

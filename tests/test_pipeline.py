@@ -11,8 +11,8 @@ import pytest
 from conftest import EXAMPLES
 
 from forensics.context import RunContext, StageResult
-from forensics.investigate import InvestigateOptions, InvestigateResult, investigate
-from forensics.pipeline import STAGES, StageSpec, run_stage
+from forensics.run.investigate import InvestigateOptions, InvestigateResult, investigate
+from forensics.run.pipeline import STAGES, StageSpec, run_stage
 
 
 @pytest.fixture(scope="module")

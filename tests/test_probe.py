@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from forensics.ingest.contract import REQUESTS
+from forensics.case.contract import REQUESTS
 from forensics.probe import check
 from forensics.probe.client import Outcome
 from forensics.probe.plan import (

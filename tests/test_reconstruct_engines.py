@@ -17,11 +17,11 @@ from engines import engines_python
 from forensics.analysis.stage import analyze
 from forensics.db import connect
 from forensics.engines.client import EngineAllocators
+from forensics.engines.engine_pool import EnginePagePool
+from forensics.engines.pools import PagePool
 from forensics.ingest.load import ingest_case
 from forensics.options import Allocator, ReconstructOptions
 from forensics.reconstruct.stage import reconstruct
-from forensics.simulate.allocator import PagePool
-from forensics.simulate.engine_pool import EnginePagePool
 from forensics.simulate.run import SimOptions, simulate
 
 # (op, argument): alloc k pages, or free the pages of the n-th allocation

@@ -3,8 +3,8 @@ engines environment needed)."""
 
 from __future__ import annotations
 
+from forensics.engines.pools import PagePool
 from forensics.reconstruct.trace import NodeTrace, Req, replay, runs
-from forensics.simulate.allocator import PagePool
 
 MS = 1_000
 

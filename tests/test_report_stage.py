@@ -7,12 +7,12 @@ from pathlib import Path
 import duckdb
 from report_case import build_case, seq_tables
 
+from forensics.casedb.sql import tables
 from forensics.context import RunContext
 from forensics.options import InvestigateOptions
-from forensics.pipeline import STAGES
 from forensics.report.render import STAGE_OF_TABLE
 from forensics.report.stage import export_stage
-from forensics.sql import tables
+from forensics.run.pipeline import STAGES
 
 
 def test_export_stage_on_a_run_context(tmp_path: Path) -> None:

@@ -10,11 +10,11 @@ from typing import Any
 import jinja2
 from jinja2 import meta, nodes
 
+from forensics.casedb.resources import resource_dir
 from forensics.notify.notices import NOTICE_FIELDS, Notice
 from forensics.notify.notices import environment as notice_environment
 from forensics.report.context import ReportContext
 from forensics.report.render import environment
-from forensics.resources import resource_dir
 
 TEMPLATES = resource_dir("templates")
 REPORT_TEMPLATES = ["report.html"] + sorted(

@@ -14,8 +14,8 @@ import pytest
 
 from forensics.analysis import budget, order
 from forensics.analysis.stage import analyze
+from forensics.case.discover import discover
 from forensics.db import connect
-from forensics.ingest.discover import discover
 from forensics.ingest.load import ingest_into
 from forensics.simulate.run import SimOptions, simulate
 

@@ -1,5 +1,5 @@
 """The in-memory databases a pool's threads keep for the tasks they run one after another
-(forensics.scratch): a thread opens one, and each task starts from nothing in it."""
+(forensics.casedb.scratch): a thread opens one, and each task starts from nothing in it."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import duckdb
 import pyarrow as pa
 import pytest
 
-import forensics.scratch
-from forensics.scratch import ScratchDatabases, scratch_connection
+import forensics.casedb.scratch
+from forensics.casedb.scratch import ScratchDatabases, scratch_connection
 from tests.test_ledger_external import differences, query, spoiled  # noqa: F401  (a fixture)
 from tests.test_ledger_external import run as kvf
 
@@ -27,15 +27,15 @@ QUARANTINE_ROW = "INSERT INTO quarantine VALUES ('kv_events', 'x', 1, NULL, NULL
 
 @pytest.fixture
 def opened(monkeypatch) -> list[str]:
-    """The databases forensics.scratch opens, by the thread that opened each."""
+    """The databases forensics.casedb.scratch opens, by the thread that opened each."""
     names: list[str] = []
-    real = forensics.scratch.open_database
+    real = forensics.casedb.scratch.open_database
 
     def counted(*args, **kwargs):  # type: ignore[no-untyped-def]
         names.append(threading.current_thread().name)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(forensics.scratch, "open_database", counted)
+    monkeypatch.setattr(forensics.casedb.scratch, "open_database", counted)
     return names
 
 

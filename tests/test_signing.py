@@ -210,8 +210,8 @@ def test_keys_that_cannot_sign_are_refused_before_anything_is_written(
 def test_an_openssh_key_signs_or_is_refused_clearly(tmp_path: Path) -> None:
     """ssh-keygen's own key files: one without a passphrase signs; one with a passphrase
     signs where bcrypt is installed, else is refused naming the fix (exit 2)."""
+    from forensics.base.signing import load_signing_key
     from forensics.errors import UsageError
-    from forensics.signing import load_signing_key
 
     if shutil.which("ssh-keygen") is None:
         pytest.skip("ssh-keygen is not installed")

@@ -13,7 +13,7 @@ import polars as pl
 import pytest
 from simhelp import ordered, read_ledger
 
-from forensics.simulate.allocator import PagePool
+from forensics.engines.pools import PagePool
 from forensics.simulate.run import SimOptions, simulate
 
 LONG = ("long_share", 0.12)

@@ -1,5 +1,5 @@
-"""forensics.sql: the query log of a run, the script splitter, identifier templating, and that
-queries/ holds exactly the queries the code loads."""
+"""forensics.casedb.sql: the query log of a run, the script splitter, identifier templating, and
+that queries/ holds exactly the queries the code loads."""
 
 from __future__ import annotations
 
@@ -14,9 +14,7 @@ import duckdb
 import pytest
 from conftest import EXAMPLES, REPO
 
-from forensics.errors import KvfError
-from forensics.ingest.load import ingest_case
-from forensics.sql import (
+from forensics.casedb.sql import (
     QueryLog,
     ident,
     join,
@@ -28,6 +26,8 @@ from forensics.sql import (
     statements,
     template,
 )
+from forensics.errors import KvfError
+from forensics.ingest.load import ingest_case
 
 QUERIES = REPO / "queries"
 CODE = ("forensics", "benchmarks", "scripts")

@@ -13,8 +13,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from forensics.casedb.dbopen import STORAGE_COMPATIBILITY, open_database
 from forensics.cli import run
-from forensics.dbopen import STORAGE_COMPATIBILITY, open_database
 from forensics.errors import UsageError
 
 # Enough rows of a few repeated values for DuckDB to compress full segments of the column.

@@ -15,8 +15,8 @@ import pyarrow as pa
 import pytest
 from conftest import REPO
 
+from forensics.casedb.sql import run_script
 from forensics.db import connect
-from forensics.sql import run_script
 
 REFERENCE = REPO / "tests" / "data" / "timestamps_reference.sql"
 

@@ -95,7 +95,7 @@ def test_installed_wheel_runs_ingest(wheel, tmp_path):
         tmp_path,
         str(python),
         "-c",
-        "import forensics.resources as r; print(r.resource_dir('queries'))",
+        "import forensics.casedb.resources as r; print(r.resource_dir('queries'))",
     )
     assert where.returncode == 0, where.stderr
     assert "_resources" in where.stdout and str(REPO) not in where.stdout

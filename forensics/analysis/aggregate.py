@@ -13,7 +13,7 @@ import duckdb
 
 from forensics.analysis.codes import code_lists
 from forensics.analysis.reasons import SUSPECT_REASONS
-from forensics.sql import run_script, sql
+from forensics.casedb.sql import run_script, sql
 
 LEDGER_QUERIES = (
     "analysis/exposures",

@@ -22,8 +22,8 @@ from contextlib import contextmanager
 
 import duckdb
 
-from forensics.dbopen import memory_limit_bytes, size_bytes
-from forensics.sql import literal, one_row, run, sql
+from forensics.casedb.dbopen import memory_limit_bytes, size_bytes
+from forensics.casedb.sql import literal, one_row, run, sql
 
 BYTES_PER_EVENT = 48  # a node's arrays at their peak, when its mix is not known
 BYTES_PER_NODE = 96 << 20  # the holder pools, run maps and first output buffers of a node's sweep
@@ -141,7 +141,7 @@ def sweep_budget(
 
 def reset_limit(con: duckdb.DuckDBPyConnection) -> None:
     """DuckDB's memory limit back to the one the connection was opened with (as
-    forensics.dbopen recorded it)."""
+    forensics.casedb.dbopen recorded it)."""
     _set_limit(con, _setting(con))
 
 

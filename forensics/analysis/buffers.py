@@ -15,7 +15,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-import forensics.analysis.jitcache  # noqa: F401  (a stale compiled-code cache is recompiled)
+import forensics.base.jitcache  # noqa: F401  (a stale compiled-code cache is recompiled)
 from forensics.analysis.compiled import loop_kernel
 
 EX, CAT, VIO = 0, 1, 2  # Pieces.rows: the row counts of ex, cat and vio, in that order

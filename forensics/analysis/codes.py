@@ -5,7 +5,7 @@ parameters ($ops, $exposure_kinds, $violations: see code_lists), never with copi
 
 from __future__ import annotations
 
-from forensics.ingest.contract import OPS  # code = index = op rank
+from forensics.case.contract import OPS  # code = index = op rank
 
 FREE, ALLOC, SHARE, WRITE, READ = 0, 1, 2, 3, 4
 

@@ -30,7 +30,7 @@ from typing import Any
 
 from numba import njit
 
-import forensics.analysis.jitcache  # noqa: F401  (a stale compiled-code cache is recompiled)
+import forensics.base.jitcache  # noqa: F401  (a stale compiled-code cache is recompiled)
 
 _LOOP_OPTIONS: dict[str, Any] = {"cache": True, "nogil": True, "_nrt": False}
 

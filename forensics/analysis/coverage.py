@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-import forensics.analysis.jitcache  # noqa: F401  (a stale compiled-code cache is recompiled)
+import forensics.base.jitcache  # noqa: F401  (a stale compiled-code cache is recompiled)
 from forensics.analysis.codes import CATEGORIES, READ
 
 

@@ -18,9 +18,9 @@ import pyarrow as pa
 
 from forensics.analysis import order
 from forensics.analysis.order import NodeFindings, NodeInfo
-from forensics.progress import ProgressFn, no_progress
-from forensics.raytasks import EMBEDDED as EMBEDDED  # the --ray address of an embedded Ray
-from forensics.raytasks import cluster_cpus, ray_session, run_tasks, task_memory
+from forensics.base.progress import ProgressFn, no_progress
+from forensics.base.raytasks import EMBEDDED as EMBEDDED  # the --ray address of an embedded Ray
+from forensics.base.raytasks import cluster_cpus, ray_session, run_tasks, task_memory
 
 
 def sweep_node_table(info: NodeInfo, table: pa.Table) -> NodeFindings:

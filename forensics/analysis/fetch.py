@@ -33,11 +33,11 @@ import numpy as np
 import pyarrow as pa
 from numba import njit
 
-import forensics.analysis.jitcache  # noqa: F401  (a stale compiled-code cache is recompiled)
+import forensics.base.jitcache  # noqa: F401  (a stale compiled-code cache is recompiled)
 from forensics.analysis.codes import OPS
-from forensics.arrow import as_numpy
-from forensics.interrupts import stop_if_interrupted
-from forensics.sql import nested, run_script, sql, template
+from forensics.base.arrow import as_numpy
+from forensics.casedb.interrupts import stop_if_interrupted
+from forensics.casedb.sql import nested, run_script, sql, template
 
 FETCH_ROWS = 1 << 20  # rows per batch when fetching a node's events
 _INT32_MAX = int(np.iinfo(np.int32).max)

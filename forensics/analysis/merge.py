@@ -17,8 +17,8 @@ from forensics.analysis import order
 from forensics.analysis.order import NodeFindings
 from forensics.analysis.runfacts import ExposureRuns
 from forensics.analysis.runfacts import renumbered as runs_renumbered
-from forensics.arrow import from_numpy
-from forensics.sql import append_rows, registered, run_script, sql
+from forensics.base.arrow import from_numpy
+from forensics.casedb.sql import append_rows, registered, run_script, sql
 
 
 @dataclass

@@ -44,9 +44,9 @@ from forensics.analysis.runfacts import (
     runs_table,
 )
 from forensics.analysis.sweep import cells_of, sweep_cells_of, table_applies
-from forensics.arrow import from_numpy, repeated
-from forensics.progress import ProgressFn, no_progress
-from forensics.sql import append_rows, run_script, sql
+from forensics.base.arrow import from_numpy, repeated
+from forensics.base.progress import ProgressFn, no_progress
+from forensics.casedb.sql import append_rows, run_script, sql
 
 
 @dataclass(frozen=True)

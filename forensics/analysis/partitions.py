@@ -30,8 +30,21 @@ from forensics.analysis.merge import PartitionFindings, store
 from forensics.analysis.order import NodeFindings
 from forensics.analysis.runfacts import ExposureRuns, facts_at, fold_runs, no_pieces
 from forensics.analysis.tasks import grouped, largest_first, tasks_of
-from forensics.arrow import from_numpy
-from forensics.dbopen import database_file
+from forensics.base.arrow import from_numpy
+from forensics.base.progress import ProgressFn, no_progress
+from forensics.base.raytasks import cluster_cpus, ray_session, run_tasks, task_memory
+from forensics.casedb.dbopen import database_file
+from forensics.casedb.scratch import ScratchDatabases
+from forensics.casedb.sql import (
+    append_rows,
+    ident,
+    one_row,
+    registered,
+    run,
+    run_script,
+    sql,
+    template,
+)
 from forensics.errors import InputError, disk_full, interrupted
 from forensics.ledger.copies import copy_groups, remove_copies
 from forensics.ledger.external import (
@@ -46,19 +59,6 @@ from forensics.ledger.mirror import Waiting, mirrored
 from forensics.ledger.storage import STORAGE_FIX, StorageError
 from forensics.ledger.store import ledger_meta
 from forensics.ledger.view import NAMED_ALONE_ROWS, Copies, PartView, view_sql
-from forensics.progress import ProgressFn, no_progress
-from forensics.raytasks import cluster_cpus, ray_session, run_tasks, task_memory
-from forensics.scratch import ScratchDatabases
-from forensics.sql import (
-    append_rows,
-    ident,
-    one_row,
-    registered,
-    run,
-    run_script,
-    sql,
-    template,
-)
 
 # What reading a damaged or missing part raises.
 UNREADABLE = (duckdb.IOException, duckdb.InvalidInputException, OSError)
@@ -90,7 +90,7 @@ def sweep_partition(
     are swept at once as fit. Without one (a Ray task, whose memory
     Ray holds for it) nothing waits. spill_beside: the case database, when the task runs on its
     machine (its DuckDB spills beside it; elsewhere to the system's temporary folder). pool:
-    the databases of the threads that run the tasks one after another (forensics.scratch);
+    the databases of the threads that run the tasks one after another (forensics.casedb.scratch);
     None: the task opens a database of its own (a Ray task). waiting: told when the task
     waits for room on its disk for its remote parts' copies (forensics.ledger.mirror)."""
     files = [p.file for p in parts]

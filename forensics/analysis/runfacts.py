@@ -33,9 +33,9 @@ import numpy as np
 import pyarrow as pa
 from numba import njit
 
-import forensics.analysis.jitcache  # noqa: F401  (a stale compiled-code cache is recompiled)
-from forensics.arrow import from_numpy, repeated, whole_numpy
-from forensics.sql import sql
+import forensics.base.jitcache  # noqa: F401  (a stale compiled-code cache is recompiled)
+from forensics.base.arrow import from_numpy, repeated, whole_numpy
+from forensics.casedb.sql import sql
 
 PROMPT, GENERATED, BY_POSITION = 0, 1, 2  # source codes of queries/analysis/exposure_events.sql
 

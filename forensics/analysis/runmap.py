@@ -27,7 +27,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from numba.cpython.unsafe import numbers
 
-import forensics.analysis.jitcache  # noqa: F401  (a stale compiled-code cache is recompiled)
+import forensics.base.jitcache  # noqa: F401  (a stale compiled-code cache is recompiled)
 from forensics.analysis.compiled import inline_kernel, loop_kernel
 
 _ALL = np.uint64(0xFFFFFFFFFFFFFFFF)

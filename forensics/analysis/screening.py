@@ -32,10 +32,10 @@ import duckdb
 
 from forensics.analysis.fetch import make_ledger_nodes
 from forensics.analysis.reasons import STUB_REASONS, SUSPECT_REASONS
+from forensics.casedb.sql import run_script, sql, tables
 from forensics.ledger.external import is_url
 from forensics.ledger.store import ledger_meta
 from forensics.options import ScreeningParams
-from forensics.sql import run_script, sql, tables
 
 __all__ = ["STUB_REASONS", "SUSPECT_REASONS", "ScreeningParams", "screen"]
 

@@ -20,14 +20,14 @@ from forensics.analysis.budget import reset_limit
 from forensics.analysis.evidence import evidence_phrase
 from forensics.analysis.partitions import sweep_external
 from forensics.analysis.screening import screen
+from forensics.base.gcpause import collector_paused
+from forensics.base.progress import ProgressFn, no_progress
+from forensics.casedb.schema_docs import apply_comments, main_tables
+from forensics.casedb.sql import run_script, sql, tables
 from forensics.context import RunContext, StageResult
 from forensics.figures import as_json, figures_line, headline_figures
-from forensics.gcpause import collector_paused
 from forensics.ledger.store import ledger_meta
 from forensics.options import AnalysisOptions
-from forensics.progress import ProgressFn, no_progress
-from forensics.schema_docs import apply_comments, main_tables
-from forensics.sql import run_script, sql, tables
 
 
 def analyze(
@@ -37,7 +37,7 @@ def analyze(
 ) -> dict[str, Any]:
     """Compute every analysis table in the case database in one transaction (a failure or kill
     leaves the previous tables); returns the summary figures. Python's cyclic garbage collector
-    is off meanwhile (forensics.gcpause)."""
+    is off meanwhile (forensics.base.gcpause)."""
     with collector_paused():
         con.begin()
         try:

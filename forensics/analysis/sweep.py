@@ -58,7 +58,7 @@ from forensics.analysis.holders import (
 from forensics.analysis.kinds import read
 from forensics.analysis.runmap import RunMap, new_map, rm_assign
 from forensics.analysis.violations import check_holders
-from forensics.interrupts import stop_if_interrupted
+from forensics.casedb.interrupts import stop_if_interrupted
 
 
 class Events(NamedTuple):
@@ -94,7 +94,7 @@ def sweep_cells(ev: Events, maps: SweepMaps, out: Pieces) -> Pieces:
 
     The events run in sweep_until, STRETCH events at a time, which stops early at an event that
     needs more room; the room is made here, and the sweep goes on from that event. Between
-    stretches a Ctrl-C stops the sweep (forensics.interrupts.stop_if_interrupted): compiled
+    stretches a Ctrl-C stops the sweep (forensics.casedb.interrupts.stop_if_interrupted): compiled
     code cannot be interrupted, and a large node's sweep runs for minutes."""
     t = 0
     room_at = -1

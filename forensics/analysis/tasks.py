@@ -10,12 +10,12 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
-from forensics.arrow import whole_numpy
-from forensics.dbopen import thread_share
+from forensics.base.arrow import whole_numpy
+from forensics.casedb.dbopen import thread_share
+from forensics.casedb.sql import sql
 from forensics.ledger.external import runs_together
 from forensics.ledger.store import part_views_of
 from forensics.ledger.view import PartView
-from forensics.sql import sql
 
 
 def largest_first(rows: list[int]) -> list[int]:

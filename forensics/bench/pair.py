@@ -15,6 +15,7 @@ import statistics
 from dataclasses import dataclass, replace
 from typing import Any
 
+from forensics.base.progress import ProgressFn, no_progress
 from forensics.bench.measure import Measured
 from forensics.bench.run import (
     BenchOptions,
@@ -27,7 +28,6 @@ from forensics.bench.run import (
 )
 from forensics.bench.stages import MIXES
 from forensics.options import Mix
-from forensics.progress import ProgressFn, no_progress
 
 PAIRED = (Mix.SHORT.value, Mix.LONG.value)  # the order of a round's analyses
 

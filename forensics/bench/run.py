@@ -15,11 +15,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from forensics.base.progress import ProgressFn, no_progress
 from forensics.bench import stages
 from forensics.bench.measure import Measured, measure
 from forensics.errors import UsageError
 from forensics.options import Mix
-from forensics.progress import ProgressFn, no_progress
 
 PILOT_REQUESTS = 200
 MAX_PILOT_REQUESTS = 20_000

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from forensics.casedb.sql import one_row, sql
 from forensics.db import connect
-from forensics.sql import one_row, sql
 
 # Traffic of each mix: `short` is typical chat with, as in a real incident, a few over-pool
 # prompts (one in 2,000, between 70 % of the context and all of it: each is stubbed and reads
@@ -64,7 +64,7 @@ def ingest(
 ) -> dict[str, Any]:
     """Ingest the case; with `ledger` (a folder of the case), the ledger is checked in place and
     kept outside the database, as `ingest --ledger-external` does."""
-    from forensics.ingest.discover import discover
+    from forensics.case.discover import discover
     from forensics.ingest.load import ingest_into
     from forensics.ledger.store import ExternalLedger
 
@@ -124,8 +124,8 @@ def write_floor(case_dir: str, db_path: str, memory_limit: str | None) -> dict[s
     database file at db_path, in the case database's storage format and with ingest's settings
     (no checks, none of the columns ingest adds): the floor for a loaded ledger. The file is
     removed afterwards."""
-    from forensics.dbopen import open_database
-    from forensics.sql import run_script
+    from forensics.casedb.dbopen import open_database
+    from forensics.casedb.sql import run_script
 
     path = Path(db_path)
     con = open_database(path, memory_limit=memory_limit, schema=False)

@@ -12,6 +12,8 @@ import duckdb
 from rich.markup import escape
 from typer.exceptions import Abort, TyperException
 
+from forensics.base.textsafe import visible
+from forensics.casedb.interrupts import reaching_every_statement
 from forensics.cli import (  # noqa: F401  (each module registers its commands)
     analyze_cmd,
     audit_cmd,
@@ -30,9 +32,7 @@ from forensics.cli import (  # noqa: F401  (each module registers its commands)
 from forensics.cli.app import app, command, console, set_command_args
 from forensics.cli.ray_option import optional_values
 from forensics.errors import KvfError, disk_full, first_line, interrupted
-from forensics.interrupts import reaching_every_statement
 from forensics.ledger.storage import STORAGE_FIX, storage_failure
-from forensics.textsafe import visible
 
 __all__ = ["app", "main", "run"]
 

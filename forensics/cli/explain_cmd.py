@@ -8,12 +8,12 @@ from typing import Any
 import typer
 from rich.markup import escape
 
+from forensics.base.textsafe import visible
 from forensics.cli.app import app, console, emit_json
 from forensics.cli.params import Db, Html, Json, RequestId
 from forensics.report.casedb import open_case
 from forensics.report.explain import Explanation, explain_one, render_page
 from forensics.report.stage import generation_time
-from forensics.textsafe import visible
 
 
 def _s(value: Any) -> str:

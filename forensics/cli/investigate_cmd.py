@@ -79,7 +79,7 @@ def investigate(
     options.scope()  # a bad --since or --until, or a template missing a field: exit 2 now
     check_templates(options.templates)
     with progress_reporter(console, "investigate") as progress:
-        from forensics.investigate import investigate as run_investigation  # the stages
+        from forensics.run.investigate import investigate as run_investigation  # the stages
 
         result = run_investigation(case_dir, out, options, progress=progress)
     if json_out:

@@ -14,10 +14,10 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
+from forensics.base.progress import ProgressFn
+from forensics.base.textsafe import visible
 from forensics.db import connect, ingested
 from forensics.errors import CaseError
-from forensics.progress import ProgressFn
-from forensics.textsafe import visible
 
 T = TypeVar("T")
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from forensics.raytasks import EMBEDDED  # --ray alone: Ray started for the run
+from forensics.base.raytasks import EMBEDDED  # --ray alone: Ray started for the run
 
 CASE_LEDGER = "kv_events"  # --ledger-external alone: the case folder's kv_events/ folder
 

@@ -24,8 +24,8 @@ def replay(
 ) -> None:
     """Replay suspect receivers from the KV their decode read, and clean; store the verdicts
     (confirmed, not-reproduced, cannot-replay) and raise confirmed exposures to `confirmed`."""
-    from forensics.investigate import check_replay_options
     from forensics.replay.stage import require_replay, run_case_replay, summarise
+    from forensics.run.investigate import check_replay_options
 
     options = ReplayOptions(model, served_model, device, device_map, tuple(request or ()))
     check_replay_options(options.model, options.device, ("--model", "--device"))

@@ -21,9 +21,9 @@ from forensics.figures import figures_line
 from forensics.notify.deadlines import check_aware_at, load_rules
 from forensics.notify.templates import check_templates
 from forensics.options import InvestigateOptions, make_scope
-from forensics.outdir import staged_parts
 from forensics.report.casedb import open_case
 from forensics.report.stage import ExportResult, read_manifest, write_all
+from forensics.run.outdir import staged_parts
 
 
 def _print_summary(result: ExportResult) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from forensics.base.isotime import option_time
 from forensics.cli.app import app, console, emit_json, finish
 from forensics.cli.params import (
     Bugs,
@@ -20,7 +21,6 @@ from forensics.cli.params import (
     SimSeed,
 )
 from forensics.cli.progress import progress_reporter
-from forensics.isotime import option_time
 from forensics.options import Bug, OutputModel, SimAllocator, SimOptions, SimSampling
 
 

@@ -9,7 +9,7 @@ from rich.console import Console
 from forensics.ingest.report import print_ingest_summary
 
 if TYPE_CHECKING:  # the stages, numba among them, load when a command runs them
-    from forensics.investigate import InvestigateResult
+    from forensics.run.investigate import InvestigateResult
 
 
 def print_investigation(console: Console, result: InvestigateResult) -> None:

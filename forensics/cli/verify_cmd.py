@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from forensics.cli.app import app, console, emit_json, finish
 from forensics.cli.params import Json, MovedCase, PubKey, VerifyOut
-from forensics.verify import verify as run_verify
+from forensics.run.verify import verify as run_verify
 
 
 @app.command()

@@ -1,1 +1,2 @@
-"""The serving engines' real KV allocators, driven in their own virtual environment."""
+"""The serving engines: their real KV allocators driven in their own virtual environment, and the
+page pools the simulator and reconstruction share."""

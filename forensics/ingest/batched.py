@@ -18,14 +18,14 @@ from dataclasses import dataclass
 
 import duckdb
 
-from forensics.dbopen import open_database
+from forensics.case import columns
+from forensics.case.contract import OPS, TableContract, reader_column
+from forensics.case.discover import InputFile
+from forensics.case.result import FileCounts
+from forensics.casedb.dbopen import open_database
+from forensics.casedb.sql import Fragment, first_row, ident, literals, nested, run, sql, template
 from forensics.errors import InputError, interrupted
-from forensics.ingest import columns
-from forensics.ingest.contract import OPS, TableContract, reader_column
-from forensics.ingest.discover import InputFile
 from forensics.ingest.readers import parquet_projection, parquet_types
-from forensics.ingest.result import FileCounts
-from forensics.sql import Fragment, first_row, ident, literals, nested, run, sql, template
 
 SMALL_ROWS = 1 << 18  # a part of fewer rows may be loaded with others
 BATCH_ROWS = 1 << 20  # at most this many rows a statement (sorted in input order)
@@ -91,7 +91,7 @@ def batches(
 
 def _small_parts(parts: list[InputFile]) -> dict[str, tuple[dict[str, str], int]]:
     """The columns and types, and the rows, of each part under SMALL_ROWS rows that has no
-    column named as one the reader adds (forensics.ingest.contract.READER_COLUMNS), by name. Read
+    column named as one the reader adds (forensics.case.contract.READER_COLUMNS), by name. Read
     by a connection of their own: a part that cannot be read fails a statement, which would end
     the ingest's transaction before the part's own load could name it."""
     if not parts:

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
-from forensics.ingest.discover import InputFile
+from forensics.case.discover import InputFile
 from forensics.ingest.integrity import text_blocks
 
 CHUNK_BYTES = 96 << 20

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import zstandard
 
+from forensics.case.discover import InputFile
 from forensics.errors import InputError
-from forensics.ingest.discover import InputFile
 
 CHUNK = 1 << 22
 OTHER_DELIMITERS = {";": "semicolon", "\t": "tab", "|": "vertical bar"}

@@ -13,15 +13,12 @@ from pathlib import Path
 import duckdb
 
 from forensics import __version__
-from forensics.db import BOOKKEEPING_TABLES, INPUT_TABLES, connect, derived_tables
-from forensics.errors import InputError, interrupted
-from forensics.gcpause import collector_paused
-from forensics.hashing import Hashed, changed_since, hash_file, sha256_file
-from forensics.ingest import columns
-from forensics.ingest.batched import batches, load_batch
-from forensics.ingest.chunks import jsonl_parts
-from forensics.ingest.contract import OPS, TABLES, TableContract
-from forensics.ingest.discover import (
+from forensics.base.gcpause import collector_paused
+from forensics.base.hashing import Hashed, changed_since, hash_file, sha256_file
+from forensics.base.progress import ProgressFn, no_progress
+from forensics.case import columns
+from forensics.case.contract import OPS, TABLES, TableContract
+from forensics.case.discover import (
     HIDDEN,
     OUTSIDE,
     Discovery,
@@ -29,21 +26,8 @@ from forensics.ingest.discover import (
     discover,
     outside_case,
 )
-from forensics.ingest.readers import stage_file
-from forensics.ingest.result import FileCounts, IngestResult, files_table
-from forensics.ingest.tapfiles import load_tap, tap_files, unfinished_parts
-from forensics.ledger.store import (
-    ExternalLedger,
-    detach,
-    ledger_meta,
-    ledger_table,
-    validate_ledger,
-    without_ledger,
-)
-from forensics.logs.discover import is_log_file
-from forensics.logs.load import load_logs
-from forensics.progress import ProgressFn, no_progress
-from forensics.sql import (
+from forensics.case.result import FileCounts, IngestResult, files_table
+from forensics.casedb.sql import (
     QueryLog,
     first_row,
     ident,
@@ -57,6 +41,22 @@ from forensics.sql import (
     tables,
     template,
 )
+from forensics.db import BOOKKEEPING_TABLES, INPUT_TABLES, connect, derived_tables
+from forensics.errors import InputError, interrupted
+from forensics.ingest.batched import batches, load_batch
+from forensics.ingest.chunks import jsonl_parts
+from forensics.ingest.readers import stage_file
+from forensics.ingest.tapfiles import load_tap, tap_files, unfinished_parts
+from forensics.ledger.store import (
+    ExternalLedger,
+    detach,
+    ledger_meta,
+    ledger_table,
+    validate_ledger,
+    without_ledger,
+)
+from forensics.logs.discover import is_log_file
+from forensics.logs.load import load_logs
 
 
 def ingest_case(
@@ -95,7 +95,7 @@ def ingest_case(
                     path.unlink(missing_ok=True)
 
 
-@collector_paused()  # Python's cyclic garbage collector off meanwhile (forensics.gcpause)
+@collector_paused()  # Python's cyclic garbage collector off meanwhile (forensics.base.gcpause)
 def ingest_into(
     con: duckdb.DuckDBPyConnection,
     case_dir: Path,

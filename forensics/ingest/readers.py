@@ -2,7 +2,7 @@
 record, with src_row, and parse_error/raw for records that do not parse.
 
 The SQL is in queries/ingest/stage_*.sql. The only text composed here is the column projection,
-built with forensics.sql.template from the contract's own column names (never from file
+built with forensics.casedb.sql.template from the contract's own column names (never from file
 content), quoted as identifiers."""
 
 from __future__ import annotations
@@ -11,14 +11,14 @@ from pathlib import Path
 
 import duckdb
 
-from forensics.dbopen import memory_limit_bytes
+from forensics.case import columns
+from forensics.case.contract import TableContract, refuse_reader_column
+from forensics.case.discover import InputFile
+from forensics.case.expansion import check_expansion
+from forensics.casedb.dbopen import memory_limit_bytes
+from forensics.casedb.sql import Fragment, ident, join, literal, run, run_script, sql, template
 from forensics.errors import InputError, MissingColumnError, first_line
-from forensics.ingest import columns
-from forensics.ingest.contract import TableContract, refuse_reader_column
-from forensics.ingest.discover import InputFile
-from forensics.ingest.expansion import check_expansion
 from forensics.ingest.integrity import Scan, scan_file, text_blocks
-from forensics.sql import Fragment, ident, join, literal, run, run_script, sql, template
 
 _NULL = template("NULL::VARCHAR")
 
@@ -154,7 +154,7 @@ def stage_parquet(
 def parquet_types(con: duckdb.DuckDBPyConnection, f: InputFile, path: Path) -> dict[str, str]:
     """The Parquet file's columns and their types (path: the file, or its unpacked copy), once
     its footer reads and its values decoded would not exceed the memory limit many times over
-    what the file holds (forensics.ingest.expansion)."""
+    what the file holds (forensics.case.expansion)."""
     try:
         described = con.execute(sql("ingest/describe_parquet"), {"path": str(path)})
         types = {r[0]: r[1] for r in described.fetchall()}

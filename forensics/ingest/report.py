@@ -7,8 +7,8 @@ from collections import Counter
 from rich.console import Console
 from rich.table import Table
 
-from forensics.ingest.result import FileCounts, IngestResult
-from forensics.textsafe import visible
+from forensics.base.textsafe import visible
+from forensics.case.result import FileCounts, IngestResult
 
 # A loaded Parquet ledger at least this large gets the tip to keep it outside the database.
 EXTERNAL_HINT_EVENTS = 10_000_000

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+from forensics.case.discover import discover
+from forensics.casedb.sql import sql
 from forensics.context import RunContext, StageResult
 from forensics.db import BOOKKEEPING_TABLES
-from forensics.ingest.discover import discover
 from forensics.ingest.load import ingest_into
 from forensics.ledger.default import choose_ledger
-from forensics.sql import sql
 
 
 def ingest_stage(ctx: RunContext) -> StageResult:

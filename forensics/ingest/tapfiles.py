@@ -24,10 +24,10 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from forensics.arrow import table_of
-from forensics.ingest.discover import UNFINISHED, outside_case
-from forensics.ingest.result import FileCounts
-from forensics.sql import run_script, sql
+from forensics.base.arrow import table_of
+from forensics.case.discover import UNFINISHED, outside_case
+from forensics.case.result import FileCounts
+from forensics.casedb.sql import run_script, sql
 
 FOLDER = "tap"
 _STEM = re.compile(r"^(?P<node>.*)-(?P<run>\d{10})-(?P<pid>\d+)(?:-\d+)?$")

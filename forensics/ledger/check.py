@@ -19,13 +19,25 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
-from forensics.arrow import columns_table
-from forensics.dbopen import memory_limit_bytes
+from forensics.base.arrow import columns_table
+from forensics.base.hashing import Hashed
+from forensics.case.contract import OPS
+from forensics.case.expansion import check_expansion
+from forensics.case.result import FileCounts
+from forensics.casedb.dbopen import memory_limit_bytes
+from forensics.casedb.scratch import ScratchDatabases, scratch_connection
+from forensics.casedb.sql import (
+    Fragment,
+    literal,
+    literals,
+    nested,
+    registered,
+    run,
+    run_script,
+    sql,
+    template,
+)
 from forensics.errors import InputError, disk_full, first_line
-from forensics.hashing import Hashed
-from forensics.ingest.contract import OPS
-from forensics.ingest.expansion import check_expansion
-from forensics.ingest.result import FileCounts
 from forensics.ledger.external import (
     LedgerFile,
     check_unchanged,
@@ -37,18 +49,6 @@ from forensics.ledger.external import (
 )
 from forensics.ledger.mirror import mirrored_files
 from forensics.ledger.storage import raise_storage_failure
-from forensics.scratch import ScratchDatabases, scratch_connection
-from forensics.sql import (
-    Fragment,
-    literal,
-    literals,
-    nested,
-    registered,
-    run,
-    run_script,
-    sql,
-    template,
-)
 
 BATCH_ROWS = 1 << 20  # rows read in one scan, at most (a larger part is read alone)
 BATCH_PARTS = 1 << 12  # parts read in one scan, at most
@@ -99,7 +99,7 @@ def check_partition(
     in a thread. spill_beside: the case database, when the check runs on its machine. share:
     the DuckDB threads and memory limit of the check (0 and None: DuckDB's and the default).
     pool: the databases of the threads that run the checks one after another
-    (forensics.scratch); None: the check opens a database of its own (a Ray task)."""
+    (forensics.casedb.scratch); None: the check opens a database of its own (a Ray task)."""
     threads, memory_limit = share
     folder = folder_of(files[0].url)
     stamps = local_stamps(files)  # before any read: checked again after the parse

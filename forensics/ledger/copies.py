@@ -23,8 +23,8 @@ from pathlib import Path
 
 import duckdb
 
+from forensics.casedb.sql import ident, join, literal, literals, one_row, run, sql
 from forensics.ledger.view import Copies, PartView, groups, schema_of
-from forensics.sql import ident, join, literal, literals, one_row, run, sql
 
 # A group of at least COPY_PARTS parts, holding fewer than COPY_MEAN_ROWS rows a part on
 # average, is copied. Measured on a node of 20,000 parts of 267 events (one thread): the four
@@ -44,7 +44,7 @@ def wanted(group: list[PartView]) -> bool:
 
 
 def spill_folder(con: duckdb.DuckDBPyConnection) -> Path:
-    """The folder the task's DuckDB spills into (forensics.dbopen.scratch_spill_folder)."""
+    """The folder the task's DuckDB spills into (forensics.casedb.dbopen.scratch_spill_folder)."""
     row = one_row(con.execute(sql("ledger/temp_directory")))
     assert row is not None and row[0], "a task's DuckDB has a spill folder"
     return Path(str(row[0]))

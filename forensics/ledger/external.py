@@ -27,18 +27,16 @@ from typing import Any
 
 import duckdb
 
-from forensics.errors import InputError, MissingColumnError, first_line
-from forensics.hashing import Hashed, blocks, changed_since, stamp_of
-from forensics.ingest.contract import (
+from forensics.base.hashing import Hashed, blocks, changed_since, stamp_of
+from forensics.case.contract import (
     KV_EVENTS,
     READER_COLUMNS,
     refuse_case_twins,
     refuse_reader_column,
 )
-from forensics.ingest.discover import INSIDE, OUTSIDE, outside_case
-from forensics.ledger.storage import answering, raise_storage_failure
-from forensics.scratch import ScratchDatabases, scratch_connection
-from forensics.sql import (
+from forensics.case.discover import INSIDE, OUTSIDE, outside_case
+from forensics.casedb.scratch import ScratchDatabases, scratch_connection
+from forensics.casedb.sql import (
     Fragment,
     ident,
     join,
@@ -46,6 +44,8 @@ from forensics.sql import (
     sql,
     template,
 )
+from forensics.errors import InputError, MissingColumnError, first_line
+from forensics.ledger.storage import answering, raise_storage_failure
 
 PARQUET = (".parquet", ".pq")
 
@@ -155,7 +155,7 @@ def local_parts(
     case_dir: Path, location: str, follow_links: bool, skipped: list[tuple[str, str]]
 ) -> list[tuple[str, str]]:
     """The files of a local ledger folder (path, path inside the folder), by the rule of the
-    case's own files (forensics.ingest.discover): a link is followed only where it stays in the
+    case's own files (forensics.case.discover): a link is followed only where it stays in the
     case folder, or in the ledger folder where the examiner named one outside the case, unless
     follow_links is true. A link to a folder is not walked into without follow_links."""
     given = Path(location)
@@ -239,7 +239,7 @@ def open_connection(
     pool: ScratchDatabases | None = None,
 ) -> Iterator[duckdb.DuckDBPyConnection]:
     """An in-memory DuckDB connection with the project's macros and input schema, able to read
-    the given URLs: in a database of `pool` (forensics.scratch), or without one in a database
+    the given URLs: in a database of `pool` (forensics.casedb.scratch), or without one in a database
     of its own, within memory_limit (None: the default) and spilling beside the case database
     `spill_beside` where it is on this machine."""
     with scratch_connection(pool, memory_limit, spill_beside) as con:
@@ -424,7 +424,7 @@ def check_digest(
 
 
 def local_stamps(files: list[LedgerFile]) -> dict[str, tuple[int, ...]]:
-    """The stamp (forensics.hashing.stamp_of) of each part on this machine's disk, by name,
+    """The stamp (forensics.base.hashing.stamp_of) of each part on this machine's disk, by name,
     taken before any of them is read (a part that cannot be stat'ed is named by its read)."""
     out = {}
     for f in files:

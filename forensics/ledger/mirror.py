@@ -11,7 +11,7 @@ the bytes arrive, and reads that copy. The digests are checked against what inge
 before anything is read, and the bytes analysed are the bytes hashed: a part that changes in
 the store while the task runs cannot be half read from one version and hashed from another.
 
-The folder is named as a spill folder (forensics.dbopen.scratch_spill_folder: beside the case
+The folder is named as a spill folder (forensics.casedb.dbopen.scratch_spill_folder: beside the case
 database on this machine, in the system's temporary folder elsewhere), so that one a killed
 run leaves is removed by the next, and it is removed when the task ends.
 
@@ -36,13 +36,13 @@ from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 
-from forensics.dbopen import process_running, scratch_spill_folder
+from forensics.casedb.dbopen import process_running, scratch_spill_folder
+from forensics.casedb.interrupts import stop_if_interrupted
+from forensics.casedb.spillnames import spill_folder_pid
 from forensics.errors import NO_ROOM_ERRNOS, InputError
-from forensics.interrupts import stop_if_interrupted
 from forensics.ledger.external import LedgerFile, filesystem, folder_of, is_url, sha256_of
 from forensics.ledger.storage import answering, raise_storage_failure
 from forensics.ledger.view import PartView
-from forensics.spillnames import spill_folder_pid
 
 try:
     import fcntl

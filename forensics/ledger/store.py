@@ -17,18 +17,21 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
-from forensics.arrow import column_of, from_numpy
-from forensics.dbopen import (
+from forensics.base.arrow import column_of, from_numpy
+from forensics.base.progress import ProgressFn, no_progress
+from forensics.case.columns import seen_in_parts
+from forensics.case.discover import Discovery
+from forensics.case.result import FileCounts
+from forensics.casedb.dbopen import (
     create_case_schema,
     database_file,
     ledger_outside,
     memory_limit_bytes,
     thread_share,
 )
+from forensics.casedb.scratch import ScratchDatabases
+from forensics.casedb.sql import append_rows, literal, run, run_script, sql, template
 from forensics.errors import first_line
-from forensics.ingest.columns import seen_in_parts
-from forensics.ingest.discover import Discovery
-from forensics.ingest.result import FileCounts
 from forensics.ledger.check import PartitionCheck, check_partition
 from forensics.ledger.external import (
     LedgerFile,
@@ -40,9 +43,6 @@ from forensics.ledger.external import (
 )
 from forensics.ledger.tasks import check_on_ray
 from forensics.ledger.view import PartView, part_views, view_sql
-from forensics.progress import ProgressFn, no_progress
-from forensics.scratch import ScratchDatabases
-from forensics.sql import append_rows, literal, run, run_script, sql, template
 
 META_KEY = "ledger_external"
 

@@ -6,10 +6,10 @@ from typing import Any
 
 import pyarrow as pa
 
+from forensics.base.progress import ProgressFn, no_progress
+from forensics.base.raytasks import cluster_cpus, ray_session, run_tasks
 from forensics.ledger.check import PartitionCheck, check_partition
 from forensics.ledger.external import LedgerFile
-from forensics.progress import ProgressFn, no_progress
-from forensics.raytasks import cluster_cpus, ray_session, run_tasks
 
 
 def check_on_ray(

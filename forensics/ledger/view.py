@@ -17,9 +17,9 @@ from functools import lru_cache
 
 import duckdb
 
-from forensics.ingest.contract import KV_EVENTS
+from forensics.case.contract import KV_EVENTS
+from forensics.casedb.sql import Fragment, ident, literal, literals, sql, template
 from forensics.ledger.external import LedgerFile, columns_of
-from forensics.sql import Fragment, ident, literal, literals, sql, template
 
 # How each column of the contract is typed: the kvf_* macro ingest uses, and the part's types
 # that need no macro (the value is the same for every kept row).

@@ -16,8 +16,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import BinaryIO
 
+from forensics.base.isotime import parse_iso
 from forensics.errors import InputError
-from forensics.isotime import parse_iso
 
 _GZIP_MAGIC = b"\x1f\x8b"
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
@@ -117,7 +117,7 @@ def clean(line: str) -> str:
 
 def _parse_ts(text: str) -> datetime | None:
     """A dated time; None for a time without a date (vLLM, SGLang before 0.4). Not
-    forensics.isotime: Python logging writes the fraction after a comma, and a time without
+    forensics.base.isotime: Python logging writes the fraction after a comma, and a time without
     an offset is kept as the log wrote it (naive), never refused."""
     if len(text) < 19:
         return None

@@ -13,14 +13,14 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from forensics.arrow import table_of
+from forensics.base.arrow import table_of
+from forensics.casedb.sql import registered, sql
 from forensics.errors import InputError
 from forensics.logs.audit import NodeAudit
 from forensics.logs.discover import is_log_file
 from forensics.logs.naming import read_node_map
 from forensics.logs.read import read_logs
 from forensics.logs.summary import LogsSummary
-from forensics.sql import registered, sql
 
 NODE_MAP_NAME = "node_map.csv"  # logs/node_map.csv in a case folder, if present
 

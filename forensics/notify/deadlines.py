@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from forensics.base.isotime import option_time
 from forensics.errors import InputError, UsageError
-from forensics.isotime import option_time
 
 RULES_FILE = Path(__file__).resolve().parent / "rules.csv"
 MAX_HOURS = 1_000_000.0  # about 114 years
@@ -149,14 +149,3 @@ def deadline(
     if rule.authority_within_hours is not None:
         authority = aware_at + timedelta(hours=rule.authority_within_hours)
     return Deadline(notify, authority, rule.jurisdiction, rule.basis)
-
-
-def iso_utc(value: datetime | None) -> str:
-    """A datetime as ISO-8601 UTC with microseconds and a Z ('' for None); naive values are
-    taken as UTC."""
-    if value is None:
-        return ""
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=UTC)
-    text = value.astimezone(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
-    return text

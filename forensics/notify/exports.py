@@ -23,9 +23,10 @@ from typing import Any
 import duckdb
 
 from forensics import __version__
+from forensics.base.isotime import iso_utc
+from forensics.casedb.sql import nested, run_script, sql, template
 from forensics.db import rows
-from forensics.notify.deadlines import Rule, iso_utc
-from forensics.sql import nested, run_script, sql, template
+from forensics.notify.deadlines import Rule
 
 SIDES = ("receiving", "leaking")
 LISTS = {  # list name -> the queries/notify_<kind>_{csv,json,parquet}.sql that write it

@@ -2,7 +2,7 @@
 OUT/notifications/notices/{receiving,leaking}/<account>.{md,html}.
 
 Templates: templates/notice_{side}.{md,html} (jinja2). HTML is autoescaped; in Markdown every
-value is escaped as Markdown text (forensics.textsafe.markdown_text: one line, no links,
+value is escaped as Markdown text (forensics.base.textsafe.markdown_text: one line, no links,
 emphasis or raw HTML); in both, control characters are shown as escapes. A notice names
 only the account's own requests, never a counterpart."""
 
@@ -18,11 +18,11 @@ from typing import Any
 
 import jinja2
 
+from forensics.base.isotime import parse_iso
+from forensics.base.textsafe import html_value, markdown_text
 from forensics.errors import UsageError
-from forensics.isotime import parse_iso
 from forensics.notify.exports import SIDES, Exports
 from forensics.notify.templates import sandbox
-from forensics.textsafe import html_value, markdown_text
 
 CONFIDENCE_WORDS = {
     "confirmed": "confirmed: we re-ran the affected response and reproduced it from the mixed-up "

@@ -15,8 +15,8 @@ from contextlib import contextmanager
 import duckdb
 
 from forensics.analysis.aggregate import affected_tables
+from forensics.casedb.sql import ident, run_script, sql, template
 from forensics.options import Scope
-from forensics.sql import ident, run_script, sql, template
 
 # The tables cut to the scope, in this order (queries/notify/scope_<table>.sql each).
 SCOPED = (

@@ -17,9 +17,9 @@ import jinja2
 from jinja2 import meta, nodes
 from jinja2.sandbox import SandboxedEnvironment
 
+from forensics.base.hashing import sha256_file
+from forensics.casedb.resources import resource_dir
 from forensics.errors import UsageError
-from forensics.hashing import sha256_file
-from forensics.resources import resource_dir
 
 SIDES = ("receiving", "leaking")
 KINDS = ("md", "html")

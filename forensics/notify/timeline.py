@@ -14,8 +14,8 @@ from pathlib import Path
 
 import duckdb
 
+from forensics.casedb.sql import run_script, sql
 from forensics.notify.exports import copy_to
-from forensics.sql import run_script, sql
 
 
 def write_timeline(con: duckdb.DuckDBPyConnection, out_dir: Path) -> list[Path]:

@@ -15,8 +15,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from forensics.errors import UsageError
-from forensics.manifest import (
+from forensics.base.manifest import (
     anchor,
     build_manifest,
     custody,
@@ -24,6 +23,7 @@ from forensics.manifest import (
     utc_now,
     write_manifest,
 )
+from forensics.errors import UsageError
 from forensics.probe import check
 from forensics.probe.client import EndpointError, Outcome, base_url, discover, send
 from forensics.probe.plan import (

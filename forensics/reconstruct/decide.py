@@ -16,12 +16,12 @@ from typing import Any
 
 import duckdb
 
+from forensics.casedb.sql import one_row, sql
 from forensics.reconstruct.trace import Layout, Req
 from forensics.replay import replay_available
 from forensics.replay.ledger import load_contents
 from forensics.replay.loader import load_model
 from forensics.replay.testmodel import TEST_MODEL_NAME
-from forensics.sql import one_row, sql
 
 CONFIRMED, CLEARED = "confirmed", "cleared"
 

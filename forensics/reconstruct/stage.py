@@ -20,18 +20,18 @@ import pyarrow as pa
 
 from forensics.analysis import aggregate
 from forensics.analysis.screening import STUB_REASONS, screen
+from forensics.base.progress import ProgressFn, no_progress
+from forensics.casedb.schema_docs import main_tables
+from forensics.casedb.sql import run_script, sql
 from forensics.context import RunContext, StageResult
 from forensics.engines.client import EngineAllocators
+from forensics.engines.engine_pool import EnginePagePool
+from forensics.engines.pools import PagePool
 from forensics.errors import UsageError
 from forensics.options import ReconstructOptions, ScreeningParams
-from forensics.progress import ProgressFn, no_progress
 from forensics.reconstruct.decide import Decider, load_decider
 from forensics.reconstruct.headline import reconstruct_headline
 from forensics.reconstruct.trace import Layout, NodeTrace, Req, replay
-from forensics.schema_docs import main_tables
-from forensics.simulate.allocator import PagePool
-from forensics.simulate.engine_pool import EnginePagePool
-from forensics.sql import run_script, sql
 
 # The scheduler variants explored: (decode growth, waiting line, whether an allocation too big
 # for the free pages still reaches the allocator, where SGLang's merges its staged frees). The

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from forensics.simulate.allocator import PagePool
+from forensics.engines.pools import PagePool
 
 FREE, ALLOC, GROW, PAGE = 0, 1, 2, 3  # rank at equal times: frees first
 

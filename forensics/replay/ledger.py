@@ -24,9 +24,9 @@ from typing import Any
 import duckdb
 import numpy as np
 
+from forensics.casedb.sql import one_row, sql
 from forensics.errors import ReplayError
 from forensics.replay.views import Source, StepViews, walk_steps
-from forensics.sql import one_row, sql
 
 Slot = tuple[str, int] | None
 

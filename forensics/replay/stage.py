@@ -11,11 +11,11 @@ from typing import Any
 import duckdb
 
 from forensics.analysis.reasons import SUSPECT_REASONS
+from forensics.casedb.dbopen import create_case_schema
+from forensics.casedb.sql import sql, tables
 from forensics.context import RunContext, StageResult
-from forensics.dbopen import create_case_schema
 from forensics.errors import CaseError, StageUnavailable, UsageError
 from forensics.replay import INSTALL_HINT, replay_available
-from forensics.sql import sql, tables
 
 SUSPECT_QUERIES = {
     "exposures": "replay/suspects_exposures",

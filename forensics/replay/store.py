@@ -10,9 +10,9 @@ from __future__ import annotations
 import duckdb
 
 from forensics import __version__
+from forensics.casedb.sql import one_row, sql, tables
 from forensics.replay.evidence import Evidence
 from forensics.replay.replay import ReplayRun, SuspectResult
-from forensics.sql import one_row, sql, tables
 
 CONFIRM_QUERIES = {
     "exposures": "replay/confirm_exposures",

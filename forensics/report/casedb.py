@@ -13,11 +13,11 @@ from pathlib import Path
 
 import duckdb
 
+from forensics.casedb.dbopen import open_database
+from forensics.casedb.sql import ident, join, one_row, run, sql, tables
+from forensics.casedb.standins import CREATE_TABLE, empty_stand_ins, schema_tables
 from forensics.db import ingested, rows
-from forensics.dbopen import open_database
 from forensics.errors import CaseError
-from forensics.sql import ident, join, one_row, run, sql, tables
-from forensics.standins import CREATE_TABLE, empty_stand_ins, schema_tables
 
 
 def open_case(db: Path) -> duckdb.DuckDBPyConnection:

@@ -18,13 +18,13 @@ from typing import Any
 
 import duckdb
 
+from forensics.base.isotime import iso_utc
+from forensics.base.textsafe import visible
+from forensics.casedb.sql import run, sql, tables
 from forensics.db import rows
 from forensics.errors import CaseError
-from forensics.notify.deadlines import iso_utc
 from forensics.notify.notices import file_stems
 from forensics.report.casedb import column_stand_ins, stand_ins
-from forensics.sql import run, sql, tables
-from forensics.textsafe import visible
 
 # The tables explain reads besides the ledger (whose rows are only summarised; a ledger kept
 # outside the case is a view and is never copied).

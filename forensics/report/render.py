@@ -51,9 +51,9 @@ from forensics.report.facts import fact_groups, query_groups
 
 if TYPE_CHECKING:
     from forensics.report import charts
-from forensics.resources import resource_dir
-from forensics.sql import QueryLog, sql
-from forensics.textsafe import html_value
+from forensics.base.textsafe import html_value
+from forensics.casedb.resources import resource_dir
+from forensics.casedb.sql import QueryLog, sql
 
 T = TypeVar("T")
 ROW_LIMIT = 20

@@ -12,13 +12,15 @@ from typing import Any
 
 import duckdb
 
+from forensics.base.hashing import sha256_file
+from forensics.base.isotime import iso_utc
+from forensics.base.manifest import environment
+from forensics.casedb.sql import QueryLog, recording, tables
 from forensics.context import RunContext, StageResult
 from forensics.errors import CaseError
 from forensics.figures import as_json, figures_line, headline_figures, held_nothing
-from forensics.hashing import sha256_file
 from forensics.ingest.load import input_notes
-from forensics.manifest import environment
-from forensics.notify.deadlines import iso_utc, load_rules, parse_aware_at
+from forensics.notify.deadlines import load_rules, parse_aware_at
 from forensics.notify.exports import (
     Exports,
     build_exports,
@@ -36,7 +38,6 @@ from forensics.report.casedb import column_stand_ins, older_columns_note, stand_
 from forensics.report.context import AccountRow, ExplainLink, NotifyPlanRow
 from forensics.report.explain import write_pages
 from forensics.report.render import build_context, render_report
-from forensics.sql import QueryLog, recording, tables
 
 DEFAULT_SENDER = "our security incident team (reply to the address this notice came from)"
 

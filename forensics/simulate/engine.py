@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from forensics.engines.engine_pool import make_pools
+from forensics.engines.pools import CacheEntry, RadixCache
 from forensics.simulate import ledger as L
-from forensics.simulate.allocator import CacheEntry, RadixCache
 from forensics.simulate.config import Scenario
-from forensics.simulate.engine_pool import make_pools
 from forensics.simulate.traffic import Traffic, prefix_hash, template_tokens
 from forensics.simulate.waiting import LATER, RETRY_US, Waiting
 

@@ -1,6 +1,7 @@
-"""Compiled inner loops of the simulator (numba): page allocation and release, and writing
-ledger rows straight into the EventBuffer's column arrays. Each function does what its
-docstring says and nothing else; the Python side reserves room before calling.
+"""Compiled inner loops of the simulator (numba): writing ledger rows straight into the
+EventBuffer's column arrays (the page pools' own loops are in forensics.engines.pool_kernels).
+Each function does what its docstring says and nothing else; the Python side reserves room
+before calling.
 
 The row writers take a template column, `row`: one event's fields in ledger.FIELDS order, from
 which they copy every field they do not compute (one small array rather than a dozen scalar
@@ -8,10 +9,9 @@ arguments: numba passes an array from Python as cheaply as an integer)."""
 
 from __future__ import annotations
 
-import numpy as np
 from numba import njit
 
-import forensics.analysis.jitcache  # noqa: F401  (a stale compiled-code cache is recompiled)
+import forensics.base.jitcache  # noqa: F401  (a stale compiled-code cache is recompiled)
 
 ALLOC, WRITE, READ = 1, 3, 4
 SRC_NONE, SRC_DECODE = 0, 2
@@ -19,33 +19,6 @@ NO_HASH = -1  # the hash field of events without a content hash
 # Rows of the EventBuffer matrix (ledger.FIELDS order). In a template column, EMIT holds the
 # emission number of column 0 of the matrix, so column n gets row[EMIT] + n.
 TS, NODE, RID, OP, START, COUNT, POS, SRC, HASH, EMIT = range(10)
-
-
-@njit(cache=True)
-def pop_pages(stack, top, refs, k):  # type: ignore[no-untyped-def]
-    """Pop k pages from the top of the LIFO stack (the top first); count one holder each."""
-    pages = np.empty(k, np.int64)
-    for j in range(k):
-        p = stack[top - 1 - j]
-        pages[j] = p
-        refs[p] += 1
-    return pages
-
-
-@njit(cache=True)
-def push_pages(stack, top, refs, pages):  # type: ignore[no-untyped-def]
-    """Drop one holder of each page; pages left unheld go on top, pages[0] ending on top.
-    Returns the new top."""
-    free = np.empty(len(pages), np.int64)
-    n = 0
-    for p in pages:
-        refs[p] -= 1
-        if refs[p] == 0:
-            free[n] = p
-            n += 1
-    for j in range(n):
-        stack[top + j] = free[n - 1 - j]
-    return top + n
 
 
 @njit(cache=True)

@@ -10,9 +10,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from forensics.base.progress import ProgressFn, no_progress
 from forensics.errors import UsageError
 from forensics.options import SimOptions
-from forensics.progress import ProgressFn, no_progress
 from forensics.simulate import truth_tables as T
 from forensics.simulate import writers as W
 from forensics.simulate.config import Scenario

@@ -1,4 +1,4 @@
--- The warnings of columns not in the contract (forensics.ingest.columns: no row, no value), for
+-- The warnings of columns not in the contract (forensics.case.columns: no row, no value), for
 -- the run summary and the report.
 SELECT table_name, "column", reason FROM ingest_warnings
 WHERE "row" IS NULL AND "value" IS NULL

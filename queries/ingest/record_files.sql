@@ -1,4 +1,4 @@
--- Record the files an ingest read (registered as _files: forensics.ingest.result.FileCounts),
+-- Record the files an ingest read (registered as _files: forensics.case.result.FileCounts),
 -- in one statement whatever their number (an external ledger can have tens of thousands of
 -- parts).
 INSERT INTO input_files

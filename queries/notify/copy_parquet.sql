@@ -1,3 +1,3 @@
 -- Write a query's rows as Parquet (zstd).
--- {query}: the text of a query in queries/ (forensics.sql.nested); $path: the file.
+-- {query}: the text of a query in queries/ (forensics.casedb.sql.nested); $path: the file.
 COPY ({query}) TO $path (FORMAT parquet, COMPRESSION zstd);

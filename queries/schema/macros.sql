@@ -136,7 +136,7 @@ CREATE OR REPLACE TEMP MACRO kvf_str(x) AS nullif(kvf_trimmed(x), '');
 -- as \\, LF as \n, CR as \r, every other C0 control but TAB, DEL and the C1 controls, and the
 -- bidirectional marks, embeddings, overrides and isolates (U+061C, U+200E, U+200F,
 -- U+202A-U+202E, U+2066-U+2069) as \u and four lower-case hex digits (\u202e), so that every
--- record is one line and each escape reads one way (forensics.textsafe.csv_text, the same
+-- record is one line and each escape reads one way (forensics.base.textsafe.csv_text, the same
 -- rule). Then a value that would run as a formula (first character after any leading spaces is
 -- =, +, -, @ or TAB) gets a leading apostrophe, which spreadsheets show as text. Every text
 -- column of every CSV output goes through this macro; numeric columns are written as numbers.

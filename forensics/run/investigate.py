@@ -6,13 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from forensics.context import RunContext, StageResult
-from forensics.db import connect
-from forensics.errors import UsageError
-from forensics.ingest.result import IngestResult
-from forensics.ledger.default import CASE_LEDGER
-from forensics.ledger.external import resolve
-from forensics.manifest import (
+from forensics.base.manifest import (
     SIDECARS,
     anchor,
     build_manifest,
@@ -21,16 +15,22 @@ from forensics.manifest import (
     utc_now,
     write_manifest,
 )
+from forensics.base.progress import ProgressFn, no_progress
+from forensics.base.signing import SigningKey, load_signing_key, sign_file
+from forensics.case.result import IngestResult
+from forensics.casedb.schema_docs import apply_comments
+from forensics.casedb.sql import QueryLog
+from forensics.context import RunContext, StageResult
+from forensics.db import connect
+from forensics.errors import UsageError
+from forensics.ledger.default import CASE_LEDGER
+from forensics.ledger.external import resolve
 from forensics.notify.deadlines import check_aware_at, load_rules
 from forensics.options import Device, InvestigateOptions
-from forensics.outdir import check_out, staged
-from forensics.pipeline import STAGES, run_stage
-from forensics.progress import ProgressFn, no_progress
 from forensics.replay import replay_available
 from forensics.replay.loader import HUB_ID, resolve_folder
-from forensics.schema_docs import apply_comments
-from forensics.signing import SigningKey, load_signing_key, sign_file
-from forensics.sql import QueryLog
+from forensics.run.outdir import check_out, staged
+from forensics.run.pipeline import STAGES, run_stage
 
 
 @dataclass
@@ -77,7 +77,7 @@ def investigate(
     case_dir: Path, out_dir: Path, options: InvestigateOptions, progress: ProgressFn = no_progress
 ) -> InvestigateResult:
     """Check every option and path first (nothing is created under OUT before), then run the
-    stages in a staging folder beside OUT and swap it in complete (see forensics.outdir)."""
+    stages in a staging folder beside OUT and swap it in complete (see forensics.run.outdir)."""
     started = utc_now()
     check_options(options)
     key = load_signing_key(options.sign_key) if options.sign_key else None

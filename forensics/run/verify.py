@@ -10,7 +10,7 @@ is an error (exit 2), never read further.
 
 A manifest that names a signing key must have its signature beside it; with the examiner's
 public key (--pubkey) the signature must be there and be that key's signature over the
-manifest's bytes (forensics.signing)."""
+manifest's bytes (forensics.base.signing)."""
 
 from __future__ import annotations
 
@@ -19,14 +19,14 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from forensics.base.hashing import sha256_file
+from forensics.base.manifest import MANIFEST, SIDECARS
+from forensics.base.signing import fingerprint, load_public_key, signature_matches
+from forensics.base.textsafe import json_value
+from forensics.case.discover import discover
 from forensics.errors import CaseError
-from forensics.hashing import sha256_file
-from forensics.ingest.discover import discover
 from forensics.ingest.load import log_files
-from forensics.manifest import MANIFEST, SIDECARS
-from forensics.outdir import MANIFEST_MOST
-from forensics.signing import fingerprint, load_public_key, signature_matches
-from forensics.textsafe import json_value
+from forensics.run.outdir import MANIFEST_MOST
 
 
 @dataclass

@@ -7,7 +7,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from forensics.arrow import columns_table
+from forensics.base.arrow import columns_table
 
 
 @dataclass

@@ -1,7 +1,7 @@
 """Locate the SQL in queries/ and the templates in templates/.
 
 Both live at the top of the source tree and are copied into the wheel under
-forensics/_resources/. Queries are loaded and run by forensics.sql."""
+forensics/_resources/. Queries are loaded and run by forensics.casedb.sql."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 from forensics.errors import KvfError
 
-_PACKAGE_DIR = Path(__file__).resolve().parent
+_PACKAGE_DIR = Path(__file__).resolve().parents[1]  # the forensics package
 
 
 def resource_dir(name: str) -> Path:

@@ -14,7 +14,7 @@ from functools import cache
 
 import duckdb
 
-from forensics.sql import ident, literal, relations, sql, template
+from forensics.casedb.sql import ident, literal, relations, sql, template
 
 # The schema files, in the order their tables are created.
 SCHEMA_FILES = (

@@ -44,3 +44,14 @@ def scope_time(text: str, option: str) -> datetime:
         except OverflowError as exc:
             raise UsageError(f"{option} '{text}' is out of range as epoch microseconds") from exc
     return option_time(value, option, "2026-09-04T00:00:00Z or 1788480000000000")
+
+
+def iso_utc(value: datetime | None) -> str:
+    """A datetime as ISO-8601 UTC with microseconds and a Z ('' for None); naive values are
+    taken as UTC."""
+    if value is None:
+        return ""
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    text = value.astimezone(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
+    return text

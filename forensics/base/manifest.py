@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from forensics import __version__
-from forensics.hashing import sha256_file
+from forensics.base.hashing import sha256_file
 
 SCHEMA_VERSION = 3
 MANIFEST = "manifest.json"

@@ -16,11 +16,11 @@ from pathlib import Path
 
 import duckdb
 
+from forensics.casedb.interrupts import register
+from forensics.casedb.schema_docs import apply_comments
+from forensics.casedb.spillnames import SPILL_PREFIX, spill_pid
+from forensics.casedb.sql import literal, run_at_once, sql, statements, template
 from forensics.errors import CaseError, UsageError
-from forensics.interrupts import register
-from forensics.schema_docs import apply_comments
-from forensics.spillnames import SPILL_PREFIX, spill_pid
-from forensics.sql import literal, run_at_once, sql, statements, template
 
 # DuckDB's own default is 80 % of the machine's memory; the compiled sweep's arrays live beside
 # it, so the case database gets a fixed budget (override with KVFORENSICS_MEMORY_LIMIT or the

@@ -8,7 +8,7 @@ statement in the main thread that is between such checks for long would not see 
 
 While a command runs (`reaching_every_statement`), Ctrl-C therefore calls DuckDB's
 `interrupt()` on every connection open in the process (each is registered when opened, by
-forensics.dbopen): from a thread of its own that the signal wakes at once (Python's wakeup
+forensics.casedb.dbopen): from a thread of its own that the signal wakes at once (Python's wakeup
 file descriptor), or from the handler in the main thread when that comes first; the handler
 then raises KeyboardInterrupt as Python's own does. Both see every SIGINT, and whichever comes
 second leaves it (`_answer`): a second interrupt for the same Ctrl-C could otherwise land on

@@ -7,8 +7,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from forensics.case.contract import BY_NAME
 from forensics.errors import UsageError
-from forensics.ingest.contract import BY_NAME
 
 FORMATS = {
     ".csv": "csv",

@@ -25,9 +25,9 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import duckdb
 
+from forensics.casedb.interrupts import stop_if_interrupted
+from forensics.casedb.resources import resource_dir
 from forensics.errors import KvfError
-from forensics.interrupts import stop_if_interrupted
-from forensics.resources import resource_dir
 
 if TYPE_CHECKING:
     import pyarrow as pa

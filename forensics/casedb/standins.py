@@ -9,7 +9,7 @@ from contextlib import contextmanager
 
 import duckdb
 
-from forensics.sql import ident, sql, statements, tables, template
+from forensics.casedb.sql import ident, sql, statements, tables, template
 
 # The DDL files whose tables the report and the exports read (each stage's own DDL).
 SCHEMAS = ("schema/case", "schema/analysis", "schema/logs", "schema/replay", "schema/reconstruct")

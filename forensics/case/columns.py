@@ -14,9 +14,9 @@ import difflib
 
 import duckdb
 
-from forensics.ingest.contract import BY_NAME
-from forensics.sql import run_script, sql
-from forensics.textsafe import visible
+from forensics.base.textsafe import visible
+from forensics.case.contract import BY_NAME
+from forensics.casedb.sql import run_script, sql
 
 
 def start(con: duckdb.DuckDBPyConnection) -> None:

@@ -24,9 +24,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from forensics.base.textsafe import json_value
+from forensics.casedb.spillnames import spill_pid
 from forensics.errors import UsageError
-from forensics.spillnames import spill_pid
-from forensics.textsafe import json_value
 
 # Every name investigate writes at the top of OUT; anything else there is not ours.
 KNOWN_NAMES = frozenset(

@@ -1,4 +1,5 @@
-"""SGLang's paged KV allocator and radix prefix cache, as the simulator needs them.
+"""Page pools shared by the simulator and reconstruction: a model of SGLang's paged KV allocator
+and radix prefix cache.
 
 Facts followed (docs/engines.md): the allocator hands out token-slot ids in whole pages; page 0 is
 reserved as padding and never handed out; freed pages go back to the front of the free list, so
@@ -15,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from forensics.simulate import kernels as K
+from forensics.engines import pool_kernels as K
 
 
 class PagePool:

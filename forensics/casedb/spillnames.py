@@ -1,6 +1,7 @@
 """The names of the folders an in-memory DuckDB connection spills into beside a case database
-(`case.duckdb.kvforensics-spill-PID-HEX`, forensics.dbopen.scratch_spill_folder), shared by the
-code that makes and removes them and by OUT's check of its own files (forensics.outdir)."""
+(`case.duckdb.kvforensics-spill-PID-HEX`, forensics.casedb.dbopen.scratch_spill_folder),
+shared by the code that makes and removes them and by OUT's check of its own files
+(forensics.run.outdir)."""
 
 from __future__ import annotations
 

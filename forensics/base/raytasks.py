@@ -13,8 +13,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from forensics.base.progress import ProgressFn, no_progress
 from forensics.errors import KvfError, UsageError, disk_full
-from forensics.progress import ProgressFn, no_progress
 
 # Object store of an embedded Ray: enough for a few nodes' events in flight.
 EMBEDDED = "local"  # the address that means: start Ray on this machine for the run

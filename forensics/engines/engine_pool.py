@@ -12,8 +12,8 @@ from __future__ import annotations
 import numpy as np
 
 from forensics.engines.client import EngineAllocators
+from forensics.engines.pools import PagePool
 from forensics.errors import UsageError
-from forensics.simulate.allocator import PagePool
 
 ALLOCATORS = ("lifo", "sglang", "vllm")
 

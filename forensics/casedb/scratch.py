@@ -20,8 +20,8 @@ from pathlib import Path
 
 import duckdb
 
-from forensics.dbopen import open_database, prepare_connection
-from forensics.sql import ident, run
+from forensics.casedb.dbopen import open_database, prepare_connection
+from forensics.casedb.sql import ident, run
 
 
 class ScratchDatabases:

@@ -55,7 +55,7 @@ _index_file._load_index = _load_index_or_empty
 
 # Folders whose kernels' cache stamps cover every module in the folder; a subfolder of one
 # counts too. (A test adds its own package.)
-SHARED_FOLDERS: set[Path] = {Path(__file__).resolve().parent.parent}  # the forensics package
+SHARED_FOLDERS: set[Path] = {Path(__file__).resolve().parents[1]}  # the forensics package
 
 
 def _shared_folder(path: Path) -> bool:
