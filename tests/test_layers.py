@@ -249,6 +249,48 @@ def test_the_package_has_no_import_cycle() -> None:
     assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
 
 
+def test_no_cycle_even_through_type_only_imports() -> None:
+    graph: dict[str, set[str]] = {}
+    for e in import_edges(PACKAGE_DIR):
+        graph.setdefault(e.source, set()).add(e.target)
+    cycle = find_cycle(graph)
+    assert cycle is None, "import cycle (type-only imports included): " + " -> ".join(cycle or [])
+
+
+def folder_graph(edges: list[Edge]) -> dict[str, set[str]]:
+    """Folder (or root module) -> the folders and root modules it imports, type-only included."""
+    graph: dict[str, set[str]] = {}
+    for e in edges:
+        source, target = _package(e.source), _package(e.target)
+        if source != target:
+            graph.setdefault(source, set()).add(target)
+    return graph
+
+
+def test_no_two_folders_import_each_other() -> None:
+    cycle = find_cycle(folder_graph(import_edges(PACKAGE_DIR)))
+    assert cycle is None, "folders that import each other: " + " -> ".join(cycle or [])
+
+
+ROOT_MODULES_AT_MOST = 8
+
+
+def test_the_package_root_holds_few_modules() -> None:
+    root = sorted(p.name for p in PACKAGE_DIR.glob("*.py"))
+    assert len(root) <= ROOT_MODULES_AT_MOST, root
+
+
+def test_the_design_document_draws_every_folder() -> None:
+    """docs/DESIGN.md §8's tree names every folder of the package (`name/`)."""
+    design = (PACKAGE_DIR.parent / "docs" / "DESIGN.md").read_text(encoding="utf-8")
+    tree = design.split("## 8. Shape of the code", 1)[1].split("### Layers", 1)[0]
+    folders = sorted(
+        p.name for p in PACKAGE_DIR.iterdir() if p.is_dir() and (p / "__init__.py").exists()
+    )
+    missing = [name for name in folders if f"{name}/" not in tree]
+    assert not missing, f"folders of forensics/ not drawn in docs/DESIGN.md §8: {missing}"
+
+
 def test_every_module_has_a_layer() -> None:
     unplaced = [m for m in find_modules(PACKAGE_DIR) if layer_of(m) is None]
     assert not unplaced, f"modules in no layer (add them to LAYERS and docs/DESIGN.md): {unplaced}"

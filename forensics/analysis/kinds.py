@@ -14,8 +14,6 @@ that acquired each holding) to classify, per docs/DESIGN.md §4:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from forensics.analysis.buffers import Pieces, push_category, push_exposure
 from forensics.analysis.codes import (
     FOREIGN,
@@ -31,14 +29,12 @@ from forensics.analysis.codes import (
 )
 from forensics.analysis.compiled import inline_kernel, loop_kernel
 from forensics.analysis.holders import HolderPool, held_since
+from forensics.analysis.kerneltypes import Events, SweepMaps
 from forensics.analysis.runmap import bs_around, bs_next
 from forensics.analysis.violations import push_holders
 
-if TYPE_CHECKING:
-    from forensics.analysis.sweep import Events, SweepMaps
-
 NO_KIND = -1  # classify's exposure kind for what is no exposure
-NOBODY = -1  # ww's value where no write happened yet (and lw's: no write event)
+NOBODY = -1  # last_writer's value where no write happened yet (and last_write's: no write event)
 
 
 @loop_kernel
@@ -63,30 +59,30 @@ def classify(ev: Events, t: int, w: int, wr: int, pool: HolderPool, sid: int) ->
 @inline_kernel
 def foreign_run(ev: Events, t: int, wr: int, x: int, e: int, maps: SweepMaps, out: Pieces) -> None:
     """Classify [x, e) of the read at event t, last written by another request wr, along the
-    fine maps (maps.lw: the exact write; maps.hf: holders with their acquisition)."""
-    lw, hf, pool = maps.lw, maps.hf.runs, maps.hf.pool
-    n = lw.n
-    lw_words, lw_val = lw.words, lw.val
-    hf_words, hf_val = hf.words, hf.val
+    fine maps (last_write: the exact write; holdings: holders with their acquisition)."""
+    last_write, holdings, pool = maps.last_write, maps.holdings.runs, maps.holdings.pool
+    n = last_write.n
+    write_words, write_val = last_write.words, last_write.val
+    holding_words, holding_val = holdings.words, holdings.val
     cat, ex, rows = out.cat, out.ex, out.rows
-    # The runs of lw and hf holding y, and where the next ones start.
-    p_w, n_w = bs_around(lw_words, x, n)
-    p_h, n_h = bs_around(hf_words, x, n)
+    # The runs of last_write and holdings holding y, and where the next ones start.
+    p_w, n_w = bs_around(write_words, x, n)
+    p_h, n_h = bs_around(holding_words, x, n)
     y = x
     while y < e:
         z = min(n_w, n_h, e)
-        w = lw_val[p_w]
-        category, kind = classify(ev, t, w, wr, pool, hf_val[p_h])
+        w = write_val[p_w]
+        category, kind = classify(ev, t, w, wr, pool, holding_val[p_h])
         push_category(cat, rows, t, category, y, z)
         if kind != NO_KIND:
             push_exposure(ex, rows, t, y, z, w, kind)
         y = z
         if y == n_w:
             p_w = n_w
-            n_w = bs_next(lw_words, n_w + 1, n)
+            n_w = bs_next(write_words, n_w + 1, n)
         if y == n_h:
             p_h = n_h
-            n_h = bs_next(hf_words, n_h + 1, n)
+            n_h = bs_next(holding_words, n_h + 1, n)
 
 
 @inline_kernel
@@ -94,31 +90,31 @@ def read(ev: Events, t: int, maps: SweepMaps, out: Pieces) -> None:
     """Everything the read at event t saw, as rows added to out."""
     r = ev.req[t]
     b = ev.c1[t]
-    ww, hc, pool = maps.ww, maps.hc.runs, maps.hc.pool
-    n = ww.n
-    ww_words, ww_val = ww.words, ww.val
-    hc_words, hc_val = hc.words, hc.val
+    last_writer, holders, pool = maps.last_writer, maps.holders.runs, maps.holders.pool
+    n = last_writer.n
+    writer_words, writer_val = last_writer.words, last_writer.val
+    holder_words, holder_val = holders.words, holders.val
     ent, sets = pool.ent, pool.sets
     cat, rows = out.cat, out.rows
     x = ev.c0[t]
-    # The runs of ww and hc holding x, and where the next ones start.
-    p_l, n_l = bs_around(ww_words, x, n)
-    p_h, n_h = bs_around(hc_words, x, n)
+    # The runs of last_writer and holders holding x, and where the next ones start.
+    p_l, n_l = bs_around(writer_words, x, n)
+    p_h, n_h = bs_around(holder_words, x, n)
     while x < b:
         e = min(n_l, n_h, b)
-        wr = ww_val[p_l]
+        wr = writer_val[p_l]
         if wr == NOBODY:
             push_category(cat, rows, t, UNINITIALISED, x, e)
         elif wr == r:
             push_category(cat, rows, t, OWN, x, e)
         else:
             foreign_run(ev, t, wr, x, e, maps, out)
-        if held_since(ent, sets, hc_val[p_h], r) < 0:
-            push_holders(out, t, x, e, READ_UNHELD, pool, hc_val[p_h], r)
+        if held_since(ent, sets, holder_val[p_h], r) < 0:
+            push_holders(out, t, x, e, READ_UNHELD, pool, holder_val[p_h], r)
         x = e
         if x == n_l:
             p_l = n_l
-            n_l = bs_next(ww_words, n_l + 1, n)
+            n_l = bs_next(writer_words, n_l + 1, n)
         if x == n_h:
             p_h = n_h
-            n_h = bs_next(hc_words, n_h + 1, n)
+            n_h = bs_next(holder_words, n_h + 1, n)

@@ -4,19 +4,21 @@ Input: one node's events already in their total order (see forensics.analysis.or
 arrays, with slot ranges compressed to cells (`[c0, c1)`; every event boundary is a cell
 boundary, so the state is constant inside a cell). The sweep keeps four run maps over cells:
 
-- `lw` cell run -> index of the last write event (-1: never written);
-- `ww` cell run -> request code of the last writer (coalesced, so own data is one run);
-- `hc` cell run -> set of holder requests (coalesced across a request's allocations);
-- `hf` cell run -> set of (holder, event that acquired the holding)
-  (holder sets: forensics.analysis.holders, one pool for hc and one for hf).
+- `last_write`  cell run -> index of the last write event (-1: never written);
+- `last_writer` cell run -> request code of the last writer (coalesced, so own data is one run);
+- `holders`     cell run -> set of holder requests (coalesced across a request's allocations);
+- `holdings`    cell run -> set of (holder, event that acquired the holding)
+  (holder sets: forensics.analysis.holders, one pool for holders and one for holdings).
 
-Each read walks the runs of `ww` and `hc` inside its range; only where the writer is another
-request does it walk `lw` and `hf` there and emit foreign pieces (forensics.analysis.kinds).
+Each read walks the runs of `last_writer` and `holders` inside its range; only where the writer
+is another request does it walk `last_write` and `holdings` there and emit foreign pieces
+(forensics.analysis.kinds).
 Cost therefore grows with events, runs touched and foreign pieces, never with the number of
 slots in a range.
 
 The compiled kernels take a few named structures (named tuples, which compiled code takes like
-plain arguments): Events (the input columns), SweepMaps (the four maps) and Pieces (the output
+plain arguments; forensics.analysis.kerneltypes): Events (the input columns), SweepMaps (the
+four maps) and Pieces (the output
 buffers, forensics.analysis.buffers).
 
 Outputs of sweep_cells, in Pieces (2-D, one row per piece, cells not yet mapped back to slots;
@@ -29,7 +31,6 @@ int64 except categories, int32 since there is at least one row per read):
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import NamedTuple
 
 import numpy as np
 from numba import njit
@@ -55,37 +56,15 @@ from forensics.analysis.holders import (
     update_holders,
     with_room,
 )
+from forensics.analysis.kerneltypes import Events, SweepMaps
 from forensics.analysis.kinds import read
-from forensics.analysis.runmap import RunMap, new_map, rm_assign
+from forensics.analysis.runmap import new_map, rm_assign
 from forensics.analysis.violations import check_holders
 from forensics.casedb.interrupts import stop_if_interrupted
 
-
-class Events(NamedTuple):
-    """One node's events in their total order, as the compiled sweep reads them: event t is
-    request req[t] doing op[t] on cells [c0[t], c1[t])."""
-
-    req: np.ndarray  # int32 request codes (0 .. requests - 1)
-    op: np.ndarray  # int8 codes of OPS
-    c0: np.ndarray  # int32 first cell
-    c1: np.ndarray  # int32 end cell (exclusive)
-    hsh: np.ndarray  # int32 content-hash codes, -1 where the ledger gave none
-    # Each request's alloc/share events, in compressed sparse rows: those of request r are
-    # acq_idx[acq_ptr[r]:acq_ptr[r + 1]], in event order.
-    acq_ptr: np.ndarray  # int64
-    acq_idx: np.ndarray  # int64
-    # Scratch room for the checks of one write (forensics.analysis.violations.unheld_write):
-    # int64 (most alloc/share events of one request, 2).
-    span: np.ndarray
-
-
-class SweepMaps(NamedTuple):
-    """The sweep's state: four run maps over the node's cells (see the module docstring)."""
-
-    lw: RunMap  # last write event, -1: never written
-    ww: RunMap  # request code of the last writer, -1: never written
-    hc: Holders  # holder requests, acquired_at 0 (so a request's allocations coalesce)
-    hf: Holders  # holder requests with the event that acquired each holding
+STRETCH = 1 << 18  # events swept between two looks for a Ctrl-C (a tenth of a second or less)
+DONE, MORE_ROWS, MORE_HOLDERS = 0, 1, 2  # why sweep_until stopped
+POOL_START = 1 << 20  # holder-set pool entries to start with; the pool grows when it must
 
 
 def sweep_cells(ev: Events, maps: SweepMaps, out: Pieces) -> Pieces:
@@ -108,13 +87,14 @@ def sweep_cells(ev: Events, maps: SweepMaps, out: Pieces) -> Pieces:
             out = regrown(out, ex_rows, cat_rows, vio_rows)
         elif need == MORE_HOLDERS:  # room in both pools for event t's update
             a, b = ev.c0[t], ev.c1[t]
-            maps = SweepMaps(maps.lw, maps.ww, with_room(maps.hc, a, b), with_room(maps.hf, a, b))
+            maps = SweepMaps(
+                maps.last_write,
+                maps.last_writer,
+                with_room(maps.holders, a, b),
+                with_room(maps.holdings, a, b),
+            )
             room_at = t
     return out
-
-
-STRETCH = 1 << 18  # events swept between two looks for a Ctrl-C (a tenth of a second or less)
-DONE, MORE_ROWS, MORE_HOLDERS = 0, 1, 2  # why sweep_until stopped
 
 
 @loop_kernel
@@ -130,7 +110,8 @@ def sweep_until(
     read and write arrays their caller owns and never make one, and counting references to
     the arrays they pass each other cost as much as the sweep's own work."""
     req, op, c0, c1 = ev.req, ev.op, ev.c0, ev.c1
-    lw, ww, hc, hf = maps.lw, maps.ww, maps.hc, maps.hf
+    last_write, last_writer = maps.last_write, maps.last_writer
+    holders, holdings = maps.holders, maps.holdings
     rows = out.rows
     for t in range(t0, t_end):
         o = op[t]
@@ -138,7 +119,9 @@ def sweep_until(
         a = c0[t]
         b = c1[t]
         if (o == ALLOC or o == SHARE or o == FREE) and t != room_at:
-            if short_of_room(hc, a, b) or short_of_room(hf, a, b):  # rare: a pool is full
+            if short_of_room(holders, a, b) or short_of_room(
+                holdings, a, b
+            ):  # rare: a pool is full
                 return t, MORE_HOLDERS, 0, 0, 0
         if o != FREE and o != SHARE:  # the events that may add rows: look at what they see
             ex_rows, cat_rows, vio_rows = rows[EX], rows[CAT], rows[VIO]
@@ -148,12 +131,12 @@ def sweep_until(
             if o == READ:
                 continue
         if o == WRITE:
-            rm_assign(lw, a, b, t)
-            rm_assign(ww, a, b, r)
+            rm_assign(last_write, a, b, t)
+            rm_assign(last_writer, a, b, r)
         else:
             since = t if o != FREE else -1  # acquired at t; -1 (FREE): drop the holding
-            update_holders(hc, a, b, r, min(since, 0))  # hc: every holding acquired at 0
-            update_holders(hf, a, b, r, since)
+            update_holders(holders, a, b, r, min(since, 0))  # every holding acquired at 0
+            update_holders(holdings, a, b, r, since)
     return t_end, DONE, 0, 0, 0
 
 
@@ -164,7 +147,7 @@ def looks(ev: Events, t: int, maps: SweepMaps, out: Pieces) -> None:
     if ev.op[t] == READ:
         read(ev, t, maps, out)
     else:
-        check_holders(ev, t, maps.hc, out)
+        check_holders(ev, t, maps.holders, out)
 
 
 @dataclass(frozen=True)
@@ -333,9 +316,6 @@ def sweep_cells_of(
         for col in cols:
             buf[:, col] = cells.bounds[buf[:, col]]
     return ex, cat, vio
-
-
-POOL_START = 1 << 20  # holder-set pool entries to start with; the pool grows when it must
 
 
 def _narrow(a: np.ndarray, dtype: type[np.integer]) -> np.ndarray:

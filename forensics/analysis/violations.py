@@ -4,16 +4,12 @@ write-after-free, write-unheld, double-allocation, read-unheld. Rows are
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from forensics.analysis.buffers import Pieces, push_violation
 from forensics.analysis.codes import DOUBLE_ALLOCATION, WRITE, WRITE_AFTER_FREE, WRITE_UNHELD
 from forensics.analysis.compiled import inline_kernel, loop_kernel
 from forensics.analysis.holders import HolderPool, Holders, held_since, single_holder
+from forensics.analysis.kerneltypes import Events
 from forensics.analysis.runmap import bs_around, bs_next
-
-if TYPE_CHECKING:
-    from forensics.analysis.sweep import Events
 
 NO_OTHER = -1  # the "other request" column when no other request is involved
 

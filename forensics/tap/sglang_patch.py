@@ -21,7 +21,8 @@ import atexit
 import sys
 from typing import Any
 
-from forensics.tap.recorder import Recorder, from_env
+from forensics.tap.recorder import Recorder
+from forensics.tap.settings import from_env
 from forensics.tap.sglang_ledger import Entry, SGLangLedger
 
 _LEDGER: SGLangLedger | None = None

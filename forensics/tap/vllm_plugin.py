@@ -26,7 +26,8 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from forensics.tap.recorder import Recorder, Settings, from_env
+from forensics.tap.recorder import Recorder
+from forensics.tap.settings import Settings, from_env
 from forensics.tap.vllm_steps import StepTracker
 
 _PATCHED = False

@@ -14,13 +14,12 @@ import re
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-if TYPE_CHECKING:
-    from forensics.tap.recorder import Recorder, Row, Settings
+from forensics.tap.settings import Row, Settings
 
 EVENTS = pa.schema(
     [
@@ -127,10 +126,24 @@ def ledger_folder(out: Path, node: str) -> Path:
 _FOLDER_SAFE = re.compile(r"[^/\\\x00-\x1f\x7f]+")
 
 
+class BatchSource(Protocol):
+    """What the writer thread takes from the recorder (forensics.tap.recorder.Recorder)."""
+
+    node: str
+    stem: str
+    settings: Settings
+    recorded: int
+    dropped: int
+
+    def next_batch(self, timeout: float) -> tuple[str, list[Any]] | None: ...
+
+    def take_gaps(self) -> list[dict[str, Any]]: ...
+
+
 class Writer(threading.Thread):
     """Takes batches from the recorder's queue and writes them until `finish`."""
 
-    def __init__(self, recorder: Recorder, settings: Settings):
+    def __init__(self, recorder: BatchSource, settings: Settings):
         super().__init__(name="kvforensics-tap-writer", daemon=True)
         self.rec = recorder
         self.out = settings.out_dir
