@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 import duckdb
 
+from forensics.base.progress import ProgressFn
 from forensics.errors import ReplayError
 from forensics.replay import memory
 from forensics.replay.decode import (
@@ -38,8 +39,6 @@ NOT_REPRODUCED = "not-reproduced"
 CANNOT_REPLAY = "cannot-replay"
 REPRODUCED = "reproduced"  # basis of a confirmation: greedy decoding reproduces the output
 EVIDENCE = "evidence"  # basis: the log-likelihood ratio is above the threshold
-
-ProgressFn = Callable[[str, int, int | None], None]
 
 
 def response_sha256(tokens: Sequence[int]) -> str:
