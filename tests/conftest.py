@@ -1,37 +1,18 @@
-"""Shared test helpers: write small case folders, run the CLI, query a case database."""
+"""Shared fixtures: write small case folders, run the CLI, the spoiled hive sample. Plain helpers
+live in tests/support/."""
 
 from __future__ import annotations
 
-import gzip
-import io
-import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import duckdb
 import pytest
-import zstandard
+from support.cases import write_case
+from support.oldduckdb import old_duckdb_python
+from support.samples import edit_part, hive_sample, split_in_two
 
 from forensics.cli import run
-
-REPO = Path(__file__).resolve().parent.parent
-EXAMPLES = REPO / "tests" / "data" / "examples"  # the worked examples of docs/DESIGN.md §4
-
-
-def compress(data: bytes, compression: str | None) -> bytes:
-    if compression == "gzip":
-        return gzip.compress(data, mtime=0)
-    if compression == "zstd":
-        return zstandard.ZstdCompressor().compress(data)
-    return data
-
-
-def write_file(path: Path, text: str | bytes, compression: str | None = None) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    data = text.encode("utf-8") if isinstance(text, str) else text
-    path.write_bytes(compress(data, compression))
-    return path
 
 
 @pytest.fixture
@@ -39,11 +20,7 @@ def case(tmp_path: Path) -> Callable[[dict[str, str | bytes]], Path]:
     """case({'requests.csv': '...', 'kv_events/part-1.jsonl': '...'}) -> the case folder."""
 
     def make(files: dict[str, str | bytes]) -> Path:
-        root = tmp_path / "case"
-        for rel, text in files.items():
-            compression = {"gz": "gzip", "zst": "zstd"}.get(rel.rsplit(".", 1)[-1])
-            write_file(root / rel, text, compression)
-        return root
+        return write_case(tmp_path / "case", files)
 
     return make
 
@@ -60,34 +37,23 @@ def cli(capsys: pytest.CaptureFixture[str]) -> Callable[..., tuple[int, str, str
     return invoke
 
 
-def query(db: Path, text: str, params: dict[str, Any] | None = None) -> list[tuple[Any, ...]]:
-    con = duckdb.connect(str(db), read_only=True)
-    try:
-        return con.execute(text, params or {}).fetchall()
-    finally:
-        con.close()
+@pytest.fixture(scope="module")
+def spoiled(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """The hive sample with decode-0's ledger in two parts and one bad slot_count, and its
+    loaded-and-analysed case database."""
+    case = hive_sample(tmp_path_factory.mktemp("ext"))
+    split_in_two(case, "decode-0")
+    edit_part(next((case / "kv_events" / "node=decode-1").glob("*.parquet")), 4, "slot_count", 0)
+    db = case.parent / "loaded.duckdb"
+    assert run(["ingest", str(case), "--db", str(db), "--ledger-load"]) == 1
+    assert run(["analyze", "--db", str(db)]) == 1
+    return case, db
 
 
-def parquet_bytes(rows: list[dict[str, Any]]) -> bytes:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    sink = io.BytesIO()
-    pq.write_table(pa.Table.from_pylist(rows), sink)
-    return sink.getvalue()
-
-
-def watching(
-    waited: Callable[[Iterable[Any]], Iterator[Any]], interrupted: threading.Event
-) -> Callable[[Iterable[Any]], Iterator[Any]]:
-    """as_completed (`waited`) that sets `interrupted` when Ctrl-C (or any error) stops the
-    wait, so that the tasks a test holds at work may end then."""
-
-    def watched(tasks: Iterable[Any]) -> Iterator[Any]:
-        try:
-            yield from waited(tasks)
-        except BaseException:
-            interrupted.set()
-            raise
-
-    return watched
+@pytest.fixture(scope="module")
+def old_python(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A python whose duckdb is the old release (made once, kept in pytest's cache)."""
+    cache = getattr(request.config, "cache", None)  # absent under -p no:cacheprovider
+    if cache is None:
+        return old_duckdb_python(tmp_path_factory.mktemp("duckdb-1.1-venv"))
+    return old_duckdb_python(Path(cache.mkdir("duckdb-1.1-venv")))

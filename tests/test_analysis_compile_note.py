@@ -9,12 +9,12 @@ import time
 from pathlib import Path
 
 import pytest
+from support.samples import hive_sample
 
 from forensics.analysis import order
 from forensics.analysis.stage import analyze
 from forensics.cli import run
 from forensics.db import connect
-from tests.test_ledger_external import hive_sample
 
 
 def _case(tmp_path: Path, external: bool) -> Path:

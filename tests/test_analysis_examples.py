@@ -7,13 +7,12 @@ import csv
 from pathlib import Path
 
 import pytest
+from support.paths import EXAMPLES
 
 from forensics.analysis.stage import analyze
 from forensics.cli import run
 from forensics.db import connect
 from forensics.ingest.load import ingest_case
-
-EXAMPLES = Path(__file__).resolve().parent / "data" / "examples"  # the docs/DESIGN.md §4 examples
 
 CASES = ("semantics-seq", "semantics-ties")
 

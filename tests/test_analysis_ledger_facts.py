@@ -9,13 +9,13 @@ import csv
 from pathlib import Path
 
 import pytest
+from support.samples import hive_sample
 
 from forensics.analysis.screening import screen
 from forensics.analysis.stage import analyze
 from forensics.cli import run
 from forensics.db import connect
 from forensics.options import ScreeningParams
-from tests.test_ledger_external import hive_sample
 
 EARLY = "2026-08-27T00:00:00Z"  # before any ledger event of the sample
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-import oracle
-from analysis_case import EPOCH, insert, insert_ledger, new_case, request_row
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from ledgers import REQUESTS, busy_ledger, ledger
+from support import oracle
+from support.analysis_case import EPOCH, insert, insert_ledger, new_case, request_row
+from support.strategies import REQUESTS, busy_ledger, ledger
 
 from forensics.analysis.stage import analyze
 

@@ -4,7 +4,7 @@ possible leakers in the window before a suspect, and the ledger deciding where i
 from __future__ import annotations
 
 import pytest
-from analysis_case import at, insert, insert_ledger, new_case
+from support.analysis_case import at, insert, insert_ledger, new_case
 
 from forensics.analysis.stage import analyze
 from forensics.options import AnalysisOptions

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import numpy as np
-import oracle
 import pytest
 from hypothesis import given, settings
-from ledgers import busy_ledger, ledger
+from support import oracle
+from support.strategies import busy_ledger, ledger
 
 from forensics.analysis import sweep
 from forensics.analysis.buffers import Pieces

@@ -10,19 +10,14 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
-from conftest import watching
+from support.cases import query
+from support.interrupts import watching
+from support.samples import differences, hive_sample, task_per_partition
 
 import forensics.analysis.partitions
 import forensics.analysis.tasks
 from forensics.analysis.tasks import TASK_NODES, grouped
-from tests.test_ledger_external import (  # noqa: F401
-    differences,
-    hive_sample,
-    query,
-    spoiled,
-    task_per_partition,
-)
-from tests.test_ledger_external import run as kvf
+from forensics.cli import run as kvf
 
 
 def _task(name: str, quarantined: int, facts: bool = True) -> tuple:

@@ -11,10 +11,10 @@ import duckdb
 import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.analysis_case import at, insert, new_case, request_row
 
 from forensics.analysis.codes import EXPOSURE_KINDS
 from forensics.casedb.sql import run_script, sql
-from tests.analysis_case import at, insert, new_case, request_row
 
 ACCOUNTS = {"r0": "acct-a", "r1": "acct-b", "r2": None}  # r2: not in the request log
 

@@ -15,7 +15,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pytest
-from conftest import REPO
+from support.paths import REPO
+from support.samples import hive_sample
 
 import forensics.base.arrow
 from forensics.base.arrow import (
@@ -27,7 +28,6 @@ from forensics.base.arrow import (
     table_of,
     whole_numpy,
 )
-from tests.test_ledger_external import hive_sample
 
 SAMPLE = REPO / "data_samples" / "incident"
 

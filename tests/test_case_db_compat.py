@@ -9,16 +9,13 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import venv
 from pathlib import Path
 
 import duckdb
 import pytest
-from conftest import REPO
+from support.paths import REPO
 
 from forensics.cli import run
-
-OLD_DUCKDB = "1.1.*"
 
 # Run inside the old release: print its version and a few facts read from the case.
 READER = """
@@ -42,36 +39,6 @@ out = {
 }
 print(json.dumps(out))
 """
-
-
-def _old_python(cache_dir: Path) -> Path:
-    """A virtual environment with duckdb OLD_DUCKDB, made once and kept in the pytest cache."""
-    python = cache_dir / "bin" / "python"
-    probe = [str(python), "-c", "import duckdb; print(duckdb.__version__)"]
-    if python.exists() and subprocess.run(probe, capture_output=True).returncode == 0:
-        return python
-    venv.create(cache_dir, with_pip=False, clear=True)  # this pip installs into it (--python)
-    done = subprocess.run(
-        [sys.executable, "-m", "pip", "--python", str(python), "install", "-q"]
-        + [f"duckdb=={OLD_DUCKDB}"],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    if done.returncode != 0:
-        pytest.skip(
-            f"cannot install duckdb=={OLD_DUCKDB} from the package index: "
-            f"{done.stderr.strip()[-300:]}"
-        )
-    return python
-
-
-@pytest.fixture(scope="module")
-def old_python(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    cache = getattr(request.config, "cache", None)  # absent under -p no:cacheprovider
-    if cache is None:
-        return _old_python(tmp_path_factory.mktemp("duckdb-1.1-venv"))
-    return _old_python(Path(cache.mkdir("duckdb-1.1-venv")))
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,7 @@ import csv
 
 import duckdb
 import pytest
-from conftest import REPO
+from support.paths import REPO
 
 from forensics.cli import run
 

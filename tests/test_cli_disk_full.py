@@ -9,8 +9,8 @@ import errno
 
 import duckdb
 import pytest
-from conftest import REPO
-from smalldisk import small_disk
+from support.paths import REPO
+from support.smalldisk import small_disk
 
 from forensics.cli import run
 from forensics.errors import disk_full
@@ -102,7 +102,7 @@ def test_a_partition_task_whose_disk_fills_is_not_a_ledger_that_cannot_be_read(
     """A ledger kept outside the case: the task's DuckDB spills beside the case database; the
     disk filling there is said as a full disk, not as a partition that cannot be read (with a
     fix about the ledger)."""
-    from tests.test_ledger_external import hive_sample
+    from support.samples import hive_sample
 
     case = hive_sample(tmp_path)
     db = tmp_path / "case.duckdb"

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from conftest import REPO
+from support.paths import REPO
 
 
 def test_version(cli):

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 import typer.main
-from conftest import EXAMPLES
+from support.paths import EXAMPLES
 
 from forensics.cli import app
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from conftest import REPO
+from support.paths import REPO
 
 import forensics.ingest.batched as batched
 import forensics.ingest.load as load

@@ -16,6 +16,7 @@ from typing import Any
 import duckdb
 import pytest
 import typer
+from support.paths import DATA
 
 from forensics.cli import app
 
@@ -37,7 +38,7 @@ STAGE_ENTRY = {
 }
 # Options that change only how the result is printed, not what the stage does.
 OUTPUT_ONLY = {"--json", "--html"}
-LOG = Path(__file__).parent / "data" / "logs" / "variants" / "sgl-030.log"
+LOG = DATA / "logs" / "variants" / "sgl-030.log"
 
 
 class Recorded(Exception):

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import REPO
+from support.paths import REPO
 
 HEAVY = ("numba", "forensics.analysis.stage", "forensics.run.pipeline", "torch")
 

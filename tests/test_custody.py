@@ -10,20 +10,10 @@ from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
+from support.paths import SAMPLE
+from support.samples import small_case
 
 from forensics.cli import run
-
-REPO = Path(__file__).resolve().parent.parent
-SAMPLE = REPO / "data_samples" / "incident"
-
-
-def small_case(root: Path) -> Path:
-    """The sample incident without its ledger, logs and contents (fast to ingest)."""
-    case = root / "case"
-    case.mkdir()
-    for name in ("accounts.csv", "nodes.csv", "requests.csv"):
-        shutil.copy(SAMPLE / name, case / name)
-    return case
 
 
 def swapping(target: Path, real: Any, restore: bool = True) -> Any:

@@ -74,7 +74,7 @@ def test_ingest_checks_and_partition_tasks_here_spill_beside_the_case(
 ) -> None:
     """Run here, the external ledger's checks and partition tasks work for the case database on
     this machine: they spill beside it (the system's temporary folder may be memory)."""
-    from test_ledger_external import hive_sample
+    from support.samples import hive_sample
 
     import forensics.casedb.scratch as scratch
     from forensics.cli import run

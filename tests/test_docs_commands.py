@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from conftest import REPO
+from support.paths import REPO
 
 from forensics.cli import run
 from forensics.cli.app import command

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from conftest import REPO
+from support.paths import REPO
 
 DESIGN = REPO / "docs" / "DESIGN.md"
 THIS = "tests/test_docs_refs.py"

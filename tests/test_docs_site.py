@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import typer.main
-from conftest import REPO
+from support.paths import REPO
 
 from forensics.cli import app
 

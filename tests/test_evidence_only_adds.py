@@ -20,6 +20,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from support.paths import SAMPLE
 
 from forensics.analysis.stage import analyze
 from forensics.db import connect
@@ -27,8 +28,6 @@ from forensics.ingest.load import ingest_case
 from forensics.ledger.default import choose_ledger
 from forensics.simulate.run import SimOptions, simulate
 
-ROOT = Path(__file__).resolve().parents[1]
-SAMPLE = ROOT / "data_samples" / "incident"
 SEEDS = (11, 12, 13)
 
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from conftest import REPO
-from report_case import build_case, every_schema, seq_tables
+from support.paths import REPO
+from support.report_case import build_case, every_schema, seq_tables
 
 from forensics.cli import run
 

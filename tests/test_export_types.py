@@ -9,11 +9,10 @@ from pathlib import Path
 import pandas as pd
 import polars as pl
 import pytest
-from report_case import add_rows, build_case, seq_tables, t
+from support.report_case import AWARE, add_rows, build_case, seq_tables, t
 
 from forensics.report.casedb import open_case
 from forensics.report.stage import write_all
-from tests.test_notify_exports import AWARE
 
 LISTS = ("receiving_accounts", "leaking_accounts", "affected_requests")
 TIMES = ("first_affected_at", "last_affected_at", "notify_by", "authority_notify_by")

@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import REPO
-from report_oracle import headline_from_exposures, parse
+from support.paths import REPO
+from support.report_oracle import headline_from_exposures, parse
 
 from forensics.options import SimOptions
 from forensics.simulate.run import simulate

@@ -8,7 +8,7 @@ import re
 import runpy
 from pathlib import Path
 
-from conftest import REPO
+from support.paths import REPO
 
 CASES, SEED = 30, 18
 KINDS = {  # each kind of damage, as the harness names its steps

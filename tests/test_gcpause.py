@@ -10,6 +10,7 @@ import weakref
 from pathlib import Path
 
 import pytest
+from support.samples import hive_sample
 
 from forensics.analysis import order
 from forensics.analysis.stage import analyze
@@ -17,7 +18,6 @@ from forensics.base.gcpause import collector_paused
 from forensics.cli import run
 from forensics.db import connect
 from forensics.ingest import load
-from tests.test_ledger_external import hive_sample
 
 
 @pytest.fixture(autouse=True)

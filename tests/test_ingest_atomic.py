@@ -8,7 +8,8 @@ import sys
 import textwrap
 
 import pytest
-from conftest import REPO, query
+from support.cases import query
+from support.paths import REPO
 
 REQ = "request_id,account_id,model,received_at,http_status,prompt_tokens\n"
 EV = "ts,node,request_id,op,slot_start,slot_count,pos_start\n"

@@ -18,7 +18,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from conftest import REPO
+from support.paths import REPO
 
 import forensics.ingest.batched as batched
 from forensics.errors import InputError
@@ -209,7 +209,7 @@ def test_a_cut_part_among_small_ones_is_named(tmp_path: Path, cut: str) -> None:
 def test_an_external_part_with_a_column_named_as_the_readers_is_refused(tmp_path: Path) -> None:
     """A ledger kept outside the case numbers each part's rows by the reader's file_index and
     file_row_number; a part's own column of either name (in any case) would stand in for them."""
-    from tests.test_ledger_external import hive_sample
+    from support.samples import hive_sample
 
     case = hive_sample(tmp_path)
     (part,) = (case / "kv_events" / "node=decode-1").glob("*.parquet")
@@ -228,7 +228,7 @@ def test_a_loaded_part_with_a_column_named_as_the_readers_row_number_is_refused(
     """A part loaded into the case is read with the reader's file_row_number, by which each
     row is named; a part's own column of that name (in any case) would stand in for it or make
     the read fail. It is refused, naming the part and the column, before anything is loaded."""
-    from tests.test_ledger_external import hive_sample
+    from support.samples import hive_sample
 
     case = hive_sample(tmp_path)
     (part,) = (case / "kv_events" / "node=decode-1").glob("*.parquet")

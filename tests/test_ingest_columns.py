@@ -15,7 +15,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from conftest import REPO
+from support.paths import REPO
 
 from forensics.cli import app
 from forensics.errors import InputError

@@ -6,7 +6,7 @@ import json
 from datetime import UTC, datetime
 
 import pytest
-from conftest import parquet_bytes, query
+from support.cases import parquet_bytes, query
 
 REQUEST_HEADER = "request_id,account_id,model,received_at,http_status,prompt_tokens\n"
 EVENTS = [
@@ -129,7 +129,7 @@ def test_offset_and_zulu_give_the_same_instant(case, cli, tmp_path):
 
 
 def test_worked_examples_load_without_loss(cli, tmp_path):
-    from conftest import EXAMPLES
+    from support.paths import EXAMPLES
 
     for name in ("semantics-seq", "semantics-ties"):
         db = tmp_path / f"{name}.duckdb"

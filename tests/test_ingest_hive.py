@@ -9,7 +9,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from conftest import query
+from support.cases import query
 
 REQUESTS = (
     "request_id,account_id,model,received_at,http_status,prompt_tokens\n"

@@ -13,7 +13,7 @@ import random
 
 import pytest
 import zstandard
-from conftest import query, write_file
+from support.cases import query, write_file
 
 REQ = "request_id,account_id,model,received_at,http_status,prompt_tokens\n"
 EV = "ts,node,request_id,op,slot_start,slot_count,pos_start\n"
@@ -94,7 +94,7 @@ def test_file_cut_at_a_frame_boundary_stops(case, cli, tmp_path, kind):
 
 
 def test_truncated_parquet_gz_names_the_file(case, cli, tmp_path):
-    from conftest import parquet_bytes
+    from support.cases import parquet_bytes
 
     rows = [
         {

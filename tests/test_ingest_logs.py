@@ -6,9 +6,10 @@ from __future__ import annotations
 import json
 import shutil
 
-from conftest import EXAMPLES, REPO, query
+from support.cases import query
+from support.paths import DATA, EXAMPLES
 
-LOGS = REPO / "tests" / "data" / "logs" / "incident"
+LOGS = DATA / "logs" / "incident"
 
 
 def _case(tmp_path):

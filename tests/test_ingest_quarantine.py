@@ -6,7 +6,7 @@ from __future__ import annotations
 import csv
 import json
 
-from conftest import query
+from support.cases import query
 
 NODES = "node,role,page_size,pool_slots,context_len\nn1,decode,1,100,200\n"
 REQUESTS = (

@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from conftest import REPO
+from support.paths import REPO
 
 import forensics.casedb.interrupts as interrupts
 

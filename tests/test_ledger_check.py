@@ -20,15 +20,16 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
-from conftest import watching
+from support.cases import query
+from support.interrupts import watching
+from support.samples import differences, edit_part, hive_sample
+from test_ledger_part_facts import LOADED, RECORDED
 
 import forensics.ledger.check as check
 import forensics.ledger.store as store
 from forensics.cli import run
 from forensics.ledger.external import LedgerFile
 from forensics.ledger.view import PartView, groups
-from tests.test_ledger_external import differences, edit_part, hive_sample, query
-from tests.test_ledger_part_facts import LOADED, RECORDED
 
 # What ingest records of each file, quarantine and warnings: both ways the same.
 RECORDS = (

@@ -12,6 +12,10 @@ from pathlib import Path
 
 import duckdb
 import pytest
+from support.cases import query
+from support.samples import differences, hive_sample, task_per_partition
+from test_ledger_check import case, loaded  # noqa: F401  (fixtures)
+from test_ledger_view import split_decode0
 
 import forensics.ledger.copies as copies
 from forensics.analysis.tasks import by_node
@@ -20,15 +24,6 @@ from forensics.db import connect
 from forensics.ledger.external import LedgerFile
 from forensics.ledger.store import ledger_meta, part_views_of
 from forensics.ledger.view import PartView, groups
-from tests.test_ledger_check import case, loaded  # noqa: F401  (fixtures)
-from tests.test_ledger_external import (  # noqa: F401
-    differences,
-    hive_sample,
-    query,
-    spoiled,
-    task_per_partition,
-)
-from tests.test_ledger_view import split_decode0
 
 
 def copy_everything(monkeypatch) -> list[int]:

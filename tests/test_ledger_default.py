@@ -10,7 +10,8 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from test_ledger_external import SAMPLE, hive_sample
+from support.paths import SAMPLE
+from support.samples import hive_sample
 
 from forensics.cli import run
 from forensics.ledger.default import in_place_by_default

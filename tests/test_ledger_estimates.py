@@ -12,12 +12,13 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+from support.cases import query
+from support.samples import differences, hive_sample
 
 from forensics.analysis import order
 from forensics.cli import run
 from forensics.ledger.external import LedgerFile
 from forensics.ledger.view import PartView, groups, named_groups
-from tests.test_ledger_external import differences, hive_sample, query
 
 
 def parts(rows: list[int], node: str = "decode-0", rank: int = 0) -> list[PartView]:

@@ -11,11 +11,10 @@ from pathlib import Path
 
 import duckdb
 import pytest
+from support.samples import hive_sample
 
 from forensics.cli import run
 from forensics.db import connect
-from tests.test_case_db_compat import old_python  # noqa: F401  (a fixture)
-from tests.test_ledger_external import hive_sample
 
 OUTSIDE = "kv_events of this case is not in this file"
 

@@ -10,16 +10,11 @@ from pathlib import Path
 
 import duckdb
 import pytest
+from support.cases import query
+from support.samples import differences, edit_part, hive_sample, task_per_partition
 
 from forensics.analysis import order
 from forensics.cli import run
-from tests.test_ledger_external import (
-    differences,
-    edit_part,
-    hive_sample,
-    query,
-    task_per_partition,
-)
 
 # Per part, from the loaded ledger's kv_events: the oracle.
 LOADED = """

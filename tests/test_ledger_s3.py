@@ -14,13 +14,9 @@ import os
 import re
 import subprocess
 import sys
-import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 import duckdb
 import pyarrow as pa
@@ -31,8 +27,11 @@ pytest.importorskip("s3fs")
 pytest.importorskip("moto")
 pytest.importorskip("ray")
 
-from raycluster import cluster_env, free_port, local_cluster  # noqa: E402
-from smalldisk import small_disk  # noqa: E402
+from support.cases import query
+from support.raycluster import cluster_env, free_port, local_cluster  # noqa: E402
+from support.s3 import BUCKET, LEDGER, s3_env, s3_server, s3_store  # noqa: E402
+from support.samples import OWN_LEDGER, differences
+from support.smalldisk import small_disk  # noqa: E402
 
 from forensics.casedb.spillnames import SPILL_PREFIX  # noqa: E402
 from forensics.errors import UsageError  # noqa: E402
@@ -43,45 +42,8 @@ from forensics.ledger.storage import (  # noqa: E402
     answering,
     storage_failure,
 )
-from tests.test_ledger_external import OWN_LEDGER, differences, query  # noqa: E402
-from tests.test_ledger_external import spoiled as spoiled  # noqa: E402,F401  (a fixture)
 
-BUCKET = "kvf-incident"
-LEDGER = f"s3://{BUCKET}/ledger"
-START_TIMEOUT_S = 30.0
 FROM_STORAGE = "from the ledger's storage"
-
-
-def _s3_env(port: int) -> dict[str, str]:
-    return {
-        "AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}",
-        "AWS_ACCESS_KEY_ID": "kvf-test",
-        "AWS_SECRET_ACCESS_KEY": "kvf-test",
-        "AWS_DEFAULT_REGION": "us-east-1",
-        "AWS_MAX_ATTEMPTS": "1",  # a refused connection fails at once
-    }
-
-
-@contextmanager
-def s3_server(log: Path, checks_credentials: bool = False) -> Iterator[dict[str, str]]:
-    """A real S3 server on 127.0.0.1 (one that refuses unknown credentials when asked); yields
-    the environment that points s3fs at it."""
-    port = free_port()
-    env = {**os.environ, "INITIAL_NO_AUTH_ACTION_COUNT": "0"} if checks_credentials else None
-    with log.open("wb") as out:
-        server = subprocess.Popen(
-            [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            env=env,
-            start_new_session=True,
-        )
-    try:
-        _wait_for(f"http://127.0.0.1:{port}/", server, log)
-        yield _s3_env(port)
-    finally:
-        server.terminate()
-        server.wait(timeout=10)
 
 
 @pytest.fixture(scope="module")
@@ -96,33 +58,9 @@ def s3(s3_log) -> Iterator[dict[str, str]]:
         yield env
 
 
-def _wait_for(url: str, server: subprocess.Popen[bytes], log: Path) -> None:
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while time.monotonic() < deadline and server.poll() is None:
-        try:
-            urllib.request.urlopen(url, timeout=1).close()
-            return
-        except urllib.error.HTTPError:  # it answers (a server that checks credentials: 500)
-            return
-        except OSError:
-            time.sleep(0.2)
-    raise RuntimeError(f"the S3 server did not start:\n{log.read_text(errors='replace')}")
-
-
-def _store(env: dict[str, str]) -> Any:
-    """An s3fs filesystem of the S3 server env points at."""
-    import s3fs
-
-    return s3fs.S3FileSystem(
-        key=env["AWS_ACCESS_KEY_ID"],
-        secret=env["AWS_SECRET_ACCESS_KEY"],
-        endpoint_url=env["AWS_ENDPOINT_URL"],
-    )
-
-
 def _bucket(env: dict[str, str], case: Path) -> None:
     """The case's hive ledger uploaded to LEDGER, part for part."""
-    fs = _store(env)
+    fs = s3_store(env)
     fs.mkdir(BUCKET)
     for part in sorted((case / "kv_events").rglob("*.parquet")):
         fs.put_file(str(part), f"{LEDGER}/{part.parent.name}/{part.name}")
@@ -236,7 +174,7 @@ def _ingest_anew(env: dict[str, str], case: Path, root: Path) -> subprocess.Comp
 
 
 def test_an_unreachable_storage_is_an_input_error_and_changes_nothing(cases, tmp_path) -> None:
-    gone = _s3_env(free_port())  # nothing listens there
+    gone = s3_env(free_port())  # nothing listens there
     exposures = query(cases["here"], "SELECT count(*) FROM exposures")
     text = _refused(
         _ingest_anew(gone, cases["case"], tmp_path),
@@ -266,7 +204,7 @@ def test_credentials_the_storage_refuses_are_an_input_error(cases, tmp_path) -> 
 
 
 def test_a_part_changed_in_the_bucket_is_refused_on_the_cluster_too(s3, cases) -> None:
-    fs = _store(s3)
+    fs = s3_store(s3)
     part = f"{LEDGER}/node=prefill-0/prefill-0-part-00001.parquet"
     original = fs.cat_file(part)
     table = pq.read_table(pa.BufferReader(original))
@@ -329,7 +267,7 @@ def test_a_damaged_part_in_the_bucket_is_named_by_its_url(
 ) -> None:
     """Ingest reads a remote part from its local copy: a read error, of its footer or of its
     rows, names the part in the store, never the copy."""
-    fs = _store(s3)
+    fs = s3_store(s3)
     url = f"s3://{BUCKET}/{damage.__name__}/node=decode-1/decode-1-part-00001.parquet"
     fs.pipe_file(url, damage(fs.cat_file(f"{LEDGER}/node=decode-1/decode-1-part-00001.parquet")))
     done = kvforensics(

@@ -14,10 +14,11 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from support.cases import query
+from support.samples import differences, hive_sample, task_per_partition
 
 from forensics.cli import run
 from forensics.db import connect
-from tests.test_ledger_external import differences, hive_sample, query, task_per_partition
 
 # Every column of kv_events, ts as microseconds (the table holds TIMESTAMPTZ, the view TIMESTAMP)
 # and input_order as the event's place in input order (a loaded ledger's ranks count the case's

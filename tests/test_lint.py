@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import REPO
+from support.paths import REPO
 
 
 def test_ruff_is_clean():

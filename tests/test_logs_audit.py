@@ -7,16 +7,17 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
+from support.paths import DATA
 
 from forensics.logs.discover import discover
 from forensics.logs.read import read_logs
 from forensics.logs.summary import LogsSummary, node_json
 
-DATA = Path(__file__).resolve().parent / "data" / "logs"
+LOGS = DATA / "logs"
 
 
 def _read(*folders: str, parallel_bytes: int | None = None) -> LogsSummary:
-    return read_logs(discover([DATA / f for f in folders]), parallel_bytes=parallel_bytes)
+    return read_logs(discover([LOGS / f for f in folders]), parallel_bytes=parallel_bytes)
 
 
 def _nodes(summary: LogsSummary) -> dict[str, dict]:

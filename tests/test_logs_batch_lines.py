@@ -9,16 +9,16 @@ from dataclasses import astuple
 from pathlib import Path
 
 import pytest
-from conftest import REPO
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.paths import DATA, REPO
 
 import forensics.logs.parse as parse
 from forensics.logs.naming import classify
 
 LOGS = sorted(
     p
-    for folder in (REPO / "tests" / "data" / "logs", REPO / "data_samples")
+    for folder in (DATA / "logs", REPO / "data_samples")
     for p in folder.rglob("*")
     if p.is_file() and ".log" in p.name
 )

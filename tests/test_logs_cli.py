@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import json
 import shutil
-from pathlib import Path
 
-from conftest import REPO
+from support.paths import DATA, REPO
 
-DATA = Path(__file__).resolve().parent / "data" / "logs"
+LOGS = DATA / "logs"
 
 
 def test_incident_does_not_fit_exit_1(cli):
-    code, out, err = cli("audit-logs", DATA / "incident", "--json")
+    code, out, err = cli("audit-logs", LOGS / "incident", "--json")
     assert code == 1
     nodes = json.loads(out)
     assert isinstance(nodes, list) and [n["node"] for n in nodes] == ["decode-0", "prefill-0"]
@@ -26,7 +25,7 @@ def test_incident_does_not_fit_exit_1(cli):
 
 
 def test_json_shape(cli):
-    _, out, _ = cli("audit-logs", DATA / "incident" / "decode-0.log.gz", "--json")
+    _, out, _ = cli("audit-logs", LOGS / "incident" / "decode-0.log.gz", "--json")
     (node,) = json.loads(out)
     required = {
         "node",
@@ -50,7 +49,7 @@ def test_json_shape(cli):
 
 
 def test_fitting_vllm_node_exit_0(cli):
-    code, out, _ = cli("audit-logs", DATA / "vllm" / "chat-a.log", "--json")
+    code, out, _ = cli("audit-logs", LOGS / "vllm" / "chat-a.log", "--json")
     assert code == 0
     (node,) = json.loads(out)
     assert (node["engine"], node["pool_slots"], node["context_len"], node["fits"]) == (
@@ -62,7 +61,7 @@ def test_fitting_vllm_node_exit_0(cli):
 
 
 def test_table_output(cli):
-    code, out, err = cli("audit-logs", DATA / "incident")
+    code, out, err = cli("audit-logs", LOGS / "incident")
     assert code == 1 and out == ""
     assert "prefill-0" in err and "681,280" in err and "too small" in err
     assert "37 lines read in 2 files: 20 parsed, 0 truncated, 17 ignored" in " ".join(err.split())
@@ -77,7 +76,7 @@ def test_no_capacity_lines_is_not_a_pass(cli, tmp_path):
 
 
 def test_node_map_option(cli, tmp_path):
-    shutil.copy(DATA / "vllm" / "chat-a.log", tmp_path / "host-17.log")
+    shutil.copy(LOGS / "vllm" / "chat-a.log", tmp_path / "host-17.log")
     mapping = tmp_path / "map.csv"
     mapping.write_text("node,file_glob\nchat-east-0,host-17*\n")
     code, out, _ = cli("audit-logs", tmp_path / "host-17.log", "--node-map", mapping, "--json")
@@ -93,7 +92,7 @@ def test_errors_exit_2(cli, tmp_path):
     assert code == 2 and "no log files" in err
     bad_map = tmp_path / "map.csv"
     bad_map.write_text("x,y\n")
-    code, _, _ = cli("audit-logs", DATA / "incident", "--node-map", bad_map)
+    code, _, _ = cli("audit-logs", LOGS / "incident", "--node-map", bad_map)
     assert code == 2
 
 
@@ -112,8 +111,8 @@ def test_docs_document_engine_logs():
 
 def test_a_file_named_twice_is_read_once(cli):
     code, out, _ = cli(
-        "audit-logs", DATA / "incident", DATA / "incident" / "prefill-0.log", "--json"
+        "audit-logs", LOGS / "incident", LOGS / "incident" / "prefill-0.log", "--json"
     )
     nodes = json.loads(out)
     assert [n["node"] for n in nodes] == ["decode-0", "prefill-0"]
-    assert nodes[1]["files"] == [(DATA / "incident" / "prefill-0.log").as_posix()]
+    assert nodes[1]["files"] == [(LOGS / "incident" / "prefill-0.log").as_posix()]

@@ -7,18 +7,19 @@ from pathlib import Path
 
 import duckdb
 import pytest
+from support.paths import DATA
 
 from forensics.casedb.sql import sql
 from forensics.errors import InputError
 from forensics.logs.load import load_logs
 
-DATA = Path(__file__).resolve().parent / "data" / "logs"
+LOGS = DATA / "logs"
 
 
 @pytest.fixture
 def case(tmp_path: Path) -> Path:
     root = tmp_path / "case"
-    shutil.copytree(DATA / "incident", root / "logs")
+    shutil.copytree(LOGS / "incident", root / "logs")
     return root
 
 

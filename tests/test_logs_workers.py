@@ -6,15 +6,15 @@ import multiprocessing as mp
 import pickle
 import time
 from concurrent.futures.process import BrokenProcessPool
-from pathlib import Path
 
 import pytest
+from support.paths import DATA
 
 from forensics.errors import InputError, MissingColumnError
 from forensics.logs import read
 from forensics.logs.naming import LogFile
 
-DATA = Path(__file__).resolve().parent / "data" / "logs"
+LOGS = DATA / "logs"
 
 
 def test_an_error_keeps_its_file_and_fix_across_processes():
@@ -33,7 +33,7 @@ def test_an_error_keeps_its_file_and_fix_across_processes():
 def test_a_worker_reports_an_unreadable_file_as_itself(tmp_path):
     gone = tmp_path / "decode-9.log"
     files = [
-        LogFile("prefill-0", (), 0, "prefill-0.log", DATA / "incident" / "prefill-0.log"),
+        LogFile("prefill-0", (), 0, "prefill-0.log", LOGS / "incident" / "prefill-0.log"),
         LogFile("decode-9", (), 0, "decode-9.log", gone),
     ]
     with pytest.raises(InputError) as alone:
@@ -49,7 +49,7 @@ def test_small_logs_start_no_worker(monkeypatch):
         raise AssertionError("a worker pool was started for small logs")
 
     monkeypatch.setattr(read, "ProcessPoolExecutor", refuse)
-    files = [LogFile("p", (), 0, p.name, p) for p in sorted((DATA / "variants").glob("*.log"))]
+    files = [LogFile("p", (), 0, p.name, p) for p in sorted((LOGS / "variants").glob("*.log"))]
     results = read.parse_files(files)
     assert [r.file for r in results] == files
 
@@ -69,7 +69,7 @@ def test_a_killed_worker_leaves_the_parse_to_this_process(monkeypatch):
             raise BrokenProcessPool("a worker was killed")
 
     monkeypatch.setattr(read, "ProcessPoolExecutor", KilledPool)
-    files = [LogFile("p", (), 0, p.name, p) for p in sorted((DATA / "variants").glob("*.log"))]
+    files = [LogFile("p", (), 0, p.name, p) for p in sorted((LOGS / "variants").glob("*.log"))]
     results = read.parse_files(files, parallel_bytes=0)
     lines = [sum(1 for _ in p.path.open("rb")) for p in files]
     assert [(r.file, r.lines) for r in results] == list(zip(files, lines, strict=True))

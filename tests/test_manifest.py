@@ -7,7 +7,7 @@ import hashlib
 import json
 import re
 
-from conftest import EXAMPLES
+from support.paths import EXAMPLES
 
 VOLATILE = ("started_at", "finished_at", "generated_at", "run_id")
 

@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import REPO
-from report_case import build_case, seq_tables
+from support.paths import REPO
+from support.report_case import build_case, seq_tables
 
 from forensics.notify.templates import NOTICE_TEMPLATES, required_fields
 

@@ -5,18 +5,25 @@ from __future__ import annotations
 import csv
 import json
 import re
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-from report_case import EXAMPLE, _exposure, add_rows, build_case, every_schema, seq_tables, t
+from support.report_case import (
+    AWARE,
+    EXAMPLE,
+    _exposure,
+    add_rows,
+    build_case,
+    every_schema,
+    seq_tables,
+    t,
+)
 
 from forensics.report.casedb import open_case
 from forensics.report.render import STAGE_OF_TABLE
 from forensics.report.stage import write_all
-
-AWARE = datetime(2026, 8, 28, 7, 0, tzinfo=UTC)  # 2026-08-28T09:00:00+02:00
 
 
 def _run(tmp_path: Path, tables: dict, aware_at: datetime | None = AWARE, **kw: object) -> Path:

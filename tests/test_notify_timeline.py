@@ -7,7 +7,7 @@ import json
 from datetime import datetime
 from pathlib import Path
 
-from report_case import add_rows, build_case, every_schema, seq_tables
+from support.report_case import add_rows, build_case, every_schema, seq_tables
 
 from forensics.report.casedb import open_case
 from forensics.report.stage import write_all

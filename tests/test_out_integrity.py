@@ -10,7 +10,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from conftest import REPO
+from support.paths import REPO
 
 from forensics.notify.notices import file_stems
 

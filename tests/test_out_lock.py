@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import REPO
+from support.paths import REPO
 from test_out_integrity import _flat, _write_case
 
 # Run `investigate` and stop it in the analysis until the file named by argv[1] exists.

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from conftest import EXAMPLES
+from support.paths import EXAMPLES
 
 from forensics.context import RunContext, StageResult
 from forensics.run.investigate import InvestigateOptions, InvestigateResult, investigate

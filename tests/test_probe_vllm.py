@@ -26,12 +26,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import REPO
-from engines import engines_python
+from support.engines import engines_python
+from support.paths import REPO
+from test_tap_vllm import _plugin_visible
 
 from forensics.probe.check import longest_run
 from forensics.replay.echomodel import save_echo_model
-from tests.test_tap_vllm import _plugin_visible
 
 CONTEXT, BLOCK = 1024, 32
 # Every third probe from the eighth on runs as a stub: a stub's response on the echo model

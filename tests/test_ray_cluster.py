@@ -22,12 +22,11 @@ from forensics.simulate.run import SimOptions, simulate
 
 pytest.importorskip("ray")
 
-from raycluster import cluster_env, local_cluster  # noqa: E402
+from support.cases import query
+from support.paths import SAMPLE
+from support.raycluster import cluster_env, local_cluster  # noqa: E402
+from support.samples import OWN_LEDGER
 
-from tests.test_ledger_external import OWN_LEDGER, query  # noqa: E402
-
-REPO = Path(__file__).resolve().parent.parent
-SAMPLE = REPO / "data_samples" / "incident"
 ANALYSIS_TABLES = (
     "exposures",
     "violations",

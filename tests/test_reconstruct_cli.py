@@ -11,7 +11,7 @@ import shutil
 from pathlib import Path
 
 import polars as pl
-from conftest import query
+from support.cases import query
 
 from forensics.simulate.run import SimOptions, simulate
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import duckdb
 import polars as pl
 import pytest
-from engines import engines_python
+from support.engines import engines_python
 
 from forensics.analysis.stage import analyze
 from forensics.db import connect

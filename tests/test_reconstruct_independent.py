@@ -11,8 +11,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import REPO
-from engines import engines_dir, engines_python
+from support.engines import engines_dir, engines_python
+from support.paths import REPO
 
 from forensics.analysis.stage import analyze
 from forensics.db import connect

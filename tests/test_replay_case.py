@@ -17,7 +17,7 @@ pytest.importorskip(
     "transformers", reason="replay needs the extra: pip install 'kvforensics[replay]'"
 )
 
-from replay_helpers import CaseBuilder, query  # noqa: E402
+from support.replay_helpers import CaseBuilder, query  # noqa: E402
 
 from forensics.errors import UsageError  # noqa: E402
 from forensics.replay.decode import greedy_decode, prefill_first_token  # noqa: E402

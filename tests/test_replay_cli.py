@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from replay_helpers import CaseBuilder, query
+from support.replay_helpers import CaseBuilder, query
 
 from forensics.replay import INSTALL_HINT
 from forensics.replay import stage as replay_stage_module

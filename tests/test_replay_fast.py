@@ -18,7 +18,7 @@ pytest.importorskip(
     "transformers", reason="replay needs the extra: pip install 'kvforensics[replay]'"
 )
 
-from replay_helpers import CaseBuilder  # noqa: E402
+from support.replay_helpers import CaseBuilder  # noqa: E402
 
 from forensics.replay import decode, hfcompat, memory  # noqa: E402
 from forensics.replay.decode import (  # noqa: E402

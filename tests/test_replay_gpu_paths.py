@@ -9,16 +9,15 @@ import io
 import json
 import shutil
 import subprocess
-from pathlib import Path
 
 import pytest
+from support.paths import REPO
 
 torch = pytest.importorskip("torch", reason="replay needs torch (pip install -e '.[replay]')")
 pytest.importorskip("transformers", reason="replay needs transformers")
 
 from forensics.replay import attention, memory, speed  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
 GIB = 1 << 30
 
 
@@ -155,7 +154,7 @@ def test_a_suspect_beyond_free_memory_never_runs(big_on_meta, monkeypatch):
 @pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
 @pytest.mark.parametrize("script", ["replay_gpu_check.sh", "fetch_wheels.sh"])
 def test_the_shell_scripts_parse(script):
-    done = subprocess.run(["bash", "-n", str(ROOT / "scripts" / script)], capture_output=True)
+    done = subprocess.run(["bash", "-n", str(REPO / "scripts" / script)], capture_output=True)
     assert done.returncode == 0, done.stderr.decode()
 
 
@@ -203,7 +202,7 @@ def test_the_gpu_check_dry_runs_on_a_cpu(tmp_path):
         "KEEP": str(tmp_path),
     }
     done = subprocess.run(
-        ["bash", str(ROOT / "scripts" / "replay_gpu_check.sh")],
+        ["bash", str(REPO / "scripts" / "replay_gpu_check.sh")],
         env=env,
         capture_output=True,
         text=True,
@@ -227,7 +226,7 @@ def test_the_fetched_wheels_are_all_the_cli_needs_beside_the_gpu_image(tmp_path)
 
     env = {**os.environ, "PYTHON": sys.executable, "SCRATCH": str(tmp_path)}
     done = subprocess.run(
-        ["bash", str(ROOT / "scripts" / "fetch_wheels.sh"), "--dry-run"],
+        ["bash", str(REPO / "scripts" / "fetch_wheels.sh"), "--dry-run"],
         env=env,
         capture_output=True,
         text=True,

@@ -22,7 +22,7 @@ pytest.importorskip(
     "transformers", reason="replay needs the extra: pip install 'kvforensics[replay]'"
 )
 
-from replay_helpers import CaseBuilder, query  # noqa: E402
+from support.replay_helpers import CaseBuilder, query  # noqa: E402
 
 from forensics.replay.decode import prefill_logits  # noqa: E402
 from forensics.replay.evidence import THRESHOLD_BITS  # noqa: E402

@@ -29,7 +29,7 @@ pytest.importorskip(
     "transformers", reason="replay needs the extra: pip install 'kvforensics[replay]'"
 )
 
-from replay_helpers import CaseBuilder, query  # noqa: E402
+from support.replay_helpers import CaseBuilder, query  # noqa: E402
 
 from forensics.replay import hfcompat  # noqa: E402
 from forensics.replay.ledger import plan_suspect  # noqa: E402

@@ -14,15 +14,16 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from headless import find_chromium, visit
-from report_case import _exposure, add_rows, build_case, seq_tables
-from report_oracle import headline_from_exposures
+from support.headless import find_chromium, visit
+from support.paths import TESTS_DIR
+from support.report_case import _exposure, add_rows, build_case, seq_tables
+from support.report_oracle import headline_from_exposures
 
 from forensics.report.casedb import open_case
 from forensics.report.stage import write_all
 
 BROWSER = find_chromium()
-ARTIFACTS = Path(__file__).resolve().parents[1] / "test-artifacts"
+ARTIFACTS = TESTS_DIR / "test-artifacts"
 FIGURES_JS = (
     "JSON.stringify({figures: Object.fromEntries([...document.querySelectorAll('[data-figure]')]"
     ".map(e => [e.dataset.figure, [e.dataset.value, e.textContent.trim()]])),"

@@ -8,7 +8,7 @@ from html import escape
 from pathlib import Path
 
 import pytest
-from report_case import build_case, seq_tables
+from support.report_case import build_case, seq_tables
 
 try:
     from forensics.cli import run

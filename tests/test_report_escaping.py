@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from report_case import HOSTILE, build_case, hostile_tables
-from report_oracle import parse
+from support.report_case import HOSTILE, build_case, hostile_tables
+from support.report_oracle import parse
 
 from forensics.report.casedb import open_case
 from forensics.report.stage import write_all

@@ -7,8 +7,8 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from report_case import _exposure, add_rows, build_case, every_schema, seq_tables, t
-from report_oracle import headline_from_exposures, parse
+from support.report_case import _exposure, add_rows, build_case, every_schema, seq_tables, t
+from support.report_oracle import headline_from_exposures, parse
 
 from forensics.report.casedb import open_case
 from forensics.report.stage import write_all

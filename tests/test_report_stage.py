@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import duckdb
-from report_case import build_case, seq_tables
+from support.paths import SAMPLE
+from support.report_case import build_case, seq_tables
 
 from forensics.casedb.sql import tables
 from forensics.context import RunContext
@@ -82,7 +83,7 @@ def test_a_case_database_of_an_older_version_is_reported_with_its_missing_column
     seq range) are shown empty and named, never an internal error; the case database is not
     changed."""
     db = tmp_path / "case.duckdb"
-    sample = Path(__file__).resolve().parents[1] / "data_samples" / "incident"
+    sample = SAMPLE
     assert cli("ingest", sample, "--db", db)[0] == 0
     assert cli("analyze", "--db", db)[0] == 1
     with duckdb.connect(str(db)) as con:

@@ -9,11 +9,11 @@ import json
 
 import polars as pl
 import pytest
-from conftest import REPO
+from support.paths import GOLDEN, REPO
 
 SAMPLE = REPO / "data_samples" / "incident"
 TRUTH = SAMPLE / "ground_truth"
-GOLDEN = REPO / "tests" / "golden" / "sample_incident"
+SAMPLE_GOLDEN = GOLDEN / "sample_incident"
 EXPOSURE_KEYS = [
     "receiver_request_id",
     "leaker_request_id",
@@ -84,7 +84,7 @@ def test_exports_equal_the_reviewed_golden_files(out, name):
     if not _replay():
         pytest.skip("the golden files carry replay's 'confirmed'; install the replay extra")
     got = (out / "notifications" / name).read_bytes()
-    want = (GOLDEN / name).read_bytes()
+    want = (SAMPLE_GOLDEN / name).read_bytes()
     assert hashlib.sha256(got).hexdigest() == hashlib.sha256(want).hexdigest(), (
         f"{name} differs from tests/golden/sample_incident/{name}; if the change is intended, "
         "review the new file against data_samples/incident/ground_truth and replace the golden"

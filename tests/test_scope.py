@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import REPO
-from report_oracle import headline_from_exposures, parse
+from support.paths import REPO
+from support.report_oracle import headline_from_exposures, parse
 
 from forensics.cli import run
 

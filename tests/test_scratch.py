@@ -9,11 +9,12 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 import pytest
+from support.cases import query
+from support.samples import differences
 
 import forensics.casedb.scratch
 from forensics.casedb.scratch import ScratchDatabases, scratch_connection
-from tests.test_ledger_external import differences, query, spoiled  # noqa: F401  (a fixture)
-from tests.test_ledger_external import run as kvf
+from forensics.cli import run as kvf
 
 # The catalogs a connection sees besides DuckDB's own (system, temp).
 CATALOGS = (

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ed25519, rsa
-from test_custody import small_case
+from support.samples import small_case
 
 PEM = serialization.Encoding.PEM
 NONE = serialization.NoEncryption()
@@ -152,7 +152,7 @@ def test_a_missing_signature_is_a_difference(
 def test_an_unsigned_run_fails_verify_with_a_pubkey(
     signed: dict[str, Path], tmp_path: Path, cli: Any
 ) -> None:
-    from test_custody import small_case as fresh_case
+    from support.samples import small_case as fresh_case
 
     case = fresh_case(tmp_path)
     out = tmp_path / "out"

@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 import numpy as np
 import polars as pl
 import pytest
-from simhelp import ordered, read_ledger
+from support.simhelp import ordered, read_ledger
 
 from forensics.engines.pools import PagePool
 from forensics.simulate.run import SimOptions, simulate

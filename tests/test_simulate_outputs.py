@@ -11,8 +11,8 @@ import sys
 import numpy as np
 import polars as pl
 import pytest
-from conftest import REPO
-from simhelp import naive_truth, read_ledger
+from support.paths import REPO
+from support.simhelp import naive_truth, read_ledger
 
 from forensics.errors import StageUnavailable
 from forensics.simulate import outputs as O

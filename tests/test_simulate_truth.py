@@ -7,8 +7,8 @@ import csv
 
 import polars as pl
 import pytest
-from conftest import EXAMPLES
-from simhelp import coalesce, engine_truth, naive_truth, read_ledger
+from support.paths import EXAMPLES
+from support.simhelp import coalesce, engine_truth, naive_truth, read_ledger
 
 from forensics.simulate.config import BUGS
 from forensics.simulate.run import SimOptions, simulate

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from conftest import EXAMPLES, REPO
+from support.paths import EXAMPLES, REPO
 
 from forensics.casedb.sql import (
     QueryLog,
@@ -204,7 +204,7 @@ def _listed_queries(report: Path) -> dict[str, str]:
 def test_report_lists_its_own_queries_each_time(tmp_path: Path) -> None:
     """Two reports written in one process list the same queries: the report's and the exports'
     own, each with its file's SHA-256, and nothing a surrounding run loaded before."""
-    from report_case import build_case, seq_tables
+    from support.report_case import build_case, seq_tables
 
     from forensics.report.casedb import open_case
     from forensics.report.stage import write_all

@@ -11,13 +11,14 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+from support.cases import query
+from support.samples import differences
 
 from forensics.cli import run as cli
 from forensics.db import connect
 from forensics.tap import writer as writer_mod
 from forensics.tap.hashing import PrefixHashes, chain, label
 from forensics.tap.recorder import SEQ_SHIFT, Recorder, Settings
-from tests.test_ledger_external import differences, query
 
 
 def _row(k: int) -> tuple:

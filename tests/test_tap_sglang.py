@@ -13,8 +13,8 @@ from typing import Any
 
 import duckdb
 import pytest
-from conftest import REPO
-from engines import engines_python
+from support.engines import engines_python
+from support.paths import REPO, TESTS_DIR
 
 from forensics.cli import run as cli
 
@@ -24,7 +24,7 @@ def harness(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     out = tmp_path_factory.mktemp("sglang")
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     done = subprocess.run(
-        [str(engines_python()), str(REPO / "tests" / "sglang_harness.py"), str(out)],
+        [str(engines_python()), str(TESTS_DIR / "support" / "sglang_harness.py"), str(out)],
         env=env,
         capture_output=True,
         text=True,

@@ -22,14 +22,14 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
-import oracle
 import pytest
-from conftest import REPO
-from engines import engines_python
+from support import oracle
+from support.engines import engines_python
+from support.paths import REPO
+from support.samples import differences
 
 from forensics.cli import run as cli
 from forensics.ledger.copies import COPY_PARTS
-from tests.test_ledger_external import differences
 
 BLOCK = 32
 

@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
-from conftest import REPO
+from support.paths import DATA
 
 from forensics.casedb.sql import run_script
 from forensics.db import connect
 
-REFERENCE = REPO / "tests" / "data" / "timestamps_reference.sql"
+REFERENCE = DATA / "timestamps_reference.sql"
 
 DATES = [
     "2026-08-27",

@@ -21,19 +21,15 @@ pytest.importorskip("s3fs")
 pytest.importorskip("moto")
 pytest.importorskip("ray")
 
-from raycluster import cluster_env, local_cluster  # noqa: E402
+from support.raycluster import cluster_env, local_cluster  # noqa: E402
+from support.s3 import BUCKET, s3_server  # noqa: E402
+from support.s3 import s3_store as _store  # noqa: E402
+from support.simtruth import ACCOUNT, BUGS, EXPOSURE, VIOLATION  # noqa: E402
+from support.simtruth import got as _got  # noqa: E402
+from support.simtruth import truth as _truth  # noqa: E402
 
 from forensics.options import SimOptions  # noqa: E402
 from forensics.simulate.run import simulate  # noqa: E402
-from tests.test_analysis_simulator import (  # noqa: E402
-    ACCOUNT,
-    BUGS,
-    EXPOSURE,
-    VIOLATION,
-    _got,
-    _truth,
-)
-from tests.test_ledger_s3 import BUCKET, _store, s3_server  # noqa: E402
 
 pytestmark = pytest.mark.slow
 

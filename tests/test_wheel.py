@@ -13,7 +13,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from conftest import EXAMPLES, REPO
+from support.paths import EXAMPLES, REPO
 
 
 @pytest.fixture(scope="module")

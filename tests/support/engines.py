@@ -14,12 +14,13 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from support.paths import REPO
+
 READY = ".kvforensics-engines-ready"
 
 
 def engines_dir() -> Path:
-    return Path(os.environ.get("KVFORENSICS_ENGINES_VENV", ROOT / ".venv-engines"))
+    return Path(os.environ.get("KVFORENSICS_ENGINES_VENV", REPO / ".venv-engines"))
 
 
 def engines_python() -> Path:
@@ -35,7 +36,7 @@ def engines_python() -> Path:
 
 
 def _build(venv: Path) -> None:
-    script = ROOT / "scripts" / "engines_venv.sh"
+    script = REPO / "scripts" / "engines_venv.sh"
     done = subprocess.run(
         ["bash", str(script), str(venv)], capture_output=True, text=True, timeout=1800
     )

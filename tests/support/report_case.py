@@ -16,11 +16,15 @@ import duckdb
 
 from forensics.casedb.sql import sql
 from forensics.casedb.standins import SCHEMAS
+from support.paths import EXAMPLES
 
 # The worked example (inputs and hand-worked answers), kept as a test fixture.
-EXAMPLE = Path(__file__).resolve().parent / "data" / "examples" / "semantics-seq"
+EXAMPLE = EXAMPLES / "semantics-seq"
 
 Rows = dict[str, list[dict[str, Any]]]
+
+# The instant the provider became aware of the incident, as the export tests give it.
+AWARE = datetime(2026, 8, 28, 7, 0, tzinfo=UTC)  # 2026-08-28T09:00:00+02:00
 
 
 def t(text: str) -> datetime:
