@@ -17,6 +17,7 @@ from forensics.bench.run import (
     BenchResult,
     _naive,
     naive_max_slot_rows,
+    run_bench,
 )
 from forensics.case.discover import discover
 from forensics.db import connect
@@ -146,6 +147,27 @@ def test_bench_ledger_kept_outside_gives_what_the_loaded_ledger_gives(tmp_path):
         assert con.execute("SELECT count(*) FROM ledger_files").fetchall() == [(4,)]
     finally:
         con.close()
+
+
+@pytest.mark.parametrize("load", [False, True])
+def test_bench_takes_the_default_path_unless_asked_to_load(tmp_path, load):
+    """By default the bench times what ingest does by default with a ledger as the tap writes
+    it (node=NAME/ folders, read in place, never copied into the case database); with
+    --ledger-load (ledger_load) the ledger is loaded into kv_events."""
+    options = BenchOptions(events=3000, naive=False, keep=True, workdir=tmp_path, ledger_load=load)
+    data = run_bench(options).to_json()
+    assert data["ledger_external"] is not load
+    (root,) = tmp_path.iterdir()
+    parts = list((root / "case" / "kv_events").glob("node=*/*.parquet"))
+    assert bool(parts) is not load
+    con = duckdb.connect(str(root / "case.duckdb"), read_only=True)
+    try:
+        kind = con.execute(
+            "SELECT table_type FROM information_schema.tables WHERE table_name = 'kv_events'"
+        ).fetchone()
+    finally:
+        con.close()
+    assert kind == (("BASE TABLE",) if load else ("VIEW",))
 
 
 def test_write_floor_writes_every_event(tmp_path):

@@ -19,6 +19,7 @@ from forensics.base.progress import ProgressFn, no_progress
 from forensics.bench import stages
 from forensics.bench.measure import Measured, measure
 from forensics.errors import UsageError
+from forensics.ledger.default import CASE_LEDGER
 from forensics.options import Mix
 
 PILOT_REQUESTS = 200
@@ -40,9 +41,13 @@ class BenchOptions:
     keep: bool = False
     naive_timeout_s: float = 240.0  # the naive check runs when its slot rows fit this
     naive: bool = True
-    # Ingest with the ledger kept outside the case database (`ingest --ledger-external`): the
-    # simulated parts are moved into kv_events/node=NAME/ folders and checked in place.
+    # The simulated parts are moved into kv_events/node=NAME/ folders, the layout the tap
+    # writes, and ingest reads them in place as it does by default for such a ledger (checked,
+    # kept outside the case database); with ledger_load, ingest loads them into the case
+    # database instead (`ingest --ledger-load`). ledger_external: the option that asked for the
+    # in-place path explicitly (it takes no location here).
     ledger_external: str | None = None
+    ledger_load: bool = False
     # Also time the write floor (stages.write_floor): the ledger written as it is into a new
     # database file in the case database's storage format.
     write_floor: bool = False
@@ -91,7 +96,7 @@ class BenchResult:
             "events": self.events,
             "requests": self.requests,
             "mix": self.options.mix,
-            "ledger_external": self.options.ledger_external is not None,
+            "ledger_external": not self.options.ledger_load,
             "memory_limit": self.options.memory_limit,
             "ingest_s": ingest,
             "analyze_s": analyze,
@@ -182,10 +187,15 @@ def check_options(options: BenchOptions, mixes: Iterable[str]) -> None:
         raise UsageError("--events must be at least 1000")
     if options.repeat < 1:
         raise UsageError("--repeat must be at least 1")
-    if options.ledger_external not in (None, stages.CASE_LEDGER):
+    if options.ledger_external not in (None, CASE_LEDGER):
         raise UsageError(
             "bench keeps its simulated ledger in its own case folder: give --ledger-external "
             "without a location"
+        )
+    if options.ledger_load and options.ledger_external is not None:
+        raise UsageError(
+            "--ledger-load and --ledger-external ask for opposite things: give one (by default "
+            "the ledger is read in place, as --ledger-external does)"
         )
 
 
@@ -217,7 +227,7 @@ def prepared(options: BenchOptions, root: Path, progress: ProgressFn = no_progre
     )
     result.record(sim)
     result.events, result.requests = sim.result["events"], sim.result["requests"]
-    ledger = options.ledger_external
+    ledger = None if options.ledger_load else CASE_LEDGER
     if ledger is not None:
         stages.partition_ledger(case / ledger)
     progress(f"ingest ({result.events:,} events)", 0, None)

@@ -7,6 +7,7 @@ from typing import Any
 
 from forensics.casedb.sql import one_row, sql
 from forensics.db import connect
+from forensics.ledger.default import CASE_LEDGER
 
 # Traffic of each mix: `short` is typical chat with, as in a real incident, a few over-pool
 # prompts (one in 2,000, between 70 % of the context and all of it: each is stubbed and reads
@@ -21,9 +22,6 @@ MIXES: dict[str, tuple[tuple[str, Any], ...]] = {
 # A constant load: more events means a longer period, not more requests at once (the number of
 # events per request grows with concurrency, as pages fragment).
 REQUESTS_PER_DAY = 20_000
-
-
-CASE_LEDGER = "kv_events"  # where a case keeps its ledger; `ingest --ledger-external` alone
 
 
 def ledger_parts(case_dir: str) -> str:

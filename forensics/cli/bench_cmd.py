@@ -17,6 +17,7 @@ from forensics.cli.params import (
     Keep,
     Leakers,
     LedgerExternal,
+    LedgerLoad,
     MemoryLimit,
     Naive,
     Repeat,
@@ -40,6 +41,7 @@ def bench(
     keep: Keep = BenchOptions.keep,
     naive: Naive = BenchOptions.naive,
     ledger_external: LedgerExternal = BenchOptions.ledger_external,
+    ledger_load: LedgerLoad = BenchOptions.ledger_load,
     write_floor: WriteFloor = BenchOptions.write_floor,
     repeat: Repeat = BenchOptions.repeat,
     replay: BenchReplay = False,
@@ -50,9 +52,10 @@ def bench(
     json_out: Json = False,
 ) -> None:
     """Time ingest and analysis on a simulated ledger of N events, beside the scan floor (for
-    the analysis) and the read floor (for ingest); with --ledger-external, ingest keeps the
-    ledger outside the case database. With --replay, time replay against the model's own
-    prefill speed instead."""
+    the analysis) and the read floor (for ingest). The ledger is written as the tap writes it
+    (Parquet parts in node=NAME/ folders) and ingest reads it in place, as it does by default;
+    with --ledger-load, ingest loads it into the case database. With --replay, time replay
+    against the model's own prefill speed instead."""
     run_chosen(
         BenchOptions(
             events,
@@ -63,6 +66,7 @@ def bench(
             keep,
             naive=naive,
             ledger_external=ledger_external,
+            ledger_load=ledger_load,
             write_floor=write_floor,
             repeat=repeat,
         ),

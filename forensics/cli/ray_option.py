@@ -10,8 +10,7 @@ from __future__ import annotations
 import re
 
 from forensics.base.raytasks import EMBEDDED  # --ray alone: Ray started for the run
-
-CASE_LEDGER = "kv_events"  # --ledger-external alone: the case folder's kv_events/ folder
+from forensics.ledger.default import CASE_LEDGER  # --ledger-external alone
 
 RAY_HELP = (
     "Run the per-node work as Ray tasks: on the cluster at ADDRESS (host:port, ray://host:port "
