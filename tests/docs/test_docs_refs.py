@@ -7,7 +7,7 @@ import re
 from support.paths import REPO
 
 DESIGN = REPO / "docs" / "DESIGN.md"
-THIS = "tests/test_docs_refs.py"
+THIS = "tests/docs/test_docs_refs.py"
 SCANNED = ("forensics", "queries", "templates", "tests", "benchmarks", "scripts", "docs")
 SUFFIXES = {".py", ".sql", ".md", ".html", ".sh", ".toml"}
 REFERENCE = re.compile(r"DESIGN(?:\.md)?\s*§\s*(\d+[a-z]?)")
