@@ -9,19 +9,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from support import oracle
 from support.analysis_case import EPOCH, insert, insert_ledger, new_case, request_row
-from support.strategies import REQUESTS, busy_ledger, ledger
+from support.strategies import REQUESTS, busy_ledger, ledger, request_accounts
 
 from forensics.analysis.stage import analyze
-
-ACCOUNTS = ("acct-1", "acct-2", "acct-3")
 
 
 def _us(value) -> int:
     return round((value - EPOCH).total_seconds() * 1_000_000)
-
-
-def _requests(draw, names: list[str]) -> dict[str, tuple[str, int]]:
-    return {n: (draw(st.sampled_from(ACCOUNTS)), draw(st.integers(1, 8))) for n in names}
 
 
 def _check(events: list[dict], requests: dict[str, tuple[str, int]]) -> None:
@@ -85,7 +79,7 @@ def _check(events: list[dict], requests: dict[str, tuple[str, int]]) -> None:
 @given(st.data())
 def test_analysis_matches_oracle_on_random_ledgers(data: st.DataObject) -> None:
     events = data.draw(ledger(max_events=30))
-    _check(events, _requests(data.draw, list(REQUESTS)))
+    _check(events, data.draw(request_accounts(list(REQUESTS))))
 
 
 @settings(max_examples=20, deadline=None)
@@ -93,4 +87,4 @@ def test_analysis_matches_oracle_on_random_ledgers(data: st.DataObject) -> None:
 def test_analysis_matches_oracle_on_busy_ledgers(data: st.DataObject) -> None:
     events = data.draw(busy_ledger())
     names = sorted({e["request_id"] for e in events})
-    _check(events, _requests(data.draw, names))
+    _check(events, data.draw(request_accounts(names)))

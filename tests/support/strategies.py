@@ -1,12 +1,26 @@
-"""Hypothesis strategies for random KV ledgers (tests only)."""
+"""Hypothesis strategies for cases: KV ledgers (kv_events rows), the request log's rows, and
+both as the tables of a case folder under the input contract (forensics.case.contract).
+
+Ledger events come as the naive oracle reads them (support/oracle.py): ts in integer
+microseconds after support.analysis_case.EPOCH and input_order their place in the input.
+kv_event_rows() and request_rows() give the same as contract rows (timestamps as text), which
+case_tables() draws together and case_files() writes as requests.csv and kv_events.jsonl;
+tests/case/test_case_strategies.py checks that such a case ingests with nothing quarantined."""
 
 from __future__ import annotations
 
+import csv
+import io
+import json
+from datetime import timedelta
 from typing import Any
 
 from hypothesis import strategies as st
 
+from support.analysis_case import EPOCH
+
 REQUESTS = ("A", "B", "C", "D", "E")
+ACCOUNTS = ("acct-1", "acct-2", "acct-3")
 OPS = ("alloc", "share", "write", "read", "free")
 HASHES = (None, "h1", "h2")
 SOURCES = (None, "prefill", "decode", "transfer")
@@ -105,3 +119,72 @@ def busy_ledger(draw: st.DrawFn, slots: int = 16) -> list[dict[str, Any]]:
     for input_order, idx in enumerate(order):
         events[idx]["input_order"] = input_order
     return sorted(events, key=lambda e: e["input_order"])
+
+
+def request_accounts(
+    names: list[str], accounts: tuple[str, ...] = ACCOUNTS
+) -> st.SearchStrategy[dict[str, tuple[str, int]]]:
+    """Each named request's account and prompt length (1 to 8 tokens)."""
+    return st.fixed_dictionaries(
+        {n: st.tuples(st.sampled_from(accounts), st.integers(1, 8)) for n in names}
+    )
+
+
+def utc_text(us: int) -> str:
+    """EPOCH plus us microseconds, as ISO 8601 text in UTC."""
+    return (EPOCH + timedelta(microseconds=us)).isoformat().replace("+00:00", "Z")
+
+
+def request_rows(requests: dict[str, tuple[str, int]], node: str = "n1") -> list[dict[str, Any]]:
+    """The request log's rows (the contract's required columns, decode_node `node`) of
+    requests: request id -> (account, prompt tokens), all received at EPOCH and answered 200."""
+    return [
+        {
+            "request_id": rid,
+            "account_id": account,
+            "model": "m",
+            "received_at": utc_text(0),
+            "http_status": 200,
+            "prompt_tokens": prompt,
+            "decode_node": node,
+        }
+        for rid, (account, prompt) in requests.items()
+    ]
+
+
+KV_COLUMNS = (
+    "ts",
+    "seq",
+    "node",
+    "request_id",
+    "op",
+    "slot_start",
+    "slot_count",
+    "pos_start",
+    "source",
+    "content_hash",
+)
+
+
+def kv_event_rows(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Oracle events as kv_events rows of the contract, in input order (ts as text)."""
+    ordered = sorted(events, key=lambda e: e["input_order"])
+    return [{c: utc_text(e["ts"]) if c == "ts" else e.get(c) for c in KV_COLUMNS} for e in ordered]
+
+
+@st.composite
+def case_tables(draw: st.DrawFn) -> dict[str, list[dict[str, Any]]]:
+    """A random or busy ledger and a request log row for every request it names."""
+    events = draw(st.one_of(ledger(), busy_ledger()))
+    requests = draw(request_accounts(sorted({e["request_id"] for e in events})))
+    return {"requests": request_rows(requests), "kv_events": kv_event_rows(events)}
+
+
+def case_files(tables: dict[str, list[dict[str, Any]]]) -> dict[str, str]:
+    """The tables as a case folder's files: requests.csv and kv_events/part-0.jsonl."""
+    sink = io.StringIO()
+    writer = csv.DictWriter(sink, fieldnames=list(tables["requests"][0]), lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(tables["requests"])
+    lines = "".join(json.dumps(row) + "\n" for row in tables["kv_events"])
+    return {"requests.csv": sink.getvalue(), "kv_events/part-0.jsonl": lines}
