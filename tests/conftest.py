@@ -11,6 +11,7 @@ import pytest
 from support.cases import write_case
 from support.oldduckdb import old_duckdb_python
 from support.samples import edit_part, hive_sample, split_in_two
+from support.vllm_serve import vllm_engine
 
 from forensics.cli import run
 
@@ -57,3 +58,9 @@ def old_python(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPath
     if cache is None:
         return old_duckdb_python(tmp_path_factory.mktemp("duckdb-1.1-venv"))
     return old_duckdb_python(Path(cache.mkdir("duckdb-1.1-venv")))
+
+
+@pytest.fixture(scope="module")
+def engine(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """A real vLLM's environment and its tiny model's folder (support.vllm_serve)."""
+    return vllm_engine(tmp_path_factory.mktemp("model") / "tiny-llama")

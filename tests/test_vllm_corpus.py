@@ -22,7 +22,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from test_tap_vllm import _replay, _rows, _serve, _sha, engine  # noqa: F401 (a fixture)
+from support.vllm_serve import db_rows as _rows
+from support.vllm_serve import replay_copy as _replay
+from support.vllm_serve import serve_case as _serve
+from support.vllm_serve import token_sha as _sha
 
 SAMPLED = {"VLLM_RUN_SAMPLING": "sampled", "VLLM_RUN_SEED": "7", "BATCHED_STUB_AT": "21"}
 FAULTED = ("batched", "batched-dup", "batched-collision")

@@ -28,7 +28,7 @@ from typing import Any
 import pytest
 from support.engines import engines_python
 from support.paths import REPO
-from test_tap_vllm import _plugin_visible
+from support.vllm_serve import plugin_visible
 
 from forensics.probe.check import longest_run
 from forensics.replay.echomodel import save_echo_model
@@ -42,7 +42,7 @@ STUBS = ("n007", "n010", "n013", "n016", "n019", "n022")
 
 
 def _plugin_ready(python: Path) -> None:
-    if not _plugin_visible(python):  # an environment built from an older checkout
+    if not plugin_visible(python):  # an environment built from an older checkout
         pip = [str(python.parent / "pip"), "install", "-q", "--no-deps", "-e", str(REPO)]
         subprocess.run(pip, capture_output=True, timeout=600)
 

@@ -12,11 +12,8 @@ with the CLI."""
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
 import shutil
-import subprocess
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -24,9 +21,8 @@ from typing import Any
 import duckdb
 import pytest
 from support import oracle
-from support.engines import engines_python
-from support.paths import REPO
 from support.samples import differences
+from support.vllm_serve import db_rows, replay_copy, serve_case, token_sha
 
 from forensics.cli import run as cli
 from forensics.ledger.copies import COPY_PARTS
@@ -34,57 +30,9 @@ from forensics.ledger.copies import COPY_PARTS
 BLOCK = 32
 
 
-def _plugin_visible(python: Path) -> bool:
-    code = (
-        "from importlib.metadata import entry_points;"
-        "print(any(e.value.startswith('forensics.tap') "
-        "for e in entry_points(group='vllm.general_plugins')))"
-    )
-    done = subprocess.run([str(python), "-c", code], capture_output=True, text=True)
-    return done.stdout.strip() == "True"
-
-
-@pytest.fixture(scope="module")
-def engine(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    python = engines_python()
-    if not _plugin_visible(python):  # an environment built from an older checkout
-        subprocess.run(
-            [str(python.parent / "pip"), "install", "-q", "--no-deps", "-e", str(REPO)],
-            capture_output=True,
-            timeout=600,
-        )
-    assert _plugin_visible(python), (
-        "the tap's vLLM entry point is not installed in the engines environment; run "
-        f"{python.parent / 'pip'} install --no-deps -e {REPO}"
-    )
-    return {"python": python, "model": tmp_path_factory.mktemp("model") / "tiny-llama"}
-
-
-def _serve(
-    engine: dict[str, Any], mode: str, base: Path, tap: dict[str, str] | None = None
-) -> dict[str, Any]:
-    case = base / "case"
-    env = {
-        **os.environ,
-        "KVFORENSICS_TAP_DIR": str(case),
-        "KVFORENSICS_TAP_NODE": "vllm-0",
-        "KVFORENSICS_TAP_CONTENTS": "1",
-        "VLLM_CPU_KVCACHE_SPACE": "1",
-        "PYTHONPATH": str(REPO),
-        **(tap or {}),
-    }
-    cmd = [str(engine["python"]), str(REPO / "tests" / "vllm_run.py"), mode, str(engine["model"])]
-    done = subprocess.run([*cmd, str(case)], env=env, capture_output=True, text=True, timeout=900)
-    assert done.returncode == 0, done.stderr[-3000:]
-    db = base / "case.duckdb"
-    assert cli(["ingest", str(case), "--db", str(db), "--ledger-load"]) == 0
-    code = cli(["analyze", "--db", str(db)])
-    return {"case": case, "db": db, "analyze": code, **json.loads((case / "run.json").read_text())}
-
-
 @pytest.fixture(scope="module")
 def healthy(engine: dict[str, Any], tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    return _serve(engine, "healthy", tmp_path_factory.mktemp("healthy"))
+    return serve_case(engine, "healthy", tmp_path_factory.mktemp("healthy"))
 
 
 @pytest.fixture(scope="module")
@@ -97,7 +45,7 @@ def faulty(engine: dict[str, Any], tmp_path_factory: pytest.TempPathFactory) -> 
         "KVFORENSICS_TAP_ROTATE_EVENTS": "4",
         "KVFORENSICS_TAP_QUEUE_BATCHES": "100000",
     }
-    return _serve(engine, "faults", tmp_path_factory.mktemp("faults"), tap)
+    return serve_case(engine, "faults", tmp_path_factory.mktemp("faults"), tap)
 
 
 @pytest.fixture(scope="module")
@@ -105,7 +53,9 @@ def batched(engine: dict[str, Any], tmp_path_factory: pytest.TempPathFactory) ->
     """The stub fault under batched load (tests/vllm_run.py `batched`): 24 requests of 4
     accounts, several in flight, shared prefixes; one ordinary request runs as a stub once the
     pool has been reused."""
-    return _serve(engine, "batched", tmp_path_factory.mktemp("batched"), {"BATCHED_STUB_AT": "21"})
+    return serve_case(
+        engine, "batched", tmp_path_factory.mktemp("batched"), {"BATCHED_STUB_AT": "21"}
+    )
 
 
 def _withheld(run: dict[str, Any], base: Path) -> Path:
@@ -123,7 +73,7 @@ def _withheld(run: dict[str, Any], base: Path) -> Path:
 
 
 def _listed(db: Path) -> set[tuple[str, str]]:
-    return set(_rows(db, "SELECT side, account_id FROM affected_accounts"))
+    return set(db_rows(db, "SELECT side, account_id FROM affected_accounts"))
 
 
 def test_a_stub_under_batched_load_is_found_without_the_ledger(
@@ -137,7 +87,7 @@ def test_a_stub_under_batched_load_is_found_without_the_ledger(
     receivers = {a for side, a in truth if side == "receiving"}
     assert receivers and {a for side, a in truth if side == "leaking"}
     db = _withheld(batched, tmp_path)
-    flagged = _rows(db, "SELECT request_id, reasons FROM screening WHERE len(reasons) > 0")
+    flagged = db_rows(db, "SELECT request_id, reasons FROM screening WHERE len(reasons) > 0")
     assert flagged == [("stub-21", ["cache-implausible"])]
     listed = _listed(db)
     assert truth <= listed
@@ -149,15 +99,10 @@ def test_a_healthy_engine_without_its_ledger_lists_nobody(
     healthy: dict[str, Any], tmp_path: Path
 ) -> None:
     db = _withheld(healthy, tmp_path)
-    cached = _rows(db, "SELECT count(*) FILTER (WHERE cached_tokens > 0) FROM requests")
+    cached = db_rows(db, "SELECT count(*) FILTER (WHERE cached_tokens > 0) FROM requests")
     assert cached[0][0] > 0  # prefix-cache hits were reported, and none is implausible
-    assert _rows(db, "SELECT count(*) FROM screening WHERE len(reasons) > 0") == [(0,)]
+    assert db_rows(db, "SELECT count(*) FROM screening WHERE len(reasons) > 0") == [(0,)]
     assert _listed(db) == set()
-
-
-def _rows(db: Path, text: str) -> list[tuple[Any, ...]]:
-    with duckdb.connect(str(db), read_only=True) as con:
-        return con.execute(text).fetchall()
 
 
 def _events(db: Path) -> list[dict[str, Any]]:
@@ -171,16 +116,16 @@ def _events(db: Path) -> list[dict[str, Any]]:
 def test_healthy_engine_has_no_exposures_and_no_violations(healthy: dict[str, Any]) -> None:
     db = healthy["db"]
     assert healthy["analyze"] == 0
-    assert _rows(db, "SELECT count(*) FROM exposures") == [(0,)]
-    assert _rows(db, "SELECT count(*) FROM violations") == [(0,)]
+    assert db_rows(db, "SELECT count(*) FROM exposures") == [(0,)]
+    assert db_rows(db, "SELECT count(*) FROM violations") == [(0,)]
     # the run exercised what matters: every request read, prefix-cache hits verified by the
     # tap's hashes, and blocks reused by other requests after a free
-    reads = dict(_rows(db, "SELECT request_id, sum(reads) FROM read_stats GROUP BY 1"))
+    reads = dict(db_rows(db, "SELECT request_id, sum(reads) FROM read_stats GROUP BY 1"))
     assert set(reads) == set(healthy["outputs"]) and len(reads) == 12
-    assert _rows(db, "SELECT sum(shared_verified) > 0, sum(shared_unverified) FROM read_stats") == [
-        (True, 0)
-    ]
-    owners = _rows(
+    assert db_rows(
+        db, "SELECT sum(shared_verified) > 0, sum(shared_unverified) FROM read_stats"
+    ) == [(True, 0)]
+    owners = db_rows(
         db,
         "SELECT slot_start, count(DISTINCT request_id) FROM kv_events "
         "WHERE op = 'alloc' GROUP BY 1 HAVING count(DISTINCT request_id) > 1",
@@ -192,17 +137,17 @@ def test_tap_files_are_complete(healthy: dict[str, Any]) -> None:
     case, db = healthy["case"], healthy["db"]
     status = [json.loads(p.read_text()) for p in (case / "tap").glob("status-*.json")]
     assert len(status) == 1 and status[0]["events_dropped"] == 0
-    assert status[0]["events_written"] == _rows(db, "SELECT count(*) FROM kv_events")[0][0]
+    assert status[0]["events_written"] == db_rows(db, "SELECT count(*) FROM kv_events")[0][0]
     assert not list(case.rglob("*.tmp")) and not list((case / "tap").glob("gaps-*"))
-    seqs = [s for (s,) in _rows(db, "SELECT seq FROM kv_events ORDER BY seq")]
+    seqs = [s for (s,) in db_rows(db, "SELECT seq FROM kv_events ORDER BY seq")]
     assert seqs == list(range(seqs[0], seqs[0] + len(seqs)))  # no hole: nothing dropped
-    node = _rows(db, "SELECT node, engine, page_size, pool_slots FROM nodes")
+    node = db_rows(db, "SELECT node, engine, page_size, pool_slots FROM nodes")
     assert node == [("vllm-0", "vllm", BLOCK, 24 * BLOCK)]
     # every block given out is given back, once
     per_op = Counter(
         {
             op: n
-            for op, n in _rows(
+            for op, n in db_rows(
                 db,
                 "SELECT op, sum(slot_count) FROM kv_events "
                 "WHERE op IN ('alloc', 'share', 'free') GROUP BY 1",
@@ -210,7 +155,7 @@ def test_tap_files_are_complete(healthy: dict[str, Any]) -> None:
         }
     )
     assert per_op["alloc"] + per_op["share"] == per_op["free"]
-    contents = dict(_rows(db, "SELECT request_id, output_token_ids FROM contents"))
+    contents = dict(db_rows(db, "SELECT request_id, output_token_ids FROM contents"))
     assert contents == healthy["outputs"]
 
 
@@ -219,7 +164,7 @@ def test_injected_faults_are_found_exactly(faulty: dict[str, Any]) -> None:
     assert faulty["analyze"] == 1
     got = {
         row
-        for row in _rows(
+        for row in db_rows(
             db,
             "SELECT receiver_request_id, leaker_request_id, kind, slot_start, "
             "slot_count, leaker_pos_min, leaker_pos_max FROM exposures",
@@ -235,7 +180,7 @@ def test_injected_faults_are_found_exactly(faulty: dict[str, Any]) -> None:
     assert got == stub | {dup}
     assert stub and {row[2] for row in stub} == {"stale"}
     assert all(row[1] != "stub-1" for row in stub)
-    violations = _rows(
+    violations = db_rows(
         db, "SELECT request_id, violation, other_request_id, slot_start, slot_count FROM violations"
     )
     assert violations == [("dup-1", "double-allocation", "victim-1", block * BLOCK, BLOCK)]
@@ -243,16 +188,16 @@ def test_injected_faults_are_found_exactly(faulty: dict[str, Any]) -> None:
     # the stub: it computed only its last prompt token (position 96) and attended over fresh
     # blocks for positions 0..95 that it never wrote: each such slot is stale (another
     # request wrote it last) or uninitialised, never its own
-    writes = _rows(
+    writes = db_rows(
         db,
         "SELECT pos_start, slot_count FROM kv_events "
         "WHERE request_id = 'stub-1' AND op = 'write' ORDER BY seq LIMIT 1",
     )
     assert writes == [(3 * BLOCK, 1)]
-    assert _rows(
+    assert db_rows(
         db, "SELECT count(*) FROM kv_events WHERE request_id = 'stub-1' AND op = 'share'"
     ) == [(0,)]
-    own, foreign, blank = _rows(
+    own, foreign, blank = db_rows(
         db,
         "SELECT own_slots, foreign_slots, uninitialised_slots "
         "FROM read_stats WHERE request_id = 'stub-1'",
@@ -262,7 +207,7 @@ def test_injected_faults_are_found_exactly(faulty: dict[str, Any]) -> None:
     # contents: what each request was asked and answered; for the stub also what it computed
     contents = {
         r: (p, o, x)
-        for r, p, o, x in _rows(
+        for r, p, o, x in db_rows(
             db,
             "SELECT request_id, prompt_token_ids, "
             "output_token_ids, processed_token_ids FROM contents",
@@ -275,38 +220,12 @@ def test_injected_faults_are_found_exactly(faulty: dict[str, Any]) -> None:
 
     # and the whole ledger agrees with the naive slot-by-slot reading of the semantics
     facts = oracle.run(_events(db))
-    prompts = dict(_rows(db, "SELECT request_id, prompt_tokens FROM requests"))
+    prompts = dict(db_rows(db, "SELECT request_id, prompt_tokens FROM requests"))
     want = {r[:4] + r[4:8] for r in oracle.exposure_runs(facts, prompts)}
     assert {(r, w, "vllm-0", k, s, c, p0, p1) for (r, w, k, s, c, p0, p1) in got} == want
     assert {v[:6] for v in oracle.violation_runs(facts)} == {
         ("dup-1", "vllm-0", "double-allocation", "victim-1", block * BLOCK, BLOCK)
     }
-
-
-REPLAY_COLUMNS = (
-    "verdict, reason, delivered_sha256, contaminated_sha256, clean_sha256, model_matches"
-)
-
-
-def _replay(
-    db: Path, model: Path, requests: list[str], tmp: Path, columns: str = REPLAY_COLUMNS
-) -> dict[str, Any]:
-    """`kvforensics replay` on a copy of the case database; per request, the stored run's
-    `columns` of replay_results (by default the verdict and output hashes)."""
-    pytest.importorskip("torch", reason="replay needs the extra: pip install 'kvforensics[replay]'")
-    pytest.importorskip(
-        "transformers", reason="replay needs the extra: pip install 'kvforensics[replay]'"
-    )
-    copy = tmp / db.name
-    shutil.copy(db, copy)
-    picked = [arg for r in requests for arg in ("--request", r)]
-    code = cli(["replay", "--db", str(copy), "--model", str(model), "--device", "cpu", *picked])
-    rows = _rows(copy, f"SELECT request_id, {columns} FROM replay_results")
-    return {"code": code, "results": {r[0]: r[1:] for r in rows}}
-
-
-def _sha(tokens: list[int]) -> str:
-    return hashlib.sha256(",".join(str(t) for t in tokens).encode("ascii")).hexdigest()
 
 
 def test_replay_confirms_the_injected_victims(
@@ -316,7 +235,7 @@ def test_replay_confirms_the_injected_victims(
     exactly the tokens vLLM delivered to the stub (whose prefill step attended stale KV) and to
     the overwritten victim (whose reads after the overwrite saw dup-1's KV), and the clean replay
     of each does not. dup-1, which read only its own KV, is not confirmed."""
-    done = _replay(faulty["db"], engine["model"], ["stub-1", "victim-1", "dup-1"], tmp_path)
+    done = replay_copy(faulty["db"], engine["model"], ["stub-1", "victim-1", "dup-1"], tmp_path)
     results = done["results"]
     assert done["code"] == 1
     assert {r: v[0] for r, v in results.items()} == {
@@ -326,7 +245,7 @@ def test_replay_confirms_the_injected_victims(
     }, {r: v[1] for r, v in results.items()}
     for rid in ("stub-1", "victim-1"):
         _, _, delivered, dirty, clean, matches = results[rid]
-        assert delivered == dirty == _sha(faulty["outputs"][rid]) != clean
+        assert delivered == dirty == token_sha(faulty["outputs"][rid]) != clean
         assert matches is True
 
 
@@ -336,13 +255,13 @@ def test_replay_never_confirms_a_healthy_request(
     """Every request of the healthy run (prefix-cache hits, reused blocks) replays to what vLLM
     delivered, clean and from the KV it read alike: none is confirmed."""
     requests = sorted(healthy["outputs"])
-    done = _replay(healthy["db"], engine["model"], requests, tmp_path)
+    done = replay_copy(healthy["db"], engine["model"], requests, tmp_path)
     results = done["results"]
     assert done["code"] == 0
     assert set(results) == set(requests)
     for rid, (verdict, reason, delivered, dirty, clean, _) in results.items():
         assert verdict == "not-reproduced", (rid, reason)
-        assert delivered == dirty == clean == _sha(healthy["outputs"][rid]), (rid, reason)
+        assert delivered == dirty == clean == token_sha(healthy["outputs"][rid]), (rid, reason)
 
 
 def test_the_tap_folder_read_in_place_gives_the_loaded_tables(
@@ -353,8 +272,8 @@ def test_the_tap_folder_read_in_place_gives_the_loaded_tables(
     file, and the tables are those of the loaded ledger."""
     db = tmp_path / "external.duckdb"
     assert cli(["ingest", str(faulty["case"]), "--db", str(db), "--ledger-external"]) == 0
-    parts = _rows(db, "SELECT count(*) FROM ledger_files WHERE node = 'vllm-0'")[0][0]
+    parts = db_rows(db, "SELECT count(*) FROM ledger_files WHERE node = 'vllm-0'")[0][0]
     assert parts >= COPY_PARTS  # enough to be copied
     assert cli(["analyze", "--db", str(db)]) == faulty["analyze"]
     assert differences(faulty["db"], db) == {}
-    assert _rows(db, "SELECT count(*) FROM exposures")[0][0] > 0
+    assert db_rows(db, "SELECT count(*) FROM exposures")[0][0] > 0
