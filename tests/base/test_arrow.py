@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pytest
-from support.paths import REPO
+from support.paths import REPO, SAMPLE
 from support.samples import hive_sample
 
 import forensics.base.arrow
@@ -28,8 +28,6 @@ from forensics.base.arrow import (
     table_of,
     whole_numpy,
 )
-
-SAMPLE = REPO / "data_samples" / "incident"
 
 
 @pytest.mark.parametrize("kind", [pa.int8(), pa.int16(), pa.int32(), pa.int64()])

@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from support.paths import REPO
+from support.paths import REPO, SAMPLE
 
 import forensics.casedb.interrupts as interrupts
 
@@ -173,7 +173,7 @@ def test_ctrl_c_while_the_compiled_code_is_built_ends_the_run_at_once(tmp_path: 
     from forensics.cli import run
 
     db = tmp_path / "case.duckdb"
-    assert run(["ingest", str(REPO / "data_samples" / "incident"), "--db", str(db)]) in (0, 1)
+    assert run(["ingest", str(SAMPLE), "--db", str(db)]) in (0, 1)
     script = tmp_path / "child.py"
     script.write_text(
         textwrap.dedent(

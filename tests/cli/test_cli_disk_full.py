@@ -9,13 +9,12 @@ import errno
 
 import duckdb
 import pytest
-from support.paths import REPO
+from support.paths import SAMPLE
 from support.smalldisk import small_disk
 
 from forensics.cli import run
 from forensics.errors import disk_full
 
-SAMPLE = REPO / "data_samples" / "incident"
 FULL = 'Could not write file "/x/case.duckdb": No space left on device'
 
 

@@ -10,14 +10,13 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from support.paths import REPO
+from support.paths import SAMPLE
 
 import forensics.ingest.batched as batched
 import forensics.ingest.load as load
 from forensics.cli import run
 from forensics.errors import interrupted
 
-SAMPLE = REPO / "data_samples" / "incident"
 LONG = "SELECT count(*) FROM range(1000000000000) t(x) WHERE x % 7 = 3"
 
 

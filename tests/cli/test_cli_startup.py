@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from support.paths import REPO
+from support.paths import REPO, SAMPLE
 
 HEAVY = ("numba", "forensics.analysis.stage", "forensics.run.pipeline", "torch")
 
@@ -33,14 +33,14 @@ def test_help_loads_no_stage() -> None:
 
 def test_ingest_loads_no_compiled_sweep(tmp_path) -> None:
     db = tmp_path / "case.duckdb"
-    case = str(REPO / "data_samples" / "incident")
+    case = str(SAMPLE)
     assert _loaded_after(["ingest", case, "--db", str(db)], tmp_path) == []
     assert _loaded_after(["ingest", case, "--db", str(db)], tmp_path) == []  # unchanged: skipped
 
 
 def test_report_loads_no_compiled_sweep(tmp_path) -> None:
     db = tmp_path / "case.duckdb"
-    case = str(REPO / "data_samples" / "incident")
+    case = str(SAMPLE)
     _loaded_after(["ingest", case, "--db", str(db)], tmp_path)
     assert "numba" in _loaded_after(["analyze", "--db", str(db)], tmp_path)  # it sweeps
     assert (

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from support.paths import REPO
+from support.paths import REPO, SAMPLE
 
 from forensics.cli import run
 from forensics.cli.app import command
@@ -208,11 +208,10 @@ SHARED = {
 @pytest.fixture(scope="module")
 def workspace(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[tuple[str, ...], int]]:
     root = tmp_path_factory.mktemp("docs-workspace")
-    sample = REPO / "data_samples" / "incident"
-    shutil.copytree(sample, root / "data_samples" / "incident")
-    shutil.copytree(sample, root / "case")
+    shutil.copytree(SAMPLE, root / "data_samples" / "incident")
+    shutil.copytree(SAMPLE, root / "case")
     shutil.copytree(
-        sample, root / "case-without-ledger", ignore=shutil.ignore_patterns("kv_events")
+        SAMPLE, root / "case-without-ledger", ignore=shutil.ignore_patterns("kv_events")
     )
     codes = {argv: _run_in(root, argv, {}) for argv in SHARED}
     return root, codes

@@ -18,14 +18,13 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from support.paths import REPO
+from support.paths import SAMPLE
 
 import forensics.ingest.batched as batched
 from forensics.errors import InputError
 from forensics.ingest.load import ingest_case
 from forensics.ledger.store import ExternalLedger
 
-SAMPLE = REPO / "data_samples" / "incident"
 SIZES = (50, 300, 700, 1_100, 2_000)  # rows per small part, in turn
 LARGE = 30_000  # decode-1's last rows at most, a part of their own
 SMALL = 20_000  # SMALL_ROWS in these tests: that part is loaded alone

@@ -15,14 +15,13 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from support.paths import REPO
+from support.paths import SAMPLE
 
 from forensics.cli import app
 from forensics.errors import InputError
 from forensics.ingest.load import ingest_case, input_notes
 from forensics.ledger.store import ExternalLedger
 
-SAMPLE = REPO / "data_samples" / "incident"
 WARNINGS = 'SELECT table_name, file, "row", "column", "value", reason FROM ingest_warnings'
 
 

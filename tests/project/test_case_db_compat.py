@@ -13,7 +13,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from support.paths import REPO
+from support.paths import SAMPLE
 
 from forensics.cli import run
 
@@ -45,7 +45,7 @@ print(json.dumps(out))
 def case_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """ingest + analyze of the sample incident, through the CLI."""
     db = tmp_path_factory.mktemp("compat") / "case.duckdb"
-    assert run(["ingest", str(REPO / "data_samples" / "incident"), "--db", str(db)]) in (0, 1)
+    assert run(["ingest", str(SAMPLE), "--db", str(db)]) in (0, 1)
     assert run(["analyze", "--db", str(db)]) == 1  # the sample holds findings
     return db
 

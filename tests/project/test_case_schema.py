@@ -8,7 +8,7 @@ import csv
 
 import duckdb
 import pytest
-from support.paths import REPO
+from support.paths import REPO, SAMPLE
 
 from forensics.cli import run
 
@@ -16,7 +16,7 @@ from forensics.cli import run
 @pytest.fixture(scope="module")
 def con(tmp_path_factory: pytest.TempPathFactory) -> duckdb.DuckDBPyConnection:
     db = tmp_path_factory.mktemp("schema") / "case.duckdb"
-    assert run(["ingest", str(REPO / "data_samples" / "incident"), "--db", str(db)]) in (0, 1)
+    assert run(["ingest", str(SAMPLE), "--db", str(db)]) in (0, 1)
     assert run(["analyze", "--db", str(db)]) == 1
     connection = duckdb.connect(str(db), read_only=True)
     yield connection

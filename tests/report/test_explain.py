@@ -13,12 +13,11 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from support.paths import REPO
+from support.paths import SAMPLE
 from support.report_case import build_case, every_schema, seq_tables
 
 from forensics.cli import run
 
-SAMPLE = REPO / "data_samples" / "incident"
 TRUTH = SAMPLE / "ground_truth"
 HOSTILE = "B\u202e<script>alert(1)</script>\nforged line"
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.paths import REPO
+from support.paths import SAMPLE
 from support.report_oracle import headline_from_exposures, parse
 
 from forensics.options import SimOptions
@@ -71,7 +71,7 @@ def _simulated(root: Path) -> Path:
 
 @pytest.mark.parametrize("which", ["sample", "simulated"])
 def test_every_output_shows_the_same_figures(tmp_path: Path, cli: Any, which: str) -> None:
-    case = REPO / "data_samples" / "incident" if which == "sample" else _simulated(tmp_path)
+    case = SAMPLE if which == "sample" else _simulated(tmp_path)
     truth = _truth(case)
     assert truth["same_account_runs"] > 0  # both cases have same-account exposures
     out = tmp_path / "out"

@@ -9,9 +9,8 @@ import json
 
 import polars as pl
 import pytest
-from support.paths import GOLDEN, REPO
+from support.paths import GOLDEN, SAMPLE
 
-SAMPLE = REPO / "data_samples" / "incident"
 TRUTH = SAMPLE / "ground_truth"
 SAMPLE_GOLDEN = GOLDEN / "sample_incident"
 EXPOSURE_KEYS = [

@@ -11,12 +11,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.paths import REPO
+from support.paths import SAMPLE
 from support.report_oracle import headline_from_exposures, parse
 
 from forensics.cli import run
-
-SAMPLE = REPO / "data_samples" / "incident"
 
 
 def _runs() -> list[dict[str, Any]]:

@@ -11,7 +11,7 @@ import sys
 import numpy as np
 import polars as pl
 import pytest
-from support.paths import REPO
+from support.paths import SAMPLE
 from support.simhelp import naive_truth, read_ledger
 
 from forensics.errors import StageUnavailable
@@ -70,7 +70,7 @@ def test_replay_model_needs_the_replay_package(monkeypatch):
 
 
 def _rerun_readme_command(tmp_path, model: str | None = None):
-    sample = REPO / "data_samples" / "incident"
+    sample = SAMPLE
     readme = (sample / "README.md").read_text()
     line = next(x for x in readme.splitlines() if x.startswith("kvforensics simulate"))
     args = shlex.split(line)[2:]
