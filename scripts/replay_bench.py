@@ -36,11 +36,9 @@ from forensics.db import connect  # noqa: E402
 from forensics.ingest.load import ingest_case  # noqa: E402
 from forensics.replay import SpeedOptions  # noqa: E402
 from forensics.replay.decode import greedy_decode, prefill_first_token  # noqa: E402
-from forensics.replay.replay import CANNOT_REPLAY, CONFIRMED, NOT_REPRODUCED  # noqa: E402
 from forensics.replay.stage import run_case_replay  # noqa: E402
 from forensics.replay.testmodel import TEST_MODEL_NAME, build_test_model  # noqa: E402
-
-VERDICTS = (CONFIRMED, NOT_REPRODUCED, CANNOT_REPLAY)
+from forensics.replay.verdicts import Verdict  # noqa: E402
 
 
 def synthetic_case(folder: Path, pairs: int, context: int, n_out: int) -> list[str]:
@@ -126,9 +124,9 @@ def replay_on(
             f"{r.request_id:<34}{r.verdict:<16}{r.seconds:>9.3f}{r.tokens:>9}"
             f"{(r.tokens_per_s or 0):>11.1f}"
         )
-    counts = {v: sum(r.verdict == v for r in run.results) for v in VERDICTS}
-    others = "".join(f", {n} {v}" for v, n in counts.items() if n and v != CONFIRMED)
-    print(f"{device}: {counts[CONFIRMED]} of {len(run.results)} confirmed{others}")
+    counts = {v: sum(r.verdict == v for r in run.results) for v in Verdict}
+    others = "".join(f", {n} {v}" for v, n in counts.items() if n and v != Verdict.CONFIRMED)
+    print(f"{device}: {counts[Verdict.CONFIRMED]} of {len(run.results)} confirmed{others}")
     done = [r for r in run.results if r.seconds > 0]
     if done:
         secs, toks = sum(r.seconds for r in done), sum(r.tokens for r in done)

@@ -7,22 +7,43 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping
+from enum import StrEnum
+
+
+class EvidenceLevel(StrEnum):
+    """What a node was judged on (node_evidence.evidence), strongest first."""
+
+    LEDGER = "ledger"
+    LEDGER_WITH_HOLES = "ledger-with-holes"
+    RECONSTRUCTED = "reconstructed"
+    SCREENING = "screening"
+
+
+class Confidence(StrEnum):
+    """How sure a finding is (exposures, affected_requests and affected_accounts.confidence,
+    the notification lists), most certain first. The SQL in queries/ spells the same values."""
+
+    CONFIRMED = "confirmed"  # replay reproduced the output from the KV the request read
+    LEDGER = "ledger"  # the KV ledger shows the read
+    RECONSTRUCTED = "reconstructed"  # the page trace rebuilt from the request log shows it
+    POSSIBLE = "possible"  # screening only: no complete ledger covers the request
+
 
 # node_evidence.evidence, strongest first, with what each means for the node's requests.
 GRADES: dict[str, str] = {
-    "ledger": "a complete KV ledger: every read is seen",
-    "ledger-with-holes": (
+    EvidenceLevel.LEDGER: "a complete KV ledger: every read is seen",
+    EvidenceLevel.LEDGER_WITH_HOLES: (
         "a KV ledger with holes: the requests a hole meets are judged as without a ledger"
     ),
-    "reconstructed": "no KV ledger; the page trace rebuilt from the request log",
-    "screening": "no KV ledger; judged from the gateway log and node facts only",
+    EvidenceLevel.RECONSTRUCTED: "no KV ledger; the page trace rebuilt from the request log",
+    EvidenceLevel.SCREENING: "no KV ledger; judged from the gateway log and node facts only",
 }
 
-_SHORT = {
-    "ledger": "with a complete ledger",
-    "ledger-with-holes": "with a ledger that has holes",
-    "reconstructed": "without a ledger, reconstructed",
-    "screening": "without a ledger (screening only)",
+_SHORT: dict[str, str] = {
+    EvidenceLevel.LEDGER: "with a complete ledger",
+    EvidenceLevel.LEDGER_WITH_HOLES: "with a ledger that has holes",
+    EvidenceLevel.RECONSTRUCTED: "without a ledger, reconstructed",
+    EvidenceLevel.SCREENING: "without a ledger (screening only)",
 }
 
 
@@ -42,9 +63,11 @@ def evidence_phrase(by_node: Mapping[str, str]) -> str:
 
 def ledger_complete(by_node: Mapping[str, str]) -> bool:
     """Every known node was judged on a complete ledger."""
-    return bool(by_node) and all(g == "ledger" for g in by_node.values())
+    return bool(by_node) and all(g == EvidenceLevel.LEDGER for g in by_node.values())
 
 
 def no_ledger(by_node: Mapping[str, str]) -> bool:
     """No node has a ledger at all."""
-    return not any(g.startswith("ledger") for g in by_node.values())
+    return not any(
+        g in (EvidenceLevel.LEDGER, EvidenceLevel.LEDGER_WITH_HOLES) for g in by_node.values()
+    )

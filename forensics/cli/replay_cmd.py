@@ -25,6 +25,7 @@ def replay(
     """Replay suspect receivers from the KV their decode read, and clean; store the verdicts
     (confirmed, not-reproduced, cannot-replay) and raise confirmed exposures to `confirmed`."""
     from forensics.replay.stage import require_replay, run_case_replay, summarise
+    from forensics.replay.verdicts import Verdict
     from forensics.run.investigate import check_replay_options
 
     options = ReplayOptions(model, served_model, device, device_map, tuple(request or ()))
@@ -50,7 +51,10 @@ def replay(
     else:
         _print(summary)
     counts = summary["verdicts"]
-    finish(counts["confirmed"] + counts["cannot-replay"] > 0 or bool(summary["kept_confirmed"]))
+    finish(
+        counts[Verdict.CONFIRMED] + counts[Verdict.CANNOT_REPLAY] > 0
+        or bool(summary["kept_confirmed"])
+    )
 
 
 def _print(summary: dict) -> None:

@@ -18,21 +18,28 @@ from typing import Any
 
 import jinja2
 
+from forensics.analysis.evidence import Confidence
 from forensics.base.isotime import parse_iso
 from forensics.base.textsafe import html_value, markdown_text
 from forensics.errors import UsageError
 from forensics.notify.exports import SIDES, Exports
 from forensics.notify.templates import sandbox
 
-CONFIDENCE_WORDS = {
-    "confirmed": "confirmed: we re-ran the affected response and reproduced it from the mixed-up "
-    "memory, and not without it",
-    "ledger": "established from the serving engine's own memory records",
-    "reconstructed": "reconstructed: no memory record covers the server involved, so we rebuilt "
-    "its memory use from our request records with the engine's own allocator; the finding "
-    "holds unless the server acted in an order our records do not show",
-    "possible": "possible: the request matches the pattern of the fault, but no memory record "
-    "covers it, so we cannot rule it in or out",
+CONFIDENCE_WORDS: dict[str, str] = {
+    Confidence.CONFIRMED: (
+        "confirmed: we re-ran the affected response and reproduced it from the mixed-up "
+        "memory, and not without it"
+    ),
+    Confidence.LEDGER: "established from the serving engine's own memory records",
+    Confidence.RECONSTRUCTED: (
+        "reconstructed: no memory record covers the server involved, so we rebuilt "
+        "its memory use from our request records with the engine's own allocator; the finding "
+        "holds unless the server acted in an order our records do not show"
+    ),
+    Confidence.POSSIBLE: (
+        "possible: the request matches the pattern of the fault, but no memory record "
+        "covers it, so we cannot rule it in or out"
+    ),
 }
 
 

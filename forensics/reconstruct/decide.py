@@ -22,8 +22,9 @@ from forensics.replay import replay_available
 from forensics.replay.ledger import load_contents
 from forensics.replay.loader import load_model
 from forensics.replay.testmodel import TEST_MODEL_NAME
+from forensics.replay.verdicts import PairVerdict
 
-CONFIRMED, CLEARED = "confirmed", "cleared"
+CONFIRMED, CLEARED = PairVerdict.CONFIRMED, PairVerdict.CLEARED
 
 
 @dataclass

@@ -33,12 +33,7 @@ from forensics.replay.decode import (
 from forensics.replay.evidence import THRESHOLD_BITS, Evidence, scoring_temperature, weigh
 from forensics.replay.ledger import SuspectPlan, plan_suspect
 from forensics.replay.stepwise import decode_stepwise
-
-CONFIRMED = "confirmed"
-NOT_REPRODUCED = "not-reproduced"
-CANNOT_REPLAY = "cannot-replay"
-REPRODUCED = "reproduced"  # basis of a confirmation: greedy decoding reproduces the output
-EVIDENCE = "evidence"  # basis: the log-likelihood ratio is above the threshold
+from forensics.replay.verdicts import Basis, Verdict
 
 
 def response_sha256(tokens: Sequence[int]) -> str:
@@ -49,7 +44,7 @@ def response_sha256(tokens: Sequence[int]) -> str:
 @dataclass
 class SuspectResult:
     request_id: str
-    verdict: str
+    verdict: Verdict
     reason: str
     delivered_sha256: str | None = None
     contaminated_sha256: str | None = None
@@ -62,7 +57,7 @@ class SuspectResult:
     uninitialised_slots: int | None = None
     uninitialised_share: float | None = None
     attention: dict[str, tuple[float | None, int]] = field(default_factory=dict)
-    basis: str | None = None  # of a confirmation: REPRODUCED or EVIDENCE
+    basis: Basis | None = None  # of a confirmation
     evidence: Evidence | None = None  # with the delivered token ids: the LLR and its picture
 
     @property
@@ -134,7 +129,7 @@ def replay_plan(
     )
 
 
-def judge(plan: SuspectPlan, replayed: Replayed) -> tuple[str, str, str | None]:
+def judge(plan: SuspectPlan, replayed: Replayed) -> tuple[Verdict, str, Basis | None]:
     """(verdict, reason, basis of a confirmation) for a suspect whose replays ran."""
     dirty_ok = _reproduces(plan, replayed.contaminated)
     clean_ok = _reproduces(plan, replayed.clean)
@@ -145,14 +140,14 @@ def judge(plan: SuspectPlan, replayed: Replayed) -> tuple[str, str, str | None]:
     )
     if dirty_ok and not clean_ok and foreign:
         return (
-            CONFIRMED,
+            Verdict.CONFIRMED,
             f"the replay from the KV it read {read} reproduces the delivered output; "
             "the clean replay does not" + _figure(evidence),
-            REPRODUCED,
+            Basis.REPRODUCED,
         )
     if clean_ok:
         return (
-            NOT_REPRODUCED,
+            Verdict.NOT_REPRODUCED,
             "the clean replay from its own prompt also reproduces the output"
             if dirty_ok
             else "the clean replay from its own prompt reproduces the delivered output; the "
@@ -161,24 +156,24 @@ def judge(plan: SuspectPlan, replayed: Replayed) -> tuple[str, str, str | None]:
         )
     if not foreign:
         return (
-            NOT_REPRODUCED,
+            Verdict.NOT_REPRODUCED,
             f"its decode read no other request's data ({plan.uninitialised} "
             "never-written positions, replayed as zeros): no leak to confirm" + _figure(evidence),
             None,
         )
     if evidence is None:
         return (
-            NOT_REPRODUCED,
+            Verdict.NOT_REPRODUCED,
             "the replay from the KV it read does not reproduce the delivered "
             f"output{_first_difference(plan, replayed.contaminated)}",
             None,
         )
     if evidence.strong and evidence.plausible:
         return (
-            CONFIRMED,
+            Verdict.CONFIRMED,
             f"the delivered output is far more likely under the KV it read {read} than under "
             f"its own prompt: {evidence.summary()}; {evidence.fit()}",
-            EVIDENCE,
+            Basis.EVIDENCE,
         )
     if evidence.strong:
         why = (
@@ -190,7 +185,7 @@ def judge(plan: SuspectPlan, replayed: Replayed) -> tuple[str, str, str | None]:
         why = "the delivered output is more likely under its own prompt than under the KV it read"
     else:
         why = f"the evidence is too weak (confirmation needs {THRESHOLD_BITS:g} bits)"
-    return NOT_REPRODUCED, f"{why}: {evidence.summary()}", None
+    return Verdict.NOT_REPRODUCED, f"{why}: {evidence.summary()}", None
 
 
 def _figure(evidence: Evidence | None) -> str:
@@ -217,7 +212,7 @@ def replay_suspect(con: duckdb.DuckDBPyConnection, model: Any, request_id: str) 
     try:
         plan = plan_suspect(con, request_id)
     except ReplayError as exc:
-        return SuspectResult(request_id, CANNOT_REPLAY, str(exc))
+        return SuspectResult(request_id, Verdict.CANNOT_REPLAY, str(exc))
     return run_planned(model, plan, WriterStore())
 
 
@@ -239,14 +234,17 @@ def run_planned(
     try:
         replayed = replay_plan(model, plan, store, budget.chunk if budget else None)
     except ReplayError as exc:
-        result.verdict, result.reason = CANNOT_REPLAY, str(exc)
+        result.verdict, result.reason = Verdict.CANNOT_REPLAY, str(exc)
         return result
     except (MemoryError, RuntimeError) as exc:
         if not is_out_of_memory(exc):
             raise
         store.release()
         _free_memory()
-        result.verdict, result.reason = CANNOT_REPLAY, f"out of memory: {exc}".splitlines()[0]
+        result.verdict, result.reason = (
+            Verdict.CANNOT_REPLAY,
+            f"out of memory: {exc}".splitlines()[0],
+        )
         return result
     result.verdict, result.reason, result.basis = judge(plan, replayed)
     _fill(result, plan, replayed, time.perf_counter() - started)
@@ -304,7 +302,7 @@ def _planned_result(plan: SuspectPlan) -> SuspectResult:
     )
     return SuspectResult(
         plan.request_id,
-        CANNOT_REPLAY,
+        Verdict.CANNOT_REPLAY,
         "",
         delivered_sha256=delivered,
         decode_node=plan.decode_node,
@@ -352,8 +350,8 @@ class ReplayRun:
     def served_model(self) -> str:
         return self.identity.served_model if self.identity is not None else ""
 
-    def counts(self) -> dict[str, int]:
-        out = {CONFIRMED: 0, NOT_REPRODUCED: 0, CANNOT_REPLAY: 0}
+    def counts(self) -> dict[Verdict, int]:
+        out = {verdict: 0 for verdict in Verdict}
         for r in self.results:
             out[r.verdict] += 1
         return out
@@ -380,7 +378,7 @@ def replay_all(
         return ReplayRun(
             "",
             resolve_device(device),
-            [SuspectResult(r, CANNOT_REPLAY, reason) for r in request_ids],
+            [SuspectResult(r, Verdict.CANNOT_REPLAY, reason) for r in request_ids],
             started_at=started,
             finished_at=datetime.now(UTC),
         )
@@ -419,7 +417,7 @@ def replay_loaded(
             progress(f"{request_id} ({done + 1}/{len(request_ids)})", done, len(request_ids))
         plan = plans[request_id]
         results.append(
-            SuspectResult(request_id, CANNOT_REPLAY, plan)
+            SuspectResult(request_id, Verdict.CANNOT_REPLAY, plan)
             if isinstance(plan, str)
             else run_planned(model, plan, store, shape)
         )

@@ -28,6 +28,7 @@ from forensics.replay.decode import WriterStore, decode_with_evidence, prefill_f
 from forensics.replay.ledger import SuspectPlan
 from forensics.replay.replay import is_out_of_memory, response_sha256, run_planned
 from forensics.replay.testmodel import resolve_device
+from forensics.replay.verdicts import Verdict
 
 # A Llama shape of about 1.2 B parameters (16 layers, hidden 2048, GQA 32/8 heads).
 RANDOM_SHAPES: dict[str, dict[str, Any]] = {
@@ -60,7 +61,7 @@ class SpeedRow:
     replay_tokens_per_s: float | None
     replay_tokens: int
     replay_seconds: float
-    verdict: str
+    verdict: Verdict
     reason: str
     peak_gib: float | None
     prefill_attention: str = "sdpa"  # the attention the plain prefill ran with
@@ -337,7 +338,7 @@ def row_line(r: SpeedRow) -> str:
         f"{_num(r.replay_tokens_per_s):>13} "
         f"{(f'{r.ratio:.2f}' if r.ratio is not None else '-'):>6} {r.replay_seconds:>9.2f} "
         f"{(f'{r.peak_gib:.1f}' if r.peak_gib is not None else '-'):>9}  {r.verdict}"
-        + ("" if r.verdict == "confirmed" else f" ({r.reason})")
+        + ("" if r.verdict == Verdict.CONFIRMED else f" ({r.reason})")
         + ("" if r.prefill_attention == "sdpa" else f" [plain prefill: {r.prefill_attention}]")
     )
 

@@ -16,6 +16,7 @@ from forensics.casedb.sql import sql, tables
 from forensics.context import RunContext, StageResult
 from forensics.errors import CaseError, StageUnavailable, UsageError
 from forensics.replay import INSTALL_HINT, replay_available
+from forensics.replay.verdicts import Verdict
 
 SUSPECT_QUERIES = {
     "exposures": "replay/suspects_exposures",
@@ -126,7 +127,7 @@ def summarise(run: Any, timings: bool = True) -> dict[str, Any]:
     counts = run.counts()
     return {
         "headline": headline(run),
-        "findings": counts["confirmed"] > 0 or bool(run.kept_confirmed),
+        "findings": counts[Verdict.CONFIRMED] > 0 or bool(run.kept_confirmed),
         "run_id": run.run_id,
         "model": run.model,
         "served_model": run.served_model,
@@ -144,8 +145,9 @@ def headline(run: Any) -> str:
     counts = run.counts()
     text = (
         f"{len(run.results)} suspect(s) replayed with {run.model or '(no model)'} on "
-        f"{run.device}: {counts['confirmed']} confirmed, {counts['not-reproduced']} not "
-        f"reproduced, {counts['cannot-replay']} cannot be replayed"
+        f"{run.device}: {counts[Verdict.CONFIRMED]} confirmed, "
+        f"{counts[Verdict.NOT_REPRODUCED]} not reproduced, "
+        f"{counts[Verdict.CANNOT_REPLAY]} cannot be replayed"
     )
     other = _other_model(run)
     if other and run.model:

@@ -16,6 +16,7 @@ import duckdb
 import jinja2
 
 from forensics import __version__
+from forensics.analysis.evidence import Confidence
 from forensics.db import rows
 from forensics.figures import headline_figures, held_nothing
 from forensics.report.context import (
@@ -101,23 +102,23 @@ STAGE_EFFECT = {
 }
 CONFIDENCE_MEANINGS = (
     (
-        "confirmed",
+        Confidence.CONFIRMED,
         "Replay rebuilt the memory the response was decoded from and reproduced the "
         "delivered output from it, while a clean replay from the request's own prompt did not.",
     ),
     (
-        "ledger",
+        Confidence.LEDGER,
         "The engine's KV ledger shows the request reading memory last written by "
         "another request. Exact, but the effect on the output is not re-derived.",
     ),
     (
-        "reconstructed",
+        Confidence.RECONSTRUCTED,
         "No ledger covers the node: its page trace was rebuilt from the request "
         "log with the engine's real allocator, and the request read memory another request "
         "wrote in that trace. The support share says in how many of the explored event orders.",
     ),
     (
-        "possible",
+        Confidence.POSSIBLE,
         "Screening only: no complete ledger covers the request. A receiver matches the "
         "fault in the gateway log, node facts or engine logs (prompt longer than the pool yet "
         "answered 200, an implausibly short time to first token, an engine rejection); a "
@@ -241,10 +242,10 @@ def _confidence(
     headline: Headline, reconstructed: list[ReconstructedPairRow]
 ) -> list[ConfidenceLevel]:
     counts = {
-        "confirmed": headline.confirmed_requests,
-        "ledger": headline.receiving_requests - headline.confirmed_requests,
-        "reconstructed": reconstructed[0].receivers if reconstructed else 0,
-        "possible": headline.possible_receivers,
+        Confidence.CONFIRMED: headline.confirmed_requests,
+        Confidence.LEDGER: headline.receiving_requests - headline.confirmed_requests,
+        Confidence.RECONSTRUCTED: reconstructed[0].receivers if reconstructed else 0,
+        Confidence.POSSIBLE: headline.possible_receivers,
     }
     return [
         ConfidenceLevel(level, meaning, counts[level]) for level, meaning in CONFIDENCE_MEANINGS

@@ -12,6 +12,7 @@ from typing import Any
 
 import duckdb
 
+from forensics.analysis.evidence import Confidence
 from forensics.base.hashing import sha256_file
 from forensics.base.isotime import iso_utc
 from forensics.base.manifest import environment
@@ -115,7 +116,7 @@ def account_rows(exports: Exports) -> dict[str, list[AccountRow]]:
     }
 
 
-CONFIDENCE_ORDER = {"confirmed": 0, "ledger": 1, "reconstructed": 2, "possible": 3}
+CONFIDENCE_ORDER: dict[str, int] = {level: rank for rank, level in enumerate(Confidence)}
 
 
 def receivers_listed(exports: Exports) -> list[dict[str, Any]]:

@@ -14,10 +14,14 @@ from collections import defaultdict
 
 import numpy as np
 
+from forensics.analysis.codes import ExposureKind
 from forensics.simulate import ledger as L
 
 OVERWRITTEN, STALE, PREFIX_MISMATCH = 0, 1, 2
-KINDS = ("overwritten", "stale", "prefix-mismatch")
+# the simulator numbers the kinds its own way; their names are the analysis' ExposureKind
+KINDS = tuple(
+    k.value for k in (ExposureKind.OVERWRITTEN, ExposureKind.STALE, ExposureKind.PREFIX_MISMATCH)
+)
 WRITE_AFTER_FREE, WRITE_UNHELD, DOUBLE_ALLOCATION, READ_UNHELD = 0, 1, 2, 3
 VIOLATIONS = ("write-after-free", "write-unheld", "double-allocation", "read-unheld")
 NEVER = np.iinfo(np.int64).max
