@@ -6,7 +6,7 @@ table of the case database and its columns, with the comments queries/schema/*.s
     python scripts/cli_reference.py            # rewrite both pages
     python scripts/cli_reference.py --check    # exit 1 when a committed page differs
 
-tests/test_docs_site.py runs the check, so the pages never fall behind the code."""
+tests/docs/test_docs_site.py runs the check, so the pages never fall behind the code."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Documentation unit tests: the version line, usage errors, and the README's test command is
 what CI runs. That every command has help text and a section in the generated command-line page
-is tests/test_docs_site.py's."""
+is tests/docs/test_docs_site.py's."""
 
 from __future__ import annotations
 

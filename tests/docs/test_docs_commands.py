@@ -74,7 +74,7 @@ def _value(argv: tuple[str, ...], option: str) -> str | None:
 EXCEPTIONS: list[tuple[str, Callable[[tuple[str, ...]], bool]]] = [
     ("starts a serving engine (vLLM or SGLang) after --", lambda a: a[0] == "tap"),
     (
-        "probes a live serving endpoint (its --dry-run runs: tests/test_probe.py)",
+        "probes a live serving endpoint (its --dry-run runs: tests/probe/test_probe.py)",
         lambda a: a[0] == "probe" and "--dry-run" not in a,
     ),
     ("needs a running Ray cluster at the address given", _ray_address),

@@ -28,7 +28,7 @@ LISTED = {
 
 
 def _truth(case: Path) -> dict[str, int]:
-    """Naive figures (tests/report_oracle.py: slots exploded one by one) from the ground
+    """Naive figures (tests/support/report_oracle.py: slots exploded one by one) from the ground
     truth's exposure runs; replay's confirmations are not the ground truth's to say."""
     runs = [
         {

@@ -4,7 +4,7 @@ write, the extend batch; the disaggregated transfer into slots the decode node p
 for the whole request (`alloc_extend` of len(origin_input_ids) slots); decode steps with
 `alloc_decode`; `free` of the pages. Runs in the engines environment:
 
-    python tests/sglang_harness.py OUT_DIR
+    python tests/support/sglang_harness.py OUT_DIR
 
 Two nodes (prefill-0, decode-0), page size 4. r1 and r2 are served normally, r3 hits r1's
 prefix in the prefill node's radix cache, and s is the incident: too long, it runs on prefill

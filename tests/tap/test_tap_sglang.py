@@ -1,7 +1,7 @@
 """The SGLang tap against SGLang's real paged KV allocator, driven in SGLang's call order by
-tests/sglang_harness.py (prefill extend with a radix-cache prefix hit, disaggregated transfer,
-decode steps, the 1-token stub): the analysis finds exactly the stale slots the stub read, as
-the driver's own record of who last wrote each slot says."""
+tests/support/sglang_harness.py (prefill extend with a radix-cache prefix hit, disaggregated
+transfer, decode steps, the 1-token stub): the analysis finds exactly the stale slots the stub
+read, as the driver's own record of who last wrote each slot says."""
 
 from __future__ import annotations
 
