@@ -17,6 +17,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
+from forensics.case.contract import KV_EVENTS
 from support.analysis_case import EPOCH
 
 REQUESTS = ("A", "B", "C", "D", "E")
@@ -152,18 +153,7 @@ def request_rows(requests: dict[str, tuple[str, int]], node: str = "n1") -> list
     ]
 
 
-KV_COLUMNS = (
-    "ts",
-    "seq",
-    "node",
-    "request_id",
-    "op",
-    "slot_start",
-    "slot_count",
-    "pos_start",
-    "source",
-    "content_hash",
-)
+KV_COLUMNS = tuple(KV_EVENTS.names)  # the contract's columns of kv_events, in its order
 
 
 def kv_event_rows(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
