@@ -5,7 +5,7 @@ forensics.run.pipeline can import every stage (docs/DESIGN.md §8, "Layers")."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,13 +22,14 @@ from forensics.options import InvestigateOptions
 class StageResult:
     """One stage's outcome.
 
-    summary: the stage's entry under `stages` in manifest.json (JSON-able, no absolute paths);
+    summary: the stage's entry under `stages` in manifest.json (JSON-able, no absolute paths; a
+    TypedDict that names its keys, or a dict);
     headline: the one line `investigate` prints for the stage ("" prints nothing);
     findings: the stage found something (exposures, violations, quarantined rows...): exit 1;
     tables: the case-database tables the stage wrote;
     files: the files and folders it wrote under OUT (listed in manifest.json)."""
 
-    summary: dict[str, Any]
+    summary: Mapping[str, Any]
     headline: str = ""
     findings: bool = False
     tables: tuple[str, ...] = ()
@@ -56,7 +57,7 @@ class RunContext:
         self.written.append(path)
         return path
 
-    def summaries(self) -> dict[str, dict[str, Any]]:
+    def summaries(self) -> dict[str, Mapping[str, Any]]:
         """Each finished stage's manifest entry, in the order the stages ran."""
         return {name: result.summary for name, result in self.results.items()}
 

@@ -7,7 +7,7 @@ sides back to requests and accounts, cross-account only, ledger evidence first, 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypedDict, cast
 
 import duckdb
 
@@ -47,16 +47,47 @@ def affected_tables(con: duckdb.DuckDBPyConnection) -> None:
         run_script(con, sql(name), bound)
 
 
-def summary(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
+class LedgerSummary(TypedDict):
+    """The ledger's own figures and the evidence each node was judged on: the columns of
+    queries/analysis/summary.sql, in its order."""
+
+    reads: int
+    events: int
+    ledger_nodes: int
+    exposures_by_kind: dict[str, int]
+    exposure_runs: int
+    violations_by_kind: dict[str, int]
+    uninitialised_slots: int
+    screened_suspects: int
+    screened_suspects_without_ledger: int
+    possible_pairs: int
+    reconstructed_pairs: int
+    evidence_by_node: dict[str, str]  # node -> EvidenceLevel value
+    evidence_notes: dict[str, str]  # node -> what is missing, in words
+    ledger_holes: int
+    accounts_by_confidence: dict[str, int]  # "<side> <Confidence value>" -> accounts
+    cleared_findings: int
+    unscreened_requests: int
+
+
+def summary(con: duckdb.DuckDBPyConnection) -> LedgerSummary:
     """The figures `analyze` prints: reads, exposures by kind, both sides, tokens, violations."""
     cur = con.execute(sql("analysis/summary"))
     names = [d[0] for d in cur.description]
+    if names != list(LedgerSummary.__annotations__):
+        raise RuntimeError(
+            f"queries/analysis/summary.sql gives {names}; LedgerSummary names "
+            f"{list(LedgerSummary.__annotations__)}: make them agree"
+        )
     out = dict(zip(names, cur.fetchall()[0], strict=True))
     for key in ("exposures_by_kind", "violations_by_kind", "accounts_by_confidence"):
         out[key] = {k: int(v) for k, v in sorted((out.get(key) or {}).items())}
     for key in ("evidence_by_node", "evidence_notes"):
         out[key] = {str(k): str(v) for k, v in sorted((out.get(key) or {}).items())}
-    return {
-        k: (int(v) if isinstance(v, int | float) and not isinstance(v, bool) else v)
-        for k, v in out.items()
-    }
+    return cast(
+        LedgerSummary,
+        {
+            k: (int(v) if isinstance(v, int | float) and not isinstance(v, bool) else v)
+            for k, v in out.items()
+        },
+    )

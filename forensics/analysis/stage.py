@@ -30,11 +30,31 @@ from forensics.ledger.store import ledger_meta
 from forensics.options import AnalysisOptions
 
 
+class AnalysisSummary(aggregate.LedgerSummary):
+    """What `analyze` returns, prints with --json and records under stages.analysis in
+    manifest.json: the ledger's figures, then these, in this order."""
+
+    figures: dict[str, Any]  # forensics.figures.headline_figures, times as ISO-8601 text
+    findings: bool
+    headline: str
+    parameters: dict[str, Any]  # the screening parameters and the workers
+
+
 def analyze(
     con: duckdb.DuckDBPyConnection,
     options: AnalysisOptions | None = None,
     progress: ProgressFn = no_progress,
 ) -> dict[str, Any]:
+    """analyze_case's summary as a plain dict, for callers that pick its keys by names known
+    only at run time (bench)."""
+    return dict(analyze_case(con, options, progress))
+
+
+def analyze_case(
+    con: duckdb.DuckDBPyConnection,
+    options: AnalysisOptions | None = None,
+    progress: ProgressFn = no_progress,
+) -> AnalysisSummary:
     """Compute every analysis table in the case database in one transaction (a failure or kill
     leaves the previous tables); returns the summary figures. Python's cyclic garbage collector
     is off meanwhile (forensics.base.gcpause)."""
@@ -53,7 +73,7 @@ def analyze(
 
 def _analyze(
     con: duckdb.DuckDBPyConnection, options: AnalysisOptions, progress: ProgressFn
-) -> dict[str, Any]:
+) -> AnalysisSummary:
     warming = order.warming_up()  # the compiled code, loaded beside the SQL from here on
     aggregate.prepare(con)
     piece_events = sweep(con, options, progress, warming)
@@ -62,15 +82,22 @@ def _analyze(
     screening = options.screening()
     screen(con, screening, ledger_scanned=True)
     aggregate.affected_tables(con)
-    out = aggregate.summary(con)
-    out["figures"] = as_json(headline_figures(con))
+    ledger = aggregate.summary(con)
+    figures = as_json(headline_figures(con))
     con.execute(sql("report/cleanup"))
-    out["findings"] = bool(
-        out["exposure_runs"]
-        or out["possible_pairs"]
-        or out["reconstructed_pairs"]
-        or sum(out["violations_by_kind"].values())
+    findings = bool(
+        ledger["exposure_runs"]
+        or ledger["possible_pairs"]
+        or ledger["reconstructed_pairs"]
+        or sum(ledger["violations_by_kind"].values())
     )
+    out: AnalysisSummary = {
+        **ledger,
+        "figures": figures,
+        "findings": findings,
+        "headline": "",
+        "parameters": {},
+    }
     out["headline"] = headline(out)
     run_script(con, sql("schema/views"))
     if {"node_starts", "node_disagreements"} <= set(tables(con)):
@@ -102,7 +129,7 @@ def sweep(
     return True
 
 
-def headline(s: dict[str, Any]) -> str:
+def headline(s: AnalysisSummary) -> str:
     """The analysis in one line: the evidence each node was judged on, what the ledger shows
     (runs by kind, violations), the case's headline figures (forensics.figures: what the
     notification lists hold, same-account exposures apart), and screening."""
@@ -144,7 +171,7 @@ def headline(s: dict[str, Any]) -> str:
 
 
 def analyze_stage(ctx: RunContext) -> StageResult:
-    out = analyze(ctx.con, ctx.params.analysis(), ctx.progress)
+    out = analyze_case(ctx.con, ctx.params.analysis(), ctx.progress)
     return StageResult(
         summary=out,
         headline=str(out["headline"]),

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
@@ -85,7 +86,7 @@ def build_manifest(
     inputs: list[dict[str, Any]],
     skipped: list[dict[str, str]],
     params: dict[str, Any],
-    stages: dict[str, dict[str, Any]],
+    stages: Mapping[str, Mapping[str, Any]],
     outputs: list[dict[str, Any]],
     queries: dict[str, str],
     started_at: str,

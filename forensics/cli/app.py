@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Mapping
 from contextvars import ContextVar
 from typing import Any
 
@@ -101,7 +102,7 @@ def _root(
     """kvforensics: KV-cache cross-customer exposure forensics."""
 
 
-def emit_json(payload: dict[str, Any]) -> None:
+def emit_json(payload: Mapping[str, Any]) -> None:
     """Print one JSON object on stdout (for --json)."""
     sys.stdout.write(json.dumps(payload, indent=2, sort_keys=True, default=str) + "\n")
     sys.stdout.flush()

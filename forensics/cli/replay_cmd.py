@@ -3,6 +3,8 @@ really read (needs the `replay` extra)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.markup import escape
 from rich.table import Table
 
@@ -10,6 +12,9 @@ from forensics.cli.app import app, console, emit_json, finish
 from forensics.cli.params import Db, DeviceMap, Json, Model, ReplayOn, Request, ServedModel
 from forensics.cli.progress import run_on_case
 from forensics.options import ReplayOptions
+
+if TYPE_CHECKING:
+    from forensics.replay.stage import ReplaySummary
 
 
 @app.command()
@@ -57,7 +62,7 @@ def replay(
     )
 
 
-def _print(summary: dict) -> None:
+def _print(summary: ReplaySummary) -> None:
     table = Table(
         title=f"replay {summary['run_id']} with {summary['model'] or '(no model)'} "
         f"on {summary['device']}"
@@ -69,8 +74,8 @@ def _print(summary: dict) -> None:
             escape(r["request_id"]),
             r["verdict"],
             "yes" if r["model_matches"] else "no (not counted)",
-            f"{r['seconds']:.2f}",
-            str(r["tokens_per_s"] or ""),
+            f"{r.get('seconds', 0.0):.2f}",
+            str(r.get("tokens_per_s") or ""),
             escape(r["reason"]),
         )
     console.print(table)

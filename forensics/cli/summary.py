@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
@@ -24,7 +25,7 @@ def print_investigation(console: Console, result: InvestigateResult) -> None:
         console.print(f"  {path}", markup=False)
 
 
-def print_evidence_notes(console: Console, name: str, summary: dict[str, Any]) -> None:
+def print_evidence_notes(console: Console, name: str, summary: Mapping[str, Any]) -> None:
     """What the analysis could not see, one line per node judged without a complete ledger,
     with the reason and what would supply it."""
     for node, note in (summary.get("evidence_notes") or {}).items():

@@ -6,7 +6,7 @@ caller may also name requests. Runs as `kvforensics replay` and as a stage of `i
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
 
 import duckdb
 
@@ -16,7 +16,10 @@ from forensics.casedb.sql import sql, tables
 from forensics.context import RunContext, StageResult
 from forensics.errors import CaseError, StageUnavailable, UsageError
 from forensics.replay import INSTALL_HINT, replay_available
-from forensics.replay.verdicts import Verdict
+from forensics.replay.verdicts import Basis, Verdict
+
+if TYPE_CHECKING:  # replay.replay loads only once replay runs
+    from forensics.replay.replay import ReplayRun, SuspectResult
 
 SUSPECT_QUERIES = {
     "exposures": "replay/suspects_exposures",
@@ -122,7 +125,49 @@ def _ensure_tables(con: duckdb.DuckDBPyConnection) -> None:
     create_case_schema(con)  # creates an empty contents table when none was kept
 
 
-def summarise(run: Any, timings: bool = True) -> dict[str, Any]:
+class ResultJson(TypedDict):
+    """One replayed suspect in the summary (`seconds` and `tokens_per_s` with timings only)."""
+
+    request_id: str
+    verdict: Verdict
+    basis: Basis | None
+    evidence_bits: float | None
+    reason: str
+    model_matches: bool | None  # the run's model is the one the request log names
+    delivered_sha256: str | None
+    contaminated_sha256: str | None
+    clean_sha256: str | None
+    tokens: int
+    attention: dict[str, float | None]  # leaker request -> share of attention
+    seconds: NotRequired[float]
+    tokens_per_s: NotRequired[float | None]
+
+
+class ReplaySummary(TypedDict):
+    """What `kvforensics replay --json` prints and stages.replay records in manifest.json."""
+
+    headline: str
+    findings: bool
+    run_id: str
+    model: str
+    served_model: str
+    device: str
+    suspects: int
+    verdicts: dict[Verdict, int]
+    updated_tables: list[str]
+    kept_confirmed: list[str]
+    other_model: list[str]
+    results: list[ResultJson]
+
+
+class ReplayNote(TypedDict):
+    """stages.replay when replay did not run: why (status unavailable or skipped)."""
+
+    status: str
+    headline: str
+
+
+def summarise(run: ReplayRun, timings: bool = True) -> ReplaySummary:
     """The JSON summary of a replay run (without wall-clock figures when timings is False)."""
     counts = run.counts()
     return {
@@ -141,7 +186,7 @@ def summarise(run: Any, timings: bool = True) -> dict[str, Any]:
     }
 
 
-def headline(run: Any) -> str:
+def headline(run: ReplayRun) -> str:
     counts = run.counts()
     text = (
         f"{len(run.results)} suspect(s) replayed with {run.model or '(no model)'} on "
@@ -162,12 +207,12 @@ def headline(run: Any) -> str:
     return text
 
 
-def _other_model(run: Any) -> list[str]:
+def _other_model(run: ReplayRun) -> list[str]:
     return sorted(r for r, same in run.model_matches.items() if not same)
 
 
-def _result_json(r: Any, run: Any, timings: bool) -> dict[str, Any]:
-    out = {
+def _result_json(r: SuspectResult, run: ReplayRun, timings: bool) -> ResultJson:
+    out: ResultJson = {
         "request_id": r.request_id,
         "verdict": r.verdict,
         "basis": r.basis,
@@ -181,7 +226,7 @@ def _result_json(r: Any, run: Any, timings: bool) -> dict[str, Any]:
         "attention": {w: share for w, (share, _) in sorted(r.attention.items())},
     }
     if timings:
-        out.update(seconds=r.seconds, tokens_per_s=r.tokens_per_s)
+        out["seconds"], out["tokens_per_s"] = r.seconds, r.tokens_per_s
     return out
 
 
@@ -191,12 +236,14 @@ def replay_stage(ctx: RunContext) -> StageResult:
     Without the extra it only says how to enable replay."""
     if not replay_available():
         off = f"replay is off; to confirm suspects, install it: {INSTALL_HINT}"
-        return StageResult({"status": "unavailable", "headline": off}, headline=off)
+        note = ReplayNote(status="unavailable", headline=off)
+        return StageResult(note, headline=off)
     try:
         find_suspects(ctx.con)
     except CaseError:
         skipped = "replay skipped: no analysis tables"
-        return StageResult({"status": "skipped", "headline": skipped}, headline=skipped)
+        note = ReplayNote(status="skipped", headline=skipped)
+        return StageResult(note, headline=skipped)
     options = ctx.params
     run = run_case_replay(
         ctx.con,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -48,7 +49,7 @@ class InvestigateResult:
         return text.split()[0] if text.strip() else ""
 
     @property
-    def stages(self) -> dict[str, dict[str, Any]]:
+    def stages(self) -> dict[str, Mapping[str, Any]]:
         """Each stage's summary, as manifest.json records it."""
         return {name: result.summary for name, result in self.results.items()}
 
