@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any
+from typing import Any, TypedDict
 
 import pyarrow as pa
 
@@ -30,6 +30,27 @@ def files_table(files: list[FileCounts]) -> pa.Table:
         [(f.name, pa.string() if f.type == "str" else pa.int64()) for f in fields(FileCounts)]
     )
     return columns_table({f.name: [getattr(c, f.name) for c in files] for f in schema}, schema)
+
+
+class Skipped(TypedDict):
+    path: str
+    why: str
+
+
+class IngestJson(TypedDict):
+    """`ingest --json` and stages.ingest in manifest.json, in this order."""
+
+    case_dir: str
+    unchanged: bool
+    ledger_external: bool
+    rows_read: int
+    rows_loaded: int
+    rows_quarantined: int
+    warnings: int
+    notes: list[str]
+    tables: dict[str, dict[str, int]]  # table -> files, rows_read, rows_loaded, rows_quarantined
+    files: list[dict[str, Any]]  # FileCounts.as_row()
+    skipped: list[Skipped]
 
 
 @dataclass
@@ -77,7 +98,7 @@ class IngestResult:
             t["rows_quarantined"] += f.rows_quarantined
         return out
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> IngestJson:
         return {
             "case_dir": self.case_dir,
             "unchanged": self.unchanged,

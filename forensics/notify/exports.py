@@ -18,7 +18,7 @@ import json
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import duckdb
 
@@ -125,20 +125,50 @@ def write_exports(con: duckdb.DuckDBPyConnection, out_dir: Path) -> list[Path]:
     return written
 
 
+class ExportFacts(TypedDict):
+    """What the export adds to the lists' own facts, in notifications/summary.json, the export
+    stage's summary and `report --json`."""
+
+    figures: dict[str, Any]  # the case's headline figures (forensics.figures), as JSON
+    scope_filter: dict[str, Any]  # forensics.options.Scope.record(), and matched_nothing
+    notice_templates: dict[str, dict[str, str]]  # side -> the template used and its digest
+
+
+class RuleApplied(TypedDict):
+    """One deadline rule the lists used (forensics.notify.deadlines.Rule)."""
+
+    jurisdiction: str
+    notify_within_hours: float
+    authority_within_hours: float | None
+    basis: str
+
+
+class NotifySummary(ExportFacts):
+    """notifications/summary.json, in this order, ExportFacts last."""
+
+    tool_version: str
+    aware_at: str | None
+    notify_by: str
+    rows: dict[str, int]  # list name -> rows
+    rules_applied: list[RuleApplied]
+    missing_tables: list[str]
+    scope: str
+
+
 def write_summary(
     path: Path,
     exports: Exports,
     aware_at: datetime | None,
     rules: dict[str, Rule],
     missing_tables: list[str],
-    extra: dict[str, Any] | None = None,
+    facts: ExportFacts,
 ) -> Path:
     """notifications/summary.json: counts, the awareness time, the rules applied and the stages
-    whose tables were missing, so a reader of the lists knows what they rest on; `extra`: more
-    keys (the case's headline figures, the same the report and the terminal show; the scope;
-    the notice templates used)."""
+    whose tables were missing, so a reader of the lists knows what they rest on; `facts`: the
+    case's headline figures (the same the report and the terminal show), the scope, the notice
+    templates used."""
     used = sorted({r["notify_rule"] for records in exports.tables().values() for r in records})
-    summary = {
+    summary: NotifySummary = {
         "tool_version": __version__,
         "aware_at": iso_utc(aware_at) or None,
         "notify_by": (
@@ -148,17 +178,17 @@ def write_summary(
         ),
         "rows": {name: len(records) for name, records in exports.tables().items()},
         "rules_applied": [
-            {
-                "jurisdiction": rules[code].jurisdiction,
-                "notify_within_hours": rules[code].notify_within_hours,
-                "authority_within_hours": rules[code].authority_within_hours,
-                "basis": rules[code].basis,
-            }
+            RuleApplied(
+                jurisdiction=rules[code].jurisdiction,
+                notify_within_hours=rules[code].notify_within_hours,
+                authority_within_hours=rules[code].authority_within_hours,
+                basis=rules[code].basis,
+            )
             for code in used
         ],
         "missing_tables": missing_tables,
         "scope": "cross-account exposures only; counterparts are counted, never named",
-        **(extra or {}),
+        **facts,
     }
     path.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     return path

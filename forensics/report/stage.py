@@ -23,6 +23,7 @@ from forensics.figures import as_json, figures_line, headline_figures, held_noth
 from forensics.ingest.load import input_notes
 from forensics.notify.deadlines import load_rules, parse_aware_at
 from forensics.notify.exports import (
+    ExportFacts,
     Exports,
     build_exports,
     cleanup,
@@ -41,6 +42,28 @@ from forensics.report.explain import write_pages
 from forensics.report.render import build_context, render_report
 
 DEFAULT_SENDER = "our security incident team (reply to the address this notice came from)"
+
+
+class ExportRecord(ExportFacts):
+    """The export's facts, in this order: missing_tables, ExportFacts, aware_at, notify_by."""
+
+    missing_tables: list[str]
+    aware_at: str | None
+    notify_by: str
+
+
+class ExportJson(ExportRecord):
+    """`report --json`: out and written first, then the record."""
+
+    out: str
+    written: list[str]
+
+
+class ExportSummary(ExportRecord):
+    """stages.export in manifest.json: the record, then findings and headline."""
+
+    findings: bool
+    headline: str
 
 
 @dataclass
@@ -62,7 +85,7 @@ class ExportResult:
         """The scope for the report's header ('' for the whole case)."""
         return "" if self.scope.whole else self.scope.words()
 
-    def extra(self) -> dict[str, Any]:
+    def extra(self) -> ExportFacts:
         """What summary.json and --json add to the lists' own facts."""
         return {
             "figures": self.figures,
@@ -70,14 +93,21 @@ class ExportResult:
             "notice_templates": self.notice_templates,
         }
 
-    def to_json(self) -> dict[str, Any]:
+    def record(self) -> ExportRecord:
+        """The export's facts without its paths (the manifest lists the outputs, relative)."""
         return {
-            "out": str(self.out_dir),
-            "written": [str(p) for p in self.written],
             "missing_tables": self.missing_tables,
             **self.extra(),
             "aware_at": iso_utc(self.aware_at) or None,
             "notify_by": "computed" if self.aware_at else "empty: no --aware-at given",
+        }
+
+    def to_json(self) -> ExportJson:
+        """`report --json`: the record after the folder and the files written."""
+        return {
+            "out": str(self.out_dir),
+            "written": [str(p) for p in self.written],
+            **self.record(),
         }
 
     @property
@@ -290,9 +320,6 @@ def export_stage(ctx: RunContext) -> StageResult:
     files = [path for path in result.written if notices not in path.parents]
     if notices.is_dir():
         files.append(notices)
-    summary = result.to_json()
-    for key in ("written", "out"):  # paths: the manifest lists the outputs, relative
-        summary.pop(key)
     f = result.figures
     headline = f"{figures_line(f)}; " + (
         "notify_by computed" if aware_at else "notify_by empty (no --aware-at)"
@@ -301,6 +328,5 @@ def export_stage(ctx: RunContext) -> StageResult:
         headline = f"the scope ({result.scope.words()}) held nothing: {headline}"
     elif not result.scope.whole:
         headline = f"within the scope ({result.scope.words()}): {headline}"
-    summary["findings"] = result.findings
-    summary["headline"] = headline
+    summary: ExportSummary = {**result.record(), "findings": result.findings, "headline": headline}
     return StageResult(summary, headline, result.findings, files=tuple(files))
