@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 from forensics import __version__
 from forensics.base.hashing import sha256_file
@@ -26,6 +26,40 @@ SIDECARS = ("manifest.json.sha256", "manifest.json.sig")
 
 # The libraries whose versions shape a result, recorded where installed.
 LIBRARIES = ("duckdb", "polars", "pyarrow", "numba", "numpy", "torch", "transformers")
+
+
+class Environment(TypedDict):
+    python: str
+    libraries: dict[str, str]  # name -> version, for the LIBRARIES installed
+
+
+class OutputFile(TypedDict):
+    path: str  # relative to OUT, POSIX
+    sha256: str
+    bytes: int
+
+
+class Manifest(TypedDict):
+    """manifest.json (written with sorted keys). `stages`: each stage's summary, in the order
+    the stages ran; `ledger_storage`: investigate's only."""
+
+    schema_version: int
+    tool: dict[str, str]
+    run_id: str
+    started_at: str
+    finished_at: str
+    generated_at: str
+    command: list[str]
+    case_dir: str
+    parameters: dict[str, Any]
+    inputs: list[dict[str, Any]]
+    skipped_inputs: list[dict[str, str]]
+    queries: dict[str, str]
+    stages: Mapping[str, Mapping[str, Any]]
+    outputs: list[OutputFile]
+    environment: Environment
+    custody: dict[str, str | None]
+    ledger_storage: NotRequired[dict[str, Any]]
 
 
 def library_versions() -> dict[str, str]:
@@ -52,7 +86,7 @@ def custody(
     }
 
 
-def environment() -> dict[str, Any]:
+def environment() -> Environment:
     """The Python version and the libraries' versions the run used."""
     return {"python": platform.python_version(), "libraries": library_versions()}
 
@@ -70,13 +104,13 @@ def utc_now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def output_files(out_dir: Path) -> list[dict[str, Any]]:
+def output_files(out_dir: Path) -> list[OutputFile]:
     """Every file under out_dir but manifest.json: path (relative, POSIX), SHA-256 and size."""
-    found = []
+    found: list[OutputFile] = []
     for path in sorted(out_dir.rglob("*")):
         rel = path.relative_to(out_dir).as_posix()
         if path.is_file() and rel != MANIFEST:
-            found.append({"path": rel, "sha256": sha256_file(path), "bytes": path.stat().st_size})
+            found.append(OutputFile(path=rel, sha256=sha256_file(path), bytes=path.stat().st_size))
     return found
 
 
@@ -87,17 +121,16 @@ def build_manifest(
     skipped: list[dict[str, str]],
     params: dict[str, Any],
     stages: Mapping[str, Mapping[str, Any]],
-    outputs: list[dict[str, Any]],
+    outputs: list[OutputFile],
     queries: dict[str, str],
     started_at: str,
     finished_at: str,
     command: list[str],
     custody: dict[str, str | None],
     ledger_storage: dict[str, Any] | None = None,
-) -> dict[str, Any]:
+) -> Manifest:
     """The manifest; `ledger_storage` (investigate): where the case's KV ledger lives."""
-    extra = {} if ledger_storage is None else {"ledger_storage": ledger_storage}
-    return {
+    manifest: Manifest = {
         "schema_version": SCHEMA_VERSION,
         "tool": {"name": "kvforensics", "version": __version__},
         "run_id": f"{started_at}",
@@ -111,14 +144,16 @@ def build_manifest(
         "skipped_inputs": skipped,
         "queries": queries,
         "stages": stages,
-        "outputs": sorted(outputs, key=lambda o: str(o["path"])),
+        "outputs": sorted(outputs, key=lambda o: o["path"]),
         "environment": environment(),
         "custody": custody,
-        **extra,
     }
+    if ledger_storage is not None:
+        manifest["ledger_storage"] = ledger_storage
+    return manifest
 
 
-def write_manifest(path: Path, manifest: dict[str, Any]) -> Path:
+def write_manifest(path: Path, manifest: Manifest) -> Path:
     path.write_text(
         json.dumps(manifest, indent=2, sort_keys=True, default=str) + "\n", encoding="utf-8"
     )

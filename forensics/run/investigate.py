@@ -9,6 +9,7 @@ from typing import Any
 
 from forensics.base.manifest import (
     SIDECARS,
+    Manifest,
     anchor,
     build_manifest,
     custody,
@@ -184,7 +185,7 @@ def check_replay_options(
                 )
 
 
-def _manifest(ctx: RunContext, options: InvestigateOptions, started: str) -> dict[str, Any]:
+def _manifest(ctx: RunContext, options: InvestigateOptions, started: str) -> Manifest:
     ingest = ctx.ingest
     inputs = [f.as_row() for f in ingest.files] if ingest else []
     skipped = [{"path": p, "why": w} for p, w in ingest.skipped] if ingest else []
