@@ -8,11 +8,14 @@ package spells a value as a bare string outside its enum's module."""
 from __future__ import annotations
 
 import ast
+import csv
+import io
 import json
 import re
 from enum import StrEnum
 from pathlib import Path
 
+import duckdb
 import jinja2
 import pytest
 
@@ -229,3 +232,8 @@ def test_a_member_prints_its_value(member):
         "{{ v }} conf-{{ v }} {{ 'x-' ~ v }}"
     )
     assert template.render(v=member) == f"{value} conf-{value} x-{value}"
+    out = io.StringIO()
+    csv.writer(out).writerow([member])
+    assert out.getvalue() == f"{value}\r\n"
+    bound = duckdb.connect().execute("SELECT $v, typeof($v)", {"v": member}).fetchone()
+    assert bound == (value, "VARCHAR")
