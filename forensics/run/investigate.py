@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from forensics.base.manifest import (
     SIDECARS,
@@ -33,6 +33,18 @@ from forensics.replay import replay_available
 from forensics.replay.loader import HUB_ID, resolve_folder
 from forensics.run.outdir import check_out, staged
 from forensics.run.pipeline import STAGES, run_stage
+
+
+class InvestigateJson(TypedDict):
+    """`investigate --json`."""
+
+    out_dir: str
+    findings: bool
+    stages: dict[str, Mapping[str, Any]]  # each stage's summary, as manifest.json records it
+    tables: dict[str, list[str]]  # stage -> the case-database tables it wrote
+    written: list[str]
+    manifest_sha256: str
+    signing_key: str | None
 
 
 @dataclass
@@ -63,7 +75,7 @@ class InvestigateResult:
         """The fingerprint of the key that signed the manifest (None: not signed)."""
         return self.custody.get("signing_key")
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> InvestigateJson:
         return {
             "out_dir": str(self.out_dir),
             "findings": self.findings,

@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, TypedDict
 
 from forensics.base.hashing import sha256_file
 from forensics.base.manifest import MANIFEST, SIDECARS
@@ -36,6 +36,17 @@ class Difference:
     why: str
 
 
+class VerifyJson(TypedDict):
+    """`verify --json`."""
+
+    out: str
+    case_dir: str  # "" when no case folder was checked
+    checked: int
+    ok: bool
+    signature: str
+    differences: list[dict[str, str]]  # Difference's side, path and why
+
+
 @dataclass
 class Verification:
     out_dir: Path
@@ -44,7 +55,7 @@ class Verification:
     differences: list[Difference] = field(default_factory=list)
     signature: str = ""  # what the signature check found ("" where there was none to check)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> VerifyJson:
         return {
             "out": str(self.out_dir),
             "case_dir": str(self.case_dir or ""),
