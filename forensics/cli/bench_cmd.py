@@ -29,6 +29,7 @@ from forensics.cli.params import (
 from forensics.cli.progress import progress_reporter
 from forensics.options import Device, Mix
 from forensics.replay import SpeedOptions
+from forensics.replay.verdicts import Verdict
 
 
 @app.command()
@@ -167,4 +168,4 @@ def _replay_speed(options: SpeedOptions, device: Device, json_out: bool) -> None
     if json_out:
         title = captured.getvalue().splitlines()[0]
         emit_json({"title": title, "rows": [speed.as_json(r) for r in rows]})
-    finish(any(r.verdict != "confirmed" for r in rows))
+    finish(any(r.verdict != Verdict.CONFIRMED for r in rows))

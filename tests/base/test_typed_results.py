@@ -46,7 +46,6 @@ ENUM_MODULES = {"analysis/codes.py", "analysis/evidence.py", "replay/verdicts.py
 # (module under forensics/, value): why the string stays. Each entry names a different thing
 # that happens to be spelled like a value: a table, a query, a section, a summary key.
 ALLOWED = {
-    ("cli/bench_cmd.py", "confirmed"): "a bench row's verdict; to compare with Verdict.CONFIRMED",
     ("cli/explain_cmd.py", "evidence"): "the column node_evidence.evidence, not a basis",
     ("ledger/store.py", "ledger"): "the progress bar's name for loading the ledger",
     ("notify/scope.py", "screening"): "the screening table",
