@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from support.headless import find_chromium, visit
-from support.paths import TESTS_DIR
+from support.paths import REPO
 from support.report_case import _exposure, add_rows, build_case, seq_tables
 from support.report_oracle import headline_from_exposures
 
@@ -23,7 +23,7 @@ from forensics.report.casedb import open_case
 from forensics.report.stage import write_all
 
 BROWSER = find_chromium()
-ARTIFACTS = TESTS_DIR / "test-artifacts"
+ARTIFACTS = REPO / "test-artifacts"
 FIGURES_JS = (
     "JSON.stringify({figures: Object.fromEntries([...document.querySelectorAll('[data-figure]')]"
     ".map(e => [e.dataset.figure, [e.dataset.value, e.textContent.trim()]])),"
