@@ -100,7 +100,7 @@ class Bound:
 
 _HOURS = "a run that long would take hours"
 _SEED = Bound(0, 2**32 - 1, above="a seed is a 32-bit number")
-# Every numeric option of every command, by flag (tests/test_custody.py walks them all).
+# Every numeric option of every command, by flag (tests/run/test_custody.py walks them all).
 LIMITS: dict[str, Bound] = {
     "--window-s": Bound(0, 90 * 86_400, low_ok=False, above="90 days is the longest window"),
     "--ttft-factor": Bound(1, 1e6, above="no prefill is a million times faster than normal"),

@@ -5,7 +5,7 @@ command names the alias as its parameter's type and takes the default from the l
 options (forensics.options, forensics.bench.run), so a default is written once, where the
 library defines it. Two commands that take the same option use the same alias; the few flags
 that mean something different in different commands are listed in PER_COMMAND with the reason
-(tests/test_cli_params.py checks both).
+(tests/cli/test_cli_params.py checks both).
 
 `--ray` and `--ledger-external` may be given without a value (see forensics.cli.ray_option)."""
 

@@ -224,7 +224,7 @@ def hidden_imports(package_dir: Path, root: str = ROOT) -> list[str]:
     layer breach would call for the import to be hidden in a function). The base layer is
     exempt as a target: it imports nothing above it, so a late import of it hides nothing. So are
     the simulator's outputs and run modules as sources: they reach the replay package through a
-    seam that tests/test_simulate_outputs.py replaces in sys.modules."""
+    seam that tests/simulate/test_simulate_outputs.py replaces in sys.modules."""
     edges = import_edges(package_dir, root)
     needs = needing_extras(package_dir, edges, root)
     whole_runs = [name for name, _ in LAYERS].index("whole runs")
