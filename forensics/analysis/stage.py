@@ -44,16 +44,6 @@ def analyze(
     con: duckdb.DuckDBPyConnection,
     options: AnalysisOptions | None = None,
     progress: ProgressFn = no_progress,
-) -> dict[str, Any]:
-    """analyze_case's summary as a plain dict, for callers that pick its keys by names known
-    only at run time (bench)."""
-    return dict(analyze_case(con, options, progress))
-
-
-def analyze_case(
-    con: duckdb.DuckDBPyConnection,
-    options: AnalysisOptions | None = None,
-    progress: ProgressFn = no_progress,
 ) -> AnalysisSummary:
     """Compute every analysis table in the case database in one transaction (a failure or kill
     leaves the previous tables); returns the summary figures. Python's cyclic garbage collector
@@ -171,7 +161,7 @@ def headline(s: AnalysisSummary) -> str:
 
 
 def analyze_stage(ctx: RunContext) -> StageResult:
-    out = analyze_case(ctx.con, ctx.params.analysis(), ctx.progress)
+    out = analyze(ctx.con, ctx.params.analysis(), ctx.progress)
     return StageResult(
         summary=out,
         headline=str(out["headline"]),

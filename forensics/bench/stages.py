@@ -83,12 +83,16 @@ def analyze(db_path: str, memory_limit: str | None) -> dict[str, Any]:
         out = run_analysis(con)  # the default options: two nodes swept at once
     finally:
         con.close()
-    keep = ("reads", "exposure_runs", "exposures_by_kind")
+    kept = {
+        "reads": out["reads"],
+        "exposure_runs": out["exposure_runs"],
+        "exposures_by_kind": out["exposures_by_kind"],
+    }
     figures = out.get("figures") or {}
     tokens = {"cross_tokens": figures.get("cross_tokens"), "tokens": None}
     if figures:  # every token exposure of the ledger, cross-account and same-account
         tokens["tokens"] = figures["cross_tokens"] + figures["same_account_tokens"]
-    return {**{k: out[k] for k in keep if k in out}, **tokens}
+    return {**kept, **tokens}
 
 
 def scan_floor(case_dir: str) -> dict[str, Any]:

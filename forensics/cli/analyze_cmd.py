@@ -20,11 +20,11 @@ def analyze(
 ) -> None:
     """Rebuild what every KV read saw: exposures, ownership violations, screening, and the
     affected requests and accounts on both sides. Exit code 1 when anything was found."""
-    from forensics.analysis.stage import analyze_case
+    from forensics.analysis.stage import analyze as run_analysis
 
     options = AnalysisOptions(window_s=window_s, ttft_factor=ttft_factor, workers=workers, ray=ray)
     summary = run_on_case(
-        console, db, "analyze", lambda con, progress: analyze_case(con, options, progress)
+        console, db, "analyze", lambda con, progress: run_analysis(con, options, progress)
     )
     if json_out:
         emit_json(summary)
