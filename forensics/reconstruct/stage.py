@@ -239,19 +239,28 @@ def _node(
     store_runs(con, trace, first.events, support, tokens, runs, verdicts)
     against = decider.contradicted if decider is not None else set()
     insert_requests(con, node, reqs, reasons, first.waited, unread, against)
+    return _row(trace, kind, groups, runs, first.deferred, len(unread)) | {
+        "variants": "; ".join(_variant_name(combos[c]) for c in kept)
+    }
+
+
+def _row(
+    trace: NodeTrace, kind: str, groups: int, runs: int, deferred: int, unread: int
+) -> dict[str, Any]:
+    """The reconstructed_nodes row (variants and consistent added by the caller)."""
+    reqs = trace.reqs
     return {
-        "node": node,
-        "role": role,
+        "node": trace.node,
+        "role": trace.role,
         "allocator": kind,
-        "page_size": ps,
-        "pool_slots": pool_slots,
+        "page_size": trace.page_size,
+        "pool_slots": trace.pool_slots,
         "requests": len(reqs),
         "stubs": sum(r.stub for r in reqs),
         "ambiguous_groups": groups,
         "orders": runs,
-        "variants": "; ".join(_variant_name(combos[c]) for c in kept),
-        "deferred": first.deferred,
-        "unread": len(unread),
+        "deferred": deferred,
+        "unread": unread,
     }
 
 
@@ -298,26 +307,15 @@ def unified_node(
     except UsageError as exc:
         raise EnginesMissing(str(exc)) from exc
     model = UnifiedNode(node, reqs, ps, pool_slots // ps, int(rp.skew_ms * 1000))
-    res = explore(model, drv, rp.orders)
+    res = explore(model, drv)
     trace = NodeTrace(node, role, ps, pool_slots, reqs)
     store_runs(con, trace, res.events, res.exposures, res.tokens, max(res.kept, 1), {})
     unread = set() if res.consistent else {k for k, r in enumerate(reqs) if r.stub}
     insert_requests(con, node, reqs, reasons, set(), unread, set())
     kept = f"{res.kept} of {res.runs} runs reproduce every logged cached_tokens"
-    return {
-        "node": node,
-        "role": role,
-        "allocator": kind,
-        "page_size": ps,
-        "pool_slots": pool_slots,
-        "requests": len(reqs),
-        "stubs": sum(r.stub for r in reqs),
-        "ambiguous_groups": res.ambiguous,
-        "orders": res.runs,
+    return _row(trace, kind, res.ambiguous, res.runs, 0, len(unread)) | {
         "variants": "vLLM KVCacheManager, prefix caching on: "
         + (kept if res.consistent else f"{kept} ({res.why})"),
-        "deferred": 0,
-        "unread": 0 if res.consistent else sum(r.stub for r in reqs),
         "consistent": res.consistent,
     }
 

@@ -42,6 +42,8 @@ from forensics.reconstruct.trace import Event, Layout, Req, runs
 
 ADMIT, DECODE, FREE = 1, 0, 2  # phases within a step: decode blocks, new requests, frees
 AFTER = 3  # a decode step between two logged steps: after the earlier one's frees
+STEP_LAYOUTS = 20_000  # the most placements of unlogged steps enumerated
+SCHEDULES = 64  # the most distinct decode-block schedules they give, run; more: none kept
 
 
 @dataclass
@@ -94,31 +96,55 @@ def _step_of(clusters: list[int], t: int) -> int:
     return max(int(np.searchsorted(clusters, t, side="right")) - 1, 0)
 
 
-def decode_placements(
-    r: Req, ps: int, clusters: list[int]
-) -> list[tuple[int, list[tuple[int, int]]]]:
-    """(decode step k, the placements explored) for each step of r that needs a new block;
-    a placement is (logged step index, DECODE: at that step | AFTER: after it)."""
-    if r.first_token_us is None or r.completed_us is None or r.n_out < 2:
-        return []
-    a, b = _step_of(clusters, r.first_token_us), _step_of(clusters, r.completed_us)
-    exact = b - a == r.n_out - 1
-    span = (r.completed_us - r.first_token_us) / (r.n_out - 1)
+def spans(reqs: list[Req], clusters: list[int]) -> list[tuple[int, int, int]] | None:
+    """Per request, (logged step of its first token, of its completion, steps between them
+    that no event logged); None when a request spans more logged steps than it has output
+    tokens (preempted, or the steps are not the engine's)."""
     out = []
-    start = -(-r.prompt // ps) * ps
-    for q in range(start, r.prompt + r.n_out - 1, ps):
-        k = q - r.prompt + 1  # the step that computes position q
-        if exact:
-            out.append((k, [(a + k, DECODE)]))
-            continue
-        t = r.first_token_us + span * k
-        c = _step_of(clusters, int(t))
-        near = [(c, AFTER)]
-        if t - clusters[c] < span / 3:
-            near.append((c, DECODE))
-        if c + 1 < len(clusters) and clusters[c + 1] - t < span / 3:
-            near.append((c + 1, DECODE))
-        out.append((k, near))
+    for r in reqs:
+        if r.first_token_us is None or r.completed_us is None:
+            return None
+        a, b = _step_of(clusters, r.first_token_us), _step_of(clusters, r.completed_us)
+        d = max(r.n_out - 1, 0) - (b - a)
+        if d < 0:
+            return None
+        out.append((a, b, d))
+    return out
+
+
+def step_layouts(sp: list[tuple[int, int, int]], n_clusters: int, limit: int) -> list[list[int]]:
+    """Every way (up to limit + 1 of them) to put unlogged steps between the logged ones so
+    that each request has exactly as many steps as output tokens: per gap between logged steps
+    i and i+1, the unlogged steps in it. A gap no request spans gets none (nothing decodes)."""
+    n = max(n_clusters - 1, 0)
+    cover: list[list[int]] = [[] for _ in range(n)]
+    ending: list[list[int]] = [[] for _ in range(n)]
+    for j, (a, b, _) in enumerate(sp):
+        for g in range(a, b):
+            cover[g].append(j)
+        if b > a:
+            ending[b - 1].append(j)
+    left = [d for _, _, d in sp]
+    gaps = [0] * n
+    out: list[list[int]] = []
+
+    def place(g: int) -> None:
+        if len(out) > limit:
+            return
+        if g == n:
+            out.append(list(gaps))
+            return
+        most = min((left[j] for j in cover[g]), default=0)
+        for e in range(most + 1):
+            for j in cover[g]:
+                left[j] -= e
+            if all(left[j] == 0 for j in ending[g]):
+                gaps[g] = e
+                place(g + 1)
+            for j in cover[g]:
+                left[j] += e
+
+    place(0)
     return out
 
 
@@ -144,46 +170,63 @@ class UnifiedNode:
             if not r.stub and r.cached_tokens:
                 a = self.acct[i]
                 self.longest[a] = max(self.longest.get(a, 0), r.cached_tokens // ps)
-        self.placements = [decode_placements(r, ps, self.clusters) for r in reqs]
-        self.ambiguous = [
-            (i, j)
-            for i, pl in enumerate(self.placements)
-            for j, (_, c) in enumerate(pl)
-            if len(c) > 1
-        ]
+        self.spans = spans(reqs, self.clusters)
+        self.layouts = step_layouts(self.spans or [], len(self.clusters), STEP_LAYOUTS)
+
+    def schedules(self) -> list[dict[tuple[int, int], tuple[int, int]]]:
+        """Per step layout, where each decode step that needs a new block falls: (request,
+        decode step k) -> (logged step, DECODE: at it | AFTER: after it); duplicates dropped."""
+        out: list[dict[tuple[int, int], tuple[int, int]]] = []
+        for gaps in self.layouts:
+            index = [0]
+            for e in gaps:
+                index.append(index[-1] + 1 + e)
+            where: dict[tuple[int, int], tuple[int, int]] = {}
+            for i, r in enumerate(self.reqs):
+                a = self.spans[i][0] if self.spans else 0
+                for q in range(-(-r.prompt // self.ps) * self.ps, r.prompt + r.n_out - 1, self.ps):
+                    k = q - r.prompt + 1  # the decode step that computes position q
+                    at = int(np.searchsorted(index, index[a] + k, side="right")) - 1
+                    where[(i, k)] = (at, DECODE if index[at] == index[a] + k else AFTER)
+            if where not in out:
+                out.append(where)
+        return out
 
     def missing(self) -> str:
-        """Why the log cannot be checked against the manager, or ''. A request whose first
-        token and completion are more logged steps apart than its output has tokens was
-        preempted (or the steps are not the engine's): not modelled."""
+        """Why the log cannot be checked against the manager, or ''."""
         for r in self.reqs:
             if r.first_token_us is None or r.completed_us is None:
                 return f"{r.request_id} has no first token or completion in the log"
             if r.cached_tokens is None and not r.stub:
                 return f"{r.request_id} has no cached_tokens in the log"
-            a = _step_of(self.clusters, r.first_token_us)
-            if _step_of(self.clusters, r.completed_us) - a > max(r.n_out - 1, 0):
-                return f"{r.request_id} spans more steps than it has output tokens"
+        if self.spans is None:
+            return "a request spans more logged steps than it has output tokens (preempted?)"
+        if not self.layouts:
+            return "no count of unlogged steps gives every request its output tokens"
+        if len(self.layouts) > STEP_LAYOUTS:
+            return f"more than {STEP_LAYOUTS} ways to place the unlogged steps"
         return ""
 
-    def ops(self, choice: dict[tuple[int, int], int]) -> list[tuple[int, int, int, int, int]]:
+    def ops(
+        self, where: dict[tuple[int, int], tuple[int, int]]
+    ) -> list[tuple[int, int, int, int, int]]:
         """(logged step, phase, time, request, decode steps done by then), in order."""
-        out: list[tuple] = []
+        out: list[tuple[int, int, int, int, int]] = []
         for i, r in enumerate(self.reqs):
             assert r.first_token_us is not None and r.completed_us is not None
             a = _step_of(self.clusters, r.first_token_us)
             b = _step_of(self.clusters, r.completed_us)
             out.append((a, ADMIT, r.received_us, i, 0))
-            for j, (k, cands) in enumerate(self.placements[i]):
-                c, phase = cands[choice.get((i, j), 0)]
-                out.append((c, phase, r.first_token_us, i, k))
-            out.append((b, FREE, r.completed_us, i, r.n_out - 1))
-        return sorted(out, key=lambda o: (o[0], o[1], o[2], o[3], o[4]))
+            for (j, k), (c, phase) in where.items():
+                if j == i:
+                    out.append((c, phase, r.first_token_us, i, k))
+            out.append((b, FREE, r.completed_us, i, max(r.n_out - 1, 0)))
+        return sorted(out)
 
     def run(
         self,
         drv: EngineAllocators,
-        choice: dict[tuple[int, int], int],
+        where: dict[tuple[int, int], tuple[int, int]],
         stub_shared: bool,
         events: bool,
     ) -> UnifiedRun:
@@ -194,7 +237,7 @@ class UnifiedNode:
         blocks: dict[int, list[int]] = {}
         done_steps: dict[int, int] = {}
         out = UnifiedRun()
-        for _step, phase, t, i, k in self.ops(choice):
+        for _step, phase, t, i, k in self.ops(where):
             r, rid = reqs[i], f"r{i}"
             if phase == ADMIT:
                 got = self._admit(drv, pool, i, stub_shared)
@@ -294,25 +337,24 @@ class UnifiedNode:
             out.events.append((t, r.request_id, op, slot, n, pos + first * self.ps, None))
 
 
-def explore(node: UnifiedNode, drv: EngineAllocators, orders: int) -> UnifiedResult:
-    """The baseline run and up to orders-1 others (each ambiguous decode step placed by a
-    seeded draw), for the stub's prompt shared with its account's prefix and not."""
-    res = UnifiedResult(ambiguous=len(node.ambiguous))
+def explore(node: UnifiedNode, drv: EngineAllocators) -> UnifiedResult:
+    """Every placement of the unlogged steps the log leaves open (step_layouts), each with the
+    stub's prompt shared with its account's prefix and not; the consistent runs kept."""
+    res = UnifiedResult()
     why = node.missing()
     if why:
         res.why = why
         return res
-    rng = np.random.default_rng([len(node.reqs), len(node.ambiguous)])
-    choices: list[dict[tuple[int, int], int]] = [{}]
-    for _ in range(1, orders if node.ambiguous else 1):
-        choices.append(
-            {(i, j): int(rng.integers(len(node.placements[i][j][1]))) for i, j in node.ambiguous}
-        )
+    schedules = node.schedules()
+    res.ambiguous = len(schedules) - 1
+    if len(schedules) > SCHEDULES:
+        res.why = f"{len(schedules)} decode-block schedules fit the log, more than {SCHEDULES}"
+        return res
     stubs = any(r.stub for r in node.reqs)
     first = True
-    for choice in choices:
+    for where in schedules:
         for stub_shared in (True, False) if stubs else (True,):
-            run = node.run(drv, choice, stub_shared, events=first)
+            run = node.run(drv, where, stub_shared, events=first)
             res.runs += 1
             if not run.ok:
                 res.why = res.why or run.why
