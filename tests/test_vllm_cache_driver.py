@@ -7,9 +7,12 @@ log whose answer follows from that behaviour by hand. Needs the engines' environ
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
+from typing import Any
 
 import pytest
 from engines import engines_python
+from test_reconstruct_trace import MS, req
 
 from forensics.engines.client import EngineAllocators
 from forensics.reconstruct.trace import Req
@@ -75,21 +78,10 @@ def test_a_decode_step_adds_a_block_when_its_position_starts_one(drv: EngineAllo
     assert drv.decode(p, "a") is None  # position 12: no block left (vLLM would preempt)
 
 
-MS = 1000
-
-
-def _req(
-    rid: str,
-    acc: str,
-    recv: int,
-    first: int,
-    done: int,
-    prompt: int,
-    n_out: int,
-    cached: int,
-    stub: bool = False,
-) -> Req:
-    return Req(rid, acc, recv * MS, first * MS, done * MS, prompt, n_out, stub, cached)
+def _req(*fields: Any, stub: bool = False) -> Req:
+    """tests/test_reconstruct_trace.py's request (times in ms), with its cached tokens last."""
+    *head, cached = fields
+    return replace(req(*head, stub=stub), cached_tokens=cached)
 
 
 def test_steps_merge_one_steps_outputs_and_unlogged_steps_fill_the_gaps() -> None:
