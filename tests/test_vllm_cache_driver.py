@@ -16,7 +16,14 @@ from test_reconstruct_trace import MS, req
 
 from forensics.engines.client import EngineAllocators
 from forensics.reconstruct.trace import Req
-from forensics.reconstruct.unified import UnifiedNode, explore, spans, step_layouts, steps
+from forensics.reconstruct.unified import (
+    UnifiedNode,
+    explore,
+    merge_gap,
+    spans,
+    step_layouts,
+    steps,
+)
 
 BS = 4
 
@@ -98,6 +105,18 @@ def test_steps_merge_one_steps_outputs_and_unlogged_steps_fill_the_gaps() -> Non
     assert sorted(step_layouts(sp, 4, 100)) == [[0, 2, 0], [1, 1, 0], [2, 0, 0]]
     # a request with more logged steps than tokens was preempted: not modelled
     assert spans([_req("f", "y", 0, 10, 40, 5, 2, 0)], clusters) is None
+
+
+def test_one_steps_outputs_are_microseconds_apart_steps_milliseconds() -> None:
+    """Outputs of one step 2 us apart, two steps 3 ms apart (times in microseconds): the
+    first gap ten times the one below it starts the steps, though 5 ms are allowed."""
+    a = Req("a", "x", 0, 10_000, 410_000, 5, 5, False, 0)  # 100 ms steps
+    b = Req("b", "y", 0, 10_002, 413_000, 5, 5, False, 0)
+    assert merge_gap([a, b], 5_000) == 3_000
+    assert steps([a, b], merge_gap([a, b], 5_000)) == [10_000, 410_000, 413_000]
+    # never more than a quarter of the shortest step a request's times imply
+    c = Req("c", "y", 0, 10_001, 18_001, 5, 5, False, 0)  # 2 ms steps
+    assert merge_gap([a, b, c], 5_000) == 500
 
 
 def test_the_stub_reads_what_the_last_request_left_in_the_head_blocks(

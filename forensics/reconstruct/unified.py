@@ -70,14 +70,25 @@ class UnifiedResult:
 
 
 def merge_gap(reqs: list[Req], most_us: int) -> int:
-    """How close two logged times must be to be one step's: most_us, and at most a quarter
-    of the shortest step a request's own times imply (its decode steps' mean length)."""
+    """How close two logged times must be to be one step's. One step's outputs are logged one
+    after another (microseconds apart), steps a model's forward pass apart (milliseconds): the
+    first gap between logged times at least ten times the largest one below it, and at most
+    most_us and a quarter of the shortest step a request's own times imply."""
     spans = [
         (r.completed_us - r.first_token_us) // (r.n_out - 1)
         for r in reqs
         if r.first_token_us is not None and r.completed_us is not None and r.n_out > 1
     ]
-    return max(1, min([most_us, *(s // 4 for s in spans if s > 0)]))
+    cap = max(1, min([most_us, *(s // 4 for s in spans if s > 0)]))
+    times = sorted({t for r in reqs for t in (r.first_token_us, r.completed_us) if t is not None})
+    below = 0
+    for gap in sorted({b - a for a, b in zip(times, times[1:], strict=False)} - {0}):
+        if gap >= cap:
+            break
+        if below and gap >= 10 * below:
+            return gap
+        below = gap
+    return cap
 
 
 def steps(reqs: list[Req], merge_us: int) -> list[int]:
