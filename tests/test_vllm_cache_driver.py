@@ -6,8 +6,10 @@ log whose answer follows from that behaviour by hand. Needs the engines' environ
 
 from __future__ import annotations
 
+import random
 from collections.abc import Iterator
 from dataclasses import replace
+from itertools import product
 from typing import Any
 
 import pytest
@@ -105,6 +107,27 @@ def test_steps_merge_one_steps_outputs_and_unlogged_steps_fill_the_gaps() -> Non
     assert sorted(step_layouts(sp, 4, 100)) == [[0, 2, 0], [1, 1, 0], [2, 0, 0]]
     # a request with more logged steps than tokens was preempted: not modelled
     assert spans([_req("f", "y", 0, 10, 40, 5, 2, 0)], clusters) is None
+
+
+def test_step_layouts_are_every_solution_of_the_step_counts() -> None:
+    """Against brute force over small random logs: every count of unlogged steps per gap that
+    gives each request its own count, and nothing else; a long log does not recurse."""
+    rng = random.Random(3)
+    for _ in range(200):
+        n = rng.randrange(1, 6)
+        sp = []
+        for _ in range(rng.randrange(1, 5)):
+            a = rng.randrange(n)
+            b = rng.randrange(a, n)
+            sp.append((a, b, rng.randrange(3)))
+        brute = [
+            list(gaps)
+            for gaps in product(range(3), repeat=n - 1)
+            if all(sum(gaps[a:b]) == d for a, b, d in sp)
+            and all(g == 0 for i, g in enumerate(gaps) if not any(a <= i < b for a, b, _ in sp))
+        ]
+        assert sorted(step_layouts(sp, n, 10_000)) == sorted(brute), sp
+    assert step_layouts([(0, 5000, 0)], 5001, 10) == [[0] * 5000]
 
 
 def test_one_steps_outputs_are_microseconds_apart_steps_milliseconds() -> None:

@@ -43,6 +43,7 @@ from forensics.reconstruct.trace import Event, Layout, Req, runs
 ADMIT, DECODE, FREE = 1, 0, 2  # phases within a step: decode blocks, new requests, frees
 AFTER = 3  # a decode step between two logged steps: after the earlier one's frees
 STEP_LAYOUTS = 20_000  # the most placements of unlogged steps enumerated
+MAX_STEPS = 5_000  # logged steps of a node explored; more: none kept
 SCHEDULES = 64  # the most distinct decode-block schedules they give, run; more: none kept
 
 
@@ -128,6 +129,8 @@ def step_layouts(sp: list[tuple[int, int, int]], n_clusters: int, limit: int) ->
     that each request has exactly as many steps as output tokens: per gap between logged steps
     i and i+1, the unlogged steps in it. A gap no request spans gets none (nothing decodes)."""
     n = max(n_clusters - 1, 0)
+    if any(a == b and d for a, b, d in sp):
+        return []  # more tokens than the one logged step it has
     cover: list[list[int]] = [[] for _ in range(n)]
     ending: list[list[int]] = [[] for _ in range(n)]
     for j, (a, b, _) in enumerate(sp):
@@ -136,26 +139,29 @@ def step_layouts(sp: list[tuple[int, int, int]], n_clusters: int, limit: int) ->
         if b > a:
             ending[b - 1].append(j)
     left = [d for _, _, d in sp]
-    gaps = [0] * n
+    most = [0] * n
+    gaps = [-1] * n  # the unlogged steps tried at each gap; -1: not entered
     out: list[list[int]] = []
-
-    def place(g: int) -> None:
-        if len(out) > limit:
-            return
+    g = 0
+    while g >= 0 and len(out) <= limit:  # depth first, without recursion
         if g == n:
             out.append(list(gaps))
-            return
-        most = min((left[j] for j in cover[g]), default=0)
-        for e in range(most + 1):
+            g -= 1
+            continue
+        if gaps[g] < 0:
+            most[g] = min((left[j] for j in cover[g]), default=0)
+        else:
             for j in cover[g]:
-                left[j] -= e
-            if all(left[j] == 0 for j in ending[g]):
-                gaps[g] = e
-                place(g + 1)
-            for j in cover[g]:
-                left[j] += e
-
-    place(0)
+                left[j] += gaps[g]
+        gaps[g] += 1
+        if gaps[g] > most[g]:
+            gaps[g] = -1
+            g -= 1
+            continue
+        for j in cover[g]:
+            left[j] -= gaps[g]
+        if all(left[j] == 0 for j in ending[g]):
+            g += 1
     return out
 
 
@@ -182,7 +188,11 @@ class UnifiedNode:
                 a = self.acct[i]
                 self.longest[a] = max(self.longest.get(a, 0), r.cached_tokens // ps)
         self.spans = spans(reqs, self.clusters)
-        self.layouts = step_layouts(self.spans or [], len(self.clusters), STEP_LAYOUTS)
+        self.layouts = (
+            step_layouts(self.spans or [], len(self.clusters), STEP_LAYOUTS)
+            if len(self.clusters) <= MAX_STEPS
+            else []
+        )
 
     def schedules(self) -> list[dict[tuple[int, int], tuple[int, int]]]:
         """Per step layout, where each decode step that needs a new block falls: (request,
@@ -210,6 +220,8 @@ class UnifiedNode:
                 return f"{r.request_id} has no first token or completion in the log"
             if r.cached_tokens is None and not r.stub:
                 return f"{r.request_id} has no cached_tokens in the log"
+        if len(self.clusters) > MAX_STEPS:
+            return f"{len(self.clusters)} logged steps, more than {MAX_STEPS} are not explored"
         if self.spans is None:
             return "a request spans more logged steps than it has output tokens (preempted?)"
         if not self.layouts:
