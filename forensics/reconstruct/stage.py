@@ -4,8 +4,11 @@ For every node that serves requests and has no KV ledger, rebuild its page trace
 request log (trace.py) and replay it on the node's real allocator: SGLang's
 PagedTokenToKVPoolAllocator or vLLM's BlockPool, driven in the engines' environment
 (forensics.engines), chosen from the node's engine as the nodes table or its log states it;
-the simulator's LIFO pool when the engine is unknown. Requests that screening flags as over
-the pool, rejected by the engine or answered implausibly fast are modelled as 1-token stubs.
+the simulator's LIFO pool when the engine is unknown. A vLLM unified node is rebuilt on
+vLLM's KV cache manager with prefix caching instead (unified.py), its runs kept only where they
+reproduce every logged cached_tokens. Requests that screening flags as over the pool, rejected
+by the engine, answered implausibly fast or served an implausible prefix-cache hit are
+modelled as 1-token stubs.
 Results go to the reconstructed_* tables (queries/schema/reconstruct.sql); the analysis turns
 their cross-account pairs into `reconstructed` exposures of the affected parties."""
 

@@ -4,8 +4,9 @@ vLLM v1 schedules in steps: each step first gives the running requests the block
 token needs, then schedules waiting requests (first come, first served), and after the model
 ran frees the blocks of every request that finished. The gateway logs a request's first token
 after the step that prefilled it and its completion after the step that sampled its last
-token, so within one step (the log's times closer than `merge_us`) the order is: decode
-blocks, then new requests in arrival order, then frees in completion order.
+token; one step's outputs are logged microseconds apart, steps milliseconds apart (merge_gap).
+Within one logged step the order is: decode blocks, then new requests in arrival order, then
+frees in completion order.
 
 Per request (forensics/engines/allocator_driver.py, `vllm-cache`):
 
@@ -13,12 +14,12 @@ Per request (forensics/engines/allocator_driver.py, `vllm-cache`):
   `allocate_slots` takes the rest of its prompt's blocks from the free queue's head. The log
   has no contents, so prompts are synthesized: the first p blocks of every prompt of an
   account are the account's shared prefix, the rest its own. p is chosen per request, when it
-  is scheduled, as the longest of (the account's longest logged hit, the request's own logged
+  is scheduled, as the first of (the account's longest logged hit, the request's own logged
   hit) with which the real manager reproduces the request's logged `cached_tokens`;
-- a decode step per output token but the last, the ones that cross a block boundary placed
-  at the step their time falls on (exactly, where the log has an event at every step of the
-  request; else interpolated between first token and completion, and where that lands within
-  a third of a step of a logged step both sides are explored);
+- a decode step per output token but the last. A request has as many steps as output tokens,
+  so the steps the log does not show are counted into the gaps between logged steps
+  (step_layouts: every count that fits every request), and each distinct placement of the
+  decode steps that need a new block is a run;
 - freed at completion (`free`: reverse order; uncached blocks go to the queue's head, cached
   ones to its tail, hashable until popped);
 - a stub (screening's stub reasons) takes fresh blocks for its whole prompt without a lookup,
