@@ -19,7 +19,8 @@ response's cached tokens, the accounts, the node facts), and the lists are score
 truth, per side and unit:
 
 - screening:     `analyze` alone;
-- reconstructed: `reconstruct` (vLLM's real BlockPool) then `analyze`.
+- reconstructed: `reconstruct` (the unified node rebuilt on vLLM's own KVCacheManager with
+                 prefix caching, forensics/reconstruct/unified.py) then `analyze`.
 
 Prints a Markdown table: one row per (case, seed, method, side) with the true and listed
 counts, precision and recall of requests and of accounts.
