@@ -45,7 +45,7 @@ ADMIT, DECODE, FREE = 1, 0, 2  # phases within a step: decode blocks, new reques
 AFTER = 3  # a decode step between two logged steps: after the earlier one's frees
 STEP_LAYOUTS = 20_000  # the most placements of unlogged steps enumerated
 MAX_STEPS = 5_000  # logged steps of a node explored; more: none kept
-SCHEDULES = 64  # the most distinct decode-block schedules they give, run; more: none kept
+SCHEDULES = 128  # the most distinct decode-block schedules they give, run; more: none kept
 
 
 @dataclass
