@@ -19,14 +19,18 @@ response's cached tokens, the accounts, the node facts), and the lists are score
 truth, per side and unit:
 
 - screening:     `analyze` alone;
-- reconstructed: `reconstruct` (vLLM's real BlockPool) then `analyze`.
+- reconstructed: `reconstruct` (the unified node rebuilt on vLLM's own KVCacheManager with
+                 prefix caching, forensics/reconstruct/unified.py) then `analyze`.
 
 Prints a Markdown table: one row per (case, seed, method, side) with the true and listed
 counts, precision and recall of requests and of accounts.
 
     PYTHONPATH=. python benchmarks/bench_ledger_free_vllm.py [--seeds 7 8] [--stub-at 21]
         [--modes batched batched-dup batched-collision healthy-batched]
-        [--sampling sampled|greedy] [--workdir DIR]
+        [--sampling sampled|greedy] [--workdir DIR] [--reuse]
+
+--reuse keeps a run already served in --workdir (its case folder with run.json) and only
+scores it again.
 
 It needs the engines' environment (scripts/engines_venv.sh, KVFORENSICS_ENGINES_VENV); each
 engine run takes about a minute on 2 cores.
@@ -152,6 +156,7 @@ def main() -> None:
     ap.add_argument("--modes", nargs="+", default=list(MODES))
     ap.add_argument("--sampling", choices=("sampled", "greedy"), default="sampled")
     ap.add_argument("--workdir", type=Path)
+    ap.add_argument("--reuse", action="store_true", help="score runs already in --workdir")
     args = ap.parse_args()
     work = args.workdir or Path(tempfile.mkdtemp(prefix="kvf-ledger-free-"))
     model = work / "tiny-llama"
@@ -159,8 +164,13 @@ def main() -> None:
     for mode in args.modes:
         for seed in args.seeds:
             run = work / f"{mode}-{seed}"
-            shutil.rmtree(run, ignore_errors=True)
-            seconds = serve(mode, seed, args.stub_at, args.sampling, model, run / "case")
+            seconds = 0.0
+            if not (args.reuse and (run / "case" / "run.json").is_file()):
+                shutil.rmtree(run, ignore_errors=True)
+                seconds = serve(mode, seed, args.stub_at, args.sampling, model, run / "case")
+            shutil.rmtree(run / "withheld", ignore_errors=True)
+            for db in run.glob("*.duckdb*"):
+                db.unlink()
             truth = analysed(run / "case", run / "truth.duckdb", rebuild=False)
             withheld = run / "withheld"
             shutil.copytree(run / "case", withheld, ignore=shutil.ignore_patterns(*WITHHELD))

@@ -17,7 +17,7 @@ from typing import IO
 from forensics.errors import UsageError
 
 DRIVER = Path(__file__).with_name("allocator_driver.py")
-KINDS = ("sglang", "vllm")
+KINDS = ("sglang", "vllm", "vllm-cache")
 
 
 def engines_python() -> Path:
@@ -92,6 +92,31 @@ class EngineAllocators:
         """Give these pages back in one call, in this order (sent with the next request)."""
         if pages:
             self._send(f"F {pool} {' '.join(map(str, pages))}\n")
+
+    def schedule(
+        self, pool: int, rid: str, stub: bool, prompt: list[int]
+    ) -> tuple[int, list[int]] | None:
+        """vllm-cache: schedule a waiting request; (prefix-cache hit tokens, its blocks), or
+        None when too few blocks are free."""
+        reply = self._ask(f"P {pool} {rid} {int(stub)} {' '.join(map(str, prompt))}\n")
+        if reply == "-":
+            return None
+        hits, *blocks = (int(x) for x in reply.split())
+        return hits, blocks
+
+    def peek(self, pool: int, prompt: list[int]) -> int:
+        """vllm-cache: the prefix-cache hit tokens this prompt would get now (nothing held)."""
+        return int(self._ask(f"Q {pool} {' '.join(map(str, prompt))}\n"))
+
+    def decode(self, pool: int, rid: str) -> list[int] | None:
+        """vllm-cache: one decode step of a running request; the blocks it added, or None
+        when too few were free (the engine would preempt)."""
+        reply = self._ask(f"D {pool} {rid}\n")
+        return None if reply == "-" else [int(b) for b in reply.split()[1:]]
+
+    def finish(self, pool: int, rid: str) -> None:
+        """vllm-cache: the request finished and its blocks are freed (sent with the next)."""
+        self._send(f"X {pool} {rid}\n")
 
     def close(self) -> None:
         if self._proc.poll() is None:

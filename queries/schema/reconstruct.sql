@@ -20,8 +20,11 @@ CREATE TABLE IF NOT EXISTS reconstructed_nodes (
     deferred       BIGINT NOT NULL,      -- allocations that waited for a free (pool full)
     unread         BIGINT,               -- requests still waiting at their first token, whose
                                          -- first read is not modelled
-    variants       VARCHAR               -- the scheduler and pool variants kept: those whose
+    variants       VARCHAR,              -- the scheduler and pool variants kept: those whose
                                          -- timestamps' order left fewest requests unread
+    consistent     BOOLEAN               -- vLLM unified node: some explored run on vLLM's KV
+                                         -- cache manager reproduced every request's logged
+                                         -- cached_tokens (NULL on other nodes)
 );
 
 -- Per reconstructed request and node: what the request was modelled as.
@@ -76,6 +79,7 @@ CREATE TABLE IF NOT EXISTS reconstructed_exposures (
 ALTER TABLE reconstructed_exposures ADD COLUMN IF NOT EXISTS verdict VARCHAR;
 ALTER TABLE reconstructed_nodes ADD COLUMN IF NOT EXISTS unread BIGINT;
 ALTER TABLE reconstructed_nodes ADD COLUMN IF NOT EXISTS variants VARCHAR;
+ALTER TABLE reconstructed_nodes ADD COLUMN IF NOT EXISTS consistent BOOLEAN;
 ALTER TABLE reconstructed_requests ADD COLUMN IF NOT EXISTS waited BOOLEAN;
 ALTER TABLE reconstructed_requests ADD COLUMN IF NOT EXISTS unread BOOLEAN;
 ALTER TABLE reconstructed_requests ADD COLUMN IF NOT EXISTS contradicted BOOLEAN;

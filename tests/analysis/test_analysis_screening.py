@@ -330,6 +330,31 @@ def test_a_prefix_cache_hit_no_cache_can_serve_flags_a_stub() -> None:
     assert expected == pytest.approx(44 / RATE * 1000, rel=0.01)  # 300 - 256 tokens computed
 
 
+def test_a_hit_of_all_but_the_last_token_in_whole_pages_flags_a_stub() -> None:
+    """A stub whose prompt less one is whole pages (289 tokens, 288 reported cached, 16-token
+    pages): the page rule cannot see it, but no request of its account was served as much
+    before, so it is flagged; the same hit after its account was served that much is a
+    repeated prompt a cache can serve, and the usual whole-page hits are not flagged."""
+    con = new_case()
+    insert(
+        con, "nodes", [{"node": "p1", "role": "prefill", "pool_slots": 100_000, "page_size": 16}]
+    )
+    rows = [
+        dict(_request(f"N{i:02d}", f"acct-{i % 3}", 100 + 10 * i, 289, 289 / RATE), cached_tokens=0)
+        for i in range(8)
+    ]
+    rows += [
+        dict(_request("H1", "acct-1", 200, 289, 0.004), cached_tokens=256),  # a hit
+        dict(_request("S1", "acct-1", 210, 289, 0.004), cached_tokens=288),  # a stub
+        dict(_request("R1", "acct-1", 220, 289, 0.004), cached_tokens=288),  # served as much
+    ]
+    insert(con, "requests", rows)
+    analyze(con)
+    reasons = _reasons(con)
+    assert reasons["S1"] == ["cache-implausible"]
+    assert reasons["H1"] == reasons["R1"] == []
+
+
 def test_what_could_not_be_looked_for_is_said() -> None:
     """Requests on a node whose pool size is unknown, whose responses carry no cached tokens,
     with too few normal requests for a time-to-first-token model and no engine log: no stub

@@ -1,0 +1,92 @@
+"""Writing one reconstructed node's runs to the reconstructed_* tables."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import duckdb
+import pyarrow as pa
+
+from forensics.casedb.sql import run_script, sql
+from forensics.reconstruct.trace import NodeTrace, Req
+
+
+def insert_requests(
+    con: duckdb.DuckDBPyConnection,
+    node: str,
+    reqs: list[Req],
+    reasons: list[list[str]],
+    waited: set[int],
+    unread: set[int],
+    contradicted: set[str],
+) -> None:
+    """reconstructed_requests: what each request was modelled as."""
+    rows = zip(reqs, reasons, strict=True)
+    con.executemany(
+        sql("reconstruct/insert_request"),
+        [
+            {
+                "request_id": r.request_id,
+                "node": node,
+                "stub": r.stub,
+                "reasons": why,
+                "waited": k in waited,
+                "unread": k in unread,
+                "contradicted": r.request_id in contradicted,
+            }
+            for k, (r, why) in enumerate(rows)
+        ],
+    )
+
+
+def store_runs(
+    con: duckdb.DuckDBPyConnection,
+    trace: NodeTrace,
+    events: list[tuple[int, str, str, int, int, int, str | None]],
+    support: Counter[tuple[int, int]],
+    tokens: dict[tuple[int, int], int],
+    n_orders: int,
+    verdicts: dict[tuple[int, int], str],
+) -> None:
+    """reconstructed_events (the first run's) and reconstructed_exposures (over the runs)."""
+    ordered = sorted(enumerate(events), key=lambda e: (e[1][0], e[0]))
+    ev = pa.table(
+        {
+            "ts": pa.array([e[0] for _, e in ordered], pa.timestamp("us")),
+            "seq": pa.array(range(len(ordered)), pa.int64()),
+            "node": pa.array([trace.node] * len(ordered), pa.string()),
+            "request_id": [e[1] for _, e in ordered],
+            "op": [e[2] for _, e in ordered],
+            "slot_start": pa.array([e[3] for _, e in ordered], pa.int64()),
+            "slot_count": pa.array([e[4] for _, e in ordered], pa.int64()),
+            "pos_start": pa.array([e[5] for _, e in ordered], pa.int64()),
+            "source": pa.array([e[6] for _, e in ordered], pa.string()),
+        }
+    )
+    pairs = sorted(
+        support, key=lambda p: (trace.reqs[p[0]].request_id, trace.reqs[p[1]].request_id)
+    )
+    rq = trace.reqs
+    ex = pa.table(
+        {
+            "receiver_request_id": pa.array([rq[a].request_id for a, _ in pairs], pa.string()),
+            "receiver_account_id": pa.array([rq[a].account_id for a, _ in pairs], pa.string()),
+            "leaker_request_id": pa.array([rq[b].request_id for _, b in pairs], pa.string()),
+            "leaker_account_id": pa.array([rq[b].account_id for _, b in pairs], pa.string()),
+            "node": pa.array([trace.node] * len(pairs), pa.string()),
+            "tokens": pa.array([tokens[p] for p in pairs], pa.int64()),
+            "support": pa.array([support[p] / n_orders for p in pairs], pa.float64()),
+            "read_at": pa.array([rq[a].first_token_us for a, _ in pairs], pa.timestamp("us")),
+            "cross_account": pa.array(
+                [rq[a].account_id != rq[b].account_id for a, b in pairs], pa.bool_()
+            ),
+            "verdict": pa.array([verdicts.get(p) for p in pairs], pa.string()),
+        }
+    )
+    con.register("_rc_events", ev)
+    con.register("_rc_exposures", ex)
+    try:
+        run_script(con, sql("reconstruct/insert"))
+    finally:
+        con.unregister("_rc_events")
+        con.unregister("_rc_exposures")

@@ -1,0 +1,172 @@
+"""vLLM's KV cache manager with prefix caching, driven over the pipe (`vllm-cache` pools of
+forensics/engines/allocator_driver.py), against what vLLM v1 does with blocks (the behaviour
+its kv_cache_manager.py and block_pool.py document), and the unified-node reconstruction on a
+log whose answer follows from that behaviour by hand. Needs the engines' environment
+(tests/engines.py)."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from dataclasses import replace
+from itertools import product
+from typing import Any
+
+import pytest
+from support.engines import engines_python
+from test_reconstruct_trace import MS, req
+
+from forensics.engines.client import EngineAllocators
+from forensics.reconstruct.trace import Req
+from forensics.reconstruct.unified import (
+    UnifiedNode,
+    explore,
+    merge_gap,
+    spans,
+    step_layouts,
+    steps,
+)
+
+BS = 4
+
+
+@pytest.fixture(scope="module")
+def drv() -> Iterator[EngineAllocators]:
+    with EngineAllocators(engines_python()) as d:
+        yield d
+
+
+def pool(drv: EngineAllocators, n_blocks: int = 8) -> int:
+    """Blocks 1 .. n_blocks-1 (block 0 is vLLM's null block), handed out in id order."""
+    return drv.new_pool("vllm-cache", n_blocks, BS, False)
+
+
+def test_a_prompt_hits_the_full_blocks_a_finished_request_left_cached(
+    drv: EngineAllocators,
+) -> None:
+    p = pool(drv)
+    assert drv.schedule(p, "a", False, list(range(1, 11))) == (0, [1, 2, 3])
+    drv.finish(p, "a")
+    # the two full blocks of a's prompt are cached; its third held 2 prompt tokens
+    assert drv.peek(p, [*range(1, 9), 50, 51]) == 8
+    hits, blocks = drv.schedule(p, "b", False, [*range(1, 9), 50, 51]) or (None, [])
+    assert hits == 8 and blocks[:2] == [1, 2] and len(blocks) == 3
+    # a prompt all of whose blocks are cached recomputes its last token: the hit stops a
+    # block short (vLLM caps it at prompt - 1, in whole blocks)
+    assert drv.peek(p, list(range(1, 9))) == 4
+
+
+def test_freed_blocks_uncached_first_cached_last_in_reverse(drv: EngineAllocators) -> None:
+    p = pool(drv)
+    drv.schedule(p, "a", False, list(range(1, 11)))  # blocks 1, 2 full (cached), 3 partial
+    drv.finish(p, "a")
+    # uncached blocks go to the free queue's head, cached ones to its tail, tail block first
+    got = drv.schedule(p, "d", False, list(range(100, 120)))  # 5 blocks, nothing shared
+    assert got == (0, [3, 4, 5, 6, 7])
+    got = drv.schedule(p, "e", False, list(range(200, 203)))
+    assert got == (0, [2])  # evicts a's second block, its first still cached
+    assert drv.peek(p, [*range(1, 5), 9, 9]) == 4
+    assert drv.peek(p, [*range(1, 9), 9, 9]) == 4  # the second one is gone
+
+
+def test_a_stub_takes_fresh_blocks_for_its_whole_prompt(drv: EngineAllocators) -> None:
+    p = pool(drv)
+    drv.schedule(p, "a", False, list(range(1, 11)))
+    drv.finish(p, "a")
+    hits, blocks = drv.schedule(p, "s", True, list(range(1, 11))) or (None, [])
+    # no lookup although its prompt is cached: the free queue's head, uncached block first
+    assert hits == 0 and blocks == [3, 4, 5]
+
+
+def test_a_decode_step_adds_a_block_when_its_position_starts_one(drv: EngineAllocators) -> None:
+    p = pool(drv, 4)  # blocks 1..3
+    assert drv.schedule(p, "a", False, list(range(1, 8))) == (0, [1, 2])  # positions 0..6
+    assert drv.decode(p, "a") == []  # computes position 7: block 2's last slot
+    assert drv.decode(p, "a") == [3]  # position 8
+    assert [drv.decode(p, "a") for _ in range(3)] == [[], [], []]  # positions 9..11
+    assert drv.decode(p, "a") is None  # position 12: no block left (vLLM would preempt)
+
+
+def _req(*fields: Any, stub: bool = False) -> Req:
+    """tests/test_reconstruct_trace.py's request (times in ms), with its cached tokens last."""
+    *head, cached = fields
+    return replace(req(*head, stub=stub), cached_tokens=cached)
+
+
+def test_steps_merge_one_steps_outputs_and_unlogged_steps_fill_the_gaps() -> None:
+    a = _req("a", "x", 0, 10, 40, 6, 6, 0)  # 6 tokens: 6 steps, 4 of them logged
+    b = _req("b", "y", 15, 20, 20, 5, 1, 0)  # first token and completion in one step
+    c = _req("c", "y", 25, 30, 40, 5, 2, 0)  # 2 steps: 30 and 40 follow each other
+    d = _req("d", "y", 25, 30, 30, 5, 1, 0)
+    reqs = [a, b, c, d]
+    clusters = steps([*reqs, _req("e", "y", 0, 40, 40, 5, 1, 0)], 1 * MS)
+    assert clusters == [10 * MS, 20 * MS, 30 * MS, 40 * MS]
+    sp = spans(reqs, clusters)
+    assert sp == [(0, 3, 2), (1, 1, 0), (2, 3, 0), (2, 2, 0)]
+    # a's two unlogged steps lie between 10 and 30 (c pins 30..40 to one step): 0+2, 1+1, 2+0
+    assert sorted(step_layouts(sp, 4, 100)) == [[0, 2, 0], [1, 1, 0], [2, 0, 0]]
+    # a request with more logged steps than tokens was preempted: not modelled
+    assert spans([_req("f", "y", 0, 10, 40, 5, 2, 0)], clusters) is None
+
+
+def test_step_layouts_are_every_solution_of_the_step_counts() -> None:
+    """Against brute force over small random logs: every count of unlogged steps per gap that
+    gives each request its own count, and nothing else; a long log does not recurse."""
+    rng = random.Random(3)
+    for _ in range(200):
+        n = rng.randrange(1, 6)
+        sp = []
+        for _ in range(rng.randrange(1, 5)):
+            a = rng.randrange(n)
+            b = rng.randrange(a, n)
+            sp.append((a, b, rng.randrange(3)))
+        brute = [
+            list(gaps)
+            for gaps in product(range(3), repeat=n - 1)
+            if all(sum(gaps[a:b]) == d for a, b, d in sp)
+            and all(g == 0 for i, g in enumerate(gaps) if not any(a <= i < b for a, b, _ in sp))
+        ]
+        assert sorted(step_layouts(sp, n, 10_000)) == sorted(brute), sp
+    assert step_layouts([(0, 5000, 0)], 5001, 10) == [[0] * 5000]
+
+
+def test_one_steps_outputs_are_microseconds_apart_steps_milliseconds() -> None:
+    """Outputs of one step 2 us apart, two steps 3 ms apart (times in microseconds): the
+    first gap ten times the one below it starts the steps, though 5 ms are allowed."""
+    a = Req("a", "x", 0, 10_000, 410_000, 5, 5, False, 0)  # 100 ms steps
+    b = Req("b", "y", 0, 10_002, 413_000, 5, 5, False, 0)
+    assert merge_gap([a, b], 5_000) == 3_000
+    assert steps([a, b], merge_gap([a, b], 5_000)) == [10_000, 410_000, 413_000]
+    # never more than a quarter of the shortest step a request's times imply
+    c = Req("c", "y", 0, 10_001, 18_001, 5, 5, False, 0)  # 2 ms steps
+    assert merge_gap([a, b, c], 5_000) == 500
+
+
+def test_the_stub_reads_what_the_last_request_left_in_the_head_blocks(
+    drv: EngineAllocators,
+) -> None:
+    """Blocks 1..5, 4 slots each. a (6 tokens, one output) is freed at its first step: its
+    partial block 2 to the queue's head, its full block 1 (cached) to the tail: 2 3 4 5 1. b
+    (6 tokens) takes 2, 3 and leaves 3 at the head (partial; it wrote its positions 4, 5 in
+    slots 0, 1) and 2 cached at the tail: 3 4 5 1 2. The stub (6 tokens) takes 3 and 4 and
+    reads positions 0..4: b's 2 slots, then slots nobody wrote. a is not among its writers."""
+    reqs = [
+        _req("a", "acct-a", 0, 10, 10, 6, 1, 0),
+        _req("b", "acct-b", 15, 20, 20, 6, 1, 0),
+        _req("s", "acct-c", 25, 30, 40, 6, 2, 5, stub=True),
+    ]
+    node = UnifiedNode("n", reqs, BS, 6, 1 * MS)
+    res = explore(node, drv)
+    assert res.consistent and res.kept == res.runs
+    assert dict(res.tokens) == {(2, 1): 2}
+
+
+def test_a_log_the_manager_cannot_reproduce_keeps_no_run(drv: EngineAllocators) -> None:
+    """b claims a 4-token hit on a prefix nobody of its account computed: no run keeps it."""
+    reqs = [
+        _req("a", "acct-a", 0, 10, 10, 6, 1, 0),
+        _req("b", "acct-b", 15, 20, 20, 6, 1, 4),
+        _req("s", "acct-c", 25, 30, 40, 6, 2, 5, stub=True),
+    ]
+    res = explore(UnifiedNode("n", reqs, BS, 6, 1 * MS), drv)
+    assert not res.consistent and res.kept == 0 and "b" in res.why
