@@ -1,5 +1,5 @@
 """Ledger-free precision and recall on cases made apart from the project's own model of the
-engine: tests/sglang_cases.py drives SGLang's real paged allocator under a scheduler of its own
+engine: tests/support/sglang_cases.py drives SGLang's real paged allocator under a scheduler of its own
 (decode pages allocated step by step, waiting preallocations, jittered gateway times).
 
 For each seed: make the case in the engines' environment, ingest it (no ledger: the generator
@@ -30,7 +30,7 @@ from forensics.engines.client import engines_python
 from forensics.options import ReconstructOptions
 from forensics.reconstruct.stage import reconstruct
 
-GENERATOR = Path(__file__).resolve().parents[1] / "tests" / "sglang_cases.py"
+GENERATOR = Path(__file__).resolve().parents[1] / "tests" / "support" / "sglang_cases.py"
 
 
 def make_case(out: Path, seed: int, args: argparse.Namespace) -> None:

@@ -1,6 +1,6 @@
 """How well the affected parties are found without a ledger on a real vLLM (CPU build).
 
-Each run serves requests on a real vLLM with the ledger tap on (tests/vllm_run.py, in the
+Each run serves requests on a real vLLM with the ledger tap on (tests/support/vllm_run.py, in the
 engines' environment), under batched load (24 requests of 4 accounts, shared 128-token
 prefixes, at least 6 in flight, a pool of 40 blocks), outputs sampled (temperature 0.8, top-p
 0.95, a seed per request; --sampling greedy for greedy decoding):
@@ -78,7 +78,7 @@ def serve(mode: str, seed: int, stub_at: int, sampling: str, model: Path, case: 
         "VLLM_RUN_SAMPLING": sampling,
         "PYTHONPATH": str(ROOT),
     }
-    cmd = [str(engines_python()), str(ROOT / "tests" / "vllm_run.py"), mode, str(model), str(case)]
+    cmd = [str(engines_python()), str(ROOT / "tests" / "support" / "vllm_run.py"), mode, str(model), str(case)]
     t0 = time.perf_counter()
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1800)
     if done.returncode != 0:

@@ -1,6 +1,6 @@
-"""A real vLLM (CPU build, tiny random-weight Llama) serving a case with the ledger tap on, run
-by tests/vllm_run.py in the engines environment, and the case ingested, analysed and replayed
-with the CLI."""
+"""A real vLLM (CPU build, tiny random-weight Llama) serving a case with the ledger tap on, run by
+tests/support/vllm_run.py in the engines environment, and the case ingested, analysed and
+replayed with the CLI."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ def plugin_visible(python: Path) -> bool:
 
 def vllm_engine(model: Path) -> dict[str, Any]:
     """The engines environment's python, with the tap's vLLM entry point installed, and the
-    folder of the tiny model (written by tests/vllm_run.py when missing)."""
+    folder of the tiny model (written by tests/support/vllm_run.py when missing)."""
     python = engines_python()
     if not plugin_visible(python):  # an environment built from an older checkout
         subprocess.run(
@@ -60,7 +60,12 @@ def serve_case(
         "PYTHONPATH": str(REPO),
         **(tap or {}),
     }
-    cmd = [str(engine["python"]), str(TESTS_DIR / "vllm_run.py"), mode, str(engine["model"])]
+    cmd = [
+        str(engine["python"]),
+        str(TESTS_DIR / "support" / "vllm_run.py"),
+        mode,
+        str(engine["model"]),
+    ]
     done = subprocess.run([*cmd, str(case)], env=env, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
     db = base / "case.duckdb"

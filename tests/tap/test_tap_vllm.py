@@ -1,14 +1,14 @@
-"""The ledger tap inside a real vLLM (CPU build, tiny random-weight Llama, prefix caching on):
-a healthy run analyses clean, and a run with two injected engine faults gives exactly the
+"""The ledger tap inside a real vLLM (CPU build, tiny random-weight Llama, prefix caching on): a
+healthy run analyses clean, and a run with two injected engine faults gives exactly the
 exposures and violations the faults cause, and replaying the faulty run with the model folder
 the engine served confirms exactly the injected victims (the engine's delivered tokens are the
 oracle).
 
 Two engine runs serve every test (module-scoped): `healthy` (engine core in its own process,
 the tap loaded through the `vllm.general_plugins` entry point) and `faults` (engine core in the
-test driver's process, where tests/vllm_run.py patched vLLM's KV cache manager). Each writes the
-tap folder plus requests.csv and accounts.csv as a gateway would, and is ingested and analysed
-with the CLI."""
+test driver's process, where tests/support/vllm_run.py patched vLLM's KV cache manager). Each
+writes the tap folder plus requests.csv and accounts.csv as a gateway would, and is ingested and
+analysed with the CLI."""
 
 from __future__ import annotations
 
@@ -50,7 +50,7 @@ def faulty(engine: dict[str, Any], tmp_path_factory: pytest.TempPathFactory) -> 
 
 @pytest.fixture(scope="module")
 def batched(engine: dict[str, Any], tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """The stub fault under batched load (tests/vllm_run.py `batched`): 24 requests of 4
+    """The stub fault under batched load (tests/support/vllm_run.py `batched`): 24 requests of 4
     accounts, several in flight, shared prefixes; one ordinary request runs as a stub once the
     pool has been reused."""
     return serve_case(

@@ -1,7 +1,7 @@
 """Cases made by SGLang's own paged KV allocator under a scheduler written apart from the
 project's simulator and reconstruction: an independent generator of ledger-free cases.
 
-    python tests/sglang_cases.py OUT_DIR [--requests 1500] [--accounts 1000] [--seed 1]
+    python tests/support/sglang_cases.py OUT_DIR [--requests 1500] [--accounts 1000] [--seed 1]
         [--days 1] [--bursts 0.3]
 
 Runs in the engines' environment (scripts/engines_venv.sh): the standard library, torch and

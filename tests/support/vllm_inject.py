@@ -1,6 +1,6 @@
 """Engine faults patched into a real vLLM (V1 core, engine core in this process) for
-tests/vllm_run.py. Each is keyed by request id prefix or by a prompt's first block, and what it
-did is recorded in FAULTS (written to run.json as the run's truth; request ids are the
+tests/support/vllm_run.py. Each is keyed by request id prefix or by a prompt's first block, and
+what it did is recorded in FAULTS (written to run.json as the run's truth; request ids are the
 gateway's):
 
 - `stub-…`: the request runs as a 1-token stub: the engine takes all but its last prompt token

@@ -1,5 +1,5 @@
 """Reconstruction on a real vLLM's unified node, without its ledger: the stub fault under
-batched load (tests/vllm_run.py `batched`, sampled outputs, 24 requests of 4 accounts with
+batched load (tests/support/vllm_run.py `batched`, sampled outputs, 24 requests of 4 accounts with
 shared prefixes, several in flight, a pool of 40 blocks), served with the tap on. The truth is
 the analysis of the tapped ledger; then the ledger, the contents and the tap's reports are
 withheld and `kvforensics reconstruct` (vLLM's own KV cache manager, prefix caching on, in the

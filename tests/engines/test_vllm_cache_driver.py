@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from support.engines import engines_python
-from test_reconstruct_trace import MS, req
+from support.traces import MS, req
 
 from forensics.engines.client import EngineAllocators
 from forensics.reconstruct.trace import Req
@@ -88,7 +88,7 @@ def test_a_decode_step_adds_a_block_when_its_position_starts_one(drv: EngineAllo
 
 
 def _req(*fields: Any, stub: bool = False) -> Req:
-    """tests/test_reconstruct_trace.py's request (times in ms), with its cached tokens last."""
+    """support.traces's request (times in ms), with its cached tokens last."""
     *head, cached = fields
     return replace(req(*head, stub=stub), cached_tokens=cached)
 

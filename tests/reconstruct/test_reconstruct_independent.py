@@ -1,8 +1,8 @@
-"""Reconstruction judged against cases it did not make: tests/sglang_cases.py drives SGLang's
-real paged allocator under a scheduler of its own (decode pages taken step by step, a strict
-prealloc line, jittered gateway times) and records, apart from the project, whose data each
-stub read. With no ledger, the lists must name every true party (recall 1.0, both sides), and
-what reconstruction takes off the leaking list must hold no true leaker."""
+"""Reconstruction judged against cases it did not make: tests/support/sglang_cases.py drives
+SGLang's real paged allocator under a scheduler of its own (decode pages taken step by step, a
+strict prealloc line, jittered gateway times) and records, apart from the project, whose data
+each stub read. With no ledger, the lists must name every true party (recall 1.0, both sides),
+and what reconstruction takes off the leaking list must hold no true leaker."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from forensics.reconstruct.stage import reconstruct
 @pytest.fixture(scope="module")
 def case(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
     out = tmp_path_factory.mktemp("independent") / "case"
-    cmd = [str(engines_python()), str(REPO / "tests" / "sglang_cases.py"), str(out)]
+    cmd = [str(engines_python()), str(REPO / "tests" / "support" / "sglang_cases.py"), str(out)]
     subprocess.run([*cmd, "--requests", "400", "--accounts", "200", "--seed", "5"], check=True)
     truth = json.loads((out / "truth.json").read_text())["stubs"]
     (out / "truth.json").unlink()

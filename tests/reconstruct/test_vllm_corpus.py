@@ -1,8 +1,8 @@
 """Real-vLLM cases under batched load with sampled outputs, replayed on transformers.
 
-Four engine runs (tests/vllm_run.py, VLLM_RUN_SAMPLING=sampled: temperature 0.8, top-p 0.95, a
-seed per request; 24 requests of 4 accounts with shared prefixes, several in flight, a pool of
-40 blocks), each tapped with its contents, ingested and analysed with the CLI:
+Four engine runs (tests/support/vllm_run.py, VLLM_RUN_SAMPLING=sampled: temperature 0.8, top-p
+0.95, a seed per request; 24 requests of 4 accounts with shared prefixes, several in flight, a
+pool of 40 blocks), each tapped with its contents, ingested and analysed with the CLI:
 
 - `batched`: one request runs as a 1-token stub (its prefill attends stale KV);
 - `batched-dup`: `dup-12` is handed the first block of `victim-10` while the victim still

@@ -3,23 +3,10 @@ engines environment needed)."""
 
 from __future__ import annotations
 
+from support.traces import MS, req
+
 from forensics.engines.pools import PagePool
 from forensics.reconstruct.trace import NodeTrace, Req, replay, runs
-
-MS = 1_000
-
-
-def req(
-    rid: str,
-    acc: str,
-    recv: int,
-    first: int,
-    done: int,
-    prompt: int,
-    n_out: int,
-    stub: bool = False,
-) -> Req:
-    return Req(rid, acc, recv * MS, first * MS, done * MS, prompt, n_out, stub)
 
 
 def decode(reqs: list[Req], pool_slots: int = 160) -> NodeTrace:
