@@ -8,7 +8,8 @@ and evicted), `faults` (the same, then two injected engine faults, see
 tests/support/vllm_inject.py), the batched load (24 requests of 4 accounts, shared prefixes,
 several in flight, a pool of 40 blocks) without a fault (`healthy-batched`) or with one:
 `batched` (a stub), `batched-dup` (a block handed out while its holder still holds it),
-`batched-collision` (a prefix-cache hash collision); or `bench` (a throughput run; the tap is on when KVFORENSICS_TAP_DIR is set).
+`batched-collision` (a prefix-cache hash collision); or `bench` (a throughput run; the tap is on
+when KVFORENSICS_TAP_DIR is set).
 VLLM_RUN_SAMPLING=sampled samples every output (temperature 0.8, top-p 0.95, a seed per
 request); the default is greedy. VLLM_RUN_SEED (default 7) draws the prompts.
 Writes OUT_DIR/requests.csv (the gateway's view: times, usage with cached tokens, sampling
