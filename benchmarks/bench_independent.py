@@ -1,6 +1,6 @@
 """Ledger-free precision and recall on cases made apart from the project's own model of the
-engine: tests/support/sglang_cases.py drives SGLang's real paged allocator under a scheduler of its own
-(decode pages allocated step by step, waiting preallocations, jittered gateway times).
+engine: tests/support/sglang_cases.py drives SGLang's real paged allocator under a scheduler of
+its own (decode pages allocated step by step, waiting preallocations, jittered gateway times).
 
 For each seed: make the case in the engines' environment, ingest it (no ledger: the generator
 writes none), then score the lists per side and unit against the generator's truth, for

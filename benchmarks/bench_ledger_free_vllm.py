@@ -78,7 +78,13 @@ def serve(mode: str, seed: int, stub_at: int, sampling: str, model: Path, case: 
         "VLLM_RUN_SAMPLING": sampling,
         "PYTHONPATH": str(ROOT),
     }
-    cmd = [str(engines_python()), str(ROOT / "tests" / "support" / "vllm_run.py"), mode, str(model), str(case)]
+    cmd = [
+        str(engines_python()),
+        str(ROOT / "tests" / "support" / "vllm_run.py"),
+        mode,
+        str(model),
+        str(case),
+    ]
     t0 = time.perf_counter()
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1800)
     if done.returncode != 0:
