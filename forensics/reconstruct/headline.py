@@ -3,7 +3,7 @@ environment it drives is missing (the command line, investigate's summary)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import NotRequired, TypedDict
 
 ENGINES_MISSING = (
     "nodes without a ledger could not be rebuilt because the real engines' environment is "
@@ -13,7 +13,46 @@ ENGINES_MISSING = (
 )
 
 
-def reconstruct_headline(summary: dict[str, Any]) -> str:
+class NodeLine(TypedDict):
+    """One rebuilt node in the summary."""
+
+    node: str
+    allocator: str
+    orders: int  # runs explored
+    unread: int  # stub first reads the kept runs could not model
+
+
+class Skipped(TypedDict):
+    node: str
+    why: str  # what would let reconstruction rebuild it
+
+
+class ReconstructParameters(TypedDict):
+    allocator: str
+    orders: int
+    skew_ms: float
+    replay_budget: int
+
+
+class ReconstructSummary(TypedDict):
+    """What `reconstruct` returns, prints with --json and records under stages.reconstruct in
+    manifest.json, in this order."""
+
+    nodes: list[NodeLine]
+    skipped: list[Skipped]
+    engines_missing: bool  # a node needed the engines' environment and it is missing
+    events: int
+    pairs: int
+    cross_account_pairs: int
+    confirmed: int
+    cleared: int
+    layouts_replayed: int
+    findings: bool
+    parameters: ReconstructParameters
+    headline: NotRequired[str]  # added by the investigate stage
+
+
+def reconstruct_headline(summary: ReconstructSummary) -> str:
     """The nodes rebuilt, what they gave, the requests whose first read could not be modelled,
     and the nodes not rebuilt."""
     nodes = (
@@ -30,9 +69,9 @@ def reconstruct_headline(summary: dict[str, Any]) -> str:
         f"pairs, {summary['cross_account_pairs']} cross-account; replay confirmed "
         f"{summary['confirmed']} and cleared {summary['cleared']}"
     )
-    skipped = summary.get("skipped") or []
+    skipped = summary["skipped"]
     if skipped:
         line += f"; {len(skipped)} node(s) not rebuilt"
-        if summary.get("engines_missing"):
+        if summary["engines_missing"]:
             line += f": {ENGINES_MISSING}"
     return line

@@ -32,7 +32,13 @@ from forensics.engines.pools import PagePool
 from forensics.errors import UsageError
 from forensics.options import ReconstructOptions, ScreeningParams
 from forensics.reconstruct.decide import Decider, load_decider
-from forensics.reconstruct.headline import reconstruct_headline
+from forensics.reconstruct.headline import (
+    NodeLine,
+    ReconstructParameters,
+    ReconstructSummary,
+    Skipped,
+    reconstruct_headline,
+)
 from forensics.reconstruct.store import insert_requests, store_runs
 from forensics.reconstruct.trace import Layout, NodeTrace, Req, replay
 from forensics.reconstruct.unified import UnifiedNode, explore
@@ -117,21 +123,23 @@ def reconstruct(
     con: duckdb.DuckDBPyConnection,
     options: ReconstructOptions | None = None,
     progress: ProgressFn = no_progress,
-) -> dict[str, Any]:
+) -> ReconstructSummary:
     """Write the reconstructed_* tables for every ledger-less node; returns the summary."""
     rp = options or ReconstructOptions()
     aggregate.prepare(con)
     screen(con, ScreeningParams())  # the stub reasons
     run_script(con, sql("reconstruct/clear"))
     pools = Pools()
-    summary: dict[str, Any] = {"nodes": [], "skipped": [], "engines_missing": False}
+    engines_missing = False
+    lines: list[NodeLine] = []
+    skipped: list[Skipped] = []
     decider = load_decider(con, rp.replay_model, rp.replay_device.value, rp.replay_budget)
     try:
         nodes = con.execute(sql("reconstruct/nodes")).fetchall()
         for k, (node, role, engine, version, page_size, pool_slots) in enumerate(nodes):
             progress("reconstruct", k, len(nodes))
             if not page_size or not pool_slots:
-                _skip(con, summary, node, NO_SIZES)
+                _skip(con, skipped, node, NO_SIZES)
                 continue
             kind = allocator_for(engine, rp.allocator.value)
             rebuild = unified_node if kind == "vllm" and role == "unified" else _node
@@ -140,7 +148,8 @@ def reconstruct(
                     con, pools, rp, decider, node, role, kind, int(page_size), int(pool_slots)
                 )
             except EnginesMissing as exc:
-                _skip(con, summary, node, str(exc), engines_missing=True)
+                _skip(con, skipped, node, str(exc))
+                engines_missing = True
                 continue
             con.execute(
                 sql("reconstruct/insert_node"),
@@ -152,23 +161,35 @@ def reconstruct(
                     "consistent": row.get("consistent"),
                 },
             )
-            summary["nodes"].append(
-                {k2: row[k2] for k2 in ("node", "allocator", "orders", "unread")}
+            lines.append(
+                NodeLine(
+                    node=row["node"],
+                    allocator=row["allocator"],
+                    orders=row["orders"],
+                    unread=row["unread"],
+                )
             )
     finally:
         pools.close()
-    figures = con.execute(sql("reconstruct/summary")).fetchall()[0]
-    names = ("events", "pairs", "cross_account_pairs", "confirmed", "cleared")
-    summary.update(zip(names, figures, strict=True))
-    summary["layouts_replayed"] = decider.replayed if decider is not None else 0
-    summary["findings"] = bool(summary["cross_account_pairs"])
-    summary["parameters"] = {
-        "allocator": rp.allocator.value,
-        "orders": rp.orders,
-        "skew_ms": rp.skew_ms,
-        "replay_budget": rp.replay_budget,
-    }
-    return summary
+    events, pairs, cross, confirmed, cleared = con.execute(sql("reconstruct/summary")).fetchall()[0]
+    return ReconstructSummary(
+        nodes=lines,
+        skipped=skipped,
+        engines_missing=engines_missing,
+        events=events,
+        pairs=pairs,
+        cross_account_pairs=cross,
+        confirmed=confirmed,
+        cleared=cleared,
+        layouts_replayed=decider.replayed if decider is not None else 0,
+        findings=bool(cross),
+        parameters=ReconstructParameters(
+            allocator=rp.allocator.value,
+            orders=rp.orders,
+            skew_ms=rp.skew_ms,
+            replay_budget=rp.replay_budget,
+        ),
+    )
 
 
 NO_SIZES = (
@@ -177,17 +198,10 @@ NO_SIZES = (
 )
 
 
-def _skip(
-    con: duckdb.DuckDBPyConnection,
-    summary: dict[str, Any],
-    node: str,
-    why: str,
-    engines_missing: bool = False,
-) -> None:
+def _skip(con: duckdb.DuckDBPyConnection, skipped: list[Skipped], node: str, why: str) -> None:
     """A node reconstruction cannot rebuild: in the summary and reconstruct_skipped, so that
     the analysis, the report and the command line name it with the fix."""
-    summary["skipped"].append({"node": node, "why": why})
-    summary["engines_missing"] = summary["engines_missing"] or engines_missing
+    skipped.append(Skipped(node=node, why=why))
     con.execute(sql("reconstruct/insert_skipped"), {"node": node, "reason": why})
 
 
