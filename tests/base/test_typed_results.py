@@ -56,8 +56,6 @@ ALLOWED = {
     ("report/explain.py", "reconstructed"): "the explain/reconstructed query, a story event kind",
     ("report/explain.py", "cleared"): "the explain/cleared query (cleared_findings)",
     ("report/explain.py", "ledger"): "a story event kind (a node's KV ledger events)",
-    ("reconstruct/stage.py", "confirmed"): "a key of reconstruct's summary (a count)",
-    ("reconstruct/stage.py", "cleared"): "a key of reconstruct's summary (a count)",
     ("reconstruct/headline.py", "confirmed"): "a key of reconstruct's summary (a count)",
     ("reconstruct/headline.py", "cleared"): "a key of reconstruct's summary (a count)",
 }
