@@ -17,13 +17,16 @@ from types import SimpleNamespace
 
 import duckdb
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 from support.cases import query
 from support.interrupts import watching
+from support.ledgercases import (
+    LOADED,
+    RECORDED,
+    check_case,
+)
 from support.samples import differences, edit_part, hive_sample
-from test_ledger_part_facts import LOADED, RECORDED
 
 import forensics.ledger.check as check
 import forensics.ledger.store as store
@@ -39,63 +42,10 @@ RECORDS = (
     'SELECT table_name, file, "row", "column", "value", reason FROM ingest_warnings ORDER BY ALL',
 )
 
-HOSTILE_ID = "=HYPERLINK(\"http://x\",'o''k')\u3000"  # a formula, quotes, an ideographic space
-
-
-def _split(case: Path, node: str, bounds: list[int]) -> list[Path]:
-    """The node's one part written as parts cut at `bounds` (rows), named so that path order is
-    row order; one name holds a quote and a non-ASCII letter."""
-    folder = case / "kv_events" / f"node={node}"
-    (part,) = folder.glob("*.parquet")
-    table = pq.read_table(part)
-    part.unlink()
-    cuts = [0, *bounds, table.num_rows]
-    paths = []
-    for i, (lo, hi) in enumerate(zip(cuts, cuts[1:], strict=False)):
-        name = f"{node}-part-{i:03d}" + ("-l'été" if i == 4 else "") + ".parquet"
-        pq.write_table(table.slice(lo, hi - lo), folder / name)
-        paths.append(folder / name)
-    return paths
-
-
-def _set(path: Path, rows: list[int] | None, column: str, value: object) -> None:
-    """Set column to value on the given rows of the part (None: every row)."""
-    table = pq.read_table(path)
-    values = table[column].to_pylist()
-    for r in range(len(values)) if rows is None else rows:
-        values[r] = value
-    index = table.schema.get_field_index(column)
-    pq.write_table(table.set_column(index, column, pa.array(values, table[column].type)), path)
-
-
-def _as_text(path: Path, column: str, bad_row: int) -> None:
-    """The part with `column` as text (another schema), one value of it not a number."""
-    table = pq.read_table(path)
-    text = pc.cast(table[column], pa.string()).to_pylist()
-    text[bad_row] = "twelve"
-    index = table.schema.get_field_index(column)
-    pq.write_table(table.set_column(index, column, pa.array(text, pa.string())), path)
-
 
 @pytest.fixture(scope="module")
 def case(tmp_path_factory) -> Path:
-    """The hive sample with decode-0 in 9 parts: quarantined rows in two parts, a part whose
-    every row is quarantined, an empty part, a part of another schema (slot_start as text, one
-    value not a number), a request id no request has (a formula with quotes), two requests
-    left out of the request log (warned of in each part that names them); decode-1 in 2."""
-    root = tmp_path_factory.mktemp("check")
-    case = hive_sample(root)
-    parts = _split(case, "decode-0", [5000, 12000, 12100, 12100, 20000, 30000, 41000, 50000])
-    _set(parts[1], [3, 77], "slot_count", 0)
-    _set(parts[2], None, "slot_count", 0)  # every row quarantined
-    assert pq.read_metadata(parts[3]).num_rows == 0
-    _as_text(parts[5], "slot_start", 9)
-    _set(parts[6], [0], "op", "evict")
-    _set(parts[7], [11, 12], "request_id", HOSTILE_ID)
-    _split(case, "decode-1", [20000])
-    lines = (case / "requests.csv").read_text().splitlines(keepends=True)
-    (case / "requests.csv").write_text("".join(lines[:1] + lines[3:]))
-    return case
+    return check_case(tmp_path_factory.mktemp("check"))
 
 
 @pytest.fixture(scope="module")

@@ -13,9 +13,8 @@ from pathlib import Path
 import duckdb
 import pytest
 from support.cases import query
+from support.ledgercases import check_case, split_decode0
 from support.samples import differences, hive_sample, task_per_partition
-from test_ledger_check import case, loaded  # noqa: F401  (fixtures)
-from test_ledger_view import split_decode0
 
 import forensics.ledger.copies as copies
 from forensics.analysis.tasks import by_node
@@ -24,6 +23,18 @@ from forensics.db import connect
 from forensics.ledger.external import LedgerFile
 from forensics.ledger.store import ledger_meta, part_views_of
 from forensics.ledger.view import PartView, groups
+
+
+@pytest.fixture(scope="module")
+def case(tmp_path_factory) -> Path:
+    return check_case(tmp_path_factory.mktemp("check"))
+
+
+@pytest.fixture(scope="module")
+def loaded(case, tmp_path_factory) -> Path:
+    db = tmp_path_factory.mktemp("loaded") / "loaded.duckdb"
+    assert run(["ingest", str(case), "--db", str(db), "--ledger-load"]) == 1
+    return db
 
 
 def copy_everything(monkeypatch) -> list[int]:

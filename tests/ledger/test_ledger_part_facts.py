@@ -11,24 +11,13 @@ from pathlib import Path
 import duckdb
 import pytest
 from support.cases import query
+from support.ledgercases import LOADED, RECORDED
 from support.samples import differences, edit_part, hive_sample, task_per_partition
 
 from forensics.analysis import order
 from forensics.cli import run
 
 # Per part, from the loaded ledger's kv_events: the oracle.
-LOADED = """
-SELECT src_file, count(*), count(seq), max(slot_start + slot_count),
-       min(input_order) % 1099511627776, max(input_order) % 1099511627776,
-       count(*) FILTER (WHERE op = 'read'), count(*) FILTER (WHERE op IN ('alloc', 'share')),
-       min(ts), max(ts)
-FROM kv_events GROUP BY src_file ORDER BY src_file
-"""
-RECORDED = """
-SELECT rel, events, with_seq, slot_end_max, key_min % 1099511627776, key_max % 1099511627776,
-       reads, acquisitions, first_ts, last_ts
-FROM ledger_files ORDER BY rel
-"""
 
 
 @pytest.fixture(scope="module")

@@ -15,6 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from support.cases import query
+from support.ledgercases import split_decode0
 from support.samples import differences, hive_sample, task_per_partition
 
 from forensics.cli import run
@@ -28,51 +29,6 @@ ROWS = """SELECT epoch_us(ts) AS ts, seq, node, request_id, op, slot_start, slot
                  row_number() OVER (ORDER BY input_order) AS place
           FROM kv_events"""
 PLUS9 = timezone(timedelta(hours=9))
-
-
-def as_text(table: pa.Table) -> pa.Table:
-    """The part as a CSV-like export writes it: timestamps as text with a +09:00 offset, numbers
-    as text (some with blanks around them), ids with blanks around them."""
-    out = {}
-    for name in table.column_names:
-        values = table[name].to_pylist()
-        if name == "ts":
-            out[name] = [v.astimezone(PLUS9).isoformat() if v else None for v in values]
-        elif name in ("seq", "slot_start", "slot_count", "pos_start"):
-            out[name] = [
-                None if v is None else f" {v} " if i % 3 else str(v) for i, v in enumerate(values)
-            ]
-        elif name == "request_id":
-            out[name] = [None if v is None else f"  {v} " for v in values]
-        else:
-            out[name] = values
-    return pa.table({k: pa.array(v, pa.string()) for k, v in out.items()})
-
-
-def split_decode0(case: Path) -> tuple[Path, Path]:
-    """decode-0's part split in two: the first half typed, the second as text, with bad rows in
-    each (a slot_count 0 in the typed part; a timestamp that is no timestamp, one with an offset
-    beyond 14:00 and one without an offset in the text part)."""
-    folder = case / "kv_events" / "node=decode-0"
-    (part,) = folder.glob("*.parquet")
-    table = pq.read_table(part)
-    part.unlink()
-    half = table.num_rows // 2
-    typed, text = table.slice(0, half), as_text(table.slice(half))
-    counts = typed["slot_count"].to_pylist()
-    counts[4] = 0
-    typed = typed.set_column(
-        typed.schema.get_field_index("slot_count"), "slot_count", pa.array(counts, pa.int64())
-    )
-    ts = text["ts"].to_pylist()
-    ts[3] = "yesterday"
-    ts[5] = "2026-08-27T09:00:00+15:00"
-    ts[8] = "2026-08-27T09:00:00"
-    text = text.set_column(0, "ts", pa.array(ts, pa.string()))
-    first, second = folder / "decode-0-part-00001.parquet", folder / "decode-0-part-00002.parquet"
-    pq.write_table(typed, first)
-    pq.write_table(text, second)
-    return first, second
 
 
 def view_text(db: Path) -> str:

@@ -10,42 +10,10 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from support.outcases import EV, REQ, flat, write_case
 from support.paths import REPO
 
 from forensics.notify.notices import file_stems
-
-REQ = "request_id,account_id,model,received_at,http_status,prompt_tokens\n"
-EV = "ts,node,request_id,op,slot_start,slot_count,pos_start,source\n"
-ACC = "account_id,name,contact_email,jurisdiction\n"
-
-
-def _flat(cli):
-    """The cli fixture with stderr unwrapped (messages are wrapped to the terminal width)."""
-
-    def run(*args):
-        code, out, err = cli(*args)
-        return code, out, " ".join(err.split())
-
-    return run
-
-
-def _write_case(root: Path, receiver_account: str) -> Path:
-    """A writes slots 0-3 and frees them; B (receiver_account) reads them: B received A's data."""
-    root.mkdir(parents=True, exist_ok=True)
-    (root / "requests.csv").write_text(
-        REQ + "A,acct-1,m,2026-08-27T10:00:00Z,200,4\n"
-        f"B,{receiver_account},m,2026-08-27T10:00:05Z,200,4\n"
-    )
-    (root / "kv_events.csv").write_text(
-        EV + "2026-08-27T10:00:00Z,n1,A,alloc,0,4,,\n"
-        "2026-08-27T10:00:01Z,n1,A,write,0,4,0,prefill\n"
-        "2026-08-27T10:00:02Z,n1,A,free,0,4,,\n2026-08-27T10:00:05Z,n1,B,alloc,0,4,,\n"
-        "2026-08-27T10:00:06Z,n1,B,read,0,4,0,\n"
-    )
-    (root / "accounts.csv").write_text(
-        ACC + f"acct-1,One,one@x,EU\n{receiver_account},Two,two@x,EU\n"
-    )
-    return root
 
 
 def _notices(out: Path) -> list[str]:
@@ -59,10 +27,10 @@ def _run_id(out: Path) -> str:
 
 def test_reused_out_keeps_no_stale_notices(cli, tmp_path):
     case, out = tmp_path / "case", tmp_path / "out"
-    _write_case(case, "acct-2")
+    write_case(case, "acct-2")
     assert cli("investigate", case, "--out", out)[0] == 1
     assert "receiving/acct-2.md" in _notices(out)
-    _write_case(case, "acct-9")
+    write_case(case, "acct-9")
     assert cli("investigate", case, "--out", out)[0] == 1
     notices = _notices(out)
     assert "receiving/acct-9.md" in notices and not any("acct-2" in n for n in notices)
@@ -71,8 +39,8 @@ def test_reused_out_keeps_no_stale_notices(cli, tmp_path):
 
 
 def test_out_with_foreign_files_is_refused(cli, tmp_path):
-    cli = _flat(cli)
-    case, out = _write_case(tmp_path / "case", "acct-2"), tmp_path / "out"
+    cli = flat(cli)
+    case, out = write_case(tmp_path / "case", "acct-2"), tmp_path / "out"
     out.mkdir()
     (out / "my-notes.txt").write_text("keep me")
     code, _, err = cli("investigate", case, "--out", out)
@@ -83,8 +51,8 @@ def test_out_with_foreign_files_is_refused(cli, tmp_path):
 def test_out_not_writable(cli, tmp_path):
     import os
 
-    cli = _flat(cli)
-    case = _write_case(tmp_path / "case", "acct-2")
+    cli = flat(cli)
+    case = write_case(tmp_path / "case", "acct-2")
     (tmp_path / "afile").write_text("x")
     code, _, err = cli("investigate", case, "--out", tmp_path / "afile" / "out")
     assert code == 2 and "afile" in err and "Traceback" not in err
@@ -157,12 +125,12 @@ def _killed_run(point: tuple[str, str, str, int], mode: str, case: Path, out: Pa
 
 @pytest.mark.parametrize("where", [*KILL_POINTS, "between-renames"])
 def test_sigkill_leaves_the_previous_complete_set(cli, tmp_path, where):
-    cli = _flat(cli)
+    cli = flat(cli)
     case, out = tmp_path / "case", tmp_path / "out"
-    _write_case(case, "acct-2")
+    write_case(case, "acct-2")
     assert cli("investigate", case, "--out", out)[0] == 1
     before, notices = _run_id(out), _notices(out)
-    _write_case(case, "acct-9")
+    write_case(case, "acct-9")
     if where == "between-renames":
         point, mode = ("os", "rename", "after", 1), "no-exchange"
     else:
@@ -184,7 +152,7 @@ def test_sigkill_leaves_the_previous_complete_set(cli, tmp_path, where):
 
 
 def test_verify_lists_every_difference(cli, tmp_path):
-    case, out = _write_case(tmp_path / "case", "acct-2"), tmp_path / "out"
+    case, out = write_case(tmp_path / "case", "acct-2"), tmp_path / "out"
     assert cli("investigate", case, "--out", out)[0] == 1
     manifest = json.loads((out / "manifest.json").read_text())
     paths = {o["path"] for o in manifest["outputs"]}
@@ -213,13 +181,13 @@ def test_verify_lists_every_difference(cli, tmp_path):
 
 
 def test_verify_without_manifest_is_a_usage_error(cli, tmp_path):
-    cli = _flat(cli)
+    cli = flat(cli)
     code, _, err = cli("verify", tmp_path)
     assert code == 2 and "manifest" in err
 
 
 def test_unchanged_ingest_still_records_its_queries(cli, tmp_path):
-    case, out = _write_case(tmp_path / "case", "acct-2"), tmp_path / "out"
+    case, out = write_case(tmp_path / "case", "acct-2"), tmp_path / "out"
     cli("investigate", case, "--out", out)
     first = json.loads((out / "manifest.json").read_text())
     cli("investigate", case, "--out", out)
@@ -298,7 +266,7 @@ def test_case_variant_ids_get_separate_notices(cli, tmp_path):
 
 def test_report_command_keeps_no_stale_notices(cli, tmp_path):
     for name, account in (("one", "acct-2"), ("two", "acct-9")):
-        case = _write_case(tmp_path / f"case-{name}", account)
+        case = write_case(tmp_path / f"case-{name}", account)
         assert cli("investigate", case, "--out", tmp_path / name)[0] == 1
     report = tmp_path / "report"
     report.mkdir()
@@ -312,7 +280,7 @@ def test_report_command_keeps_no_stale_notices(cli, tmp_path):
 
 
 def test_names_an_earlier_manifest_lists_are_ours(cli, tmp_path):
-    case, out = _write_case(tmp_path / "case", "acct-2"), tmp_path / "out"
+    case, out = write_case(tmp_path / "case", "acct-2"), tmp_path / "out"
     assert cli("investigate", case, "--out", out)[0] == 1
     manifest = json.loads((out / "manifest.json").read_text())
     manifest["outputs"].append({"path": "extra-output/x.csv", "sha256": "0" * 64, "bytes": 0})

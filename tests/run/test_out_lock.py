@@ -14,8 +14,8 @@ import time
 from pathlib import Path
 
 import pytest
+from support.outcases import flat, write_case
 from support.paths import REPO
-from test_out_integrity import _flat, _write_case
 
 # Run `investigate` and stop it in the analysis until the file named by argv[1] exists.
 PAUSED = textwrap.dedent("""
@@ -56,8 +56,8 @@ def _wait_for(path: Path, proc: subprocess.Popen[str]) -> None:
 
 
 def test_a_second_run_into_the_same_out_stops_and_the_first_finishes_whole(cli, tmp_path):
-    cli = _flat(cli)
-    case, out = _write_case(tmp_path / "case", "acct-2"), tmp_path / "out"
+    cli = flat(cli)
+    case, out = write_case(tmp_path / "case", "acct-2"), tmp_path / "out"
     go, reached = tmp_path / "go", tmp_path / "reached"
     assert cli("investigate", case, "--out", tmp_path / "other")[0] == 1  # a database to report
     first = subprocess.Popen(
@@ -84,8 +84,8 @@ def test_a_second_run_into_the_same_out_stops_and_the_first_finishes_whole(cli, 
 
 
 def test_a_killed_holder_leaves_the_out_free(cli, tmp_path):
-    cli = _flat(cli)
-    case, out = _write_case(tmp_path / "case", "acct-2"), tmp_path / "out"
+    cli = flat(cli)
+    case, out = write_case(tmp_path / "case", "acct-2"), tmp_path / "out"
     holder = subprocess.Popen(
         [sys.executable, "-c", HOLDER, str(out)], cwd=REPO, stdout=subprocess.PIPE, text=True
     )
@@ -104,8 +104,8 @@ def test_a_killed_holder_leaves_the_out_free(cli, tmp_path):
 
 
 def test_a_link_to_out_is_held_with_it(cli, tmp_path):
-    cli = _flat(cli)
-    case, out = _write_case(tmp_path / "case", "acct-2"), tmp_path / "real" / "out"
+    cli = flat(cli)
+    case, out = write_case(tmp_path / "case", "acct-2"), tmp_path / "real" / "out"
     assert cli("investigate", case, "--out", out)[0] == 1
     link = tmp_path / "link"
     link.symlink_to(out, target_is_directory=True)
@@ -133,8 +133,8 @@ def test_a_file_system_without_locks_runs_unlocked(cli, tmp_path, monkeypatch):
         raise OSError(errno.ENOLCK, "No locks available")
 
     monkeypatch.setattr(fcntl, "flock", refuse)
-    cli = _flat(cli)
-    case, out = _write_case(tmp_path / "case", "acct-2"), tmp_path / "out"
+    cli = flat(cli)
+    case, out = write_case(tmp_path / "case", "acct-2"), tmp_path / "out"
     assert cli("investigate", case, "--out", out)[0] == 1
     assert cli("verify", out)[0] == 0
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".out.")] == []
@@ -142,8 +142,8 @@ def test_a_file_system_without_locks_runs_unlocked(cli, tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("command", ["investigate", "report"])
 def test_an_out_name_too_long_for_its_lock_is_refused_clearly(cli, tmp_path, command):
-    cli = _flat(cli)
-    case = _write_case(tmp_path / "case", "acct-2")
+    cli = flat(cli)
+    case = write_case(tmp_path / "case", "acct-2")
     out = tmp_path / ("o" * 250)  # a valid name; the lock's name beside it is not
     args = [case] if command == "investigate" else ["--db", tmp_path / "none.duckdb"]
     if command == "report":
@@ -155,8 +155,8 @@ def test_an_out_name_too_long_for_its_lock_is_refused_clearly(cli, tmp_path, com
 
 
 def test_spill_folders_a_killed_run_left_in_out_do_not_make_it_foreign(cli, tmp_path):
-    cli = _flat(cli)
-    case, out = _write_case(tmp_path / "case", "acct-2"), tmp_path / "out"
+    cli = flat(cli)
+    case, out = write_case(tmp_path / "case", "acct-2"), tmp_path / "out"
     assert cli("investigate", case, "--out", out)[0] == 1
     for name in ("case.duckdb.tmp", "case.duckdb.kvforensics-spill-4242-0a1b2c3d"):
         (out / name).mkdir()
