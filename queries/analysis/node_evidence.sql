@@ -90,6 +90,12 @@ SELECT node, role, requests, ledger_events, ledger_first_ts, ledger_last_ts, hol
            ELSE 'no KV ledger and no reconstruction (run kvforensics reconstruct, or record a '
                 'ledger with kvforensics tap); judged from the gateway log and node facts only'
        END
+       || CASE WHEN NOT has_ledger
+               THEN '; without a ledger only stubs (prompts the engine did not compute) are '
+                    'looked for: a page handed out while its holder still held it, or a '
+                    'prefix-cache hash collision, leaves nothing in the gateway log (record a '
+                    'ledger with kvforensics tap to see them)'
+               ELSE '' END
        || CASE WHEN blind > 0
                THEN format('; for {} request(s) it decoded without a ledger, stubs could not be '
                            'looked for at all: give the prefill node''s pool size (nodes.csv '

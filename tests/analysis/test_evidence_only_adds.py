@@ -162,6 +162,10 @@ def test_the_sample_without_its_ledger_lists_every_true_account(tmp_path: Path) 
     }
     assert "no KV ledger was provided" in summary["headline"]
     assert "the ledgers show" not in summary["headline"]
+    # what a node without a ledger cannot show is said, not taken for absence
+    for node, note in summary["evidence_notes"].items():
+        assert "without a ledger only stubs" in note, node
+        assert "prefix-cache hash collision" in note and "kvforensics tap" in note, node
 
 
 def _tap_layout(case: Path, node: str) -> tuple[Path, pa.Table]:
