@@ -22,8 +22,8 @@ OVERWRITTEN, STALE, PREFIX_MISMATCH = 0, 1, 2
 KINDS = tuple(
     k.value for k in (ExposureKind.OVERWRITTEN, ExposureKind.STALE, ExposureKind.PREFIX_MISMATCH)
 )
+# the violations' names are the analysis' (forensics.analysis.codes.VIOLATIONS), in this order
 WRITE_AFTER_FREE, WRITE_UNHELD, DOUBLE_ALLOCATION, READ_UNHELD = 0, 1, 2, 3
-VIOLATIONS = ("write-after-free", "write-unheld", "double-allocation", "read-unheld")
 NEVER = np.iinfo(np.int64).max
 
 

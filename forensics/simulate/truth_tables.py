@@ -6,8 +6,9 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
+from forensics.analysis.codes import VIOLATIONS
 from forensics.simulate import ledger as L
-from forensics.simulate.truth import KINDS, VIOLATIONS, Pieces
+from forensics.simulate.truth import KINDS, Pieces
 
 EXP_COLS = ("reader", "writer", "node", "slot", "kind", "wpos", "rts", "wts", "wsrc")
 VIO_COLS = ("reader", "node", "slot", "violation", "other")
