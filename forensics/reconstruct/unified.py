@@ -195,11 +195,15 @@ class UnifiedNode:
             else []
         )
 
-    def schedules(self) -> list[dict[tuple[int, int], tuple[int, int]]]:
+    def schedules(self, most: int) -> list[dict[tuple[int, int], tuple[int, int]]]:
         """Per step layout, where each decode step that needs a new block falls: (request,
-        decode step k) -> (logged step, DECODE: at it | AFTER: after it); duplicates dropped."""
+        decode step k) -> (logged step, DECODE: at it | AFTER: after it); duplicates dropped,
+        and no more than most + 1 of them (more are not run)."""
         out: list[dict[tuple[int, int], tuple[int, int]]] = []
+        seen: set[tuple[tuple[tuple[int, int], tuple[int, int]], ...]] = set()
         for gaps in self.layouts:
+            if len(out) > most:
+                break
             index = [0]
             for e in gaps:
                 index.append(index[-1] + 1 + e)
@@ -210,7 +214,9 @@ class UnifiedNode:
                     k = q - r.prompt + 1  # the decode step that computes position q
                     at = int(np.searchsorted(index, index[a] + k, side="right")) - 1
                     where[(i, k)] = (at, DECODE if index[at] == index[a] + k else AFTER)
-            if where not in out:
+            key = tuple(sorted(where.items()))
+            if key not in seen:
+                seen.add(key)
                 out.append(where)
         return out
 
@@ -369,10 +375,10 @@ def explore(node: UnifiedNode, drv: EngineAllocators) -> UnifiedResult:
     if why:
         res.why = why
         return res
-    schedules = node.schedules()
+    schedules = node.schedules(SCHEDULES)
     res.ambiguous = len(schedules) - 1
     if len(schedules) > SCHEDULES:
-        res.why = f"{len(schedules)} decode-block schedules fit the log, more than {SCHEDULES}"
+        res.why = f"more than {SCHEDULES} decode-block schedules fit the log"
         return res
     stubs = any(r.stub for r in node.reqs)
     first = True

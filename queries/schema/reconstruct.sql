@@ -15,6 +15,8 @@ CREATE TABLE IF NOT EXISTS reconstructed_nodes (
     requests       BIGINT NOT NULL,      -- requests the node served
     stubs          BIGINT NOT NULL,      -- requests modelled as 1-token stubs
     ambiguous_groups BIGINT NOT NULL,    -- groups of operations the timestamps do not order
+                                         -- (vLLM unified node: decode-block schedules the
+                                         -- log leaves open, less one)
     orders         BIGINT NOT NULL,      -- runs explored: kept variants x orders (1 each when
                                          -- the timestamps decide)
     deferred       BIGINT NOT NULL,      -- allocations that waited for a free (pool full)
