@@ -155,6 +155,12 @@ def headline(s: AnalysisSummary) -> str:
             f"stubs could not be looked for in {s['unscreened_requests']} requests without a "
             "ledger (no pool size, cached tokens or engine log for them)"
         )
+    if s.get("unscreened_fitting_requests"):
+        parts.append(
+            f"a stub of a prompt that fits the pool could not be looked for in "
+            f"{s['unscreened_fitting_requests']} requests without a ledger (neither cached "
+            "tokens nor a time model for them)"
+        )
     if s.get("cleared_findings"):
         parts.append(f"{s['cleared_findings']} findings cleared by positive evidence")
     return "; ".join(parts)

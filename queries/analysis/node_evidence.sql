@@ -44,6 +44,11 @@ WITH served AS (
     WHERE NOT ledger_covered AND decode_node IS NOT NULL AND ttft_ms IS NOT NULL
       AND len(coalesce(signals, [])) = 0
     GROUP BY decode_node
+), blind_fitting AS (
+    SELECT decode_node AS node, count(*) AS n FROM screening
+    WHERE NOT ledger_covered AND decode_node IS NOT NULL AND ttft_ms IS NOT NULL
+      AND NOT list_has_any(coalesce(signals, []), ['fast-ttft', 'cache-implausible'])
+    GROUP BY decode_node
 ), skipped AS (
     SELECT node, string_agg(reason, '; ' ORDER BY reason) AS reason
     FROM reconstruct_skipped GROUP BY node
@@ -55,7 +60,8 @@ WITH served AS (
            a.node IN (SELECT node FROM reconstructed_nodes) AS reconstructed,
            l.node IS NOT NULL AS has_ledger, k.reason AS skip_reason,
            a.node IN (SELECT node FROM numbering) AS odd_numbering,
-           $external AS external, coalesce(b.n, 0) AS blind
+           $external AS external, coalesce(b.n, 0) AS blind,
+           coalesce(bf.n, 0) AS blind_fitting
     FROM all_nodes a
     LEFT JOIN roles r USING (node)
     LEFT JOIN counts c USING (node)
@@ -64,6 +70,7 @@ WITH served AS (
     LEFT JOIN uncovered u USING (node)
     LEFT JOIN skipped k USING (node)
     LEFT JOIN blind b USING (node)
+    LEFT JOIN blind_fitting bf USING (node)
 )
 SELECT node, role, requests, ledger_events, ledger_first_ts, ledger_last_ts, holes,
        uncovered_requests, reconstructed,
@@ -101,6 +108,14 @@ SELECT node, role, requests, ledger_events, ledger_first_ts, ledger_last_ts, hol
                            'looked for at all: give the prefill node''s pool size (nodes.csv '
                            'pool_slots, or its start-up log in logs/), the responses'' cached '
                            'tokens (requests.csv cached_tokens), or its engine log', blind)
+               ELSE '' END
+       || CASE WHEN blind_fitting > blind
+               THEN format('; for {} request(s) it decoded without a ledger, a stub of a prompt '
+                           'that fits the pool (an engine computing less than it was given) '
+                           'could not be looked for: neither the responses'' cached tokens '
+                           '(requests.csv cached_tokens) nor a time model of its prefill node '
+                           '(at least 5 ordinary timed requests of 256 computed tokens or more)',
+                           blind_fitting)
                ELSE '' END
        || CASE WHEN has_ledger AND $remote
                THEN '; its ledger is read from a remote store, where seq gaps are not looked '

@@ -30,4 +30,11 @@ SELECT
     (SELECT count(*) FROM cleared_findings) AS cleared_findings,
     (SELECT count(*) FROM screening
      WHERE NOT ledger_covered AND ttft_ms IS NOT NULL AND len(coalesce(signals, [])) = 0)
-        AS unscreened_requests;
+        AS unscreened_requests,
+    -- over-pool and engine-log see only the stub of a prompt the pool cannot hold; a stub of a
+    -- prompt that fits (an engine computing less than it was given) shows only as an
+    -- implausible time to first token or cached-token count
+    (SELECT count(*) FROM screening
+     WHERE NOT ledger_covered AND ttft_ms IS NOT NULL
+       AND NOT list_has_any(coalesce(signals, []), ['fast-ttft', 'cache-implausible']))
+        AS unscreened_fitting_requests;

@@ -367,3 +367,32 @@ def test_what_could_not_be_looked_for_is_said() -> None:
     assert summary["unscreened_requests"] == 3
     assert "stubs could not be looked for in 3 requests" in summary["headline"]
     assert "stubs could not be looked for at all" in summary["evidence_notes"]["d1"]
+
+
+def test_a_stub_of_a_fitting_prompt_that_could_not_be_looked_for_is_said() -> None:
+    """The pool size is known, so over-pool looks at every request, but it sees only a stub of
+    a prompt the pool cannot hold: with no cached tokens and too few requests for a time model,
+    a stub of a prompt that fits could not be seen, and the headline and the node's note say so
+    rather than reading as an all-clear. With the responses' cached tokens it could be seen."""
+    con = new_case()
+    insert(con, "nodes", [{"node": "p1", "role": "prefill", "pool_slots": 100_000}])
+    insert(con, "requests", [_request(f"R{i}", "acct-1", 100 + i, 300, 0.03) for i in range(3)])
+    summary = analyze(con)
+    assert summary["unscreened_requests"] == 0  # over-pool could look
+    assert summary["unscreened_fitting_requests"] == 3
+    assert (
+        "a stub of a prompt that fits the pool could not be looked for in 3"
+        in (summary["headline"])
+    )
+    assert "a stub of a prompt that fits the pool" in summary["evidence_notes"]["d1"]
+
+    con = new_case()
+    insert(con, "nodes", [{"node": "p1", "role": "prefill", "pool_slots": 100_000}])
+    rows = [
+        dict(_request(f"R{i}", "acct-1", 100 + i, 300, 0.03), cached_tokens=0) for i in range(3)
+    ]
+    insert(con, "requests", rows)
+    summary = analyze(con)
+    assert summary["unscreened_fitting_requests"] == 0
+    assert "fits the pool" not in summary["headline"]
+    assert "fits the pool" not in summary["evidence_notes"].get("d1", "")
