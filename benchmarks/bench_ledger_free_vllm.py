@@ -27,7 +27,12 @@ counts, precision and recall of requests and of accounts.
 
     PYTHONPATH=. python benchmarks/bench_ledger_free_vllm.py [--seeds 7 8] [--stub-at 21]
         [--modes batched batched-dup batched-collision healthy-batched]
-        [--sampling sampled|greedy] [--workdir DIR] [--reuse]
+        [--sampling sampled|greedy] [--workdir DIR] [--reuse] [--limits SEQS [BATCHED]]
+
+--limits sets the engine's max_num_seqs and max_num_batched_tokens (default 8 and vLLM's): with
+fewer seats than requests in flight requests wait, with a budget below the prompts' lengths
+prefills are chunked over steps. The engine's log (its start-up lines name the limits) is kept
+as the case's logs/vllm-0.log.
 
 --reuse keeps a run already served in --workdir (its case folder with run.json) and only
 scores it again.
@@ -65,8 +70,12 @@ MODES = ("batched", "batched-dup", "batched-collision", "healthy-batched")
 Row = tuple[str, int, str, str, dict[str, tuple[int, int, float | None, float | None]]]
 
 
-def serve(mode: str, seed: int, stub_at: int, sampling: str, model: Path, case: Path) -> float:
-    """Run the engine with the tap on; the seconds it took."""
+def serve(  # noqa: PLR0913
+    mode: str, seed: int, stub_at: int, sampling: str, model: Path, case: Path, limits: list[str]
+) -> float:
+    """Run the engine with the tap on; the seconds it took. The engine's own log (its stderr)
+    (vLLM logs to stdout, warnings go to stderr) is kept as the case's logs/vllm-0.log, as a
+    deployment keeps it."""
     env = {
         **os.environ,
         "KVFORENSICS_TAP_DIR": str(case),
@@ -77,6 +86,7 @@ def serve(mode: str, seed: int, stub_at: int, sampling: str, model: Path, case: 
         "BATCHED_STUB_AT": str(stub_at),
         "VLLM_RUN_SAMPLING": sampling,
         "PYTHONPATH": str(ROOT),
+        **dict(zip(("VLLM_RUN_MAX_SEQS", "VLLM_RUN_MAX_BATCHED"), limits, strict=False)),
     }
     cmd = [
         str(engines_python()),
@@ -86,9 +96,13 @@ def serve(mode: str, seed: int, stub_at: int, sampling: str, model: Path, case: 
         str(case),
     ]
     t0 = time.perf_counter()
-    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1800)
+    done = subprocess.run(
+        cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=1800
+    )
     if done.returncode != 0:
-        raise SystemExit(f"the engine run failed:\n{done.stderr[-3000:]}")
+        raise SystemExit(f"the engine run failed:\n{done.stdout[-3000:]}")
+    (case / "logs").mkdir(exist_ok=True)
+    (case / "logs" / "vllm-0.log").write_text(done.stdout)
     return time.perf_counter() - t0
 
 
@@ -163,6 +177,13 @@ def main() -> None:
     ap.add_argument("--sampling", choices=("sampled", "greedy"), default="sampled")
     ap.add_argument("--workdir", type=Path)
     ap.add_argument("--reuse", action="store_true", help="score runs already in --workdir")
+    ap.add_argument(
+        "--limits",
+        nargs="+",
+        default=[],
+        metavar="N",
+        help="the engine's max_num_seqs, then max_num_batched_tokens (chunked prefill)",
+    )
     args = ap.parse_args()
     work = args.workdir or Path(tempfile.mkdtemp(prefix="kvf-ledger-free-"))
     model = work / "tiny-llama"
@@ -173,7 +194,8 @@ def main() -> None:
             seconds = 0.0
             if not (args.reuse and (run / "case" / "run.json").is_file()):
                 shutil.rmtree(run, ignore_errors=True)
-                seconds = serve(mode, seed, args.stub_at, args.sampling, model, run / "case")
+                case = run / "case"
+                seconds = serve(mode, seed, args.stub_at, args.sampling, model, case, args.limits)
             shutil.rmtree(run / "withheld", ignore_errors=True)
             for db in run.glob("*.duckdb*"):
                 db.unlink()

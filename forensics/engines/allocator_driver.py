@@ -10,15 +10,15 @@ can be sent ahead in one batch:
     F pool p1 p2 ...                          free these pages (one call, in this order)
     V                                         -> the engine packages' versions, as JSON
 
-vLLM's KV cache manager with prefix caching on (`vllm-cache` pools, made with N; the manager
-keeps the block table of every request by its id):
+vLLM's v1 scheduler with prefix caching on (`vllm-sched` pools; N takes three more fields:
+max_num_seqs, max_num_batched_tokens and 1 or 0 for chunked prefill):
 
-    P pool rid stub t1 t2 ...   schedule a waiting request with these prompt token ids:
-                                -> "hits b1 b2 ..." (prefix-cache hit tokens, then the
-                                request's blocks) or "-" (too few free blocks)
-    Q pool t1 t2 ...            -> the prefix-cache hit tokens such a prompt would get now
-    D pool rid                  one decode step -> "+ b..." (blocks it added) or "-"
-    X pool rid                  the request finished: its blocks are freed
+    R pool rid stub n_out t1 t2 ...   a request arrives (waiting) with these prompt token ids
+                                      and n_out output tokens; stub=1: a 1-token stub
+    Q pool t1 t2 ...                  -> the prefix-cache hit tokens such a prompt would get now
+    T pool k                          run k engine steps -> a JSON list, one object per step:
+                                      new [rid, computed tokens, blocks], grow [rid, blocks],
+                                      first (first tokens), done, preempted (request ids)
 
 Page ids: page 0 is never handed out (SGLang's padding page, vLLM's null block), so a pool of
 n_pages pages hands out 1 .. n_pages-1.
@@ -30,15 +30,15 @@ n_pages pages hands out 1 .. n_pages-1.
 - vllm: `BlockPool(n_pages, enable_caching=False, hash_block_size=page_size)`;
   `get_new_blocks(k)` and `free_blocks` with a request's blocks in reverse order, as vLLM's
   KV cache manager frees them (the last block becomes the first to be reused).
-- vllm-cache: `KVCacheManager(enable_caching=True)` over a `BlockPool` of n_pages blocks, one
-  full-attention group of page_size-token blocks; called as vLLM's v1 scheduler calls it:
-  `get_computed_blocks` then `allocate_slots` for the prompt's uncached tokens when a waiting
-  request is scheduled, `allocate_slots(request, 1)` per decode step (the sampled token
-  appended afterwards, so full blocks are hashed and cached as the engine does), `free` at
-  completion (blocks in reverse order, cached ones staying hashable in the free queue until
-  popped). A stub (stub=1) is what forensics/tap/vllm_faults.py makes of a request: no
-  prefix-cache lookup, all but its last prompt token taken as computed, fresh blocks for the
-  whole prompt. Output token ids are drawn from a counter no prompt uses."""
+- vllm-sched: vLLM's `Scheduler` over a `KVCacheManager` of n_pages blocks (one full-attention
+  group of page_size-token blocks), stepped as the engine core steps it: `schedule()` (running
+  requests first, then waiting ones first come first served, within max_num_seqs and the token
+  budget, prompts chunked when chunked prefill is on), then `update_from_output` with one
+  sampled token for every request whose computed tokens reach its length (finished requests
+  are freed there). A stub is what forensics/tap/vllm_faults.py makes of a request: its
+  prefix-cache lookup answers all but the last prompt token as computed, with no blocks, so
+  the scheduler allocates fresh blocks for the whole prompt. Output token ids are drawn from a
+  counter no prompt uses."""
 
 from __future__ import annotations
 
@@ -88,87 +88,159 @@ class VllmPool:
         self.pool.free_blocks([blocks[p] for p in reversed(pages)])
 
 
-class VllmCache:
-    """vLLM's KVCacheManager with prefix caching, driven request by request."""
+class VllmScheduler:
+    """vLLM's v1 Scheduler over its KVCacheManager with prefix caching, stepped without a model.
+
+    The configuration comes from a config.json of a tiny Llama written to a temporary folder
+    (the scheduler reads the model's architecture and maximum length, never weights)."""
 
     # need_sort is accepted for the shared constructor, as for VllmPool.
-    def __init__(self, n_pages: int, page_size: int, need_sort: bool):  # noqa: ARG002
-        import torch
-        from vllm.utils.hashing import get_hash_fn_by_name
-        from vllm.v1.core.kv_cache_manager import KVCacheManager
-        from vllm.v1.core.kv_cache_utils import get_request_block_hasher, init_none_hash
-        from vllm.v1.kv_cache_interface import FullAttentionSpec, KVCacheConfig, KVCacheGroupSpec
+    def __init__(  # noqa: PLR0913
+        self,
+        n_pages: int,
+        page_size: int,
+        need_sort: bool,  # noqa: ARG002
+        max_num_seqs: int = 1 << 20,
+        max_batched: int = 1 << 30,
+        chunked: bool = True,
+    ):
+        import tempfile
 
-        hash_fn = get_hash_fn_by_name("sha256")  # vLLM's default prefix_caching_hash_algo
-        init_none_hash(hash_fn)
-        self.hasher = get_request_block_hasher(page_size, hash_fn)
+        import torch
+        from vllm.config import CacheConfig, ModelConfig, SchedulerConfig, VllmConfig
+        from vllm.utils.hashing import get_hash_fn_by_name
+        from vllm.v1.core.kv_cache_utils import get_request_block_hasher, init_none_hash
+        from vllm.v1.core.sched.scheduler import Scheduler
+        from vllm.v1.kv_cache_interface import (
+            FullAttentionSpec,
+            KVCacheConfig,
+            KVCacheGroupSpec,
+        )
+        from vllm.v1.structured_output import StructuredOutputManager
+
+        max_len = 1 << 20
+        with tempfile.TemporaryDirectory() as folder:
+            with open(f"{folder}/config.json", "w") as f:
+                json.dump(_TINY_LLAMA | {"max_position_embeddings": max_len}, f)
+            model = ModelConfig(
+                model=folder, skip_tokenizer_init=True, dtype="float32", max_model_len=max_len
+            )
+        sched = SchedulerConfig(
+            max_num_seqs=max_num_seqs,
+            max_num_batched_tokens=max_batched,
+            max_model_len=max_len,
+            enable_chunked_prefill=chunked,
+            is_encoder_decoder=False,
+        )
+        cache = CacheConfig(block_size=page_size, enable_prefix_caching=True)
+        cache.num_gpu_blocks = n_pages
+        config = VllmConfig(model_config=model, scheduler_config=sched, cache_config=cache)
         spec = FullAttentionSpec(
             block_size=page_size, num_kv_heads=1, head_size=1, dtype=torch.float32
         )
-        config = KVCacheConfig(
+        kv = KVCacheConfig(
             num_blocks=n_pages,
             kv_cache_tensors=[],
             kv_cache_groups=[KVCacheGroupSpec(["attn"], spec)],
         )
-        self.manager = KVCacheManager(
-            config,
-            max_model_len=1 << 20,
-            scheduler_block_size=page_size,
-            hash_block_size=page_size,
-            enable_caching=True,
+        hash_fn = get_hash_fn_by_name("sha256")  # vLLM's default prefix_caching_hash_algo
+        init_none_hash(hash_fn)
+        self.hasher = get_request_block_hasher(page_size, hash_fn)
+        self.sched = Scheduler(
+            vllm_config=config,
+            kv_cache_config=kv,
+            structured_output_manager=StructuredOutputManager(config),
+            block_size=page_size,
         )
-        self.requests: dict[str, Any] = {}
+        self.stubs: set[str] = set()
+        manager = self.sched.kv_cache_manager
+        lookup = manager.get_computed_blocks
+
+        def get_computed_blocks(request: Any) -> Any:
+            # the stub, as forensics/tap/vllm_faults.py makes it in a served engine
+            if request.request_id in self.stubs and request.num_tokens > 1:
+                return manager.empty_kv_cache_blocks, request.num_tokens - 1, 0
+            return lookup(request)
+
+        manager.get_computed_blocks = get_computed_blocks
         self.next_token = 1 << 40  # output tokens: never a prompt token id
 
-    def schedule(self, rid: str, stub: bool, prompt: list[int]) -> str:
+    def add(self, rid: str, stub: bool, n_out: int, prompt: list[int]) -> None:
         from vllm import SamplingParams
-        from vllm.v1.request import Request, RequestStatus
+        from vllm.v1.request import Request
 
-        req = Request(
-            rid, prompt, SamplingParams(max_tokens=1 << 20), None, block_hasher=self.hasher
-        )
-        manager = self.manager
+        params = SamplingParams(max_tokens=n_out, ignore_eos=True)
         if stub:
-            blocks, hits = manager.empty_kv_cache_blocks, len(prompt) - 1
-        else:
-            blocks, hits, _ = manager.get_computed_blocks(req)
-        got = manager.allocate_slots(
-            req, len(prompt) - hits, num_new_computed_tokens=hits, new_computed_blocks=blocks
-        )
-        if got is None:
-            return "-"
-        req.status = RequestStatus.RUNNING
-        req.num_computed_tokens = len(prompt)
-        self.requests[rid] = req
-        self._sampled(req)
-        ids = manager.get_block_ids(rid)[0]
-        return " ".join(map(str, [0 if stub else hits, *ids]))
+            self.stubs.add(rid)
+        self.sched.add_request(Request(rid, prompt, params, None, block_hasher=self.hasher))
 
     def peek(self, prompt: list[int]) -> int:
         from vllm import SamplingParams
         from vllm.v1.request import Request
 
         req = Request("peek", prompt, SamplingParams(max_tokens=1), None, block_hasher=self.hasher)
-        return int(self.manager.get_computed_blocks(req)[1])
+        return int(self.sched.kv_cache_manager.get_computed_blocks(req)[1])
 
-    def _sampled(self, req: Any) -> None:
-        req.append_output_token_ids(self.next_token)
-        self.next_token += 1
+    def steps(self, k: int) -> list[dict[str, Any]]:
+        return [self._step() for _ in range(k)]
 
-    def decode(self, rid: str) -> str:
-        req = self.requests[rid]
-        got = self.manager.allocate_slots(req, 1)
-        if got is None:
-            return "-"
-        req.num_computed_tokens += 1
-        self._sampled(req)
-        return " ".join(["+", *map(str, got.get_block_ids()[0])])
+    def _step(self) -> dict[str, Any]:
+        """One engine step: schedule, a sampled token for every request whose computed tokens
+        reach its length, update. What happened, by request id."""
+        from vllm.v1.outputs import ModelRunnerOutput
 
-    def finish(self, rid: str) -> None:
-        self.manager.free(self.requests.pop(rid))
+        sched = self.sched
+        out = sched.schedule()
+        step: dict[str, Any] = {
+            "new": [
+                [r.req_id, r.num_computed_tokens, list(r.block_ids[0])]
+                for r in out.scheduled_new_reqs
+            ],
+            "grow": [],
+            "first": [],
+            "done": [],
+            "preempted": sorted(out.preempted_req_ids or ()),
+        }
+        cached = out.scheduled_cached_reqs
+        for rid, ids in zip(cached.req_ids, cached.new_block_ids, strict=True):
+            if ids is not None and ids[0]:
+                step["grow"].append([rid, list(ids[0])])
+        ids_ = list(out.num_scheduled_tokens)
+        sampled = []
+        for rid in ids_:
+            req = sched.requests[rid]
+            if req.num_computed_tokens >= req.num_tokens:
+                if not req.output_token_ids:
+                    step["first"].append(rid)
+                sampled.append([self.next_token])
+                self.next_token += 1
+            else:
+                sampled.append([])  # a chunk of a prompt: nothing sampled yet
+        result = ModelRunnerOutput(
+            req_ids=ids_,
+            req_id_to_index={rid: n for n, rid in enumerate(ids_)},
+            sampled_token_ids=sampled,
+        )
+        for engine in sched.update_from_output(out, result).values():
+            step["done"] += [o.request_id for o in engine.outputs if o.finish_reason is not None]
+        return step
 
 
-KINDS: dict[str, Any] = {"sglang": SglangPool, "vllm": VllmPool, "vllm-cache": VllmCache}
+# The model a scheduler is configured for: any decoder-only architecture vLLM knows will do.
+_TINY_LLAMA = {
+    "architectures": ["LlamaForCausalLM"],
+    "model_type": "llama",
+    "hidden_size": 64,
+    "intermediate_size": 128,
+    "num_attention_heads": 1,
+    "num_key_value_heads": 1,
+    "num_hidden_layers": 1,
+    "vocab_size": 512,
+    "torch_dtype": "float32",
+}
+
+
+KINDS: dict[str, Any] = {"sglang": SglangPool, "vllm": VllmPool, "vllm-sched": VllmScheduler}
 
 
 def versions() -> dict[str, str | None]:
@@ -195,21 +267,19 @@ def serve(inp: Any, out: Any) -> None:
             out.write(("-" if got is None else " ".join(map(str, got))) + "\n")
             out.flush()
         elif op == "N":
-            pool, kind, n_pages, ps, need_sort = parts[1:6]
-            pools[int(pool)] = KINDS[kind](int(n_pages), int(ps), need_sort == "1")
-        elif op in ("P", "D"):
-            cache, rid = pools[int(parts[1])], parts[2]
-            if op == "P":
-                reply = cache.schedule(rid, parts[3] == "1", [int(t) for t in parts[4:]])
-            else:
-                reply = cache.decode(rid)
-            out.write(reply + "\n")
+            pool, kind, n_pages, ps, need_sort, *config = parts[1:]
+            extra = [int(x) for x in config]  # vllm-sched: max_num_seqs max_batched chunked
+            pools[int(pool)] = KINDS[kind](int(n_pages), int(ps), need_sort == "1", *extra)
+        elif op == "R":
+            pools[int(parts[1])].add(
+                parts[2], parts[3] == "1", int(parts[4]), [int(t) for t in parts[5:]]
+            )
+        elif op == "T":
+            out.write(json.dumps(pools[int(parts[1])].steps(int(parts[2]))) + "\n")
             out.flush()
         elif op == "Q":
             out.write(f"{pools[int(parts[1])].peek([int(t) for t in parts[2:]])}\n")
             out.flush()
-        elif op == "X":
-            pools[int(parts[1])].finish(parts[2])
         elif op == "V":
             out.write(json.dumps(versions(), sort_keys=True) + "\n")
             out.flush()

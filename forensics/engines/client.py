@@ -12,12 +12,12 @@ import subprocess
 import tempfile
 from pathlib import Path
 from types import TracebackType
-from typing import IO
+from typing import IO, Any
 
 from forensics.errors import UsageError
 
 DRIVER = Path(__file__).with_name("allocator_driver.py")
-KINDS = ("sglang", "vllm", "vllm-cache")
+KINDS = ("sglang", "vllm", "vllm-sched")
 
 
 def engines_python() -> Path:
@@ -74,13 +74,17 @@ class EngineAllocators:
         out: dict[str, str | None] = json.loads(self._ask("V\n"))
         return out
 
-    def new_pool(self, kind: str, n_pages: int, page_size: int, need_sort: bool) -> int:
-        """A fresh allocator over pages 1 .. n_pages-1; returns its pool number."""
+    def new_pool(
+        self, kind: str, n_pages: int, page_size: int, need_sort: bool, *config: int
+    ) -> int:
+        """A fresh allocator over pages 1 .. n_pages-1; returns its pool number. config:
+        vllm-sched's max_num_seqs, max_num_batched_tokens and chunked prefill (1 or 0)."""
         if kind not in KINDS:
             raise UsageError(f"unknown engine allocator '{kind}'; known: {', '.join(KINDS)}")
         pool = self._pools
         self._pools += 1
-        self._send(f"N {pool} {kind} {n_pages} {page_size} {int(need_sort)}\n")
+        extra = "".join(f" {int(c)}" for c in config)
+        self._send(f"N {pool} {kind} {n_pages} {page_size} {int(need_sort)}{extra}\n")
         return pool
 
     def alloc(self, pool: int, k: int) -> list[int] | None:
@@ -93,30 +97,20 @@ class EngineAllocators:
         if pages:
             self._send(f"F {pool} {' '.join(map(str, pages))}\n")
 
-    def schedule(
-        self, pool: int, rid: str, stub: bool, prompt: list[int]
-    ) -> tuple[int, list[int]] | None:
-        """vllm-cache: schedule a waiting request; (prefix-cache hit tokens, its blocks), or
-        None when too few blocks are free."""
-        reply = self._ask(f"P {pool} {rid} {int(stub)} {' '.join(map(str, prompt))}\n")
-        if reply == "-":
-            return None
-        hits, *blocks = (int(x) for x in reply.split())
-        return hits, blocks
+    def add(self, pool: int, rid: str, stub: bool, n_out: int, prompt: list[int]) -> None:
+        """vllm-sched: a request arrives with these prompt token ids (sent with the next)."""
+        self._send(f"R {pool} {rid} {int(stub)} {n_out} {' '.join(map(str, prompt))}\n")
 
     def peek(self, pool: int, prompt: list[int]) -> int:
-        """vllm-cache: the prefix-cache hit tokens this prompt would get now (nothing held)."""
+        """vllm-sched: the prefix-cache hit tokens this prompt would get now."""
         return int(self._ask(f"Q {pool} {' '.join(map(str, prompt))}\n"))
 
-    def decode(self, pool: int, rid: str) -> list[int] | None:
-        """vllm-cache: one decode step of a running request; the blocks it added, or None
-        when too few were free (the engine would preempt)."""
-        reply = self._ask(f"D {pool} {rid}\n")
-        return None if reply == "-" else [int(b) for b in reply.split()[1:]]
-
-    def finish(self, pool: int, rid: str) -> None:
-        """vllm-cache: the request finished and its blocks are freed (sent with the next)."""
-        self._send(f"X {pool} {rid}\n")
+    def steps(self, pool: int, k: int) -> list[dict[str, list[Any]]]:
+        """vllm-sched: run k engine steps; per step the requests scheduled for the first time
+        ([id, computed tokens, blocks]), the blocks running ones added ([id, blocks]), and the
+        ids that got their first token, finished, or were preempted."""
+        out: list[dict[str, list[Any]]] = json.loads(self._ask(f"T {pool} {k}\n"))
+        return out
 
     def close(self) -> None:
         if self._proc.poll() is None:

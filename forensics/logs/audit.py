@@ -25,6 +25,7 @@ from forensics.logs.specs import to_int
 
 PRIORITY = {**sglang.PRIORITY, **vllm.PRIORITY}
 _CAPACITY = ("pool_slots", "context_len")
+SCHEDULER_LIMITS = ("max_num_seqs", "max_num_batched_tokens")  # vLLM, where logged
 _ONCE_PER_START = {"sglang.max-total", "vllm.kv-cache-size", "vllm.gpu-blocks"}
 
 
@@ -169,7 +170,10 @@ def audit_run(index: int, run: list[Observation], engine: str | None) -> RunAudi
     for name in _CAPACITY:
         if chosen := _choose_number(run, name, notes):
             facts[name] = chosen
-    for name in ("role", "model", "engine_version"):
+    for name in SCHEDULER_LIMITS:
+        if chosen := _choose_number(run, name, notes):
+            facts[name] = chosen
+    for name in ("role", "model", "engine_version", "chunked_prefill"):
         if chosen_text := _choose_text(run, name):
             facts[name] = chosen_text
     if engine == "vllm" and "page_size" not in facts:

@@ -26,6 +26,9 @@ FACT_KEYS = (
     "role",
     "engine_version",
     "gpu_blocks",
+    "max_num_seqs",
+    "max_num_batched_tokens",
+    "chunked_prefill",
 )
 
 

@@ -6,7 +6,11 @@ Formats (vLLM 0.33 and older; see docs/engines.md):
   Maximum concurrency for {L:,} tokens per request: {c}x
   # GPU blocks: {n}, # CPU blocks: {m}      (V0: pool = n x block size, 16 unless logged)
   Initializing a V1 LLM engine (v{version}) with config: model='...', ..., max_seq_len={L}, ...
-  non-default args: {'model': ..., 'max_model_len': L, 'block_size': 32, ...}
+  non-default args: {'model': ..., 'max_model_len': L, 'block_size': 32, 'max_num_seqs': 8, ...}
+  Chunked prefill is enabled with max_num_batched_tokens={B}.
+The scheduler's limits (max_num_seqs, max_num_batched_tokens, chunked prefill) are read where
+logged: the engine banner's enable_chunked_prefill, the non-default args (only what the
+operator set), the chunked-prefill line.
 """
 
 from __future__ import annotations
@@ -62,6 +66,7 @@ ENGINE_INIT = Spec(
         rx(_kv("model", r"'(?P<model>[^']+)'")),
         rx(_kv("max_seq_len", r"(?P<context_len>\d+)")),
         rx(_kv("block_size", r"(?P<page_size>\d+)")),
+        rx(_kv("enable_chunked_prefill", r"(?P<chunked_prefill>True|False)")),
     ),
     starts_run=True,
 )
@@ -75,6 +80,18 @@ NON_DEFAULT_ARGS = Spec(
         rx(_kv("model", r"'(?P<model>[^']+)'")),
         rx(_kv("max_model_len", r"(?P<context_len>\d+)")),
         rx(_kv("block_size", r"(?P<page_size>\d+)")),
+        rx(_kv("max_num_seqs", r"(?P<max_num_seqs>\d+)")),
+        rx(_kv("max_num_batched_tokens", r"(?P<max_num_batched_tokens>\d+)")),
+        rx(_kv("enable_chunked_prefill", r"(?P<chunked_prefill>True|False)")),
+    ),
+)
+CHUNKED_PREFILL = Spec(
+    "vllm.chunked-prefill",
+    "vllm",
+    needle="Chunked prefill is enabled",
+    head=rx(r"Chunked prefill is enabled with max_num_batched_tokens=\d"),
+    full=rx(
+        r"Chunked prefill is enabled with max_num_batched_tokens=(?P<max_num_batched_tokens>\d+)"
     ),
 )
 VERSION = Spec(
@@ -92,6 +109,7 @@ SPECS: tuple[Spec, ...] = (
     GPU_BLOCKS,
     ENGINE_INIT,
     NON_DEFAULT_ARGS,
+    CHUNKED_PREFILL,
     VERSION,
 )
 
@@ -101,4 +119,5 @@ PRIORITY: dict[str, int] = {
     "vllm.gpu-blocks": 2,
     "vllm.engine-init": 3,
     "vllm.args": 4,
+    "vllm.chunked-prefill": 5,
 }

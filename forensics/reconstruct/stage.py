@@ -5,10 +5,10 @@ request log (trace.py) and replay it on the node's real allocator: SGLang's
 PagedTokenToKVPoolAllocator or vLLM's BlockPool, driven in the engines' environment
 (forensics.engines), chosen from the node's engine as the nodes table or its log states it;
 the simulator's LIFO pool when the engine is unknown. A vLLM unified node is rebuilt on
-vLLM's KV cache manager with prefix caching instead (unified.py), its runs kept only where they
-reproduce every logged cached_tokens. Requests that screening flags as over the pool, rejected
-by the engine, answered implausibly fast or served an implausible prefix-cache hit are
-modelled as 1-token stubs.
+vLLM's v1 scheduler and KV cache manager with prefix caching instead (unified.py), its runs kept
+only where they reproduce every logged first token, completion and cached_tokens. Requests
+that screening flags as over the pool, rejected by the engine, answered implausibly fast or
+served an implausible prefix-cache hit are modelled as 1-token stubs.
 Results go to the reconstructed_* tables (queries/schema/reconstruct.sql); the analysis turns
 their cross-account pairs into `reconstructed` exposures of the affected parties."""
 
@@ -24,7 +24,7 @@ from forensics.analysis import aggregate
 from forensics.analysis.screening import STUB_REASONS, screen
 from forensics.base.progress import ProgressFn, no_progress
 from forensics.casedb.schema_docs import main_tables
-from forensics.casedb.sql import run_script, sql
+from forensics.casedb.sql import run_script, sql, tables
 from forensics.context import RunContext, StageResult
 from forensics.engines.client import EngineAllocators
 from forensics.engines.engine_pool import EnginePagePool
@@ -41,7 +41,7 @@ from forensics.reconstruct.headline import (
 )
 from forensics.reconstruct.store import insert_requests, store_runs
 from forensics.reconstruct.trace import Layout, NodeTrace, Req, replay
-from forensics.reconstruct.unified import UnifiedNode, explore
+from forensics.reconstruct.unified import Limits, UnifiedNode, explore
 
 # The scheduler variants explored: (decode growth, waiting line, whether an allocation too big
 # for the free pages still reaches the allocator, where SGLang's merges its staged frees). The
@@ -305,6 +305,19 @@ def _requests(
     return reqs, reasons
 
 
+def _limits(con: duckdb.DuckDBPyConnection, node: str) -> Limits:
+    """The node's scheduler limits from its engine log (node_facts); not logged: not applied."""
+    if "node_facts" not in tables(con):
+        return Limits()
+    facts = dict(con.execute(sql("reconstruct/engine_limits"), {"node": node}).fetchall())
+    seqs, batched = facts.get("max_num_seqs"), facts.get("max_num_batched_tokens")
+    return Limits(
+        int(seqs) if seqs else None,
+        int(batched) if batched else None,
+        facts.get("chunked_prefill", "True") == "True",
+    )
+
+
 def unified_node(
     con: duckdb.DuckDBPyConnection,
     pools: Pools,
@@ -316,14 +329,16 @@ def unified_node(
     ps: int,
     pool_slots: int,
 ) -> dict[str, Any]:
-    """A vLLM unified node: its runs on vLLM's KV cache manager with prefix caching
-    (forensics.reconstruct.unified); only runs that reproduce every logged cached_tokens."""
+    """A vLLM unified node: its runs on vLLM's v1 scheduler with prefix caching
+    (forensics.reconstruct.unified); only runs that reproduce every logged step and
+    cached_tokens."""
     reqs, reasons = _requests(con, node, role)
     try:
         drv = pools.driver()
     except UsageError as exc:
         raise EnginesMissing(str(exc)) from exc
-    model = UnifiedNode(node, reqs, ps, pool_slots // ps, int(rp.skew_ms * 1000))
+    limits = _limits(con, node)
+    model = UnifiedNode(node, reqs, ps, pool_slots // ps, int(rp.skew_ms * 1000), limits)
     res = explore(model, drv)
     trace = NodeTrace(node, role, ps, pool_slots, reqs)
     store_runs(con, trace, res.events, res.exposures, res.tokens, max(res.kept, 1), {})
@@ -331,7 +346,7 @@ def unified_node(
     insert_requests(con, node, reqs, reasons, set(), unread, set())
     kept = f"{res.kept} of {res.runs} runs reproduce every logged cached_tokens"
     return _row(trace, kind, res.ambiguous, res.runs, 0, len(unread)) | {
-        "variants": "vLLM KVCacheManager, prefix caching on: "
+        "variants": f"vLLM v1 Scheduler, prefix caching on, {limits.describe()}: "
         + (kept if res.consistent else f"{kept} ({res.why})"),
         "consistent": res.consistent,
     }

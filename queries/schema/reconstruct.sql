@@ -24,9 +24,10 @@ CREATE TABLE IF NOT EXISTS reconstructed_nodes (
                                          -- first read is not modelled
     variants       VARCHAR,              -- the scheduler and pool variants kept: those whose
                                          -- timestamps' order left fewest requests unread
-    consistent     BOOLEAN               -- vLLM unified node: some explored run on vLLM's KV
-                                         -- cache manager reproduced every request's logged
-                                         -- cached_tokens (NULL on other nodes)
+    consistent     BOOLEAN               -- vLLM unified node: some explored run of vLLM's v1
+                                         -- scheduler reproduced every request's logged first
+                                         -- token, completion and cached_tokens (NULL on
+                                         -- other nodes)
 );
 
 -- Per reconstructed request and node: what the request was modelled as.

@@ -12,6 +12,8 @@ several in flight, a pool of 40 blocks) without a fault (`healthy-batched`) or w
 when KVFORENSICS_TAP_DIR is set).
 VLLM_RUN_SAMPLING=sampled samples every output (temperature 0.8, top-p 0.95, a seed per
 request); the default is greedy. VLLM_RUN_SEED (default 7) draws the prompts.
+VLLM_RUN_MAX_SEQS (default 8) and VLLM_RUN_MAX_BATCHED (default vLLM's) are the scheduler's
+max_num_seqs and max_num_batched_tokens (chunked prefill on when the budget is given).
 Writes OUT_DIR/requests.csv (the gateway's view: times, usage with cached tokens, sampling
 settings) and accounts.csv, OUT_DIR/run.json (outputs, the injected faults and their victims,
 tokens/s, the most requests in flight). The tap itself writes where KVFORENSICS_TAP_DIR points.
@@ -262,6 +264,12 @@ MODES_BATCHED = {
 }
 
 
+def _budget() -> dict[str, Any]:
+    """VLLM_RUN_MAX_BATCHED: a token budget per step (prompts longer than it are chunked)."""
+    most = os.environ.get("VLLM_RUN_MAX_BATCHED")
+    return {"max_num_batched_tokens": int(most), "enable_chunked_prefill": True} if most else {}
+
+
 def main() -> None:
     mode, model_dir, out_dir = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3])
     if not (model_dir / "config.json").is_file():
@@ -278,8 +286,9 @@ def main() -> None:
         enforce_eager=True,
         max_model_len=512,
         num_gpu_blocks_override=(40 if mode in MODES_BATCHED else 24) if small else None,
-        max_num_seqs=8,
+        max_num_seqs=int(os.environ.get("VLLM_RUN_MAX_SEQS", "8")),
         seed=0,
+        **_budget(),
     )
     gw = Gateway(llm.llm_engine)
     t0 = time.time()

@@ -1,8 +1,8 @@
-"""vLLM's KV cache manager with prefix caching, driven over the pipe (`vllm-cache` pools of
-forensics/engines/allocator_driver.py), against what vLLM v1 does with blocks (the behaviour
-its kv_cache_manager.py and block_pool.py document), and the unified-node reconstruction on a
-log whose answer follows from that behaviour by hand. Needs the engines' environment
-(tests/engines.py)."""
+"""vLLM's v1 scheduler over its KV cache manager with prefix caching, driven over the pipe
+(`vllm-sched` pools of forensics/engines/allocator_driver.py), against what vLLM v1 does with
+requests and blocks (the behaviour its scheduler.py, kv_cache_manager.py and block_pool.py
+document), and the unified-node reconstruction on a log whose answer follows from that
+behaviour by hand. Needs the engines' environment (support.engines)."""
 
 from __future__ import annotations
 
@@ -17,15 +17,9 @@ from support.engines import engines_python
 from support.traces import MS, req
 
 from forensics.engines.client import EngineAllocators
+from forensics.reconstruct.steps import merge_gap, spans, step_layouts, steps
 from forensics.reconstruct.trace import Req
-from forensics.reconstruct.unified import (
-    UnifiedNode,
-    explore,
-    merge_gap,
-    spans,
-    step_layouts,
-    steps,
-)
+from forensics.reconstruct.unified import Limits, UnifiedNode, explore
 
 BS = 4
 
@@ -36,20 +30,30 @@ def drv() -> Iterator[EngineAllocators]:
         yield d
 
 
-def pool(drv: EngineAllocators, n_blocks: int = 8) -> int:
+def pool(drv: EngineAllocators, n_blocks: int = 8, *limits: int) -> int:
     """Blocks 1 .. n_blocks-1 (block 0 is vLLM's null block), handed out in id order."""
-    return drv.new_pool("vllm-cache", n_blocks, BS, False)
+    return drv.new_pool("vllm-sched", n_blocks, BS, False, *limits)
+
+
+def serve(drv: EngineAllocators, p: int, rid: str, prompt: list[int], stub: bool = False) -> Any:
+    """A request of one output token, served in one step: (computed tokens, blocks) when it
+    was scheduled."""
+    drv.add(p, rid, stub, 1, prompt)
+    (step,) = drv.steps(p, 1)
+    assert step["first"] == [rid] and step["done"] == [rid], step
+    ((got, computed, blocks),) = step["new"]
+    assert got == rid
+    return computed, blocks
 
 
 def test_a_prompt_hits_the_full_blocks_a_finished_request_left_cached(
     drv: EngineAllocators,
 ) -> None:
     p = pool(drv)
-    assert drv.schedule(p, "a", False, list(range(1, 11))) == (0, [1, 2, 3])
-    drv.finish(p, "a")
+    assert serve(drv, p, "a", list(range(1, 11))) == (0, [1, 2, 3])
     # the two full blocks of a's prompt are cached; its third held 2 prompt tokens
     assert drv.peek(p, [*range(1, 9), 50, 51]) == 8
-    hits, blocks = drv.schedule(p, "b", False, [*range(1, 9), 50, 51]) or (None, [])
+    hits, blocks = serve(drv, p, "b", [*range(1, 9), 50, 51])
     assert hits == 8 and blocks[:2] == [1, 2] and len(blocks) == 3
     # a prompt all of whose blocks are cached recomputes its last token: the hit stops a
     # block short (vLLM caps it at prompt - 1, in whole blocks)
@@ -58,33 +62,48 @@ def test_a_prompt_hits_the_full_blocks_a_finished_request_left_cached(
 
 def test_freed_blocks_uncached_first_cached_last_in_reverse(drv: EngineAllocators) -> None:
     p = pool(drv)
-    drv.schedule(p, "a", False, list(range(1, 11)))  # blocks 1, 2 full (cached), 3 partial
-    drv.finish(p, "a")
+    serve(drv, p, "a", list(range(1, 11)))  # blocks 1, 2 full (cached), 3 partial
     # uncached blocks go to the free queue's head, cached ones to its tail, tail block first
-    got = drv.schedule(p, "d", False, list(range(100, 120)))  # 5 blocks, nothing shared
-    assert got == (0, [3, 4, 5, 6, 7])
-    got = drv.schedule(p, "e", False, list(range(200, 203)))
-    assert got == (0, [2])  # evicts a's second block, its first still cached
+    assert serve(drv, p, "d", list(range(100, 120))) == (0, [3, 4, 5, 6, 7])
+    assert serve(drv, p, "e", list(range(200, 203))) == (0, [2])  # evicts a's second block
     assert drv.peek(p, [*range(1, 5), 9, 9]) == 4
     assert drv.peek(p, [*range(1, 9), 9, 9]) == 4  # the second one is gone
 
 
 def test_a_stub_takes_fresh_blocks_for_its_whole_prompt(drv: EngineAllocators) -> None:
     p = pool(drv)
-    drv.schedule(p, "a", False, list(range(1, 11)))
-    drv.finish(p, "a")
-    hits, blocks = drv.schedule(p, "s", True, list(range(1, 11))) or (None, [])
-    # no lookup although its prompt is cached: the free queue's head, uncached block first
-    assert hits == 0 and blocks == [3, 4, 5]
+    serve(drv, p, "a", list(range(1, 11)))
+    # no lookup although its prompt is cached: all but its last token taken as computed, the
+    # free queue's head, uncached block first
+    assert serve(drv, p, "s", list(range(1, 11)), stub=True) == (9, [3, 4, 5])
 
 
 def test_a_decode_step_adds_a_block_when_its_position_starts_one(drv: EngineAllocators) -> None:
     p = pool(drv, 4)  # blocks 1..3
-    assert drv.schedule(p, "a", False, list(range(1, 8))) == (0, [1, 2])  # positions 0..6
-    assert drv.decode(p, "a") == []  # computes position 7: block 2's last slot
-    assert drv.decode(p, "a") == [3]  # position 8
-    assert [drv.decode(p, "a") for _ in range(3)] == [[], [], []]  # positions 9..11
-    assert drv.decode(p, "a") is None  # position 12: no block left (vLLM would preempt)
+    drv.add(p, "a", False, 20, list(range(1, 8)))
+    first, *rest = drv.steps(p, 7)
+    assert first["new"] == [["a", 0, [1, 2]]] and first["first"] == ["a"]  # positions 0..6
+    # position 7 fills block 2; position 8 needs block 3; 9..11 fit in it
+    assert [s["grow"] for s in rest[:5]] == [[], [["a", [3]]], [], [], []]
+    assert rest[5]["preempted"] == ["a"]  # position 12: no block left, the engine preempts
+
+
+def test_the_seat_limit_and_the_token_budget_hold_requests_back(drv: EngineAllocators) -> None:
+    """max_num_seqs 2: the third request waits for a seat; a budget of 6 tokens per step
+    chunks a 10-token prompt over two steps, beside the running requests' decode tokens."""
+    p = pool(drv, 16, 2, 6, 1)
+    for rid, n_out in (("a", 3), ("b", 3), ("c", 1)):
+        drv.add(p, rid, False, n_out, [*range(100 * len(rid) + ord(rid[0]) * 10, 0, -1)][:3])
+    got = drv.steps(p, 4)
+    assert [s["first"] for s in got] == [["a", "b"], [], [], ["c"]]
+    assert got[2]["done"] == ["a", "b"]
+    q = pool(drv, 16, 4, 6, 1)
+    drv.add(q, "r", False, 2, list(range(1, 3)))
+    drv.add(q, "long", False, 1, list(range(10, 20)))
+    got = drv.steps(q, 3)
+    # step 0: r's 2 tokens and 4 of long's 10; step 1: r's decode token and 5 more; step 2: 1
+    assert [s["first"] for s in got] == [["r"], [], ["long"]]
+    assert got[0]["new"][1][:2] == ["long", 0] and got[1]["done"] == ["r"]
 
 
 def _req(*fields: Any, stub: bool = False) -> Req:
@@ -170,3 +189,29 @@ def test_a_log_the_manager_cannot_reproduce_keeps_no_run(drv: EngineAllocators) 
     ]
     res = explore(UnifiedNode("n", reqs, BS, 6, 1 * MS), drv)
     assert not res.consistent and res.kept == 0 and "b" in res.why
+
+
+def test_the_logged_limits_bind_the_runs(drv: EngineAllocators) -> None:
+    """Three requests of one output token each, all three first tokens in one logged step: a
+    run exists without limits, none with two seats (the scheduler would hold c back a step);
+    with a budget of 4 tokens per step c's 6-token prompt arrives a step early and is chunked,
+    and its first token still falls where the log has it."""
+    reqs = [
+        _req("a", "acct-a", 0, 10, 10, 2, 1, 0),
+        _req("b", "acct-b", 1, 10, 10, 2, 1, 0),
+        _req("c", "acct-c", 2, 10, 10, 6, 1, 0),
+    ]
+    assert explore(UnifiedNode("n", reqs, BS, 8, 1 * MS), drv).consistent
+    two = explore(UnifiedNode("n", reqs, BS, 8, 1 * MS, Limits(max_num_seqs=2)), drv)
+    assert not two.consistent and "c" in two.why
+    alone = [replace(reqs[2], received_us=0)]
+    chunked = UnifiedNode("n", alone, BS, 8, 1 * MS, Limits(max_batched=4))
+    assert chunked.arrivals([0]) == {-1: [0]}  # a step before the first logged one
+    assert explore(chunked, drv).consistent
+    # c takes 4 tokens in a step of its own and its last 2 beside a's 2 in the logged step;
+    # with b's 2 as well that step would need 6: b's first token would come a step later
+    with_a = [replace(reqs[0], received_us=1), *alone]
+    assert explore(UnifiedNode("n", with_a, BS, 8, 1 * MS, Limits(max_batched=4)), drv).consistent
+    three = [*with_a, reqs[1]]
+    res = explore(UnifiedNode("n", three, BS, 8, 1 * MS, Limits(max_batched=4)), drv)
+    assert not res.consistent and "b" in res.why

@@ -1,0 +1,116 @@
+"""The engine's steps as the gateway log shows them, for a vLLM unified node.
+
+vLLM v1 runs in steps; the gateway logs a request's first token after the step that prefilled
+it and its completion after the step that sampled its last token. One step's outputs are logged
+microseconds apart, steps milliseconds apart (merge_gap). A request has as many steps as output
+tokens, so the steps the log does not show are counted into the gaps between logged steps
+(step_layouts: every count that fits every request)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from forensics.reconstruct.trace import Req
+
+
+def merge_gap(reqs: list[Req], most_us: int) -> int:
+    """How close two logged times must be to be one step's. One step's outputs are logged one
+    after another (microseconds apart), steps a model's forward pass apart (milliseconds): the
+    first gap between logged times at least ten times the largest one below it, and at most
+    most_us and a quarter of the shortest step a request's own times imply."""
+    spans = [
+        (r.completed_us - r.first_token_us) // (r.n_out - 1)
+        for r in reqs
+        if r.first_token_us is not None and r.completed_us is not None and r.n_out > 1
+    ]
+    cap = max(1, min([most_us, *(s // 4 for s in spans if s > 0)]))
+    times = sorted({t for r in reqs for t in (r.first_token_us, r.completed_us) if t is not None})
+    below = 0
+    for gap in sorted({b - a for a, b in zip(times, times[1:], strict=False)} - {0}):
+        if gap >= cap:
+            break
+        if below and gap >= 10 * below:
+            return gap
+        below = gap
+    return cap
+
+
+def steps(reqs: list[Req], merge_us: int) -> list[int]:
+    """The logged steps' times: first tokens and completions, merged when closer than
+    merge_us (one step's outputs are logged one after another)."""
+    times = sorted({t for r in reqs for t in (r.first_token_us, r.completed_us) if t is not None})
+    out: list[int] = []
+    for t in times:
+        if not out or t - out[-1] >= merge_us:
+            out.append(t)
+    return out
+
+
+def _step_of(clusters: list[int], t: int) -> int:
+    """Index of the logged step holding time t (the last one at or before it)."""
+    return max(int(np.searchsorted(clusters, t, side="right")) - 1, 0)
+
+
+def spans(reqs: list[Req], clusters: list[int]) -> list[tuple[int, int, int]] | None:
+    """Per request, (logged step of its first token, of its completion, steps between them
+    that no event logged); None when a request spans more logged steps than it has output
+    tokens (preempted, or the steps are not the engine's)."""
+    out = []
+    for r in reqs:
+        if r.first_token_us is None or r.completed_us is None:
+            return None
+        a, b = _step_of(clusters, r.first_token_us), _step_of(clusters, r.completed_us)
+        d = max(r.n_out - 1, 0) - (b - a)
+        if d < 0:
+            return None
+        out.append((a, b, d))
+    return out
+
+
+def step_layouts(sp: list[tuple[int, int, int]], n_clusters: int, limit: int) -> list[list[int]]:
+    """Every way (up to limit + 1 of them) to put unlogged steps between the logged ones so
+    that each request has exactly as many steps as output tokens: per gap between logged steps
+    i and i+1, the unlogged steps in it. A gap no request spans gets none (nothing decodes)."""
+    n = max(n_clusters - 1, 0)
+    if any(a == b and d for a, b, d in sp):
+        return []  # more tokens than the one logged step it has
+    cover: list[list[int]] = [[] for _ in range(n)]
+    ending: list[list[int]] = [[] for _ in range(n)]
+    for j, (a, b, _) in enumerate(sp):
+        for g in range(a, b):
+            cover[g].append(j)
+        if b > a:
+            ending[b - 1].append(j)
+    left = [d for _, _, d in sp]
+    most = [0] * n
+    gaps = [-1] * n  # the unlogged steps tried at each gap; -1: not entered
+    out: list[list[int]] = []
+    g = 0
+    while g >= 0 and len(out) <= limit:  # depth first, without recursion
+        if g == n:
+            out.append(list(gaps))
+            g -= 1
+            continue
+        if gaps[g] < 0:
+            most[g] = min((left[j] for j in cover[g]), default=0)
+        else:
+            for j in cover[g]:
+                left[j] += gaps[g]
+        gaps[g] += 1
+        if gaps[g] > most[g]:
+            gaps[g] = -1
+            g -= 1
+            continue
+        for j in cover[g]:
+            left[j] -= gaps[g]
+        if all(left[j] == 0 for j in ending[g]):
+            g += 1
+    return out
+
+
+def index_of(gaps: list[int]) -> list[int]:
+    """The engine step of each logged step, given the unlogged steps in each gap."""
+    index = [0]
+    for e in gaps:
+        index.append(index[-1] + 1 + e)
+    return index
