@@ -344,7 +344,7 @@ def unified_node(
     store_runs(con, trace, res.events, res.exposures, res.tokens, max(res.kept, 1), {})
     unread = set() if res.consistent else {k for k, r in enumerate(reqs) if r.stub}
     insert_requests(con, node, reqs, reasons, set(), unread, set())
-    kept = f"{res.kept} of {res.runs} runs reproduce every logged cached_tokens"
+    kept = f"{res.kept} of {res.runs} runs fit the log (its steps and cached_tokens)"
     return _row(trace, kind, res.ambiguous, res.runs, 0, len(unread)) | {
         "variants": f"vLLM v1 Scheduler, prefix caching on, {limits.describe()}: "
         + (kept if res.consistent else f"{kept} ({res.why})"),

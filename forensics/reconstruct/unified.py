@@ -33,30 +33,20 @@ marked inconsistent and clears nothing)."""
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
 from forensics.engines.client import EngineAllocators
+from forensics.reconstruct.runstate import RunState, StepClock, UnifiedRun, logged_at
 from forensics.reconstruct.steps import index_of, merge_gap, spans, step_layouts, steps
-from forensics.reconstruct.trace import Event, Layout, Req, runs
+from forensics.reconstruct.trace import Event, Layout, Req
 
-ADMIT, DECODE, FREE = 1, 0, 2  # phases within a step: decode blocks, new requests, frees
-AFTER = 3  # a decode step between two logged steps: after the earlier one's frees
+DECODE, AFTER = 0, 3  # a decode step at a logged step, or between it and the next one
 STEP_LAYOUTS = 20_000  # the most placements of unlogged steps enumerated
 MAX_STEPS = 5_000  # logged steps of a node explored; more: none kept
 SCHEDULES = 128  # the most distinct decode-block schedules they give, run; more: none kept
-
-
-@dataclass
-class UnifiedRun:
-    ok: bool = True
-    why: str = ""
-    exposures: dict[tuple[int, int], int] = field(default_factory=dict)
-    layouts: dict[int, Layout] = field(default_factory=dict)
-    events: list[Event] = field(default_factory=list)
-    hits: dict[int, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -162,7 +152,7 @@ class UnifiedNode:
         return out
 
     def missing(self) -> str:
-        """Why the log cannot be checked against the engine's scheduler, or ''."""
+        """Why the log cannot be checked against the engine's scheduler at all, or ''."""
         for r in self.reqs:
             if r.first_token_us is None or r.completed_us is None:
                 return f"{r.request_id} has no first token or completion in the log"
@@ -172,6 +162,10 @@ class UnifiedNode:
             return f"{len(self.clusters)} logged steps, more than {MAX_STEPS} are not explored"
         if self.spans is None:
             return "a request spans more logged steps than it has output tokens (preempted?)"
+        return ""
+
+    def unplaced(self) -> str:
+        """Why the unlogged steps cannot be placed between the logged ones, or ''."""
         if not self.layouts:
             return "no count of unlogged steps gives every request its output tokens"
         if len(self.layouts) > STEP_LAYOUTS:
@@ -204,14 +198,15 @@ class UnifiedNode:
         index = [at + lead for at in index]
         arrive = self.arrivals(index)
         pool = drv.new_pool("vllm-sched", self.n_blocks, self.ps, False, *self.limits.config())
-        state = _RunState(self, events)
+        state = RunState(self.reqs, self.ps, self.n_blocks, events)
+        spans_ = self.spans
         starts = sorted(arrive)
         total = index[-1] + 1 if index else 0
         for n, at in enumerate([*starts, total]):
             if n:
                 begin = starts[n - 1]
                 for k, step in enumerate(drv.steps(pool, at - begin)):
-                    why = state.step(begin + k, step, index)
+                    why = state.step(step, logged_at(begin + k, spans_, index))
                     if why:
                         return UnifiedRun(ok=False, why=why)
             if at < total:
@@ -221,6 +216,87 @@ class UnifiedNode:
         if left:
             return UnifiedRun(ok=False, why=f"{left[0]} did not finish in the steps the log allows")
         return state.out
+
+    def run_timed(
+        self, drv: EngineAllocators, stub_shared: bool, events: bool, choices: list[bool]
+    ) -> UnifiedRun:
+        """One run of the engine's scheduler on the clock: each request arrives at its logged
+        arrival time and the scheduler alone decides when it runs (seats, token budget,
+        chunked prefill), as the engine did. A step that gives first tokens or completions must
+        be the next logged step, with exactly the requests the log has there, and sets the
+        clock to its logged time; a step that gives none is taken to last one typical step
+        (StepClock), never reaching the next logged step's time. An engine with nothing to do
+        waits for the next arrival.
+
+        A request that arrived before the clock joins the next step. One that arrived within
+        a typical step after it may have joined it (a gateway that adds requests between steps
+        logs arrivals in the gaps) or not (it came while the step ran): choices[k] decides
+        the k-th such arrival (True: it joined; True where choices ends). The run's `branches`
+        counts the arrivals it had to decide."""
+        assert self.spans is not None
+        pool = drv.new_pool("vllm-sched", self.n_blocks, self.ps, False, *self.limits.config())
+        state = RunState(self.reqs, self.ps, self.n_blocks, events)
+        spans_, reqs = self.spans, self.reqs
+        order = sorted(range(len(reqs)), key=lambda i: (reqs[i].received_us, i))
+        step_us = StepClock(reqs)
+        clock, logged, came, decided = reqs[order[0]].received_us, 0, 0, 0
+        budget = self.limits.config()[1]
+        most = len(self.clusters) + sum(r.n_out + r.prompt // budget + 1 for r in reqs) + 8
+        for _ in range(most):
+            while came < len(order) and reqs[order[came]].received_us <= clock + step_us.around(
+                clock
+            ):
+                if reqs[order[came]].received_us > clock:
+                    joined = choices[decided] if decided < len(choices) else True
+                    decided += 1
+                    if not joined:
+                        break  # it, and every later arrival, joins a later step
+                self._arrive(drv, pool, order[came], stub_shared)
+                came += 1
+            if came == len(state.done) and came < len(order):
+                clock = reqs[order[came]].received_us  # idle until the next arrival
+                continue
+            (step,) = drv.steps(pool, 1)
+            if step["first"] or step["done"]:
+                if logged == len(self.clusters):
+                    return UnifiedRun(
+                        ok=False,
+                        why="the scheduler ran past the last logged step",
+                        branches=decided,
+                    )
+                why = state.step(step, logged_at(logged, spans_))
+                clock, logged = self.clusters[logged], logged + 1
+            else:
+                why = state.step(step, logged_at(-1, spans_))  # asks nothing: no outputs
+                later = clock + step_us.around(clock)
+                ahead = self.clusters[logged] - 1 if logged < len(self.clusters) else later
+                clock = min(later, max(ahead, clock))
+            if why:
+                return UnifiedRun(ok=False, why=why, branches=decided)
+            if len(state.done) == len(reqs):
+                state.out.branches = decided
+                return state.out
+        return UnifiedRun(
+            ok=False, why="the scheduler did not finish every request", branches=decided
+        )
+
+    def timed_runs(
+        self, drv: EngineAllocators, stub_shared: bool, first: Callable[[], bool], tries: int
+    ) -> Iterator[UnifiedRun]:
+        """Runs on the clock (run_timed), depth first over the arrivals it must decide: each
+        next run takes back the latest decided arrival that joined a step and defers it; at
+        most `tries` runs. first(): whether no run is kept yet (that run records events)."""
+        choices: list[bool] = []
+        for _ in range(tries):
+            run = self.run_timed(drv, stub_shared, first(), choices)
+            yield run
+            seq = (choices + [True] * run.branches)[: run.branches]
+            while seq and not seq[-1]:
+                seq.pop()
+            if not seq:
+                return
+            seq[-1] = False
+            choices = seq
 
     def _arrive(self, drv: EngineAllocators, pool: int, i: int, stub_shared: bool) -> None:
         """Request i arrives with a synthesized prompt: for a stub, shared with its account's
@@ -246,120 +322,49 @@ class UnifiedNode:
         drv.add(pool, f"r{i}", False, n_out, tokens)
 
 
-class _RunState:
-    """What one run has seen so far: blocks per request, last writers per slot, exposures."""
-
-    def __init__(self, node: UnifiedNode, events: bool):
-        self.node, self.events = node, events
-        size = node.n_blocks * node.ps
-        self.writer = np.full(size, -1, np.int64)
-        self.wpos = np.full(size, -1, np.int64)
-        self.blocks: dict[int, list[int]] = {}
-        self.done: set[int] = set()
-        self.out = UnifiedRun()
-
-    def step(self, at: int, step: dict[str, list[Any]], index: list[int]) -> str:
-        """Take one engine step's report; why it contradicts the log, or ''."""
-        node, reqs, out = self.node, self.node.reqs, self.out
-        assert node.spans is not None
-        if step["preempted"]:
-            return f"the scheduler preempted {reqs[int(step['preempted'][0][1:])].request_id}"
-        for rid, computed, ids in step["new"]:
-            i = int(rid[1:])
-            r = reqs[i]
-            hits = 0 if r.stub else int(computed)
-            if not r.stub and hits != r.cached_tokens:
-                return f"{r.request_id}: {hits} hit tokens, the log {r.cached_tokens}"
-            out.hits[i] = hits
-            self.blocks[i] = list(ids)
-            self._emit(r.received_us, r, "alloc", ids, 0)
-            if r.stub:
-                self._read(i, np.asarray(ids, np.int64))
-                self._emit(r.received_us, r, "read", ids, 0, r.prompt)
-        for rid, ids in step["grow"]:
-            i = int(rid[1:])
-            r = reqs[i]
-            assert r.first_token_us is not None
-            self._emit(r.first_token_us, r, "alloc", ids, len(self.blocks[i]))
-            self.blocks[i] += ids
-        for rid in step["first"]:
-            i = int(rid[1:])
-            if at != index[node.spans[i][0]]:
-                return f"the scheduler gave {reqs[i].request_id} its first token at another step"
-        for rid in step["done"]:
-            i = int(rid[1:])
-            r = reqs[i]
-            if at != index[node.spans[i][1]]:
-                return f"the scheduler finished {r.request_id} at another step than the log"
-            assert r.completed_us is not None
-            self._write(i, np.asarray(self.blocks[i], np.int64))
-            self._emit(r.completed_us, r, "free", self.blocks[i], 0)
-            self.done.add(i)
-        return ""
-
-    def _write(self, i: int, ids: np.ndarray) -> None:
-        """What request i left in its blocks: the prompt it computed, its decode steps."""
-        r, ps = self.node.reqs[i], self.node.ps
-        p0 = r.prompt - 1 if r.stub else self.out.hits[i]
-        end = min(r.prompt + max(r.n_out - 1, 0), len(ids) * ps)
-        pos = np.arange(p0, end)
-        slots = ids[pos // ps] * ps + pos % ps
-        self.writer[slots] = i
-        self.wpos[slots] = pos
-
-    def _read(self, i: int, ids: np.ndarray) -> None:
-        r, ps, out = self.node.reqs[i], self.node.ps, self.out
-        pos = np.arange(0, r.prompt - 1)
-        slots = ids[pos // ps] * ps + pos % ps
-        w = self.writer[slots]
-        out.layouts[i] = tuple(
-            None if a < 0 else (int(a), int(b))
-            for a, b in zip(w.tolist(), self.wpos[slots].tolist(), strict=True)
-        )
-        for leaker, n in zip(*np.unique(w[(w >= 0) & (w != i)], return_counts=True), strict=True):
-            out.exposures[(i, int(leaker))] = int(n)
-
-    def _emit(
-        self, t: int, r: Req, op: str, ids: list[int], first: int, p1: int | None = None
-    ) -> None:
-        if not self.events:
-            return
-        ps = self.node.ps
-        pages = np.asarray(ids, np.int64)
-        for slot, n, pos in runs(pages, 0, len(ids) * ps if p1 is None else p1, ps):
-            self.out.events.append((t, r.request_id, op, slot, n, pos + first * ps, None))
+TIMED_RUNS = 64  # the most runs on the clock per stub sharing (timed_runs)
 
 
 def explore(node: UnifiedNode, drv: EngineAllocators) -> UnifiedResult:
-    """Every placement of the unlogged steps the log leaves open (step_layouts), each with the
-    stub's prompt shared with its account's prefix and not; the consistent runs kept."""
+    """The runs the log leaves open, each with the stub's prompt shared with its account's
+    prefix and not: every placement of the unlogged steps (step_layouts), each request
+    arriving at the step of its first token; where none of them fits the log (a request held
+    back by the seats or the token budget, a chunked prefill), runs on the clock (timed_runs),
+    where the scheduler decides when each request runs. The consistent ones are
+    kept."""
     res = UnifiedResult()
     why = node.missing()
     if why:
         res.why = why
         return res
-    schedules = node.schedules(SCHEDULES)
-    res.ambiguous = len(schedules) - 1
+    schedules = node.schedules(SCHEDULES) if not node.unplaced() else []
+    res.ambiguous = max(len(schedules) - 1, 0)
     if len(schedules) > SCHEDULES:
         res.why = f"more than {SCHEDULES} decode-block schedules fit the log"
         return res
-    stubs = any(r.stub for r in node.reqs)
-    first = True
-    for _where, gaps in schedules:
-        for stub_shared in (True, False) if stubs else (True,):
-            run = node.run(drv, gaps, stub_shared, events=first)
-            res.runs += 1
-            if not run.ok:
-                res.why = res.why or run.why
-                continue
-            if first:
-                res.events = run.events
-                first = False
-            res.kept += 1
-            for pair, n in run.exposures.items():
-                res.exposures[pair] += 1
-                res.tokens[pair] = max(res.tokens.get(pair, 0), n)
-            for receiver, layout in run.layouts.items():
-                res.layouts.setdefault(receiver, Counter())[layout] += 1
+    res.why = node.unplaced()
+    shared = (True, False) if any(r.stub for r in node.reqs) else (True,)
+    _keep(res, (node.run(drv, gaps, s, res.kept == 0) for _w, gaps in schedules for s in shared))
+    if not res.kept:
+        for s in shared:
+            _keep(res, node.timed_runs(drv, s, lambda: res.kept == 0, TIMED_RUNS))
     res.consistent = res.kept > 0
     return res
+
+
+def _keep(res: UnifiedResult, runs_: Iterator[UnifiedRun]) -> None:
+    """Count the runs and keep the consistent ones' exposures and layouts (the first one's
+    events)."""
+    for run in runs_:
+        res.runs += 1
+        if not run.ok:
+            res.why = res.why or run.why
+            continue
+        if not res.kept:
+            res.events = run.events
+        res.kept += 1
+        for pair, n in run.exposures.items():
+            res.exposures[pair] += 1
+            res.tokens[pair] = max(res.tokens.get(pair, 0), n)
+        for receiver, layout in run.layouts.items():
+            res.layouts.setdefault(receiver, Counter())[layout] += 1

@@ -48,8 +48,14 @@ def vllm_engine(model: Path) -> dict[str, Any]:
 
 
 def serve_case(
-    engine: dict[str, Any], mode: str, base: Path, tap: dict[str, str] | None = None
+    engine: dict[str, Any],
+    mode: str,
+    base: Path,
+    tap: dict[str, str] | None = None,
+    keep_log: bool = False,
 ) -> dict[str, Any]:
+    """Serve the case; keep_log: the engine's own log (vLLM logs to stdout) is kept as the
+    case's logs/vllm-0.log, as a deployment keeps it."""
     case = base / "case"
     env = {
         **os.environ,
@@ -68,6 +74,9 @@ def serve_case(
     ]
     done = subprocess.run([*cmd, str(case)], env=env, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
+    if keep_log:
+        (case / "logs").mkdir(exist_ok=True)
+        (case / "logs" / "vllm-0.log").write_text(done.stdout + done.stderr)
     db = base / "case.duckdb"
     assert cli(["ingest", str(case), "--db", str(db), "--ledger-load"]) == 0
     code = cli(["analyze", "--db", str(db)])
