@@ -14,7 +14,10 @@ Per request:
 
 - it arrives just before the step of its logged first token, earlier by the steps its prefill
   needs when chunked; the scheduler must give it its first token exactly there and finish it
-  at the step of its logged completion, or the run does not fit the log;
+  at the step of its logged completion, or the run does not fit the log. Where no such run
+  fits (a request held back by the seats or the token budget, a prompt chunked beside
+  others), runs on the clock follow (run_timed): each request arrives at its logged arrival
+  time and the scheduler alone decides when it runs;
 - the log has no contents, so prompts are synthesized: the first p blocks of every prompt of
   an account are the account's shared prefix, the rest its own. p is chosen when the request
   arrives, as the first of (the account's longest logged hit, the request's own logged hit)
