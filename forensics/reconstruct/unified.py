@@ -231,11 +231,12 @@ class UnifiedNode:
         (StepClock), never reaching the next logged step's time. An engine with nothing to do
         waits for the next arrival.
 
-        A request that arrived before the clock joins the next step. One that arrived within
-        a typical step after it may have joined it (a gateway that adds requests between steps
-        logs arrivals in the gaps) or not (it came while the step ran): choices[k] decides
-        the k-th such arrival (True: it joined; True where choices ends). The run's `branches`
-        counts the arrivals it had to decide."""
+        A request that arrived before the clock joins the next step. One that arrived after it
+        but before the next logged step's time may have joined the next step (a gateway that
+        adds requests between steps logs arrivals in the gaps, and the clock of unlogged steps
+        is an estimate) or not: it joins where it arrived within a typical step of the clock,
+        else not, unless choices[k] is True for this, the k-th such arrival, which turns that
+        around. The run's `branches` counts the arrivals it had to decide."""
         assert self.spans is not None
         pool = drv.new_pool("vllm-sched", self.n_blocks, self.ps, False, *self.limits.config())
         state = RunState(self.reqs, self.ps, self.n_blocks, events)
@@ -246,13 +247,14 @@ class UnifiedNode:
         budget = self.limits.config()[1]
         most = len(self.clusters) + sum(r.n_out + r.prompt // budget + 1 for r in reqs) + 8
         for _ in range(most):
-            while came < len(order) and reqs[order[came]].received_us <= clock + step_us.around(
-                clock
-            ):
-                if reqs[order[came]].received_us > clock:
-                    joined = choices[decided] if decided < len(choices) else True
+            near = clock + step_us.around(clock)
+            far = max(near, self.clusters[logged] if logged < len(self.clusters) else near)
+            while came < len(order) and reqs[order[came]].received_us <= far:
+                at = reqs[order[came]].received_us
+                if at > clock:  # it may have come before the next step began, or not
+                    flipped = decided < len(choices) and choices[decided]
                     decided += 1
-                    if not joined:
+                    if (at <= near) == flipped:
                         break  # it, and every later arrival, joins a later step
                 self._arrive(drv, pool, order[came], stub_shared)
                 came += 1
@@ -287,18 +289,18 @@ class UnifiedNode:
         self, drv: EngineAllocators, stub_shared: bool, first: Callable[[], bool], tries: int
     ) -> Iterator[UnifiedRun]:
         """Runs on the clock (run_timed), depth first over the arrivals it must decide: each
-        next run takes back the latest decided arrival that joined a step and defers it; at
-        most `tries` runs. first(): whether no run is kept yet (that run records events)."""
+        next run turns around the latest decision not turned yet (and keeps the ones before
+        it); at most `tries` runs. first(): whether no run is kept yet (that run records events)."""
         choices: list[bool] = []
         for _ in range(tries):
             run = self.run_timed(drv, stub_shared, first(), choices)
             yield run
-            seq = (choices + [True] * run.branches)[: run.branches]
-            while seq and not seq[-1]:
+            seq = (choices + [False] * run.branches)[: run.branches]
+            while seq and seq[-1]:
                 seq.pop()
             if not seq:
                 return
-            seq[-1] = False
+            seq[-1] = True
             choices = seq
 
     def _arrive(self, drv: EngineAllocators, pool: int, i: int, stub_shared: bool) -> None:
@@ -325,7 +327,7 @@ class UnifiedNode:
         drv.add(pool, f"r{i}", False, n_out, tokens)
 
 
-TIMED_RUNS = 64  # the most runs on the clock per stub sharing (timed_runs)
+TIMED_RUNS = 128  # the most runs on the clock per stub sharing (timed_runs)
 
 
 def explore(node: UnifiedNode, drv: EngineAllocators) -> UnifiedResult:
