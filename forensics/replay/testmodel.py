@@ -1,4 +1,5 @@
-"""The project's small deterministic test model, and the loader for real model directories.
+"""The project's small deterministic test model, the device a replay runs on, and exact
+float32 there (real model directories are loaded by loader.py).
 
 The test model is a real transformers causal LM (Llama architecture: RMSNorm, rotary position
 embeddings, grouped-query attention) with a tiny config. Its weights come from numpy's
