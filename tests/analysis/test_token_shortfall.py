@@ -9,12 +9,18 @@ timeline (which requests overlap the stub's prefill), not taken from the code.""
 
 from __future__ import annotations
 
+import csv
 import datetime as dt
+import re
+import shutil
 from pathlib import Path
 
+import duckdb
 from support.analysis_case import EPOCH, insert, new_case, timed_request
+from support.paths import SAMPLE
 
 from forensics.analysis.stage import analyze
+from forensics.cli import run as cli
 from forensics.logs.load import load_logs
 
 
@@ -167,3 +173,45 @@ def test_requests_at_the_edges_of_the_log_are_not_compared(tmp_path: Path) -> No
     _, summary, reasons = _analyzed(tmp_path, lines, _requests())
     assert _listed(reasons) == set()
     assert summary["unscreened_fitting_requests"] == 8 - 3  # N2, N3, N4 compared
+
+
+def test_the_sample_incidents_stubs_from_the_counters_alone(tmp_path: Path) -> None:
+    """The sample incident (data_samples/incident) without its ledger, its pool sizes (nodes.csv
+    pool_slots, the start-up lines) and the engine's rejection lines: over-pool and
+    engine-rejected cannot look, and the prefill nodes' batch lines, where each stub computed 1
+    token of its prompt, are all that is left. token-shortfall lists exactly the receivers the
+    sample's ground truth names (its simulator's own record of who read whose pages)."""
+    case = tmp_path / "case"
+    shutil.copytree(SAMPLE, case, ignore=shutil.ignore_patterns("kv_events", "ground_truth"))
+    with (case / "nodes.csv").open() as fh:
+        nodes = list(csv.DictReader(fh))
+    with (case / "nodes.csv").open("w", newline="") as fh:
+        writer = csv.DictWriter(
+            fh, [k for k in nodes[0] if k != "pool_slots"], extrasaction="ignore"
+        )
+        writer.writeheader()
+        writer.writerows(nodes)
+    pool_or_rejection = re.compile(
+        r"exceeds the maximum|Input length|KV Cache is allocated|max_total_num_tokens|KV pool"
+    )
+    for log in (case / "logs").glob("*.log"):
+        lines = log.read_text().splitlines()
+        log.write_text("".join(f"{x}\n" for x in lines if not pool_or_rejection.search(x)))
+    db = tmp_path / "case.duckdb"
+    assert cli(["ingest", str(case), "--db", str(db)]) == 0
+    cli(["analyze", "--db", str(db)])
+    with duckdb.connect(str(db), read_only=True) as con:
+        listed = dict(
+            con.execute(
+                "SELECT request_id, reasons FROM screening WHERE len(reasons) > 0"
+            ).fetchall()
+        )
+        compared = con.execute(
+            "SELECT count(*) FROM screening WHERE list_contains(signals, 'token-counters')"
+        ).fetchone()
+    with (SAMPLE / "ground_truth" / "receiving_requests.csv").open() as fh:
+        truth = {row["request_id"] for row in csv.DictReader(fh)}
+    assert len(truth) == 7
+    assert set(listed) == truth
+    assert set(map(tuple, listed.values())) == {("token-shortfall",)}
+    assert compared == (396,)  # all but 4 requests at the edges of the prefill logs
