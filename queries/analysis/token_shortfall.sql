@@ -25,6 +25,7 @@
 -- compared request of the window a possible receiver (token-shortfall): a precision cost, the
 -- stub being one of them. Every compared request gets the signal token-counters.
 DELETE FROM counter_windows;
+DELETE FROM counter_window_requests;
 
 -- The batch lines, numbered per node in time order.
 CREATE OR REPLACE TEMP TABLE analysis_counter_lines AS
@@ -94,6 +95,10 @@ SELECT w.node, w.window_no, c.first_ts, c.last_ts, c.batch_lines, w.requests, w.
             ELSE w.billed_total - c.all_tokens END AS shortfall
 FROM windows w JOIN counted c USING (node, window_no)
 ORDER BY w.node, w.window_no;
+
+INSERT INTO counter_window_requests BY NAME
+SELECT request_id, node, window_no FROM temp.analysis_counter_requests
+ORDER BY node, window_no, request_id;
 
 UPDATE screening s
 SET reasons = list_sort(list_distinct(list_concat(

@@ -90,6 +90,13 @@ CREATE TABLE IF NOT EXISTS counter_windows (
     shortfall       BIGINT NOT NULL      -- billed_tokens - engine_tokens; above 0: token-shortfall
 );
 
+-- The requests token-shortfall compared, each with its window (counter_windows).
+CREATE TABLE IF NOT EXISTS counter_window_requests (
+    request_id VARCHAR NOT NULL,  -- the request
+    node       VARCHAR NOT NULL,  -- its prefill node
+    window_no  BIGINT NOT NULL    -- its window there (counter_windows.window_no)
+);
+
 -- Findings that positive evidence took off the lists, with the reason (never a missing source).
 CREATE TABLE IF NOT EXISTS cleared_findings (
     receiver_request_id VARCHAR NOT NULL,  -- the screened or reconstructed receiver

@@ -22,6 +22,7 @@ from support.paths import SAMPLE
 from forensics.analysis.stage import analyze
 from forensics.cli import run as cli
 from forensics.logs.load import load_logs
+from forensics.report.explain import explain_requests, render_page
 
 
 def batch_line(t_s: float, seqs: int, new: int, cached: int, rank: str = "TP0") -> str:
@@ -215,3 +216,21 @@ def test_the_sample_incidents_stubs_from_the_counters_alone(tmp_path: Path) -> N
     assert set(listed) == truth
     assert set(map(tuple, listed.values())) == {("token-shortfall",)}
     assert compared == (396,)  # all but 4 requests at the edges of the prefill logs
+
+
+def test_explain_shows_the_window(tmp_path: Path) -> None:
+    """kvforensics explain names the window a listed request was compared in, with its figures."""
+    con, _, _ = _analyzed(tmp_path, _log(1), _requests())
+    got = explain_requests(con, ["B", "N0"])
+    s = got["B"].screening
+    assert s is not None
+    assert (s["counter_basis"], s["counter_engine_tokens"], s["counter_billed_tokens"]) == (
+        "total",
+        381,
+        620,
+    )
+    assert (s["counter_requests"], s["counter_shortfall"]) == (3, 239)
+    n0 = got["N0"].screening
+    assert n0 is not None and (n0["counter_requests"], n0["counter_shortfall"]) == (1, 0)
+    assert "short by 239" in render_page(got["B"])
+    assert "no shortfall" in render_page(got["N0"])
