@@ -110,9 +110,19 @@ _BATCH_LINE = re.compile(
     rf"(?:{sglang.PREFILL_COUNTS}|(?:Prefill|Decode) batch[.,] #)[^\[]*"
 )
 _NOT_ONLY_A_BATCH = (*(s.needle for s in ALL_SPECS if s is not sglang.BATCH), "room", "\x00")
+# The needles looked for in fewer steps: each gate is one character, found by a fast scan, that
+# is part of every needle grouped under it, so a line without the gate holds none of them (and a
+# batch line holds none of the gates); only the needles with no gate are always looked for.
+_GATES = ("K", "=", "A", "M", "I", "_", "\x00")
+_GATED = tuple(
+    (gate, group)
+    for i, gate in enumerate(_GATES)
+    if (group := tuple(n for n in _NOT_ONLY_A_BATCH if gate in n and not set(_GATES[:i]) & set(n)))
+)
+_UNGATED = tuple(n for n in _NOT_ONLY_A_BATCH if not any(g in n for g in _GATES))
 _TAIL_CHARS = 96  # where the full tail is looked for: a longer one takes the general path
 _TAIL_OPENINGS = ("throughput (token/s): ", "#queue-req: ")  # those of sglang.BATCH.full
-_WHOLE_BATCH = Match(sglang.BATCH, complete=True)
+_BATCH_KIND, _BATCH_ENGINE = sglang.BATCH.kind, sglang.BATCH.engine
 
 
 def only_a_batch(raw: str) -> re.Match[str] | None:
@@ -125,9 +135,14 @@ def only_a_batch(raw: str) -> re.Match[str] | None:
     start = max(raw.rfind(_TAIL_OPENINGS[0]), raw.rfind(_TAIL_OPENINGS[1]))
     if start < max(0, len(raw) - _TAIL_CHARS) or sglang.BATCH.full.match(raw, start) is None:
         return None
-    for needle in _NOT_ONLY_A_BATCH:
+    for needle in _UNGATED:
         if needle in raw:
             return None
+    for gate, needles in _GATED:
+        if gate in raw:
+            for needle in needles:
+                if needle in raw:
+                    return None
     return found
 
 
@@ -135,11 +150,14 @@ def _parse_line(result: FileResult, lineno: int, raw: str) -> None:
     if " batch" in raw:
         batch = only_a_batch(raw)
         if batch is not None:
-            _count(result, _WHOLE_BATCH)
+            result.kinds[_BATCH_KIND] += 1  # as _count does for a whole batch line, inline
+            result.engines[_BATCH_ENGINE] += 1
             result.parsed += 1
-            stamp, ranks, seqs, new, cached = batch.groups()
-            if seqs is not None:
-                dp = _prefix_dp(ranks) if ranks else _counting_dp(result.file.ranks)
+            if batch.lastindex == 5:  # a prefill batch: its counts were captured
+                stamp, ranks, seqs, new, cached = batch.groups()
+                dp = _DP_OF_PREFIX.get(ranks, -1)
+                if dp == -1:
+                    dp = _prefix_dp(ranks) if ranks else _counting_dp(result.file.ranks)
                 if dp is not None:
                     result.prefill_counts.append((lineno, stamp, dp, seqs, new, cached))
             return
@@ -156,9 +174,15 @@ def _parse_line(result: FileResult, lineno: int, raw: str) -> None:
         result.ignored += 1
 
 
-@lru_cache(maxsize=1024)
 def _prefix_dp(text: str) -> int | None:
-    return _counting_dp(ranks_of(text))
+    """_counting_dp of a prefix's ranks text (' DP0 TP3'), remembered in _DP_OF_PREFIX."""
+    dp = _counting_dp(ranks_of(text))
+    if len(_DP_OF_PREFIX) < 4096:
+        _DP_OF_PREFIX[text] = dp
+    return dp
+
+
+_DP_OF_PREFIX: dict[str, int | None] = {}  # a log repeats a few prefixes
 
 
 @lru_cache(maxsize=1024)

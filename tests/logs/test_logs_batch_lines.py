@@ -141,3 +141,15 @@ def test_random_lines_read_the_same_either_way(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, lines: list[str]
 ) -> None:
     _both_ways(tmp_path, [*lines, DECODE, PREFILL], monkeypatch)
+
+
+@pytest.mark.parametrize("needle", parse._NOT_ONLY_A_BATCH)
+def test_a_batch_line_holding_any_other_message_takes_the_general_way(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, needle: str
+) -> None:
+    """Every other spec's needle (looked for behind one-character gates) sends a batch line
+    holding it the general way, in a prefill and a decode line alike."""
+    for line in (DECODE, PREFILL):
+        held = line.replace("token usage", f"{needle} token usage")
+        assert parse.only_a_batch(held) is None
+        _both_ways(tmp_path, [held, line], monkeypatch)
