@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
 import pyarrow as pa
 
-from forensics.base.arrow import columns_table
+from forensics.base.arrow import column_of, columns_table, from_numpy, repeated
 from forensics.logs.parse import FileResult, StatsLine
 
 PREFILL_KIND = "sglang.prefill-batch"
@@ -55,19 +56,44 @@ class FileCounters:
 
 
 def counters_table(files: list[FileCounters]) -> pa.Table:
+    """One table of every file's counter lines: the prefill batches laid out column by column
+    (a million lines in well under a second), then the stats lines."""
+    prefill = [_prefill_table(f) for f in files if f.prefill]
+    stats = columns_table(_stats_columns(files), SCHEMA)
+    return pa.concat_tables([*prefill, stats]) if prefill else stats
+
+
+def _prefill_table(f: FileCounters) -> pa.Table:
+    n = len(f.prefill)
+    columns = list(zip(*f.prefill, strict=True))  # line, stamp, dp, seqs, new, cached
+    arrays: dict[str, pa.Array] = {
+        "node": repeated(f.node, n),
+        "dp_rank": from_numpy(np.array(columns[2], np.int64)),
+        "stamp": column_of(columns[1], pa.string()),
+        "kind": repeated(PREFILL_KIND, n),
+        "new_seqs": _counts(columns[3]),
+        "new_tokens": _counts(columns[4]),
+        "cached_tokens": _counts(columns[5]),
+        "src_file": repeated(f.file, n),
+        "src_line": from_numpy(np.array(columns[0], np.int64)),
+    }
+    return pa.Table.from_arrays(
+        [arrays.get(x.name, pa.nulls(n, x.type)) for x in SCHEMA], schema=SCHEMA
+    )
+
+
+def _counts(digits: tuple[str, ...]) -> pa.Array:
+    """Counts as the log wrote them (digits, Unicode ones included); one beyond a BIGINT is
+    NULL (no batch holds that many tokens: the line is damaged)."""
+    try:
+        return from_numpy(np.array(digits, np.int64))
+    except (OverflowError, ValueError):
+        return column_of([v if (v := int(x)) < 2**63 else None for x in digits], pa.int64())
+
+
+def _stats_columns(files: list[FileCounters]) -> dict[str, list[object]]:
     cols: dict[str, list[object]] = {f.name: [] for f in SCHEMA}
     for f in files:
-        n = len(f.prefill)
-        cols["node"] += [f.node] * n
-        cols["dp_rank"] += [row[2] for row in f.prefill]
-        cols["stamp"] += [row[1] for row in f.prefill]
-        cols["kind"] += [PREFILL_KIND] * n
-        for i, name in enumerate(("new_seqs", "new_tokens", "cached_tokens"), start=3):
-            cols[name] += [int(row[i]) for row in f.prefill]
-        for name in (*_INTS, *_FLOATS):
-            cols[name] += [None] * n
-        cols["src_file"] += [f.file] * n
-        cols["src_line"] += [row[0] for row in f.prefill]
         for line in f.stats:
             values = dict(line.values)
             cols["node"].append(f.node)
@@ -77,9 +103,14 @@ def counters_table(files: list[FileCounters]) -> pa.Table:
             for name in ("new_seqs", "new_tokens", "cached_tokens"):
                 cols[name].append(None)
             for name in _INTS:
-                cols[name].append(int(values[name]) if name in values else None)
+                cols[name].append(_bounded(values.get(name)))
             for name in _FLOATS:
                 cols[name].append(float(values[name]) if name in values else None)
             cols["src_file"].append(f.file)
             cols["src_line"].append(line.src_line)
-    return columns_table(cols, SCHEMA)
+    return cols
+
+
+def _bounded(digits: str | None) -> int | None:
+    value = int(digits) if digits is not None else None
+    return value if value is not None and value < 2**63 else None

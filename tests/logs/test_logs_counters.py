@@ -92,3 +92,11 @@ def test_vllm_stats_lines(con, tmp_path):
     ] == [(102.4, 12.0, 2, 1), (0.0, 4.5, 1, 0)]
     assert [g["prefix_hit_rate"] for g in got] == [41.7, None]
     assert con.execute("SELECT engine FROM log_files").fetchall() == [("vllm",)]
+
+
+def test_a_count_beyond_a_bigint_is_null(con, tmp_path):
+    """A damaged line's count too large for a BIGINT is NULL, its other counts and the other
+    lines kept."""
+    huge = SGLANG[0].replace("#new-token: 8192", "#new-token: " + "9" * 25)
+    rows = _load(con, tmp_path, "prefill-0.log", [huge, SGLANG[2]])
+    assert [(r[5], r[6], r[7]) for r in rows] == [(2, None, 1024), (1, 17, 0)]
