@@ -11,6 +11,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import lru_cache
+from sys import intern
 
 from forensics.logs import evidence, sglang, vllm
 from forensics.logs.lines import (
@@ -159,7 +160,8 @@ def _parse_line(result: FileResult, lineno: int, raw: str) -> None:
                 if dp == -1:
                     dp = _prefix_dp(ranks) if ranks else _counting_dp(result.file.ranks)
                 if dp is not None:
-                    result.prefill_counts.append((lineno, stamp, dp, seqs, new, cached))
+                    row = (lineno, intern(stamp), dp, seqs, new, cached)  # a second's lines share
+                    result.prefill_counts.append(row)
             return
     damaged = "\x00" in raw
     records = split_records(clean(raw.replace("\x00", "") if damaged else raw))
@@ -226,7 +228,7 @@ def _keep_counters(result: FileResult, lineno: int, rec: Record, match: Match) -
         return
     dp = _counting_dp(rec.ranks or result.file.ranks)
     if "new_tokens" in v and dp is not None:
-        row = (lineno, _stamp(rec), dp, v["new_seqs"], v["new_tokens"], v["cached_tokens"])
+        row = (lineno, intern(_stamp(rec)), dp, v["new_seqs"], v["new_tokens"], v["cached_tokens"])
         result.prefill_counts.append(row)
 
 
