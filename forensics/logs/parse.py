@@ -190,8 +190,10 @@ _DP_OF_PREFIX: dict[str, int | None] = {}  # a log repeats a few prefixes
 @lru_cache(maxsize=1024)
 def _counting_dp(ranks: Ranks) -> int | None:
     """The DP rank of a prefill batch line whose counts are kept: rank 0 of every other
-    dimension logs a batch (each DP rank its own), a peer rank would repeat it; None for that."""
-    return dp_rank(ranks) if is_primary(ranks) else None
+    dimension logs a batch (each DP rank its own), a peer rank would repeat it; None for that,
+    and for a rank no BIGINT holds (a damaged prefix)."""
+    dp = dp_rank(ranks) if is_primary(ranks) else None
+    return dp if dp is not None and dp < 2**63 else None
 
 
 def _parse_record(result: FileResult, lineno: int, rec: Record) -> str:

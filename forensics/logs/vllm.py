@@ -107,7 +107,7 @@ STATS = Spec(
     ),
     partial=(rx(r"Avg prompt throughput: (?P<prompt_throughput>\d+(?:\.\d+)?) tokens/s,"),),
     extras=(
-        rx(r"^Engine (?P<engine_index>\d+): "),
+        rx(r"^Engine (?P<engine_index>\d{1,6}): "),
         rx(r"Waiting: (?P<waiting>\d+) reqs,"),
         rx(r"Prefix cache hit rate: (?P<prefix_hit_rate>\d+(?:\.\d+)?)%"),
     ),

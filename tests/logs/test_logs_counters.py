@@ -100,3 +100,13 @@ def test_a_count_beyond_a_bigint_is_null(con, tmp_path):
     huge = SGLANG[0].replace("#new-token: 8192", "#new-token: " + "9" * 25)
     rows = _load(con, tmp_path, "prefill-0.log", [huge, SGLANG[2]])
     assert [(r[5], r[6], r[7]) for r in rows] == [(2, None, 1024), (1, 17, 0)]
+
+
+def test_damaged_ranks_and_engine_numbers_do_not_stop_the_load(con, tmp_path):
+    """A DP rank no BIGINT holds (its counts are not kept) and an engine number of many digits
+    (read as engine 0): the other lines load."""
+    damaged = SGLANG[2].replace("DP1", "DP" + "9" * 25)
+    assert len(_load(con, tmp_path, "prefill-0.log", [damaged, SGLANG[0]])) == 1
+    many = VLLM[0].replace("Engine 000", "Engine " + "9" * 25)
+    rows = _load(con, tmp_path, "vllm-0.log", [many])
+    assert [(r[1], r[8]) for r in rows if r[4] == "vllm.stats"] == [(0, 102.4)]
