@@ -11,6 +11,7 @@ import numpy as np
 import pyarrow as pa
 
 from forensics.base.arrow import column_of, columns_table, from_numpy, repeated
+from forensics.logs.lines import Ranks, dp_rank
 from forensics.logs.parse import FileResult, StatsLine
 
 PREFILL_KIND = "sglang.prefill-batch"
@@ -44,7 +45,7 @@ class FileCounters:
 
     node: str
     file: str
-    prefill: list[tuple[int, str, int, str, str, str]] = field(default_factory=list)
+    prefill: list[tuple[int, str, Ranks, str, str, str]] = field(default_factory=list)
     stats: list[StatsLine] = field(default_factory=list)
 
     @classmethod
@@ -56,19 +57,45 @@ class FileCounters:
 
 
 def counters_table(files: list[FileCounters]) -> pa.Table:
-    """One table of every file's counter lines: the prefill batches laid out column by column
-    (a million lines in well under a second), then the stats lines."""
-    prefill = [_prefill_table(f) for f in files if f.prefill]
+    """One table of every file's counter lines: the prefill batches of the ranks that log them
+    (see logging_ranks) laid out column by column (a million lines in about a second), then
+    the stats lines."""
+    kept = logging_ranks(files)
+    prefill = [_prefill_table(f, kept) for f in files if f.prefill]
     stats = columns_table(_stats_columns(files), SCHEMA)
     return pa.concat_tables([*prefill, stats]) if prefill else stats
 
 
-def _prefill_table(f: FileCounters) -> pa.Table:
-    n = len(f.prefill)
-    columns = list(zip(*f.prefill, strict=True))  # line, stamp, dp, seqs, new, cached
+def logging_ranks(files: list[FileCounters]) -> dict[tuple[str, Ranks], int]:
+    """{(node, ranks): DP rank} of the ranks whose prefill batch lines are kept: per node and
+    DP rank, those with the lowest other ranks. SGLang 0.5 logs a batch from the attention TP
+    rank 0 of each DP group (`DP1 TP4 EP4` under DP attention with 4 TP ranks a group), every
+    PP stage alike; older builds from every TP rank. A DP rank no BIGINT holds (a damaged
+    prefix) is left out."""
+    seen: dict[tuple[str, Ranks], tuple[int, Ranks]] = {}
+    lowest: dict[tuple[str, int], Ranks] = {}
+    for f in files:
+        for ranks in {row[2] for row in f.prefill}:
+            dp = dp_rank(ranks)
+            if dp >= 2**63:
+                continue
+            other = tuple(r for r in ranks if r[0] != "DP")
+            seen[(f.node, ranks)] = (dp, other)
+            if (f.node, dp) not in lowest or other < lowest[(f.node, dp)]:
+                lowest[(f.node, dp)] = other
+    return {key: dp for key, (dp, other) in seen.items() if lowest[(key[0], dp)] == other}
+
+
+def _prefill_table(f: FileCounters, kept: dict[tuple[str, Ranks], int]) -> pa.Table:
+    dps = {ranks: dp for (node, ranks), dp in kept.items() if node == f.node}
+    rows = f.prefill
+    if any(row[2] not in dps for row in rows):
+        rows = [row for row in rows if row[2] in dps]
+    n = len(rows)
+    columns = list(zip(*rows, strict=True)) or [()] * 6  # line, stamp, ranks, seqs, new, cached
     arrays: dict[str, pa.Array] = {
         "node": repeated(f.node, n),
-        "dp_rank": from_numpy(np.array(columns[2], np.int64)),
+        "dp_rank": from_numpy(np.array([dps[r] for r in columns[2]], np.int64)),
         "stamp": column_of(columns[1], pa.string()),
         "kind": repeated(PREFILL_KIND, n),
         "new_seqs": _counts(columns[3]),

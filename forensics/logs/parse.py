@@ -10,7 +10,6 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
-from functools import lru_cache
 from sys import intern
 
 from forensics.logs import evidence, sglang, vllm
@@ -18,7 +17,6 @@ from forensics.logs.lines import (
     Ranks,
     Record,
     clean,
-    dp_rank,
     is_primary,
     open_lines,
     ranks_of,
@@ -82,9 +80,9 @@ class FileResult:
     observations: list[Observation] = field(default_factory=list)
     evidence: list[evidence.Evidence] = field(default_factory=list)
     rooms: dict[int, str] = field(default_factory=dict)
-    # SGLang prefill batch counts, (line, time as written, DP rank, new seqs, new tokens,
-    # cached tokens) as text, rank 0 of every other dimension only
-    prefill_counts: list[tuple[int, str, int, str, str, str]] = field(default_factory=list)
+    # SGLang prefill batch counts, (line, time as written, ranks, new seqs, new tokens, cached
+    # tokens) as text, of every rank (forensics.logs.counters keeps the rank that logs batches)
+    prefill_counts: list[tuple[int, str, Ranks, str, str, str]] = field(default_factory=list)
     stats: list[StatsLine] = field(default_factory=list)  # vLLM periodic stats lines
 
     @property
@@ -155,13 +153,10 @@ def _parse_line(result: FileResult, lineno: int, raw: str) -> None:
             result.engines[_BATCH_ENGINE] += 1
             result.parsed += 1
             if batch.lastindex == 5:  # a prefill batch: its counts were captured
-                stamp, ranks, seqs, new, cached = batch.groups()
-                dp = _DP_OF_PREFIX.get(ranks, -1)
-                if dp == -1:
-                    dp = _prefix_dp(ranks) if ranks else _counting_dp(result.file.ranks)
-                if dp is not None:
-                    row = (lineno, intern(stamp), dp, seqs, new, cached)  # a second's lines share
-                    result.prefill_counts.append(row)
+                stamp, text, seqs, new, cached = batch.groups()
+                ranks = ranks_of(text) if text else result.file.ranks
+                row = (lineno, intern(stamp), ranks, seqs, new, cached)  # a second's lines share
+                result.prefill_counts.append(row)
             return
     damaged = "\x00" in raw
     records = split_records(clean(raw.replace("\x00", "") if damaged else raw))
@@ -174,26 +169,6 @@ def _parse_line(result: FileResult, lineno: int, raw: str) -> None:
         result.parsed += 1
     else:
         result.ignored += 1
-
-
-def _prefix_dp(text: str) -> int | None:
-    """_counting_dp of a prefix's ranks text (' DP0 TP3'), remembered in _DP_OF_PREFIX."""
-    dp = _counting_dp(ranks_of(text))
-    if len(_DP_OF_PREFIX) < 4096:
-        _DP_OF_PREFIX[text] = dp
-    return dp
-
-
-_DP_OF_PREFIX: dict[str, int | None] = {}  # a log repeats a few prefixes
-
-
-@lru_cache(maxsize=1024)
-def _counting_dp(ranks: Ranks) -> int | None:
-    """The DP rank of a prefill batch line whose counts are kept: rank 0 of every other
-    dimension logs a batch (each DP rank its own), a peer rank would repeat it; None for that,
-    and for a rank no BIGINT holds (a damaged prefix)."""
-    dp = dp_rank(ranks) if is_primary(ranks) else None
-    return dp if dp is not None and dp < 2**63 else None
 
 
 def _parse_record(result: FileResult, lineno: int, rec: Record) -> str:
@@ -228,9 +203,16 @@ def _keep_counters(result: FileResult, lineno: int, rec: Record, match: Match) -
         index = int(v.get("engine_index", "0"))
         result.stats.append(StatsLine(lineno, _stamp(rec), index, values))
         return
-    dp = _counting_dp(rec.ranks or result.file.ranks)
-    if "new_tokens" in v and dp is not None:
-        row = (lineno, intern(_stamp(rec)), dp, v["new_seqs"], v["new_tokens"], v["cached_tokens"])
+    if "new_tokens" in v:
+        ranks = rec.ranks or result.file.ranks
+        row = (
+            lineno,
+            intern(_stamp(rec)),
+            ranks,
+            v["new_seqs"],
+            v["new_tokens"],
+            v["cached_tokens"],
+        )
         result.prefill_counts.append(row)
 
 

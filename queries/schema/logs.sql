@@ -67,8 +67,8 @@ CREATE TABLE IF NOT EXISTS engine_evidence (
 -- vllm.stats, a v1 periodic stats line (every 10 s): prompt_throughput (prompt tokens computed
 -- since the previous line, prefix-cache hits excluded, per second, rounded to 0.1),
 -- generation_throughput, running, waiting, prefix_hit_rate (percent, over the last 1000
--- requests looked up). Only the rank that logs a batch for its pool is kept (rank 0 of every
--- dimension but DP).
+-- requests looked up). Per node and DP rank, only the lines of the lowest other ranks that log
+-- a prefill batch are kept (SGLang logs a DP group's batches from its attention TP rank 0).
 CREATE TABLE IF NOT EXISTS engine_counters (
     node                  VARCHAR NOT NULL,  -- engine instance
     dp_rank               BIGINT NOT NULL,   -- DP rank (SGLang) or engine index (vLLM), 0 if none

@@ -110,3 +110,15 @@ def test_damaged_ranks_and_engine_numbers_do_not_stop_the_load(con, tmp_path):
     many = VLLM[0].replace("Engine 000", "Engine " + "9" * 25)
     rows = _load(con, tmp_path, "vllm-0.log", [many])
     assert [(r[1], r[8]) for r in rows if r[4] == "vllm.stats"] == [(0, 102.4)]
+
+
+def test_dp_attention_keeps_each_dp_groups_logging_rank(con, tmp_path):
+    """Under DP attention SGLang logs a DP group's batches from its attention TP rank 0, whose
+    global TP rank is not 0 (`DP1 TP4 EP4` with 4 TP ranks a group,
+    sglang/srt/managers/scheduler.py configure_scheduler_process and
+    metrics_collector.py is_stats_logging_rank): both groups' lines are kept, a copy from
+    another rank of a group is not."""
+    line = SGLANG[2].replace("DP1 TP0", "{}")
+    ranks = ["DP0 TP0 EP0", "DP1 TP4 EP4", "DP1 TP5 EP5", "DP0 TP1 EP1"]
+    rows = _load(con, tmp_path, "prefill-0.log", [line.format(r) for r in ranks])
+    assert [(r[1], r[-1]) for r in rows] == [(0, 1), (1, 2)]
