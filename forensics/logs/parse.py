@@ -154,7 +154,7 @@ def _parse_line(result: FileResult, lineno: int, raw: str) -> None:
             result.parsed += 1
             if batch.lastindex == 5:  # a prefill batch: its counts were captured
                 stamp, text, seqs, new, cached = batch.groups()
-                ranks = ranks_of(text) if text else result.file.ranks
+                ranks = _PREFIX_RANKS.get(text) or _prefix_ranks(text, result.file.ranks)
                 row = (lineno, intern(stamp), ranks, seqs, new, cached)  # a second's lines share
                 result.prefill_counts.append(row)
             return
@@ -169,6 +169,20 @@ def _parse_line(result: FileResult, lineno: int, raw: str) -> None:
         result.parsed += 1
     else:
         result.ignored += 1
+
+
+def _prefix_ranks(text: str, file_ranks: Ranks) -> Ranks:
+    """The ranks of a prefix's text (' DP0 TP3'), remembered in _PREFIX_RANKS; the file's
+    ranks where the prefix names none."""
+    if not text:
+        return file_ranks
+    ranks = ranks_of(text)
+    if len(_PREFIX_RANKS) < 4096:
+        _PREFIX_RANKS[text] = ranks
+    return ranks
+
+
+_PREFIX_RANKS: dict[str, Ranks] = {}  # a log repeats a few prefixes
 
 
 def _parse_record(result: FileResult, lineno: int, rec: Record) -> str:
