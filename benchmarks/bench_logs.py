@@ -1,7 +1,9 @@
 """Read speed of the engine-log parser: prints lines per second for a synthetic SGLang log
-(mostly batch lines, some noise and rejections, two TP ranks) of --lines lines.
+(mostly batch lines, some noise and rejections, two TP ranks) of --lines lines; with
+--prefill-node, a disaggregated prefill node's log: every line a prefill batch of TP rank 0,
+whose counts are kept (engine_counters).
 
-    python benchmarks/bench_logs.py --lines 200000
+    python benchmarks/bench_logs.py --lines 200000 [--prefill-node]
 """
 
 from __future__ import annotations
@@ -33,10 +35,13 @@ HEAD = [
 ]
 
 
-def write_log(path: Path, n: int) -> None:
+def write_log(path: Path, n: int, prefill_node: bool = False) -> None:
     with path.open("w") as out:
         out.write("\n".join(HEAD) + "\n")
         for i in range(n - len(HEAD)):
+            if prefill_node:
+                out.write(LINES[0].format(r=0) + "\n")
+                continue
             template = LINES[i % 3] if i % 50 else LINES[3]
             out.write(template.format(r=i % 2, i=i) + "\n")
 
@@ -44,10 +49,11 @@ def write_log(path: Path, n: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--lines", type=int, default=200_000)
+    parser.add_argument("--prefill-node", action="store_true", help="prefill batch lines only")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "prefill-0.log"
-        write_log(path, args.lines)
+        write_log(path, args.lines, args.prefill_node)
         start, cpu = time.perf_counter(), time.process_time()
         summary = read_logs([(path, path.name, path.name)])
         seconds, cpu = time.perf_counter() - start, time.process_time() - cpu

@@ -22,6 +22,7 @@ INPUT_TABLES = (
     "node_disagreements",
     "node_facts",
     "engine_evidence",
+    "engine_counters",
     "log_files",
     "tap_reports",
 )

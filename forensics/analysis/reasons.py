@@ -10,6 +10,7 @@ SUSPECT_REASONS = (
     "over-pool",
     "fast-ttft",
     "cache-implausible",
+    "token-shortfall",
     "engine-rejected",
     "kv-checksum-mismatch",
     "kv-canary-violation",
@@ -17,4 +18,10 @@ SUSPECT_REASONS = (
 
 # The reasons under which reconstruction models a suspect as a 1-token stub
 # (forensics.reconstruct; $stub_reasons in queries/analysis/possible_exposures.sql).
-STUB_REASONS = ("over-pool", "engine-rejected", "fast-ttft", "cache-implausible")
+STUB_REASONS = (
+    "over-pool",
+    "engine-rejected",
+    "fast-ttft",
+    "cache-implausible",
+    "token-shortfall",
+)

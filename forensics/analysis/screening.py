@@ -10,9 +10,19 @@ A request is a *possible receiver* when (queries/analysis/screening.sql):
   that rate. A request is flagged when ttft < expected / factor, factor = max(ttft_factor,
   exp(mad_k * 1.4826 * MAD of the log rates)); nodes with fewer than min_normal normal
   requests give no verdict. Defaults: ttft_factor 10, mad_k 4, min_prompt 256, min_normal 5;
+- cache-implausible: the response reports more prompt tokens served from the prefix cache
+  (cached_tokens) than a cache can serve: all of the prompt, not whole pages, more than any
+  earlier request on the node held, or all but the last token and more than any earlier
+  request of its account was served (a stub whose uncomputed prompt the engine counts as
+  cached);
 - engine-rejected: the engine logged exceeds-max-tokens or input-too-long for it (the log
   adapters' engine_evidence table), yet the gateway answered 200; kv-checksum-mismatch and
-  kv-canary-violation evidence also make it a suspect.
+  kv-canary-violation evidence also make it a suspect;
+- token-shortfall: the prefill node's own prompt-token counters (SGLang's prefill batch lines,
+  engine_counters) fall short of what the gateway billed for the requests prefilled in the same
+  window, beyond what the requests flagged as stubs by another reason explain (each counted as
+  computing 1 token): every other request of that window may be the stub
+  (queries/analysis/token_shortfall.sql says how requests are matched to windows by time).
 
 Every other request on the same decode node that could have written the pages the suspect
 read is a *possible leaker* (queries/analysis/possible_exposures.sql): received before the
@@ -51,6 +61,8 @@ def screen(
         run_script(con, sql("analysis/request_nodes"))
     if "engine_evidence" not in tables(con):
         run_script(con, sql("analysis/engine_evidence_empty"))  # a case database without logs
+    if "engine_counters" not in tables(con):
+        run_script(con, sql("analysis/engine_counters_empty"))  # made before the counters
     bound = {
         **asdict(params),
         "suspect_reasons": list(SUSPECT_REASONS),
@@ -66,10 +78,12 @@ def screen(
         run_script(con, sql(name), {**bound, "external": external, "remote": remote})
 
 
-# In order: the suspects and how the ledger covers them, what positive evidence cleared, the
-# possible pairs of what is left, and the evidence each node was judged on.
+# In order: the suspects and how the ledger covers them, the engines' token counters against
+# the billed tokens (after the other reasons: a flagged stub counts as 1 token), what positive
+# evidence cleared, the possible pairs of what is left, and the evidence each node was judged on.
 SCREENING_QUERIES = (
     "analysis/screening",
+    "analysis/token_shortfall",
     "analysis/cleared_findings",
     "analysis/possible_exposures",
     "analysis/node_evidence",

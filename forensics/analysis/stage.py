@@ -159,7 +159,7 @@ def headline(s: AnalysisSummary) -> str:
         parts.append(
             f"a stub of a prompt that fits the pool could not be looked for in "
             f"{s['unscreened_fitting_requests']} requests without a ledger (neither cached "
-            "tokens nor a time model for them)"
+            "tokens, a time model nor the engine's token counters for them)"
         )
     if s.get("cleared_findings"):
         parts.append(f"{s['cleared_findings']} findings cleared by positive evidence")

@@ -47,6 +47,13 @@ def _print(x: Explanation) -> None:
             f"[bold]screening[/] reasons {_s(', '.join(s['reasons']) or 'none')}; coverage "
             f"{_s(s['coverage'])}; signals {_s(', '.join(s['signals'] or []) or '–')}"
         )
+        if s.get("counter_basis"):
+            console.print(
+                f"  token counters of {_s(s['counter_node'])}: {s['counter_requests']} compared "
+                f"request(s) in its window; engine {s['counter_engine_tokens']}, billed "
+                f"{s['counter_billed_tokens']} ({_s(s['counter_basis'])}), shortfall "
+                f"{s['counter_shortfall']}"
+            )
     for title, found in (("read KV of", x.read), ("its KV read by", x.read_by)):
         accounts = {row["other_account_id"] for row in found}
         if found:

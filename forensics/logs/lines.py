@@ -128,7 +128,7 @@ def _parse_ts(text: str) -> datetime | None:
 
 
 @lru_cache(maxsize=4096)
-def _ranks(text: str) -> Ranks:
+def ranks_of(text: str) -> Ranks:
     """The ranks of a prefix (' DP0 TP3'); a file repeats a few, so each is read once."""
     return tuple((name, int(num)) for name, num in _RANK.findall(text))
 
@@ -178,7 +178,7 @@ def split_records(line: str) -> list[Record]:
     first = _SGLANG_PREFIX.match(text)
     rest = text[first.end() :] if first else ""
     if first and "[" not in rest:  # the common case: one record
-        return [Record(first.group(1), lead_ts, _ranks(first.group(2)), rest.rstrip(), True)]
+        return [Record(first.group(1), lead_ts, ranks_of(first.group(2)), rest.rstrip(), True)]
     starts = list(_SGLANG_PREFIX.finditer(text))
     if not starts:
         return _split_plain(text, lead_ts)
@@ -188,7 +188,7 @@ def split_records(line: str) -> list[Record]:
     for here, nxt in zip(starts, [*starts[1:], None], strict=True):
         end = nxt.start() if nxt else len(text)
         body = text[here.end() : end].rstrip()
-        records.append(Record(here.group(1), lead_ts, _ranks(here.group(2)), body, True))
+        records.append(Record(here.group(1), lead_ts, ranks_of(here.group(2)), body, True))
     return records
 
 

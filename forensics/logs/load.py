@@ -1,8 +1,8 @@
 """Load a case's engine logs into the case database: one row per node and engine start into
 `node_starts` (and a `nodes` row for a node the nodes file lacks), where the nodes file and a
 log disagree into `node_disagreements`, every value with its line into `node_facts`,
-per-request evidence into `engine_evidence`, counts into `log_files`. The caller owns the
-transaction."""
+per-request evidence into `engine_evidence`, the engines' token counter lines into
+`engine_counters`, counts into `log_files`. The caller owns the transaction."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from forensics.base.arrow import table_of
 from forensics.casedb.sql import registered, sql
 from forensics.errors import InputError
 from forensics.logs.audit import NodeAudit
+from forensics.logs.counters import counters_table
 from forensics.logs.discover import is_log_file
 from forensics.logs.naming import read_node_map
 from forensics.logs.read import read_logs
@@ -98,6 +99,7 @@ def load_logs(
         "logs_nodes_in": table_of(_node_rows(summary.nodes), _NODES),
         "logs_facts_in": table_of(_fact_rows(summary.nodes), _FACTS),
         "logs_evidence_in": table_of(_evidence_rows(summary), _EVIDENCE),
+        "logs_counters_in": counters_table(summary.counters),
     }
     with registered(con, tables):
         con.execute(sql("logs/clear"))
@@ -106,6 +108,7 @@ def load_logs(
             "logs/insert_nodes",
             "logs/insert_facts",
             "logs/insert_evidence",
+            "logs/insert_counters",
         ):
             con.execute(sql(name))
         summary.disagreements = _disagreements(con)

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from forensics.logs import evidence
 from forensics.logs.audit import audit_node
+from forensics.logs.counters import FileCounters
 from forensics.logs.naming import LogFile, classify
 from forensics.logs.parse import FileResult, parse_file
 from forensics.logs.summary import FileSummary, LogsSummary
@@ -34,7 +35,10 @@ def read_logs(
     rows, dropped = evidence.dedupe([e for r in results for e in r.evidence])
     rows = evidence.fill_rooms(rows, _rooms(results))
     files = sorted((FileSummary.of(r) for r in results), key=lambda f: f.file)
-    return LogsSummary(files, nodes, rows, dropped)
+    counters = sorted(
+        (FileCounters.of(r) for r in results if r.prefill_counts or r.stats), key=lambda c: c.file
+    )
+    return LogsSummary(files, nodes, rows, dropped, counters=counters)
 
 
 def parse_files(files: list[LogFile], parallel_bytes: int | None = None) -> list[FileResult]:

@@ -8,7 +8,8 @@ Formats (SGLang 0.5.x and older builds; see docs/engines.md):
   max_total_num_tokens={N}, chunked_prefill_size=..., context_len={L}, available_gpu_mem=...
   KV pool holds {N} tokens, fewer than --context-length {L}. One full-length request ...
   server_args=ServerArgs(...) or server_args={'model_path': ..., 'page_size': 1, ...}
-  Prefill batch, #new-seq: ... / Prefill batch. #new-seq: ... (older), Decode batch ...
+  Prefill batch, #new-seq: {S}, #new-token: {N}, #cached-token: {C}, ... / Prefill batch. (older)
+  Prefill batch [{iter}], #new-seq: ... (SGLANG_LOG_FORWARD_ITERS), Decode batch ...
 """
 
 from __future__ import annotations
@@ -83,12 +84,22 @@ SERVER_ARGS = Spec(
     ),
     starts_run=True,
 )
+# A prefill batch's own counts (SGLang's SchedulerMetricsReporter.report_prefill_stats in 0.5.x,
+# log_prefill_stats before): #new-seq is the batch's requests (a chunked prompt's later chunks
+# count again), #new-token the prompt tokens it computes (PrefillAdder.log_input_tokens, the sum
+# of each request's extend length in this batch), #cached-token those it took from the radix
+# cache (log_hit_tokens, the sum of the prefix lengths). Per batch, not running totals.
+PREFILL_COUNTS = (
+    r"Prefill batch(?: \[\d+\])?[.,] #new-seq: (?P<new_seqs>\d+), #new-token: (?P<new_tokens>\d+), "
+    r"#cached-token: (?P<cached_tokens>\d+),"
+)
 BATCH = Spec(
     "sglang.batch",
     "sglang",
     needle=" batch",
-    head=rx(r"\b(?:Prefill|Decode) batch[.,] #"),
+    head=rx(r"\b(?:Prefill|Decode) batch(?: \[\d+\])?[.,] #"),  # [n]: SGLANG_LOG_FORWARD_ITERS
     full=rx(r"(?:throughput \(token/s\): [\d.]+|#queue-req: \d+)\s*$"),
+    extras=(rx(PREFILL_COUNTS),),
 )
 
 SPECS: tuple[Spec, ...] = (

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from forensics.logs.audit import NodeAudit, RunAudit
+from forensics.logs.counters import FileCounters
 from forensics.logs.evidence import Evidence
 from forensics.logs.parse import FileResult
 
@@ -51,6 +52,7 @@ class LogsSummary:
     evidence: list[Evidence]
     duplicate_evidence: int = 0
     disagreements: list[dict[str, Any]] = field(default_factory=list)
+    counters: list[FileCounters] = field(default_factory=list)  # token counter lines, per file
 
     @property
     def lines_read(self) -> int:

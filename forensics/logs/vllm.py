@@ -8,6 +8,9 @@ Formats (vLLM 0.33 and older; see docs/engines.md):
   Initializing a V1 LLM engine (v{version}) with config: model='...', ..., max_seq_len={L}, ...
   non-default args: {'model': ..., 'max_model_len': L, 'block_size': 32, 'max_num_seqs': 8, ...}
   Chunked prefill is enabled with max_num_batched_tokens={B}.
+  Engine 000: Avg prompt throughput: {x:.1f} tokens/s, Avg generation throughput: {y:.1f}
+    tokens/s, Running: {r} reqs, Waiting: {w} reqs, GPU KV cache usage: {u:.1f}%, Prefix cache
+    hit rate: {h:.1f}%                    (v1 LoggingStatLogger.log, every 10 s; see below)
 The scheduler's limits (max_num_seqs, max_num_batched_tokens, chunked prefill) are read where
 logged: the engine banner's enable_chunked_prefill, the non-default args (only what the
 operator set), the chunked-prefill line.
@@ -103,6 +106,30 @@ VERSION = Spec(
     starts_run=True,
 )
 
+# The v1 periodic stats line (vllm/v1/metrics/loggers.py, LoggingStatLogger.log; 0.32). The
+# prompt throughput is the prompt tokens *computed* since the previous line (prefix-cache hits
+# and KV transfers excluded: PromptTokenStats.computed, counted when a request's prefill
+# output arrives) over the monotonic time since that line, rounded to 0.1 tokens/s; the hit
+# rate is hits / queries over the most recent 1000 requests looked up (CachingMetrics), not per
+# interval. An idle engine logs it at DEBUG only. docs/engines.md has the details.
+STATS = Spec(
+    "vllm.stats",
+    "vllm",
+    needle="Avg prompt throughput: ",
+    head=rx(r"Avg prompt throughput: \d"),
+    full=rx(
+        r"Avg prompt throughput: (?P<prompt_throughput>\d+(?:\.\d+)?) tokens/s, Avg generation "
+        r"throughput: (?P<generation_throughput>\d+(?:\.\d+)?) tokens/s, Running: "
+        r"(?P<running>\d+) reqs, .*KV cache usage: [\d.]+%"
+    ),
+    partial=(rx(r"Avg prompt throughput: (?P<prompt_throughput>\d+(?:\.\d+)?) tokens/s,"),),
+    extras=(
+        rx(r"^Engine (?P<engine_index>\d{1,6}): "),
+        rx(r"Waiting: (?P<waiting>\d+) reqs,"),
+        rx(r"Prefix cache hit rate: (?P<prefix_hit_rate>\d+(?:\.\d+)?)%"),
+    ),
+)
+
 SPECS: tuple[Spec, ...] = (
     KV_CACHE_SIZE,
     MAX_CONCURRENCY,
@@ -111,6 +138,7 @@ SPECS: tuple[Spec, ...] = (
     NON_DEFAULT_ARGS,
     CHUNKED_PREFILL,
     VERSION,
+    STATS,
 )
 
 PRIORITY: dict[str, int] = {

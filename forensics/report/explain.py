@@ -33,6 +33,8 @@ READS = (
     "accounts",
     "node_evidence",
     "screening",
+    "counter_windows",
+    "counter_window_requests",
     "exposures",
     "exposure_tokens",
     "possible_exposures",

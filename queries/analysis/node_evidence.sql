@@ -47,7 +47,13 @@ WITH served AS (
 ), blind_fitting AS (
     SELECT decode_node AS node, count(*) AS n FROM screening
     WHERE NOT ledger_covered AND decode_node IS NOT NULL AND ttft_ms IS NOT NULL
-      AND NOT list_has_any(coalesce(signals, []), ['fast-ttft', 'cache-implausible'])
+      AND NOT list_has_any(coalesce(signals, []),
+                           ['fast-ttft', 'cache-implausible', 'token-counters'])
+    GROUP BY decode_node
+), counted AS (
+    SELECT decode_node AS node, count(*) AS n FROM screening
+    WHERE NOT ledger_covered AND decode_node IS NOT NULL
+      AND list_contains(coalesce(signals, []), 'token-counters')
     GROUP BY decode_node
 ), skipped AS (
     SELECT node, string_agg(reason, '; ' ORDER BY reason) AS reason
@@ -61,7 +67,7 @@ WITH served AS (
            l.node IS NOT NULL AS has_ledger, k.reason AS skip_reason,
            a.node IN (SELECT node FROM numbering) AS odd_numbering,
            $external AS external, coalesce(b.n, 0) AS blind,
-           coalesce(bf.n, 0) AS blind_fitting
+           coalesce(bf.n, 0) AS blind_fitting, coalesce(tc.n, 0) AS counted
     FROM all_nodes a
     LEFT JOIN roles r USING (node)
     LEFT JOIN counts c USING (node)
@@ -71,6 +77,7 @@ WITH served AS (
     LEFT JOIN skipped k USING (node)
     LEFT JOIN blind b USING (node)
     LEFT JOIN blind_fitting bf USING (node)
+    LEFT JOIN counted tc USING (node)
 )
 SELECT node, role, requests, ledger_events, ledger_first_ts, ledger_last_ts, holes,
        uncovered_requests, reconstructed,
@@ -113,9 +120,16 @@ SELECT node, role, requests, ledger_events, ledger_first_ts, ledger_last_ts, hol
                THEN format('; for {} request(s) it decoded without a ledger, a stub of a prompt '
                            'that fits the pool (an engine computing less than it was given) '
                            'could not be looked for: neither the responses'' cached tokens '
-                           '(requests.csv cached_tokens) nor a time model of its prefill node '
-                           '(at least 5 ordinary timed requests of 256 computed tokens or more)',
+                           '(requests.csv cached_tokens), nor a time model of its prefill node '
+                           '(at least 5 ordinary timed requests of 256 computed tokens or more), '
+                           'nor its prefill node''s own token counters (the SGLang log''s '
+                           'prefill batch lines, logs/)',
                            blind_fitting)
+               ELSE '' END
+       || CASE WHEN counted > 0 AND NOT (has_ledger AND holes = 0 AND uncovered_requests = 0)
+               THEN format('; for {} request(s) it decoded without a ledger, the prompt tokens '
+                           'its prefill node''s engine counted (SGLang prefill batch lines) were '
+                           'compared with the billed tokens (token-shortfall)', counted)
                ELSE '' END
        || CASE WHEN has_ledger AND $remote
                THEN '; its ledger is read from a remote store, where seq gaps are not looked '

@@ -32,7 +32,9 @@
 -- the request) or no-ledger. signals: the stub signals that could be looked for at all for the
 -- request (over-pool: its prefill node's pool is known; fast-ttft: that node has enough normal
 -- requests; cache-implausible: the log reports its cached tokens; engine-log: that node's
--- engine log was read), so that what could not be looked for is said.
+-- engine log was read; token-counters, added by analysis/token_shortfall.sql: its prefill
+-- node's prefill batch counters were compared), so that what could not be looked for is said.
+-- token-shortfall is added by analysis/token_shortfall.sql, which needs the other reasons.
 DELETE FROM screening;
 
 INSERT INTO screening BY NAME

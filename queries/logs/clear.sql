@@ -5,3 +5,4 @@ DELETE FROM node_facts WHERE src_file IN (SELECT path FROM logs_files_in);
 DELETE FROM engine_evidence WHERE src_file IN (SELECT path FROM logs_files_in);
 DELETE FROM log_files WHERE path IN (SELECT path FROM logs_files_in);
 DELETE FROM node_disagreements;
+DELETE FROM engine_counters WHERE src_file IN (SELECT path FROM logs_files_in);

@@ -1,7 +1,7 @@
 -- The requests a ledger-less node served, in gateway-time order, with what reconstruction needs:
 -- times in microseconds since the epoch, lengths, the prefix-cache hits the usage reported
 -- (cached_tokens), and the screening reasons that say the prefill processed a 1-token stub
--- (over-pool, engine-rejected, fast-ttft, cache-implausible).
+-- (over-pool, engine-rejected, fast-ttft, cache-implausible, token-shortfall).
 SELECT q.request_id, q.account_id, q.http_status,
        epoch_us(q.received_at) AS received_us,
        epoch_us(q.first_token_at) AS first_token_us,

@@ -52,13 +52,13 @@ CREATE TABLE IF NOT EXISTS screening (
     account_id      VARCHAR NOT NULL,  -- its account
     prefill_node    VARCHAR,  -- serving prefill node
     decode_node     VARCHAR,  -- serving decode node
-    reasons         VARCHAR[] NOT NULL,   -- e.g. over-pool, fast-ttft, engine-rejected
+    reasons         VARCHAR[] NOT NULL,   -- e.g. over-pool, fast-ttft, engine-rejected, token-shortfall
     ttft_ms         DOUBLE,  -- time to first token
     expected_ttft_ms DOUBLE,  -- expected from the node's normal prefill rate
     ledger_covered  BOOLEAN NOT NULL,     -- a complete ledger covers its decode node then
     coverage        VARCHAR, -- ledger | ledger-hole | outside-ledger | no-ledger (its decode node)
     signals         VARCHAR[] -- stub signals that could be looked for: over-pool, fast-ttft,
-                              -- cache-implausible, engine-log
+                              -- cache-implausible, engine-log, token-counters
 );
 
 -- Possible (screened) exposure pairs: a suspect receiver that no complete ledger covers and
@@ -71,6 +71,30 @@ CREATE TABLE IF NOT EXISTS possible_exposures (
     node                VARCHAR NOT NULL,  -- the decode node
     cross_account       BOOLEAN NOT NULL,  -- the accounts differ
     basis               VARCHAR  -- concurrent | window | earlier: how near the suspect it ran
+);
+
+-- token-shortfall's windows (queries/analysis/token_shortfall.sql): per prefill node with SGLang
+-- prefill batch counters, the runs of consecutive batch lines that no compared request's prefill
+-- crosses the edge of, each with what the engine counted and what the gateway billed.
+CREATE TABLE IF NOT EXISTS counter_windows (
+    node            VARCHAR NOT NULL,    -- the prefill node
+    window_no       BIGINT NOT NULL,     -- 1, 2, ... in time order per node
+    first_ts        TIMESTAMPTZ NOT NULL,  -- time of its first batch line (node clock)
+    last_ts         TIMESTAMPTZ NOT NULL,  -- time of its last batch line
+    batch_lines     BIGINT NOT NULL,     -- prefill batch lines in it
+    requests        BIGINT NOT NULL,     -- compared requests prefilled in it
+    flagged_stubs   BIGINT NOT NULL,     -- of them, flagged as stubs by another reason
+    basis           VARCHAR NOT NULL,    -- computed | total: see the query
+    engine_tokens   BIGINT NOT NULL,     -- the engine's count (basis computed: new tokens; total: new + cached)
+    billed_tokens   BIGINT NOT NULL,     -- the gateway's (computed: prompt less cached; total: prompt), a flagged stub as 1
+    shortfall       BIGINT NOT NULL      -- billed_tokens - engine_tokens; above 0: token-shortfall
+);
+
+-- The requests token-shortfall compared, each with its window (counter_windows).
+CREATE TABLE IF NOT EXISTS counter_window_requests (
+    request_id VARCHAR NOT NULL,  -- the request
+    node       VARCHAR NOT NULL,  -- its prefill node
+    window_no  BIGINT NOT NULL    -- its window there (counter_windows.window_no)
 );
 
 -- Findings that positive evidence took off the lists, with the reason (never a missing source).

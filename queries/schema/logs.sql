@@ -61,6 +61,32 @@ CREATE TABLE IF NOT EXISTS engine_evidence (
     position       BIGINT  -- sequence position, if logged
 );
 
+-- The engines' own token counters, one row per counter line (docs/engines.md, "Token
+-- counters"). Kind sglang.prefill-batch, a `Prefill batch` line: new_seqs, new_tokens (prompt
+-- tokens computed) and cached_tokens (taken from the radix cache) of that one batch. Kind
+-- vllm.stats, a v1 periodic stats line (every 10 s): prompt_throughput (prompt tokens computed
+-- since the previous line, prefix-cache hits excluded, per second, rounded to 0.1),
+-- generation_throughput, running, waiting, prefix_hit_rate (percent, over the last 1000
+-- requests looked up). Per node and DP rank, only the lines of the lowest other ranks that log
+-- a prefill batch are kept (SGLang logs a DP group's batches from its attention TP rank 0).
+CREATE TABLE IF NOT EXISTS engine_counters (
+    node                  VARCHAR NOT NULL,  -- engine instance
+    dp_rank               BIGINT NOT NULL,   -- DP rank (SGLang) or engine index (vLLM), 0 if none
+    ts                    TIMESTAMPTZ,       -- the line's time (node clock); NULL without a date (vLLM writes no year)
+    stamp                 VARCHAR NOT NULL,  -- the time as the log wrote it
+    kind                  VARCHAR NOT NULL,  -- sglang.prefill-batch | vllm.stats
+    new_seqs              BIGINT,  -- sglang: requests in the batch (a chunk counts its request again)
+    new_tokens            BIGINT,  -- sglang: prompt tokens the batch computed
+    cached_tokens         BIGINT,  -- sglang: prompt tokens the batch took from the radix cache
+    prompt_throughput     DOUBLE,  -- vllm: computed prompt tokens per second since the last line
+    generation_throughput DOUBLE,  -- vllm: generated tokens per second since the last line
+    running               BIGINT,  -- vllm: requests running
+    waiting               BIGINT,  -- vllm: requests waiting
+    prefix_hit_rate       DOUBLE,  -- vllm: prefix-cache hit rate in percent (recent 1000 requests)
+    src_file              VARCHAR NOT NULL,  -- log file
+    src_line              BIGINT NOT NULL  -- line in that file
+);
+
 -- One row per log file read: lines = parsed + truncated + ignored.
 CREATE TABLE IF NOT EXISTS log_files (
     path      VARCHAR NOT NULL,  -- relative to the case folder

@@ -4,7 +4,7 @@ possible leakers in the window before a suspect, and the ledger deciding where i
 from __future__ import annotations
 
 import pytest
-from support.analysis_case import at, insert, insert_ledger, new_case
+from support.analysis_case import at, insert, insert_ledger, new_case, timed_request
 
 from forensics.analysis.stage import analyze
 from forensics.options import AnalysisOptions
@@ -13,28 +13,7 @@ SECOND = 1_000_000
 RATE = 10_000  # normal prefill rate of p1, tokens per second
 
 
-def _request(
-    rid: str,
-    account: str,
-    received_s: float,
-    prompt: int,
-    ttft_s: float | None,
-    decode: str = "d1",
-    status: int = 200,
-) -> dict:
-    received = int(received_s * SECOND)
-    return {
-        "request_id": rid,
-        "account_id": account,
-        "model": "m",
-        "received_at": at(received),
-        "first_token_at": at(received + int(ttft_s * SECOND)) if ttft_s is not None else None,
-        "completed_at": at(received + int(((ttft_s or 0) + 2) * SECOND)),
-        "http_status": status,
-        "prompt_tokens": prompt,
-        "prefill_node": "p1",
-        "decode_node": decode,
-    }
+_request = timed_request
 
 
 @pytest.fixture(scope="module")

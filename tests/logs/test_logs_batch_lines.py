@@ -35,7 +35,7 @@ PREFILL = (
 def _results(paths: list[Path], short_way: bool, monkeypatch: pytest.MonkeyPatch) -> list[tuple]:
     with monkeypatch.context() as m:
         if not short_way:
-            m.setattr(parse, "only_a_batch", lambda _raw: False)
+            m.setattr(parse, "only_a_batch", lambda _raw: None)
         files = classify([(p, p.name, p.name) for p in paths], [])
         return [astuple(parse.parse_file(f)) for f in files]
 
@@ -49,7 +49,7 @@ def _both_ways(tmp_path: Path, lines: list[str], monkeypatch: pytest.MonkeyPatch
 def test_the_project_logs_read_the_same_either_way(monkeypatch: pytest.MonkeyPatch) -> None:
     assert len(LOGS) >= 20
     assert _results(LOGS, True, monkeypatch) == _results(LOGS, False, monkeypatch)
-    short = sum(parse.only_a_batch(raw) for f in LOGS for raw in parse.open_lines(f))
+    short = sum(parse.only_a_batch(raw) is not None for f in LOGS for raw in parse.open_lines(f))
     assert short >= 500  # the short way is taken, by most of their lines
 
 
@@ -90,7 +90,7 @@ def test_the_project_logs_read_the_same_either_way(monkeypatch: pytest.MonkeyPat
 def test_a_variant_of_a_batch_line_reads_the_same_either_way(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, line: str, short: bool
 ) -> None:
-    assert parse.only_a_batch(line) is short
+    assert (parse.only_a_batch(line) is not None) is short
     _both_ways(tmp_path, [line, DECODE, line], monkeypatch)
 
 
@@ -141,3 +141,15 @@ def test_random_lines_read_the_same_either_way(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, lines: list[str]
 ) -> None:
     _both_ways(tmp_path, [*lines, DECODE, PREFILL], monkeypatch)
+
+
+@pytest.mark.parametrize("needle", parse._NOT_ONLY_A_BATCH)
+def test_a_batch_line_holding_any_other_message_takes_the_general_way(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, needle: str
+) -> None:
+    """Every other spec's needle (looked for behind one-character gates) sends a batch line
+    holding it the general way, in a prefill and a decode line alike."""
+    for line in (DECODE, PREFILL):
+        held = line.replace("token usage", f"{needle} token usage")
+        assert parse.only_a_batch(held) is None
+        _both_ways(tmp_path, [held, line], monkeypatch)

@@ -44,6 +44,35 @@ def request_row(rid: str, account: str, prompt_tokens: int = 10, **more: Any) ->
     return row | more
 
 
+def timed_request(
+    rid: str,
+    account: str,
+    received_s: float,
+    prompt: int,
+    ttft_s: float | None,
+    decode: str = "d1",
+    status: int = 200,
+    **more: Any,
+) -> dict[str, Any]:
+    """A request received `received_s` after EPOCH on prefill node p1 and `decode`, its first
+    token `ttft_s` later (None: none), completed 2 s after that."""
+    received = int(received_s * 1_000_000)
+    first = received + int((ttft_s or 0) * 1_000_000)
+    return {
+        "request_id": rid,
+        "account_id": account,
+        "model": "m",
+        "received_at": at(received),
+        "first_token_at": at(first) if ttft_s is not None else None,
+        "completed_at": at(first + 2_000_000),
+        "http_status": status,
+        "prompt_tokens": prompt,
+        "prefill_node": "p1",
+        "decode_node": decode,
+        **more,
+    }
+
+
 def new_case() -> duckdb.DuckDBPyConnection:
     return connect(":memory:")
 

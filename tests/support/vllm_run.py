@@ -8,8 +8,11 @@ and evicted), `faults` (the same, then two injected engine faults, see
 tests/support/vllm_inject.py), the batched load (24 requests of 4 accounts, shared prefixes,
 several in flight, a pool of 40 blocks) without a fault (`healthy-batched`) or with one:
 `batched` (a stub), `batched-dup` (a block handed out while its holder still holds it),
-`batched-collision` (a prefix-cache hash collision); or `bench` (a throughput run; the tap is on
-when KVFORENSICS_TAP_DIR is set).
+`batched-collision` (a prefix-cache hash collision); `stats` (the batched load without a fault,
+then again with the stub, with vLLM's stats logging on: LoggingStatLogger's line is printed
+after each load, as a server prints it every 10 s; the monotonic time of each print is kept in
+run.json `stats_calls`); or `bench` (a throughput run; the tap is on when KVFORENSICS_TAP_DIR
+is set).
 VLLM_RUN_SAMPLING=sampled samples every output (temperature 0.8, top-p 0.95, a seed per
 request); the default is greedy. VLLM_RUN_SEED (default 7) draws the prompts.
 VLLM_RUN_MAX_SEQS (default 8) and VLLM_RUN_MAX_BATCHED (default vLLM's) are the scheduler's
@@ -65,7 +68,7 @@ def write_model(folder: Path) -> None:
     model.save_pretrained(folder, safe_serialization=True)
 
 
-FAULTY = ("faults", "batched", "batched-dup", "batched-collision")
+FAULTY = ("faults", "batched", "batched-dup", "batched-collision", "stats")
 if len(sys.argv) > 1 and sys.argv[1] in FAULTY:
     os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
     install_faults()
@@ -83,6 +86,12 @@ class Gateway:
         self.rows: dict[str, dict[str, Any]] = {}
         self.outputs: dict[str, list[int]] = {}
         self.most_in_flight = 0  # requests received and not yet completed, after a step
+        self.stats_calls: list[float] = []  # time.monotonic() of each stats print
+
+    def log_stats(self) -> None:
+        """Print the engine's stats line now (vLLM's server does every 10 s)."""
+        self.stats_calls.append(time.monotonic())
+        self.engine.do_log_stats()
 
     def add(self, rid: str, account: str, prompt: list[int], max_tokens: int) -> None:
         from vllm import SamplingParams
@@ -239,6 +248,17 @@ def healthy_batched(gw: Gateway, rng: random.Random) -> None:
     batched_load(gw, rng)
 
 
+def stats(gw: Gateway, rng: random.Random) -> None:
+    """The batched load without a fault (`h-…`), then with the stub (`s-…`, the stub
+    `stub-14`), each followed by the engine's stats line (the first print only starts the
+    interval: an idle engine logs at DEBUG)."""
+    gw.log_stats()
+    batched_load(gw, rng, lambda k, p, _: (f"h-{k}", p, None))
+    gw.log_stats()
+    batched_load(gw, rng, lambda k, p, _: (f"stub-{k}" if k == 14 else f"s-{k}", p, None))
+    gw.log_stats()
+
+
 def bench(gw: Gateway, rng: random.Random) -> None:
     prefixes = [[rng.randrange(3, 512) for _ in range(2 * BLOCK)] for _ in range(4)]
     for k in range(int(os.environ.get("BENCH_REQUESTS", "32"))):
@@ -261,6 +281,7 @@ MODES_BATCHED = {
     "batched-dup": batched_dup,
     "batched-collision": batched_collision,
     "healthy-batched": healthy_batched,
+    "stats": stats,
 }
 
 
@@ -288,6 +309,7 @@ def main() -> None:
         num_gpu_blocks_override=(40 if mode in MODES_BATCHED else 24) if small else None,
         max_num_seqs=int(os.environ.get("VLLM_RUN_MAX_SEQS", "8")),
         seed=0,
+        disable_log_stats=mode != "stats",
         **_budget(),
     )
     gw = Gateway(llm.llm_engine)
@@ -312,6 +334,7 @@ def main() -> None:
                 "prompt_tokens": sum(r["prompt_tokens"] for r in gw.rows.values()),
                 "tokens_per_s": generated / seconds,
                 "most_in_flight": gw.most_in_flight,
+                "stats_calls": gw.stats_calls,
                 "sampling": "sampled" if SAMPLED else "greedy",
             },
             indent=1,
