@@ -51,6 +51,7 @@ class Headline:
     ledger_holes: int  # known holes in the ledgers
     cleared_findings: int  # findings positive evidence took off the lists
     unscreened_requests: int  # requests without a ledger for which no stub signal exists
+    unscreened_fitting_requests: int  # nor one for the stub of a prompt that fits the pool
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,37 @@
+"""The report's summary says where a stub could not be looked for, never reading as an
+all-clear: with a pool size but no cached tokens, no time model and no engine counters, the
+stub of a prompt that fits the pool could not be seen (the analysis' own count, checked
+against the rows it was given: 3 requests on a node with a known pool)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from support.analysis_case import insert, new_case, timed_request
+
+from forensics.analysis.stage import analyze
+from forensics.report.stage import write_all
+
+
+def _summary(tmp_path: Path, cached: bool) -> str:
+    con = new_case()
+    insert(con, "nodes", [{"node": "p1", "role": "prefill", "pool_slots": 100_000}])
+    extra = {"cached_tokens": 0} if cached else {}
+    rows = [timed_request(f"R{i}", "acct-1", 100 + i, 300, 0.03, **extra) for i in range(3)]
+    insert(con, "requests", rows)
+    analyze(con)
+    write_all(con, tmp_path / "out")
+    html = (tmp_path / "out" / "report.html").read_text(encoding="utf-8")
+    return html
+
+
+def test_a_fitting_stub_that_could_not_be_looked_for_is_said(tmp_path: Path) -> None:
+    html = _summary(tmp_path, cached=False)
+    found = re.search(r'data-evidence="unscreened-fitting">For <strong>(\d+)</strong>', html)
+    assert found and found.group(1) == "3"
+    assert 'data-evidence="unscreened"' not in html  # over-pool could look at them
+
+
+def test_with_cached_tokens_nothing_is_said(tmp_path: Path) -> None:
+    assert 'data-evidence="unscreened-fitting"' not in _summary(tmp_path, cached=True)
