@@ -162,7 +162,7 @@ def plan_suspect(
         computed,
         later,
         replayed,
-        _temperature(con, request_id),
+        request_temperature(con, request_id),
     )
 
 
@@ -244,7 +244,7 @@ def _request(con: duckdb.DuckDBPyConnection, request_id: str) -> dict[str, Any]:
     return dict(zip([d[0] for d in cur.description], row, strict=True))
 
 
-def _temperature(con: duckdb.DuckDBPyConnection, request_id: str) -> float | None:
+def request_temperature(con: duckdb.DuckDBPyConnection, request_id: str) -> float | None:
     """The request's sampling temperature, where the request log has the optional column."""
     try:
         row = one_row(con.execute(sql("replay/request_sampling"), {"request_id": request_id}))

@@ -31,7 +31,7 @@
 -- token (reconstructed_requests.unread: the runs lost the engine's state in a burst), only
 -- candidates from before the window (basis 'earlier', whose pages every run reused or kept
 -- alike) are cleared; the window's and the concurrent ones stay possible. Where replay ran
--- and no explored layout reproduced the delivered output (reconstructed_requests.contradicted)
+-- and no explored layout explained the delivered output (reconstructed_requests.contradicted)
 -- the rebuilt trace is not the engine's for that read and nothing is cleared. A suspect with
 -- another reason (a checksum or canary fault reconstruction does not model) keeps every pair.
 DELETE FROM possible_exposures;

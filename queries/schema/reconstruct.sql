@@ -39,9 +39,11 @@ CREATE TABLE IF NOT EXISTS reconstructed_requests (
     waited     BOOLEAN,                  -- its allocation waited for a free (the pool was full)
     unread     BOOLEAN,                  -- still waiting at its first token: its first read is
                                          -- not modelled (screening's possible pairs stand)
-    contradicted BOOLEAN                 -- replay reproduced its delivered output from none of
-                                         -- the explored layouts: the rebuilt trace is not the
-                                         -- engine's for this read (screening's pairs stand)
+    contradicted BOOLEAN                 -- replay explained its delivered output by none of
+                                         -- the explored layouts (none reproduces it and under
+                                         -- the most likely one it is implausible): the rebuilt
+                                         -- trace is not the engine's for this read
+                                         -- (screening's pairs stand)
 );
 
 -- Nodes without a ledger that reconstruction could not rebuild, with the reason and the fix.
