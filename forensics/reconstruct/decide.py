@@ -14,7 +14,9 @@ tokens scored teacher-forced at the request's temperature (forensics.replay.evid
   THRESHOLD_BITS less likely than the best one is cleared (a wrong layout beats the true one
   by that much with probability at most 2^-THRESHOLD_BITS, the bound replay's confirmation
   uses); a candidate in every layout within that margin is confirmed where the best layout
-  also beats the stub's own clean prompt by THRESHOLD_BITS; the others stay possible."""
+  also beats the stub's own clean prompt by THRESHOLD_BITS; the others stay possible.
+
+A candidate found in a layout beyond the budget (not replayed) is never cleared."""
 
 from __future__ import annotations
 
@@ -76,13 +78,15 @@ class Decider:
         want_sha = self._delivered_sha(r.request_id)
         reproducing: set[int] = set()
         candidates: set[int] = set()
+        unreplayed: set[int] = set()
         scored: list[tuple[TokenScores, set[int]]] = []
         tried = 0
         for layout, _ in sorted(layouts.items(), key=lambda kv: (-kv[1], kv[0] is None)):
             leakers = {s[0] for s in layout if s is not None and s[0] != receiver}
-            candidates |= leakers
             if tried >= self.budget:
+                unreplayed |= leakers  # never cleared on layouts that were not weighed
                 continue
+            candidates |= leakers
             tried += 1
             self.replayed += 1
             slots = [None if s is None else (reqs[s[0]].request_id, s[1]) for s in layout]
@@ -98,8 +102,11 @@ class Decider:
             if res.scores is not None:
                 scored.append((res.scores, leakers))
         if reproducing:
-            return {w: CONFIRMED if w in reproducing else CLEARED for w in candidates}
-        verdicts = self._most_likely(own.prompt, r.n_out, want, temperature, scored, candidates)
+            out: dict[int, str] = {w: CLEARED for w in candidates - reproducing - unreplayed}
+            return out | {w: CONFIRMED for w in reproducing}
+        verdicts = self._most_likely(
+            own.prompt, r.n_out, want, temperature, scored, candidates - unreplayed
+        )
         if tried and verdicts is None:  # replayed, and no explored layout explains the output
             self.contradicted.add(r.request_id)
         return verdicts or {}
@@ -114,7 +121,8 @@ class Decider:
         candidates: set[int],
     ) -> dict[int, str] | None:
         """Verdicts from the layouts' scores of the delivered output; None when the most
-        likely layout does not make it plausible (or nothing was scored)."""
+        likely layout does not make it plausible (or nothing was scored). Only `candidates`
+        (found in no layout left unweighed) may be cleared."""
         from forensics.replay.decode import decode_own
         from forensics.replay.evidence import THRESHOLD_BITS, weigh
 

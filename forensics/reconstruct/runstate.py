@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from forensics.reconstruct.steps import decoding
 from forensics.reconstruct.trace import Event, Layout, Req, runs
 
 FIRST, DONE = 0, 1  # a request's logged first token, its logged completion
@@ -46,11 +47,7 @@ class StepClock:
     nearest one's; 1 ms where none has two output tokens). Microseconds, at least 1."""
 
     def __init__(self, reqs: list[Req]):
-        self.spans = [
-            (r.first_token_us, r.completed_us, (r.completed_us - r.first_token_us) // (r.n_out - 1))
-            for r in reqs
-            if r.first_token_us is not None and r.completed_us is not None and r.n_out > 1
-        ]
+        self.spans = decoding(reqs)
         self.overall = max(int(np.median([p for *_, p in self.spans])), 1) if self.spans else 1000
 
     def around(self, t: int) -> int:

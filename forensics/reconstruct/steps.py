@@ -13,17 +13,22 @@ import numpy as np
 from forensics.reconstruct.trace import Req
 
 
+def decoding(reqs: list[Req]) -> list[tuple[int, int, int]]:
+    """Per request with two output tokens or more: (first token, completion, the logged time
+    per output token after the first), in microseconds."""
+    return [
+        (r.first_token_us, r.completed_us, (r.completed_us - r.first_token_us) // (r.n_out - 1))
+        for r in reqs
+        if r.first_token_us is not None and r.completed_us is not None and r.n_out > 1
+    ]
+
+
 def merge_gap(reqs: list[Req], most_us: int) -> int:
     """How close two logged times must be to be one step's. One step's outputs are logged one
     after another (microseconds apart), steps a model's forward pass apart (milliseconds): the
     first gap between logged times at least ten times the largest one below it, and at most
     most_us and a quarter of the shortest step a request's own times imply."""
-    spans = [
-        (r.completed_us - r.first_token_us) // (r.n_out - 1)
-        for r in reqs
-        if r.first_token_us is not None and r.completed_us is not None and r.n_out > 1
-    ]
-    cap = max(1, min([most_us, *(s // 4 for s in spans if s > 0)]))
+    cap = max(1, min([most_us, *(s // 4 for *_, s in decoding(reqs) if s > 0)]))
     times = sorted({t for r in reqs for t in (r.first_token_us, r.completed_us) if t is not None})
     below = 0
     for gap in sorted({b - a for a, b in zip(times, times[1:], strict=False)} - {0}):

@@ -50,6 +50,7 @@ DECODE, AFTER = 0, 3  # a decode step at a logged step, or between it and the ne
 STEP_LAYOUTS = 20_000  # the most placements of unlogged steps enumerated
 MAX_STEPS = 5_000  # logged steps of a node explored; more: none kept
 SCHEDULES = 128  # the most distinct decode-block schedules they give, run; more: none kept
+TIMED_RUNS = 128  # the most runs on the clock per stub sharing (timed_runs)
 
 
 @dataclass
@@ -98,9 +99,6 @@ class Limits:
         )
 
 
-Schedule = tuple[dict[tuple[int, int], tuple[int, int]], list[int]]
-
-
 class UnifiedNode:
     """The runs of one node, each on a fresh vllm-sched pool (vLLM's scheduler) of one driver."""
 
@@ -130,12 +128,12 @@ class UnifiedNode:
             else []
         )
 
-    def schedules(self, most: int) -> list[Schedule]:
-        """Per step layout, where each decode step that needs a new block falls: (request,
-        decode step k) -> (logged step, DECODE: at it | AFTER: after it), with the layout
-        (unlogged steps per gap) that gives it; layouts that place those steps alike are run
-        once (every other step only appends to a block), and no more than most + 1 of them."""
-        out: list[Schedule] = []
+    def schedules(self, most: int) -> list[list[int]]:
+        """The step layouts (unlogged steps per gap) worth running: those that place the decode
+        steps needing a new block differently ((request, decode step k) -> (logged step,
+        DECODE: at it | AFTER: after it)); layouts that place them alike are run once (every
+        other step only appends to a block), and no more than most + 1 of them."""
+        out: list[list[int]] = []
         seen: set[tuple[tuple[tuple[int, int], tuple[int, int]], ...]] = set()
         for gaps in self.layouts:
             if len(out) > most:
@@ -151,7 +149,7 @@ class UnifiedNode:
             key = tuple(sorted(where.items()))
             if key not in seen:
                 seen.add(key)
-                out.append((where, gaps))
+                out.append(gaps)
         return out
 
     def missing(self) -> str:
@@ -197,9 +195,10 @@ class UnifiedNode:
         """One run of the engine's scheduler over the steps of this layout."""
         assert self.spans is not None
         index = index_of(gaps)
-        lead = max(0, -min(self.arrivals(index), default=0))
+        early = self.arrivals(index)
+        lead = max(0, -min(early, default=0))  # steps added before the first logged one
         index = [at + lead for at in index]
-        arrive = self.arrivals(index)
+        arrive = {at + lead: group for at, group in early.items()}
         pool = drv.new_pool("vllm-sched", self.n_blocks, self.ps, False, *self.limits.config())
         state = RunState(self.reqs, self.ps, self.n_blocks, events)
         spans_ = self.spans
@@ -327,9 +326,6 @@ class UnifiedNode:
         drv.add(pool, f"r{i}", False, n_out, tokens)
 
 
-TIMED_RUNS = 128  # the most runs on the clock per stub sharing (timed_runs)
-
-
 def explore(node: UnifiedNode, drv: EngineAllocators) -> UnifiedResult:
     """The runs the log leaves open, each with the stub's prompt shared with its account's
     prefix and not: every placement of the unlogged steps (step_layouts), each request
@@ -349,7 +345,7 @@ def explore(node: UnifiedNode, drv: EngineAllocators) -> UnifiedResult:
         return res
     res.why = node.unplaced()
     shared = (True, False) if any(r.stub for r in node.reqs) else (True,)
-    _keep(res, (node.run(drv, gaps, s, res.kept == 0) for _w, gaps in schedules for s in shared))
+    _keep(res, (node.run(drv, gaps, s, res.kept == 0) for gaps in schedules for s in shared))
     if not res.kept:
         for s in shared:
             _keep(res, node.timed_runs(drv, s, lambda: res.kept == 0, TIMED_RUNS))
