@@ -85,9 +85,10 @@ class Limits:
 
     def config(self) -> tuple[int, int, int]:
         """(seats, token budget, chunked) for the scheduler; a limit not logged is as large as
-        vLLM allows (it requires a budget of at least one token per seat)."""
+        vLLM allows. vLLM requires a budget of at least one token per seat (an engine logging
+        more seats than its budget would not have started; a damaged log is held to it)."""
         batched = self.max_batched or 1 << 30
-        return (self.max_num_seqs or min(batched, 1 << 20), batched, int(self.chunked))
+        return (min(self.max_num_seqs or 1 << 20, batched), batched, int(self.chunked))
 
     def describe(self) -> str:
         def shown(v: int | None) -> str:

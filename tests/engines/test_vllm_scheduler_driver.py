@@ -215,3 +215,14 @@ def test_the_logged_limits_bind_the_runs(drv: EngineAllocators) -> None:
     three = [*with_a, reqs[1]]
     res = explore(UnifiedNode("n", three, BS, 8, 1 * MS, Limits(max_batched=4)), drv)
     assert not res.consistent and "b" in res.why
+
+
+def test_limits_a_damaged_log_gives_are_held_to_what_vllm_accepts(drv: EngineAllocators) -> None:
+    """More seats than tokens per step (vLLM refuses to start so): the scheduler is made with
+    as many seats as tokens, and the run goes on instead of stopping the driver."""
+    reqs = [_req("a", "acct-a", 0, 10, 10, 2, 1, 0)]
+    res = explore(
+        UnifiedNode("n", reqs, BS, 8, 1 * MS, Limits(max_num_seqs=64, max_batched=4)), drv
+    )
+    assert res.consistent
+    assert Limits(max_num_seqs=64, max_batched=4).config() == (4, 4, 1)
