@@ -1,11 +1,11 @@
 """Every package folder of forensics/ has a short README.md that names each of its modules.
 
 A package folder is a folder under forensics/ that holds an `__init__.py`, or a folder right
-under forensics/ that holds Python modules without one (report/ and simulate/ are namespace
-packages). Its README names every module file of the folder (`__init__.py` excepted) in
-backquotes, `stage.py`; a backquoted file name ending in `.py` must exist: a bare name in the
-folder itself, a name with a slash in the folder (`sglang_site/sitecustomize.py`) or in the
-repository (`forensics/engines/pools.py`)."""
+under forensics/ that holds Python modules without one (a namespace package). Its README names
+every module file of the folder (`__init__.py` excepted) in backquotes, `stage.py`; a
+backquoted file name ending in `.py` must exist: a bare name in the folder itself, a name with a
+slash in the folder (`sglang_site/sitecustomize.py`) or in the repository
+(`forensics/engines/pools.py`)."""
 
 from __future__ import annotations
 
@@ -55,7 +55,7 @@ def readme_problems(folder: Path, repo: Path) -> list[str]:
 
 
 def test_the_package_folders_are_found() -> None:
-    """The walk sees the namespace packages and the nested non-package folder as it should."""
+    """The walk sees the package folders and skips the nested non-package folder, as it should."""
     names = {str(p.relative_to(PACKAGE)) for p in package_folders(PACKAGE)}
     assert {"analysis", "cli", "report", "simulate", "tap"} <= names
     assert "tap/sglang_site" not in names
