@@ -43,11 +43,10 @@ from forensics.ledger.external import (
     check_unchanged,
     folder_of,
     local_stamps,
-    projection,
-    schemas_of,
     sha256_of,
 )
 from forensics.ledger.mirror import mirrored_files
+from forensics.ledger.schemas import projection, schemas_of
 from forensics.ledger.storage import raise_storage_failure
 
 BATCH_ROWS = 1 << 20  # rows read in one scan, at most (a larger part is read alone)

@@ -19,7 +19,8 @@ import duckdb
 
 from forensics.case.contract import KV_EVENTS
 from forensics.casedb.sql import Fragment, ident, literal, literals, sql, template
-from forensics.ledger.external import LedgerFile, columns_of
+from forensics.ledger.external import LedgerFile
+from forensics.ledger.schemas import columns_of
 
 # How each column of the contract is typed: the kvf_* macro ingest uses, and the part's types
 # that need no macro (the value is the same for every kept row).

@@ -164,22 +164,22 @@ def _typed_parts(folder: Path) -> list[LedgerFile]:
 
 
 def test_the_schemas_read_together_are_those_each_part_describes(tmp_path, monkeypatch) -> None:
-    import forensics.ledger.external as external
+    import forensics.ledger.schemas as schemas
 
     # these parts are no ledger: no column is required of them
-    monkeypatch.setattr(external, "KV_EVENTS", SimpleNamespace(required=[]))
+    monkeypatch.setattr(schemas, "KV_EVENTS", SimpleNamespace(required=[]))
     files = _typed_parts(tmp_path / "node=n")
     con = duckdb.connect()
-    described = {f.rel: external.columns_of(con, f) for f in files}
+    described = {f.rel: schemas.columns_of(con, f) for f in files}
     alone: list[str] = []
-    describe = external.columns_of
+    describe = schemas.columns_of
 
     def counted(con, f):
         alone.append(f.rel)
         return describe(con, f)
 
-    monkeypatch.setattr(external, "columns_of", counted)
-    assert external.schemas_of(con, files) == described
+    monkeypatch.setattr(schemas, "columns_of", counted)
+    assert schemas.schemas_of(con, files) == described
     assert alone == ["d.parquet"]  # the part with a column name twice, described by itself
     assert list(described["a.parquet"]) == list(pq.read_schema(files[0].url).names)
 
