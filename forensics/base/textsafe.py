@@ -10,7 +10,11 @@
 - HTML and Markdown: control characters (C0/C1 controls such as NUL, and the bidirectional
   overrides and isolates U+202A-U+202E, U+2066-U+2069, U+200E, U+200F, U+061C) are shown as
   escapes (\\n, \\u202e), so a value cannot reorder or hide the text around it.
-- Markdown: the characters that make links, emphasis, code, tables or HTML are escaped."""
+- Markdown: the characters that make links, emphasis, code, tables or HTML are escaped.
+- Terminal: every control character but LF and TAB (an escape sequence, a bell, a carriage
+  return that would overwrite the line) and the bidirectional marks are shown as escapes
+  (terminal_text); a name shown inside a line also has its LF and TAB escaped (visible with
+  keep_newlines=False), so it cannot start a line of its own."""
 
 from __future__ import annotations
 
@@ -23,6 +27,7 @@ _FORMULA = re.compile(r"^[ ]*[=+\-@\t]")
 _BIDI = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 _CONTROL_HTML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f" + _BIDI + "]")
+_CONTROL_TERMINAL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f" + _BIDI + "]")
 _CONTROL_ALL = re.compile("[\x00-\x1f\x7f-\x9f" + _BIDI + "]")
 # U+2028 and U+2029 end a line in some viewers: a CSV record stays one line.
 _CONTROL_CSV = re.compile("[\\\\\x00-\x08\x0a-\x1f\x7f-\x9f" + _BIDI + "\u2028\u2029]")
@@ -75,6 +80,12 @@ def visible(text: str, *, keep_newlines: bool = True) -> str:
     CR and TAB stay (HTML shows them as spaces)."""
     pattern = _CONTROL_HTML if keep_newlines else _CONTROL_ALL
     return pattern.sub(_escape_control, text)
+
+
+def terminal_text(text: str) -> str:
+    """Text as a terminal may receive it: controls other than LF and TAB (ESC, BEL, CR, C1)
+    and bidirectional-format characters shown as escapes."""
+    return _CONTROL_TERMINAL.sub(_escape_control, text)
 
 
 def markdown_text(value: Any) -> str:

@@ -13,8 +13,10 @@ from typing import Any
 import typer
 import typer.main
 from rich.console import Console
+from rich.text import Text
 
 from forensics import __version__
+from forensics.base.textsafe import terminal_text
 
 try:  # typer 0.29 and later build on their own copy of click
     from typer import _click as click  # type: ignore[attr-defined,unused-ignore]
@@ -53,7 +55,17 @@ def command_line() -> tuple[str, ...]:
 # Human output goes to stderr so that --json output on stdout stays machine-readable. soft_wrap:
 # a message is never broken in the middle of a value (a path, an id) when output is piped; the
 # terminal wraps long lines itself.
-console = Console(stderr=True, highlight=False, soft_wrap=True)
+class _TerminalConsole(Console):
+    """A console that shows the control characters of every string it renders (a printed line,
+    a table cell, a title) as escapes (terminal_text), so that no name from the case can send
+    an escape sequence, a bell or a carriage return to the terminal; rich's own colours are
+    added after and stay."""
+
+    def render_str(self, text: str, **kwargs: Any) -> Text:
+        return super().render_str(terminal_text(text), **kwargs)
+
+
+console = _TerminalConsole(stderr=True, highlight=False, soft_wrap=True)
 
 # Help shows a plain word for each value instead of the Python type ('<list[str]>').
 _METAVARS = {"path": "PATH", "int": "INTEGER", "float": "NUMBER", "str": "TEXT", "bool": "BOOL"}

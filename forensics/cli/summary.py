@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
+from forensics.base.textsafe import visible
 from forensics.ingest.report import print_ingest_summary
 
 if TYPE_CHECKING:  # the stages, numba among them, load when a command runs them
@@ -29,4 +30,5 @@ def print_evidence_notes(console: Console, name: str, summary: Mapping[str, Any]
     """What the analysis could not see, one line per node judged without a complete ledger,
     with the reason and what would supply it."""
     for node, note in (summary.get("evidence_notes") or {}).items():
-        console.print(f"{name}: {node}: {note}", markup=False)
+        shown = visible(node, keep_newlines=False)  # a node's name from the case, on one line
+        console.print(f"{name}: {shown}: {note}", markup=False)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from forensics.base.textsafe import visible
 from forensics.cli.app import app, console, emit_json, finish
 from forensics.cli.params import Json, MovedCase, PubKey, VerifyOut
 from forensics.run.verify import verify as run_verify
@@ -19,7 +20,8 @@ def verify(
         emit_json(result.to_json())
     else:
         for d in result.differences:
-            console.print(f"{d.side} {d.path}: {d.why}", markup=False)
+            shown = visible(d.path, keep_newlines=False)  # a file anyone may have put in OUT
+            console.print(f"{d.side} {shown}: {d.why}", markup=False)
         state = (
             "all match" if not result.differences else (f"{len(result.differences)} difference(s)")
         )

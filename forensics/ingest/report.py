@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from forensics.base.textsafe import visible
@@ -27,7 +28,8 @@ def print_ingest_summary(console: Console, result: IngestResult) -> None:
     for name in ("file", "table", "read", "loaded", "quarantined"):
         table.add_column(name, justify="left" if name in ("file", "table") else "right")
     for name, table_name, read, loaded, quarantined in summary_rows(result.files):
-        table.add_row(name, table_name, f"{read:,}", f"{loaded:,}", f"{quarantined:,}")
+        shown = escape(visible(name, keep_newlines=False))  # a file name is shown as it is
+        table.add_row(shown, table_name, f"{read:,}", f"{loaded:,}", f"{quarantined:,}")
     table.add_row(
         "[b]total[/b]",
         "",
@@ -37,7 +39,7 @@ def print_ingest_summary(console: Console, result: IngestResult) -> None:
     )
     console.print(table)
     for path, why in result.skipped:
-        console.print(f"skipped {path}: {why}", markup=False)
+        console.print(f"skipped {visible(path, keep_newlines=False)}: {why}", markup=False)
     if result.rows_quarantined:
         console.print(
             f"{result.rows_quarantined:,} rows quarantined: see the quarantine table "

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
+from forensics.base.textsafe import visible
 from forensics.logs.summary import LogsSummary, node_json
 
 _VERDICT = {True: "[green]fits[/]", False: "[bold red]too small[/]", None: "[yellow]unknown[/]"}
@@ -12,6 +14,11 @@ _VERDICT = {True: "[green]fits[/]", False: "[bold red]too small[/]", None: "[yel
 
 def _num(value: object) -> str:
     return f"{value:,}" if isinstance(value, int) else "-"
+
+
+def _shown(name: str) -> str:
+    """A name from a log (a node, an engine) in a table cell: on one line, markup shown."""
+    return escape(visible(name, keep_newlines=False))
 
 
 def print_audit(console: Console, summary: LogsSummary) -> None:
@@ -23,9 +30,9 @@ def print_audit(console: Console, summary: LogsSummary) -> None:
         j = node_json(node)
         ratio = f"{j['ratio']:.4f}" if j["ratio"] is not None else "-"
         table.add_row(
-            j["node"],
-            j["engine"] or "-",
-            j["role"] or "-",
+            _shown(j["node"]),
+            _shown(j["engine"] or "-"),
+            _shown(j["role"] or "-"),
             _num(j["pool_slots"]),
             _num(j["context_len"]),
             ratio,
@@ -38,7 +45,9 @@ def print_audit(console: Console, summary: LogsSummary) -> None:
             f"{k} at {where[k]}" for k in ("pool_slots", "context_len") if k in where
         )
         console.print(
-            f"{node.node}: {node.reason}" + (f" ({sources})" if sources else ""), markup=False
+            f"{visible(node.node, keep_newlines=False)}: {node.reason}"
+            + (f" ({sources})" if sources else ""),
+            markup=False,
         )
     console.print(
         f"{summary.lines_read:,} lines read in {len(summary.files)} files: "
