@@ -25,8 +25,9 @@ import torch
 
 from forensics.replay import SpeedOptions, attention, memory
 from forensics.replay.decode import WriterStore, decode_with_evidence, prefill_first_token
+from forensics.replay.judge import response_sha256
 from forensics.replay.ledger import SuspectPlan
-from forensics.replay.replay import is_out_of_memory, response_sha256, run_planned
+from forensics.replay.replay import is_out_of_memory, run_planned
 from forensics.replay.testmodel import resolve_device
 from forensics.replay.verdicts import Verdict
 

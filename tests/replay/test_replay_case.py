@@ -21,8 +21,8 @@ from support.replay_helpers import CaseBuilder, query  # noqa: E402
 
 from forensics.errors import UsageError  # noqa: E402
 from forensics.replay.decode import greedy_decode, prefill_first_token  # noqa: E402
+from forensics.replay.judge import response_sha256  # noqa: E402
 from forensics.replay.ledger import first_read_slots  # noqa: E402
-from forensics.replay.replay import response_sha256  # noqa: E402
 from forensics.replay.stage import run_case_replay  # noqa: E402
 from forensics.replay.testmodel import build_test_model, save_test_model  # noqa: E402
 
