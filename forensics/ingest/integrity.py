@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import codecs
 import csv
+import io
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -170,6 +171,18 @@ def ends_quoted(line: bytes, quoted: bool) -> bool:
     return quoted
 
 
+def spanning_separators(lines: list[bytes]) -> int:
+    """The most commas held by one quoted value of a record that runs over these lines and
+    holds a line break: a value holding a whole row's worth of them (a stray quote joining
+    rows) stops ingest, a value that merely holds a line break (in any column) does not."""
+    text = codecs.decode(b"\n".join(lines), "utf-8", "replace")
+    try:
+        values = next(csv.reader(io.StringIO(text, newline="")), [])
+    except csv.Error:  # a value beyond the csv module's field size: count every comma
+        return text.count(",")
+    return max((v.count(",") for v in values if "\n" in v or "\r" in v), default=0)
+
+
 class _CsvScan:
     """Follows quoted fields line by line (see ends_quoted), so a record that runs over several
     lines is seen, and where it opened."""
@@ -244,7 +257,7 @@ class _CsvScan:
                 fix="close the quote in the header",
             )
         width = len(self.scan.header)
-        if width > 1 and any(line.count(b",") >= width - 1 for line in lines):
+        if width > 1 and spanning_separators(lines) >= width - 1:
             raise InputError(
                 f"line {opened}: a quote opens a field that is closed only on line "
                 f"{self.line_no}, so {len(lines) - 1} line(s) holding whole rows would be read "

@@ -1,0 +1,70 @@
+"""Valid CSV loads whatever its values hold, and a file that is not what its name says is named
+for what it is.
+
+The files are written by Python's csv module (the oracle of what valid CSV is), and what
+loads is read back from the case database."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import pytest
+from support.cases import query
+
+HEADER = ["request_id", "account_id", "model", "received_at", "http_status", "prompt_tokens"]
+
+
+def _csv(header: list[str], rows: list[list[str]]) -> str:
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="\n").writerows([header, *rows])
+    return buf.getvalue()
+
+
+def _row(rid: str, model: str = "m") -> list[str]:
+    return [rid, "acct-1", model, "2026-08-27T10:00:00Z", "200", "5"]
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["R\n1", "R\r\n1", "line one\nline two, with a comma", "a\nb\nc\nd\ne"],
+    ids=["lf", "crlf", "comma", "many-lines"],
+)
+@pytest.mark.parametrize("column", ["request_id", "model"])
+def test_a_quoted_newline_in_the_first_or_last_column_is_one_value(
+    case, cli, tmp_path, value, column
+) -> None:
+    """request_id first, or model moved to the last column."""
+    header = HEADER if column == "request_id" else [*HEADER[:2], *HEADER[3:], "model"]
+    rows = [_row("R0"), _row(value) if column == "request_id" else _row("R1", value), _row("R2")]
+    if column == "model":
+        rows = [[*r[:2], *r[3:], r[2]] for r in rows]
+    text = _csv(header, rows)
+    expected = sorted(r[column] for r in csv.DictReader(io.StringIO(text, newline="")))
+    root = case({"requests.csv": text})
+    code, out, err = cli("ingest", root, "--db", tmp_path / "c.duckdb", "--json")
+    assert code == 0, err
+    assert json.loads(out)["rows_loaded"] == 3
+    got = query(tmp_path / "c.duckdb", f"SELECT {column} FROM requests")
+    assert sorted(r[0] for r in got) == expected
+
+
+def test_a_quote_that_swallows_the_next_row_still_stops(case, cli, tmp_path) -> None:
+    text = (
+        _csv(HEADER, [_row("R0")])
+        + 'R1,acct-1,"m,2026-08-27T10:00:00Z,200,5\nR2,acct-1,m",x,200,5\n'
+    )
+    root = case({"requests.csv": text})
+    code, _, err = cli("ingest", root, "--db", tmp_path / "c.duckdb")
+    assert code == 2 and "line 3" in " ".join(err.split())
+
+
+def test_a_stray_quote_joining_more_than_the_csv_modules_field_size_still_stops(
+    case, cli, tmp_path
+) -> None:
+    rows = "".join(f"R{i},acct-1,m,2026-08-27T10:00:00Z,200,5\n" for i in range(3, 6000))
+    text = _csv(HEADER, [_row("R0")]) + 'R1,acct-1,"m,x,200,5\n' + rows + 'R9,a,m",x,200,5\n'
+    root = case({"requests.csv": text})
+    code, _, err = cli("ingest", root, "--db", tmp_path / "c.duckdb")
+    assert code == 2 and "line 3" in " ".join(err.split()) and "Traceback" not in err
