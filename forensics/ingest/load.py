@@ -14,18 +14,11 @@ import duckdb
 
 from forensics import __version__
 from forensics.base.gcpause import collector_paused
-from forensics.base.hashing import Hashed, changed_since, hash_file, sha256_file
+from forensics.base.hashing import Hashed, changed_since, hash_file
 from forensics.base.progress import ProgressFn, no_progress
 from forensics.case import columns
 from forensics.case.contract import OPS, TABLES, TableContract
-from forensics.case.discover import (
-    HIDDEN,
-    OUTSIDE,
-    Discovery,
-    InputFile,
-    discover,
-    outside_case,
-)
+from forensics.case.discover import Discovery, InputFile, discover
 from forensics.case.result import FileCounts, IngestResult, files_table
 from forensics.casedb.sql import (
     QueryLog,
@@ -45,6 +38,7 @@ from forensics.db import BOOKKEEPING_TABLES, INPUT_TABLES, connect, derived_tabl
 from forensics.errors import InputError, interrupted
 from forensics.ingest.batched import batches, load_batch
 from forensics.ingest.chunks import jsonl_parts
+from forensics.ingest.logfiles import load_log_files, log_files, logs_skipped
 from forensics.ingest.readers import stage_file
 from forensics.ingest.tapfiles import load_tap, tap_files, unfinished_parts
 from forensics.ledger.store import (
@@ -55,8 +49,6 @@ from forensics.ledger.store import (
     validate_ledger,
     without_ledger,
 )
-from forensics.logs.discover import is_log_file
-from forensics.logs.load import load_logs
 
 
 def ingest_case(
@@ -153,41 +145,6 @@ def unchanged_since_hashed(case_dir: Path, hashed: dict[str, Hashed]) -> None:
             )
 
 
-def log_files(case_dir: Path, follow_links: bool = False) -> list[str]:
-    """The engine logs of a case (relative paths), read by the log adapters. A link that leads
-    outside the case folder is not read unless follow_links is true."""
-    folder = case_dir / "logs"
-    if not folder.is_dir() or (
-        folder.is_symlink() and not follow_links and outside_case(folder, case_dir.resolve())
-    ):
-        return []
-    root = case_dir.resolve()
-    return sorted(
-        p.relative_to(case_dir).as_posix()
-        for p in folder.rglob("*")
-        if is_log_file(p) and (follow_links or not outside_case(p, root))
-    )
-
-
-def logs_skipped(case_dir: Path, read: list[str]) -> list[tuple[str, str]]:
-    """Files in logs/ that are not read: hidden files and links outside the case."""
-    folder = case_dir / "logs"
-    if not folder.is_dir():
-        return []
-    if folder.is_symlink() and not read and outside_case(folder, case_dir.resolve()):
-        return [("logs", OUTSIDE)]
-    out = []
-    for p in folder.rglob("*"):
-        rel = p.relative_to(case_dir).as_posix()
-        if rel in read or not (p.is_file() or p.is_symlink()):
-            continue
-        if p.is_symlink() and outside_case(p, case_dir.resolve()):
-            out.append((rel, OUTSIDE))
-        elif p.name.startswith("."):
-            out.append((rel, HIDDEN))
-    return out
-
-
 def _load(
     con: duckdb.DuckDBPyConnection,
     case_dir: Path,
@@ -258,31 +215,12 @@ def _load_tables(
         if table.key and files:
             _dedupe(con, table, counts)
         if table.name == "nodes":
-            counts.update(_load_logs(con, discovery.case_dir, hashes))
+            counts.update(load_log_files(con, discovery.case_dir, hashes))
         if table.name == "kv_events" and files:
             run_script(con, sql("ingest/partial_seq"))
     case_dir = discovery.case_dir
     counts.update(load_tap(con, case_dir, hashes, unfinished_parts(discovery.skipped)))
     return counts
-
-
-def _load_logs(
-    con: duckdb.DuckDBPyConnection, case_dir: Path, hashes: dict[str, str]
-) -> dict[str, FileCounts]:
-    """Engine logs in the case's logs/ folder: node facts and per-request evidence. A line is
-    loaded when it was read whole (parsed or ignored as unrelated), quarantined when cut."""
-    files = [rel for rel in hashes if rel.startswith("logs/")]
-    if not files:
-        return {}
-    summary = load_logs(con, case_dir, [case_dir.resolve() / rel for rel in files])
-    out = {}
-    for f in summary.files:
-        path = Path(f.file) if Path(f.file).is_absolute() else case_dir / f.file
-        digest = hashes.get(f.file) or sha256_file(path)
-        out[f.file] = FileCounts(
-            f.file, "logs", digest, path.stat().st_size, f.lines, f.parsed + f.ignored, f.truncated
-        )
-    return out
 
 
 def _clear(con: duckdb.DuckDBPyConnection) -> None:

@@ -25,7 +25,7 @@ from forensics.base.signing import fingerprint, load_public_key, signature_match
 from forensics.base.textsafe import json_value
 from forensics.case.discover import discover
 from forensics.errors import CaseError
-from forensics.ingest.load import log_files
+from forensics.ingest.logfiles import log_files
 from forensics.run.outdir import MANIFEST_MOST
 
 
