@@ -1,9 +1,17 @@
-"""The report's evidence manifest, grouped: the facts of the run by where they come from, the
-checksums of the queries by stage (folded away in the report, as they are many)."""
+"""The report's evidence manifest: the run's manifest, the case database's meta and the report's
+own query checksums as key/value facts, and the custody of the run; the facts grouped by where
+they come from, the checksums of the queries by stage (folded away in the report, as they are
+many)."""
 
 from __future__ import annotations
 
-from forensics.report.context import Fact, FactGroup
+import json
+from typing import Any
+
+import duckdb
+
+from forensics import __version__, db
+from forensics.report.context import Custody, Fact, FactGroup
 
 # Key prefixes of the manifest facts and the heading of their group, in the report's order.
 FACT_GROUPS = (
@@ -14,6 +22,8 @@ FACT_GROUPS = (
     ("case_meta.", "Case database"),
 )
 QUERY_PREFIX = "query."
+# The report's own queries, by name prefix: their checksums are listed among the facts.
+OWN_QUERIES = ("figures/", "report/", "notify/", "schema/tables")
 
 
 def fact_groups(facts: list[Fact]) -> list[FactGroup]:
@@ -44,3 +54,52 @@ def query_groups(facts: list[Fact]) -> list[FactGroup]:
         FactGroup(stage, sorted(rows, key=lambda f: f.key))
         for stage, rows in sorted(by_stage.items())
     ]
+
+
+def _fact_value(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
+
+
+def custody_of(manifest: dict[str, Any], manifest_sha256: str) -> Custody | None:
+    """The custody facts of a manifest (or of the run writing one), None where it has none."""
+    custody, env = manifest.get("custody"), manifest.get("environment")
+    if not isinstance(custody, dict) or not isinstance(env, dict):
+        return None
+    found = env.get("libraries")
+    libraries: dict[str, Any] = found if isinstance(found, dict) else {}
+    return Custody(
+        examiner=str(custody.get("examiner") or ""),
+        case_ref=str(custody.get("case_ref") or ""),
+        host=str(custody.get("host") or ""),
+        signing_key=str(custody.get("signing_key") or ""),
+        manifest_sha256=manifest_sha256,
+        python=str(env.get("python") or ""),
+        libraries=", ".join(f"{name} {v}" for name, v in sorted(libraries.items())),
+    )
+
+
+def manifest_facts(
+    manifest: dict[str, Any],
+    con: duckdb.DuckDBPyConnection,
+    command: str,
+    queries: dict[str, str],
+) -> list[Fact]:
+    """The manifest as key/value lines, one level of nesting spelled out. Its `inputs` are the
+    input table above and its `stages` the figures of the report, so neither is repeated."""
+    facts = [Fact("report.tool_version", f"kvforensics {__version__}")]
+    if command:
+        facts.append(Fact("report.command_line", command))
+    for key, value in sorted(manifest.items()):
+        if key in ("inputs", "stages", "custody", "environment"):  # custody: a table of its own
+            continue
+        if isinstance(value, dict) and value:
+            facts += [Fact(f"manifest.{key}.{k}", _fact_value(v)) for k, v in sorted(value.items())]
+        else:
+            facts.append(Fact(f"manifest.{key}", _fact_value(value)))
+    facts += [Fact(f"case_meta.{r['key']}", r["value"]) for r in db.rows(con, "report/meta")]
+    facts += [
+        Fact(f"query.{name}", digest)
+        for name, digest in queries.items()
+        if name.startswith(OWN_QUERIES)
+    ]
+    return facts

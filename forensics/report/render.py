@@ -5,7 +5,6 @@ The only markup not escaped is the SVG that matplotlib writes (forensics.report.
 
 from __future__ import annotations
 
-import json
 import statistics
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -25,11 +24,9 @@ from forensics.report.context import (
     Charts,
     ClearedRow,
     ConfidenceLevel,
-    Custody,
     EvidenceRow,
     ExplainLink,
     ExposureRow,
-    Fact,
     Headline,
     HoleRow,
     InputRow,
@@ -48,7 +45,7 @@ from forensics.report.context import (
     TtftSummary,
     ViolationRow,
 )
-from forensics.report.facts import fact_groups, query_groups
+from forensics.report.facts import custody_of, fact_groups, manifest_facts, query_groups
 
 if TYPE_CHECKING:
     from forensics.report import charts
@@ -58,7 +55,6 @@ from forensics.casedb.sql import QueryLog, sql
 
 T = TypeVar("T")
 ROW_LIMIT = 20
-OWN_QUERIES = ("figures/", "report/", "notify/", "schema/tables")
 
 STAGE_OF_TABLE = {
     "requests": "ingest",
@@ -189,55 +185,6 @@ def _ttft(points: list[charts.TtftPoint]) -> TtftSummary:
     )
 
 
-def _fact_value(value: Any) -> str:
-    return value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
-
-
-def _custody(manifest: dict[str, Any], manifest_sha256: str) -> Custody | None:
-    """The custody facts of a manifest (or of the run writing one), None where it has none."""
-    custody, env = manifest.get("custody"), manifest.get("environment")
-    if not isinstance(custody, dict) or not isinstance(env, dict):
-        return None
-    found = env.get("libraries")
-    libraries: dict[str, Any] = found if isinstance(found, dict) else {}
-    return Custody(
-        examiner=str(custody.get("examiner") or ""),
-        case_ref=str(custody.get("case_ref") or ""),
-        host=str(custody.get("host") or ""),
-        signing_key=str(custody.get("signing_key") or ""),
-        manifest_sha256=manifest_sha256,
-        python=str(env.get("python") or ""),
-        libraries=", ".join(f"{name} {v}" for name, v in sorted(libraries.items())),
-    )
-
-
-def _facts(
-    manifest: dict[str, Any],
-    con: duckdb.DuckDBPyConnection,
-    command: str,
-    queries: dict[str, str],
-) -> list[Fact]:
-    """The manifest as key/value lines, one level of nesting spelled out. Its `inputs` are the
-    input table above and its `stages` the figures of the report, so neither is repeated."""
-    facts = [Fact("report.tool_version", f"kvforensics {__version__}")]
-    if command:
-        facts.append(Fact("report.command_line", command))
-    for key, value in sorted(manifest.items()):
-        if key in ("inputs", "stages", "custody", "environment"):  # custody: a table of its own
-            continue
-        if isinstance(value, dict) and value:
-            facts += [Fact(f"manifest.{key}.{k}", _fact_value(v)) for k, v in sorted(value.items())]
-        else:
-            facts.append(Fact(f"manifest.{key}", _fact_value(value)))
-    facts += [Fact(f"case_meta.{r['key']}", r["value"]) for r in rows(con, "report/meta")]
-    facts += [
-        Fact(f"query.{name}", digest)
-        for name, digest in queries.items()
-        if name.startswith(OWN_QUERIES)
-    ]
-    return facts
-
-
 def _confidence(
     headline: Headline, reconstructed: list[ReconstructedPairRow]
 ) -> list[ConfidenceLevel]:
@@ -327,8 +274,8 @@ def build_context(
         cleared=_typed(ClearedRow, rows(con, "report/cleared")),
     )
     con.execute(sql("report/cleanup"))
-    facts = _facts(manifest, con, command, queries.used() if queries else {})
-    custody = _custody(manifest, manifest_sha256)
+    facts = manifest_facts(manifest, con, command, queries.used() if queries else {})
+    custody = custody_of(manifest, manifest_sha256)
     pages = explain_pages or []
     return ReportContext(
         **{

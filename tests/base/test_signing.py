@@ -241,7 +241,7 @@ def test_the_report_shows_who_ran_it_where_and_with_what(signed: dict[str, Path]
     import hashlib
     import html
 
-    from forensics.report.render import _custody
+    from forensics.report.facts import custody_of
     from forensics.report.stage import _manifest_sha256
 
     out = signed["out"]
@@ -255,7 +255,7 @@ def test_the_report_shows_who_ran_it_where_and_with_what(signed: dict[str, Path]
     assert "written after this report: in manifest.json.sha256" in section
     digest = hashlib.sha256((out / "manifest.json").read_bytes()).hexdigest()
     assert _manifest_sha256(out, None) == digest  # what `kvforensics report --out OUT` shows
-    facts = _custody(manifest, digest)
+    facts = custody_of(manifest, digest)
     assert facts is not None and facts.manifest_sha256 == digest
     assert facts.examiner == "A. Examiner" and facts.signing_key == custody["signing_key"]
-    assert _custody({"run_id": "x"}, "") is None  # a database without a run: no custody table
+    assert custody_of({"run_id": "x"}, "") is None  # a database without a run: no custody table
