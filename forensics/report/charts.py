@@ -29,7 +29,7 @@ from matplotlib.ticker import (
 )  # noqa: E402
 
 from forensics.base.textsafe import visible
-from forensics.report.context import Bucket, NodeRow  # noqa: E402
+from forensics.report.rows import Bucket, NodeRow  # noqa: E402
 
 PALETTE = ("#1f3a5f", "#d1495b", "#2e86ab", "#edae49", "#66a182", "#8d6a9f", "#5b5f97", "#c17c74")
 INK, GRID, MUTED, ALERT = "#1c2430", "#dfe4ea", "#8a94a3", "#c0392b"

@@ -1,8 +1,10 @@
 """The typed context of OUT/report.html: everything the templates may use, documented.
 
-The templates see one variable, `r`, a ReportContext. Row types mirror the columns of the
-queries/report/*.sql that fill them (the constructors fail if a query's columns drift). A test
-walks the templates and checks that every attribute they use is a field declared here."""
+The templates see one variable, `r`, a ReportContext. The rows of its tables are declared in
+forensics.report.rows; here are the context itself, its headline figures and summaries, the
+manifest's facts and custody, the confidence levels, the links to the explain pages and the
+charts. A test walks the templates and checks that every attribute they use is a declared
+field."""
 
 from __future__ import annotations
 
@@ -10,6 +12,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from markupsafe import Markup
+
+from forensics.report import rows
 
 
 @dataclass(frozen=True)
@@ -55,53 +59,6 @@ class Headline:
 
 
 @dataclass(frozen=True)
-class NodeEvidenceRow:
-    """The evidence one node was judged on (queries/report/node_evidence.sql)."""
-
-    node: str
-    role: str | None
-    requests: int
-    ledger_events: int
-    holes: int
-    uncovered_requests: int
-    evidence: str  # ledger | ledger-with-holes | reconstructed | screening
-    note: str
-
-
-@dataclass(frozen=True)
-class HoleRow:
-    """A known hole in a node's ledger (queries/report/ledger_holes.sql)."""
-
-    node: str
-    kind: str
-    first_ts: datetime | None
-    last_ts: datetime | None
-    events_lost: int | None
-    source: str
-    detail: str
-
-
-@dataclass(frozen=True)
-class ClearedRow:
-    """What positive evidence took off the lists, counted by evidence and reason."""
-
-    evidence: str
-    reason: str
-    receivers: int
-    pairs: int
-
-
-@dataclass(frozen=True)
-class Bucket:
-    """Receiving requests per time bucket and node (queries/report/exposure_buckets.sql)."""
-
-    bucket: datetime
-    node: str
-    receivers: int
-    tokens: int
-
-
-@dataclass(frozen=True)
 class TimelineRow:
     """One time bucket with its receiving requests per node (in ReportContext.timeline_nodes
     order) and its total tokens."""
@@ -110,40 +67,6 @@ class TimelineRow:
     per_node: list[int]
     receivers: int
     tokens: int
-
-
-@dataclass(frozen=True)
-class NodeRow:
-    """One engine node (queries/report/nodes.sql)."""
-
-    node: str
-    role: str | None
-    engine: str | None
-    engine_version: str | None
-    pool_slots: int | None
-    context_len: int | None
-    started_at: datetime | None
-    requests: int
-    max_prompt_tokens: int | None
-    receivers: int
-    cross_tokens: int
-    same_tokens: int
-    pool_short: bool | None  # the pool holds fewer slots than the context length
-
-
-@dataclass(frozen=True)
-class OverlongRow:
-    """A request answered 200 with a prompt longer than its node's pool (report/overlong.sql)."""
-
-    request_id: str
-    account_id: str
-    prompt_tokens: int
-    http_status: int
-    serving_node: str
-    pool_slots: int
-    ttft_ms: float | None
-    received_at: datetime
-    total: int
 
 
 @dataclass(frozen=True)
@@ -156,137 +79,6 @@ class TtftSummary:
     normal_median_ms: float | None
     suspect_median_prompt: float | None
     normal_median_prompt: float | None
-
-
-@dataclass(frozen=True)
-class ExposureRow:
-    """An exposure pair, receiver <- leaker on a node (queries/report/exposures_top.sql)."""
-
-    receiver_request_id: str
-    receiver_account_id: str | None
-    leaker_request_id: str
-    leaker_account_id: str | None
-    node: str
-    tokens: int
-    runs: int
-    first_read_at: datetime
-    cross_account: bool | None
-    confidence: str
-    kinds: str
-    total: int
-
-
-@dataclass(frozen=True)
-class ReconstructedNodeRow:
-    """A node whose page trace was rebuilt (queries/report/reconstructed_nodes.sql)."""
-
-    node: str
-    role: str
-    engine: str | None
-    engine_version: str | None
-    allocator: str
-    allocator_version: str | None
-    page_size: int
-    pool_slots: int
-    requests: int
-    stubs: int
-    ambiguous_groups: int
-    orders: int
-    deferred: int
-
-
-@dataclass(frozen=True)
-class ReconstructedPairRow:
-    """A reconstructed cross-account pair (queries/report/reconstructed_pairs.sql)."""
-
-    receiver_request_id: str
-    receiver_account_id: str
-    leaker_request_id: str
-    leaker_account_id: str
-    node: str
-    tokens: int
-    support: float
-    read_at: datetime
-    verdict: str | None
-    total: int
-    receivers: int
-
-
-@dataclass(frozen=True)
-class KindRow:
-    kind: str
-    relation: str
-    runs: int
-    slots: int
-    receivers: int
-
-
-@dataclass(frozen=True)
-class ViolationRow:
-    violation: str
-    node: str
-    runs: int
-    slots: int
-    requests: int
-    first_at: datetime
-    last_at: datetime
-
-
-@dataclass(frozen=True)
-class ReplayRow:
-    request_id: str
-    verdict: str
-    basis: str | None  # of a confirmation: reproduced | evidence
-    evidence_bits: float | None  # log-likelihood ratio, contaminated against clean, in bits
-    reason: str | None
-    tokens: int | None
-    device: str | None
-    model: str | None
-    contaminated_matches: bool | None
-    clean_matches: bool | None
-    verdict_total: int
-    total: int
-
-
-@dataclass(frozen=True)
-class EvidenceRow:
-    """Engine log findings per node and kind (queries/report/evidence.sql)."""
-
-    node: str
-    kind: str
-    lines: int
-    first_at: datetime | None
-    last_at: datetime | None
-    max_value: float | None
-    limit_value: float | None
-    example: str | None
-
-
-@dataclass(frozen=True)
-class ScreeningRow:
-    reason: str
-    requests: int
-    without_ledger: int
-
-
-@dataclass(frozen=True)
-class QuarantineRow:
-    status: str  # quarantined | warning
-    table_name: str
-    file: str
-    reason: str
-    rows: int
-
-
-@dataclass(frozen=True)
-class InputRow:
-    path: str
-    table_name: str
-    sha256: str
-    bytes: int
-    rows_read: int
-    rows_loaded: int
-    rows_quarantined: int
 
 
 @dataclass(frozen=True)
@@ -327,32 +119,6 @@ class ConfidenceLevel:
 
 
 @dataclass(frozen=True)
-class NotifyPlanRow:
-    """Accounts to notify per side and deadline rule, from the notification lists."""
-
-    side: str  # receiving | leaking
-    rule: str  # the jurisdiction rule applied ('*' = the default)
-    accounts: int
-    requests: int
-    earliest_notify_by: str  # ISO-8601 UTC; '' without an awareness time
-    earliest_authority_by: str
-
-
-@dataclass(frozen=True)
-class AccountRow:
-    """One account of a notification list (counterparts are only counted, never named)."""
-
-    account_id: str
-    name: str | None
-    jurisdiction: str | None
-    requests: int
-    tokens: int | None  # None: possible only (screening), no token count
-    confidence: str
-    counterpart_accounts: int
-    notify_by: str | None  # ISO-8601 UTC; None without an awareness time
-
-
-@dataclass(frozen=True)
 class ExplainLink:
     """A receiving request of the lists with its drill-down page (OUT/explain/)."""
 
@@ -384,33 +150,33 @@ class ReportContext:
     missing_stages: list[str]  # sentences naming the stages (tables) that did not run
     headline: Headline
     bucket_unit: str  # 'second', 'minute', 'hour', 'day' or 'week', from the incident's span
-    buckets: list[Bucket]
+    buckets: list[rows.Bucket]
     timeline_nodes: list[str]  # the nodes in the timeline, sorted
     timeline: list[TimelineRow]  # buckets with any exposure, in time order
     charts: Charts
-    nodes: list[NodeRow]
-    overlong: list[OverlongRow]
+    nodes: list[rows.NodeRow]
+    overlong: list[rows.OverlongRow]
     ttft: TtftSummary
-    exposures: list[ExposureRow]
-    kinds: list[KindRow]
-    violations: list[ViolationRow]
-    replay: list[ReplayRow]
-    evidence: list[EvidenceRow]
-    screening: list[ScreeningRow]
+    exposures: list[rows.ExposureRow]
+    kinds: list[rows.KindRow]
+    violations: list[rows.ViolationRow]
+    replay: list[rows.ReplayRow]
+    evidence: list[rows.EvidenceRow]
+    screening: list[rows.ScreeningRow]
     confidence_levels: list[ConfidenceLevel]
-    notify_plan: list[NotifyPlanRow]
-    receiving_accounts: list[AccountRow]  # accounts that received others' data
-    leaking_accounts: list[AccountRow]  # accounts whose data others received
-    quarantine: list[QuarantineRow]
-    inputs: list[InputRow]
+    notify_plan: list[rows.NotifyPlanRow]
+    receiving_accounts: list[rows.AccountRow]  # accounts that received others' data
+    leaking_accounts: list[rows.AccountRow]  # accounts whose data others received
+    quarantine: list[rows.QuarantineRow]
+    inputs: list[rows.InputRow]
     manifest: list[Fact]  # tool and query versions, parameters, command line
     row_limit: int  # tables list at most this many rows
     notes: list[str] = field(default_factory=list)  # other remarks for the reader
-    reconstructed_nodes: list[ReconstructedNodeRow] = field(default_factory=list)
-    reconstructed: list[ReconstructedPairRow] = field(default_factory=list)
-    node_evidence: list[NodeEvidenceRow] = field(default_factory=list)  # per node, by name
-    holes: list[HoleRow] = field(default_factory=list)  # known holes in the ledgers
-    cleared: list[ClearedRow] = field(default_factory=list)  # what positive evidence cleared
+    reconstructed_nodes: list[rows.ReconstructedNodeRow] = field(default_factory=list)
+    reconstructed: list[rows.ReconstructedPairRow] = field(default_factory=list)
+    node_evidence: list[rows.NodeEvidenceRow] = field(default_factory=list)  # per node, by name
+    holes: list[rows.HoleRow] = field(default_factory=list)  # known holes in the ledgers
+    cleared: list[rows.ClearedRow] = field(default_factory=list)  # what positive evidence cleared
     custody: Custody | None = None  # None where no manifest or run says who ran it
     explain_pages: list[ExplainLink] = field(default_factory=list)  # receivers with a page
     explain_hrefs: dict[str, str] = field(default_factory=dict)  # request id: its page

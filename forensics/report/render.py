@@ -19,15 +19,21 @@ from forensics.analysis.evidence import Confidence
 from forensics.db import rows
 from forensics.figures import headline_figures, held_nothing
 from forensics.report.context import (
+    Charts,
+    ConfidenceLevel,
+    ExplainLink,
+    Headline,
+    ReportContext,
+    TimelineRow,
+    TtftSummary,
+)
+from forensics.report.facts import custody_of, fact_groups, manifest_facts, query_groups
+from forensics.report.rows import (
     AccountRow,
     Bucket,
-    Charts,
     ClearedRow,
-    ConfidenceLevel,
     EvidenceRow,
-    ExplainLink,
     ExposureRow,
-    Headline,
     HoleRow,
     InputRow,
     KindRow,
@@ -39,13 +45,9 @@ from forensics.report.context import (
     ReconstructedNodeRow,
     ReconstructedPairRow,
     ReplayRow,
-    ReportContext,
     ScreeningRow,
-    TimelineRow,
-    TtftSummary,
     ViolationRow,
 )
-from forensics.report.facts import custody_of, fact_groups, manifest_facts, query_groups
 
 if TYPE_CHECKING:
     from forensics.report import charts

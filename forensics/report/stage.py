@@ -37,9 +37,10 @@ from forensics.notify.templates import check_templates
 from forensics.notify.timeline import write_timeline
 from forensics.options import Scope
 from forensics.report.casedb import column_stand_ins, older_columns_note, stand_ins
-from forensics.report.context import AccountRow, ExplainLink, NotifyPlanRow
+from forensics.report.context import ExplainLink
 from forensics.report.explain import write_pages
 from forensics.report.render import build_context, render_report
+from forensics.report.rows import AccountRow, NotifyPlanRow
 
 DEFAULT_SENDER = "our security incident team (reply to the address this notice came from)"
 

@@ -1,5 +1,6 @@
 """Every field the templates use is declared in the documented context (forensics.report.context
-for report.html and its partials, forensics.notify.notices.Notice for the notices)."""
+and its row types in forensics.report.rows for report.html and its partials,
+forensics.notify.notices.Notice for the notices)."""
 
 from __future__ import annotations
 
