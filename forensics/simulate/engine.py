@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -18,6 +18,7 @@ from forensics.engines.engine_pool import make_pools
 from forensics.engines.pools import CacheEntry, RadixCache
 from forensics.simulate import ledger as L
 from forensics.simulate.config import Scenario
+from forensics.simulate.outcome import Outcome
 from forensics.simulate.traffic import Traffic, prefix_hash, template_tokens
 from forensics.simulate.waiting import LATER, RETRY_US, Waiting
 
@@ -25,32 +26,6 @@ PREALLOC, P_START, P_FREE, D_ABORT, D_START, D_FREE, LATE_TX = range(7)
 RANK = {PREALLOC: 1, P_START: 1, P_FREE: 0, D_ABORT: 0, D_START: 1, D_FREE: 0, LATE_TX: 3}
 LATE_TIMEOUT_US = 30_000_000  # a stuck transfer completes at the latest after this
 Sink = Callable[[L.Chunk], None]
-
-
-@dataclass
-class Outcome:
-    """What happened to every request (arrays indexed like Traffic)."""
-
-    n: int
-    status: np.ndarray = field(init=False)
-    stub: np.ndarray = field(init=False)
-    first_token_us: np.ndarray = field(init=False)
-    completed_us: np.ndarray = field(init=False)
-    decode_start_us: np.ndarray = field(init=False)
-    n_out: np.ndarray = field(init=False)
-    collided: np.ndarray = field(init=False)
-    cached_tokens: np.ndarray = field(init=False)
-
-    def __post_init__(self) -> None:
-        n = self.n
-        self.status = np.full(n, 200, np.int16)
-        self.stub = np.zeros(n, bool)
-        self.first_token_us = np.full(n, -1, np.int64)
-        self.completed_us = np.full(n, -1, np.int64)
-        self.decode_start_us = np.full(n, -1, np.int64)
-        self.n_out = np.zeros(n, np.int64)
-        self.collided = np.zeros(n, bool)
-        self.cached_tokens = np.zeros(n, np.int64)
 
 
 @dataclass

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from forensics.simulate import ledger as L
-from forensics.simulate.engine import Outcome
+from forensics.simulate.outcome import Outcome
 from forensics.simulate.outputs import OutputModel, ReadView
 from forensics.simulate.traffic import Traffic, prompt_tokens
 from forensics.simulate.truth import NodeState, Pieces, apply

@@ -22,7 +22,7 @@ import pyarrow.parquet as pq
 
 from forensics.simulate import ledger as L
 from forensics.simulate.config import Scenario
-from forensics.simulate.engine import Outcome
+from forensics.simulate.outcome import Outcome
 from forensics.simulate.reads import TokenStore
 from forensics.simulate.traffic import JURISDICTIONS, SamplingPlan, Traffic
 
