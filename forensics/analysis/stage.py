@@ -25,6 +25,7 @@ from forensics.base.progress import ProgressFn, no_progress
 from forensics.casedb.schema_docs import apply_comments, main_tables
 from forensics.casedb.sql import run_script, sql, tables
 from forensics.context import RunContext, StageResult
+from forensics.errors import InputError
 from forensics.figures import as_json, figures_line, headline_figures
 from forensics.ledger.store import ledger_meta
 from forensics.options import AnalysisOptions
@@ -48,6 +49,7 @@ def analyze(
     """Compute every analysis table in the case database in one transaction (a failure or kill
     leaves the previous tables); returns the summary figures. Python's cyclic garbage collector
     is off meanwhile (forensics.base.gcpause)."""
+    _has_input(con)
     with collector_paused():
         con.begin()
         try:
@@ -59,6 +61,22 @@ def analyze(
                 reset_limit(con)  # the sweep lowers it; an aborted transaction refused it back
             raise
     return out
+
+
+def _has_input(con: duckdb.DuckDBPyConnection) -> None:
+    """A case without a request and without a ledger event stops: analysed, it would read as a
+    case in which nothing happened (no finding, exit 0) where nothing was looked at."""
+    row = con.execute(sql("analysis/has_input")).fetchone()
+    if ledger_meta(con) is not None or (row is not None and row[0]):
+        return
+    raise InputError(
+        "nothing to analyse: the case holds no request (the requests table is empty) and no KV "
+        "ledger event (kv_events is empty); a case in which nothing was loaded is not a case in "
+        "which nothing happened",
+        fix="give the case folder that holds the gateway log (requests.csv, .jsonl or .parquet) "
+        "or the ledger (kv_events/...); ingest lists each file it skipped and each row it "
+        "quarantined, with the reason",
+    )
 
 
 def _analyze(
