@@ -21,6 +21,7 @@ import zstandard
 
 from forensics.case.discover import InputFile
 from forensics.errors import InputError
+from forensics.ingest import filekind
 
 CHUNK = 1 << 22
 OTHER_DELIMITERS = {";": "semicolon", "\t": "tab", "|": "vertical bar"}
@@ -96,7 +97,10 @@ def text_blocks(f: InputFile, lines: bool = True) -> Iterator[bytes]:
     (lines: a text file) when its text does not end with a line end, as a file cut at a frame
     or member boundary does."""
     if f.compression is None:
-        yield from _raw_blocks(f.path)
+        for i, block in enumerate(_raw_blocks(f.path)):
+            if i == 0:
+                filekind.check_content(f, block[: filekind.HEAD])
+            yield block
         return
     reader = _gzip_chunks if f.compression == "gzip" else _zstd_chunks
     frames = 0
@@ -105,11 +109,15 @@ def text_blocks(f: InputFile, lines: bool = True) -> Iterator[bytes]:
         for data, count in reader(_raw_blocks(f.path)):
             frames = count
             if data:
+                if not last:
+                    filekind.check_content(f, data[: filekind.HEAD])
                 last = data
                 yield data
     except _Cut:
         raise _cut_error(f, "the compressed data ends before its end marker") from None
     except (zlib.error, zstandard.ZstdError) as exc:
+        with f.path.open("rb") as handle:
+            filekind.check_raw(f, handle.read(filekind.HEAD))  # another kind of file
         raise _cut_error(f, f"the compressed data is damaged ({exc})") from None
     if lines and last and not last.endswith(b"\n"):
         raise _cut_error(

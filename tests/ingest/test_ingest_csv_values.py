@@ -7,11 +7,13 @@ loads is read back from the case database."""
 from __future__ import annotations
 
 import csv
+import gzip
 import io
 import json
 
 import pytest
-from support.cases import query
+import zstandard
+from support.cases import query, write_file
 
 HEADER = ["request_id", "account_id", "model", "received_at", "http_status", "prompt_tokens"]
 
@@ -68,3 +70,56 @@ def test_a_stray_quote_joining_more_than_the_csv_modules_field_size_still_stops(
     root = case({"requests.csv": text})
     code, _, err = cli("ingest", root, "--db", tmp_path / "c.duckdb")
     assert code == 2 and "line 3" in " ".join(err.split()) and "Traceback" not in err
+
+
+def _parquet_bytes() -> bytes:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    buf = io.BytesIO()
+    pq.write_table(pa.table({"request_id": ["R0"]}), buf)
+    return buf.getvalue()
+
+
+TEXT = _csv(HEADER, [_row("R0"), _row("R1")])
+MISNAMED = {  # file name, bytes, what the message must say it holds, a word of the fix
+    "gzip named .csv": ("requests.csv", gzip.compress(TEXT.encode(), mtime=0), "gzip", ".gz"),
+    "zstd named .csv": (
+        "requests.csv",
+        zstandard.ZstdCompressor().compress(TEXT.encode()),
+        "zstd",
+        ".zst",
+    ),
+    "zstd named .gz": (
+        "requests.csv.gz",
+        zstandard.ZstdCompressor().compress(TEXT.encode()),
+        "zstd",
+        ".zst",
+    ),
+    "gzip named .zst": ("requests.csv.zst", gzip.compress(TEXT.encode(), mtime=0), "gzip", ".gz"),
+    "plain text named .gz": ("requests.csv.gz", TEXT.encode(), "not compressed", "requests.csv"),
+    "parquet named .csv": ("requests.csv", _parquet_bytes(), "Parquet", ".parquet"),
+    "parquet named .jsonl": ("requests.jsonl", _parquet_bytes(), "Parquet", ".parquet"),
+    "parquet in a .csv.gz": (
+        "requests.csv.gz",
+        gzip.compress(_parquet_bytes(), mtime=0),
+        "Parquet",
+        ".parquet",
+    ),
+    "UTF-16 with a BOM": ("requests.csv", TEXT.encode("utf-16"), "UTF-16", "UTF-8"),
+    "UTF-16 without a BOM": ("requests.csv", TEXT.encode("utf-16-le"), "UTF-16", "UTF-8"),
+    "a spreadsheet (zip)": ("requests.csv", b"PK\x03\x04" + bytes(60), "ZIP", "CSV"),
+}
+
+
+@pytest.mark.parametrize(("name", "data", "holds", "fix"), MISNAMED.values(), ids=MISNAMED.keys())
+def test_a_file_that_is_not_what_its_name_says_is_named_for_what_it_holds(
+    case, cli, tmp_path, name, data, holds, fix
+) -> None:
+    root = case({})
+    write_file(root / name, data)  # as it is: the case fixture would compress a .gz or .zst
+    code, _, err = cli("ingest", root, "--db", tmp_path / "c.duckdb")
+    text = " ".join(err.split())
+    assert code == 2, text
+    assert name in text and holds in text and fix in text.split("Fix:")[-1], text
+    assert "Traceback" not in text
