@@ -173,6 +173,7 @@ def _load(
         discovery.skipped[:] = sorted(set(discovery.skipped) | set(links))
     if ledger is None:  # an external ledger's checks already warned of unknown requests
         run_script(con, sql("ingest/unknown_requests"))
+    run_script(con, sql("ingest/request_times"))
     columns.warn_ignored(con)
     result = IngestResult(
         str(case_dir),
