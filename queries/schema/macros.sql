@@ -107,15 +107,16 @@ CREATE OR REPLACE TEMP MACRO kvf_int(x) AS
             THEN TRY_CAST(trim(x::VARCHAR) AS BIGINT)
     END;
 
--- A list of integers (a JSON array in text), or NULL when any element is not an integer.
+-- A list of token ids (a JSON array in text): integers >= 0, or NULL when any element is not
+-- one (a negative id, or one beyond BIGINT, which the cast alone would make a NULL element).
+CREATE OR REPLACE TEMP MACRO kvf_ids_whole(ids) AS
+    CASE WHEN len(list_filter(ids, lambda e: e IS NULL OR e < 0)) = 0 THEN ids END;
 CREATE OR REPLACE TEMP MACRO kvf_ids(x) AS
     CASE
-        WHEN typeof(x) LIKE '%[]' THEN
-            CASE WHEN len(list_filter(TRY_CAST(x AS BIGINT[]), lambda e: e IS NULL)) = 0
-                 THEN TRY_CAST(x AS BIGINT[]) END
+        WHEN typeof(x) LIKE '%[]' THEN kvf_ids_whole(TRY_CAST(x AS BIGINT[]))
         WHEN typeof(x) = 'VARCHAR' AND regexp_full_match(
                 trim(x::VARCHAR), '\[\s*([+-]?[0-9]+\s*(,\s*[+-]?[0-9]+\s*)*)?\]')
-            THEN TRY_CAST(trim(x::VARCHAR) AS BIGINT[])
+            THEN kvf_ids_whole(TRY_CAST(trim(x::VARCHAR) AS BIGINT[]))
     END;
 
 -- The warning for a node whose kept events carry seq on some rows only (ingest/partial_seq.sql
