@@ -11,5 +11,6 @@ CREATE OR REPLACE TEMP TABLE line_chunks AS
 SELECT src_row, sum(chunk) OVER (ORDER BY src_row) // $chunk_bytes AS chunk
 FROM line_chunks;
 CREATE OR REPLACE TEMP TABLE lines_parsed (
-    src_row BIGINT, line VARCHAR, vals VARCHAR[], types VARCHAR[], line_type VARCHAR
+    src_row BIGINT, line VARCHAR, vals VARCHAR[], types VARCHAR[], line_type VARCHAR,
+    twice VARCHAR
 );

@@ -7,6 +7,8 @@ SELECT src_row,
        CASE
            WHEN line_type IS NULL THEN 'line is not valid JSON'
            WHEN line_type <> 'OBJECT' THEN 'line is not a JSON object'
+           WHEN twice IS NOT NULL THEN 'line names the field "' || twice || '" twice; which of '
+               || 'its values is meant cannot be known, so write it once'
            WHEN nested IS NOT NULL THEN 'field "' || $scalar_names[nested] || '" holds a JSON '
                || lower(types[nested]) || ' where one value (text or number) belongs'
        END AS parse_error,
