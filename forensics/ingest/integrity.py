@@ -209,9 +209,11 @@ class _CsvScan:
             joined = carry + block
             lines = joined.split(b"\n")
             carry = lines.pop()
-            self._lines(lines, fast=b'"' not in joined and not self.open_line)
+            end = len(joined) - len(carry)  # a return not before a line feed is bare
+            bare = joined.count(b"\r", 0, end) != joined.count(b"\r\n", 0, end)
+            self._lines(lines, fast=b'"' not in joined and not self.open_line, bare=bare)
         if carry:
-            self._lines([carry], fast=False)
+            self._lines([carry], fast=False, bare=True)
         if self.open_line:
             self._unclosed()
         if not self.scan.header:
@@ -222,8 +224,11 @@ class _CsvScan:
             )
         return self.scan
 
-    def _lines(self, lines: list[bytes], fast: bool) -> None:
+    def _lines(self, lines: list[bytes], fast: bool, bare: bool) -> None:
         if fast and self.scan.header:
+            if bare:
+                for i, line in enumerate(lines):
+                    self._bare_return(line, self.line_no + i + 1)
             blank = sum(1 for line in lines if not line.rstrip(b"\r"))
             self.line_no += len(lines)
             self.scan.lines += len(lines) - blank
@@ -238,6 +243,8 @@ class _CsvScan:
         if not self.open_line:
             if blank:
                 return
+            if b'"' not in line:
+                self._bare_return(line, self.line_no)
             if not self.scan.header and not self.record_lines:
                 self.record_lines = [line]
             else:
@@ -253,6 +260,18 @@ class _CsvScan:
         self.record_lines.append(line)
         if not ends_quoted(line, True):
             self._closed()
+
+    def _bare_return(self, line: bytes, line_no: int) -> None:
+        """A carriage return inside a line without quotes (a CRLF's ends the line) is a line
+        end the reader does not take: name its line instead of the reader's parse error."""
+        if b"\r" in line.rstrip(b"\r") and self.scan.header:
+            raise InputError(
+                f"line {line_no}: a carriage return inside the line, in an unquoted value (or "
+                "lines ending in a carriage return alone); nothing was loaded from the case",
+                path=self.f.rel,
+                fix="end each line with LF or CRLF, and enclose a value that holds a carriage "
+                "return in quotes",
+            )
 
     def _closed(self) -> None:
         opened, lines = self.open_line, self.record_lines

@@ -123,3 +123,24 @@ def test_a_file_that_is_not_what_its_name_says_is_named_for_what_it_holds(
     assert code == 2, text
     assert name in text and holds in text and fix in text.split("Fix:")[-1], text
     assert "Traceback" not in text
+
+
+@pytest.mark.parametrize("block", [None, 64], ids=["one block", "small blocks"])
+@pytest.mark.parametrize("quotes_elsewhere", [False, True])
+def test_a_carriage_return_inside_an_unquoted_value_names_its_line(
+    case, cli, tmp_path, monkeypatch, quotes_elsewhere, block
+) -> None:
+    """Small read blocks: the line is in a later block than the header, read the fast way."""
+    if block:
+        from forensics.ingest import integrity
+
+        monkeypatch.setattr(integrity, "CHUNK", block)
+    rows = _csv(HEADER, [_row("R0"), _row("R1"), _row("R2")]).splitlines(keepends=True)
+    rows[2] = rows[2].replace("acct-1", "acct\r-1")  # line 3: a bare carriage return
+    if quotes_elsewhere:  # a quoted value elsewhere in the file takes the line-by-line path
+        rows[3] = rows[3].replace(",m,", ',"m",')
+    root = case({"requests.csv": "".join(rows)})
+    code, _, err = cli("ingest", root, "--db", tmp_path / "c.duckdb")
+    text = " ".join(err.split())
+    assert code == 2 and "requests.csv" in text and "line 3" in text, text
+    assert "carriage return" in text and "Traceback" not in text
