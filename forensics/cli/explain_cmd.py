@@ -3,6 +3,9 @@ or as a self-contained HTML page."""
 
 from __future__ import annotations
 
+import contextlib
+import os
+from pathlib import Path
 from typing import Any
 
 import typer
@@ -11,6 +14,7 @@ from rich.markup import escape
 from forensics.base.textsafe import visible
 from forensics.cli.app import app, console, emit_json
 from forensics.cli.params import Db, Html, Json, RequestId
+from forensics.errors import UsageError
 from forensics.report.casedb import open_case
 from forensics.report.explain import Explanation, explain_one, render_page
 from forensics.report.stage import generation_time
@@ -92,6 +96,42 @@ def _print(x: Explanation) -> None:
         console.print(f"not in this case database: {_s(', '.join(lacking))}")
 
 
+def _check_page_target(html: Path, db: Path) -> None:
+    """--html names a file that may be written: not a folder, not the case database (nor its
+    write-ahead log), and not an existing file other than an HTML page (evidence, a log)."""
+    if html.is_dir():
+        raise UsageError(f"--html {html} is a folder; give the path of the page to write")
+    if not html.exists():
+        return
+    if any(
+        other.exists() and html.samefile(other) for other in (db, db.with_name(db.name + ".wal"))
+    ):
+        raise UsageError(f"--html {html} is the case database; give another path for the page")
+    with html.open("rb") as handle:
+        head = handle.read(len(_PAGE_START))
+    if head.lower() != _PAGE_START.lower():
+        raise UsageError(
+            f"--html {html} exists and is not an HTML page; it is left as it is: give a new path"
+        )
+
+
+_PAGE_START = b"<!DOCTYPE html"
+
+
+def _write_page(html: Path, page: str) -> None:
+    """The page written beside its path and put in place whole."""
+    partial = html.with_name(f".{html.name[:200]}.partial-{os.getpid()}")
+    try:
+        html.parent.mkdir(parents=True, exist_ok=True)
+        partial.write_text(page, encoding="utf-8")
+        os.replace(partial, html)
+    except OSError as exc:
+        raise UsageError(f"--html {html}: cannot write the page ({exc.strerror})") from exc
+    finally:
+        with contextlib.suppress(OSError):
+            partial.unlink(missing_ok=True)
+
+
 @app.command()
 def explain(
     request_id: RequestId,
@@ -103,14 +143,15 @@ def explain(
     nodes and the evidence each was judged on, its screening, its KV ledger events summarised,
     whose KV it read and who read its own, possible and reconstructed pairs, replay's verdicts
     and its rows on the notification lists. Exit 0 when found, 2 when the id is unknown."""
+    if html is not None:
+        _check_page_target(html, db)
     con = open_case(db)
     try:
         found = explain_one(con, request_id)
     finally:
         con.close()
     if html is not None:
-        html.parent.mkdir(parents=True, exist_ok=True)
-        html.write_text(render_page(found, generated_at=generation_time()), encoding="utf-8")
+        _write_page(html, render_page(found, generated_at=generation_time()))
     if json_out:
         emit_json(found.to_json())
     else:
