@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from forensics.cli.app import app, console, emit_json, finish
 from forensics.cli.params import (
     AssumeUtc,
@@ -21,6 +23,16 @@ from forensics.ledger.default import choose_ledger
 from forensics.options import InvestigateOptions
 
 
+def _check_db_apart(case_dir: Path, db: Path) -> None:
+    """The case database outside the case folder: the evidence would otherwise hold a file the
+    tool wrote (as forensics.run.investigate.check_apart refuses for OUT)."""
+    if case_dir.is_dir() and db.resolve().is_relative_to(case_dir.resolve()):
+        raise UsageError(
+            f"--db {db} is inside the case folder {case_dir}: the case database would mix with "
+            "the evidence; give a path outside the case folder"
+        )
+
+
 @app.command()
 def ingest(
     case_dir: CaseDir,
@@ -33,6 +45,7 @@ def ingest(
     json_out: Json = False,
 ) -> None:
     """Load and validate a case folder into DuckDB; bad rows go to quarantine with a reason."""
+    _check_db_apart(case_dir, db)
     with progress_reporter(console, "ingest") as progress:
         ledger = choose_ledger(case_dir, ledger_external, ledger_load, ray)
         if ray and ledger is None:
