@@ -25,6 +25,7 @@ class Settings:
     rotate_events: int = 1_000_000
     rotate_s: float = 60.0
     flush_s: float = 1.0
+    idle_close_s: float = 2.0
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -56,4 +57,5 @@ def from_env(port: str | None = None) -> Settings | None:
         queue_batches=_int_env("KVFORENSICS_TAP_QUEUE_BATCHES", 16),
         rotate_events=_int_env("KVFORENSICS_TAP_ROTATE_EVENTS", 1_000_000),
         rotate_s=float(_int_env("KVFORENSICS_TAP_ROTATE_S", 60)),
+        idle_close_s=float(_int_env("KVFORENSICS_TAP_IDLE_CLOSE_S", 2)),
     )

@@ -144,12 +144,40 @@ def _wrap_engine_shutdown() -> None:
     original = EngineCore.shutdown
 
     def shutdown(self: Any) -> None:
-        tap = getattr(getattr(self, "scheduler", None), "_kvforensics_tap", None)
-        if tap is not None:
-            tap.rec.close()
+        _close(self)
         original(self)
 
     EngineCore.shutdown = shutdown
+    from vllm.v1.engine import core
+
+    for name in ("EngineCoreProc", "DPEngineCoreProc"):
+        cls = getattr(core, name, None)
+        if cls is not None and "run_busy_loop" in vars(cls):
+            _wrap_busy_loop(cls)
+
+
+def _close(engine_core: Any) -> None:
+    tap = getattr(getattr(engine_core, "scheduler", None), "_kvforensics_tap", None)
+    if tap is not None:
+        tap.rec.close()
+
+
+def _wrap_busy_loop(cls: Any) -> None:
+    """Close the ledger as soon as the engine core's busy loop ends (a shutdown a signal asked
+    for, or an error). vLLM's own signal handlers still guard the process then; right after,
+    vLLM 0.32 restores the default ones before it shuts the engine core down, and the server's
+    process manager sends SIGTERM at the same moment, which ended the process before its
+    shutdown reached the ledger (measured: `vllm serve` stopped with Ctrl-C, even with
+    --shutdown-timeout 30, left its only ledger part unfinished)."""
+    original = cls.run_busy_loop
+
+    def run_busy_loop(self: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return original(self, *args, **kwargs)
+        finally:
+            _close(self)
+
+    cls.run_busy_loop = run_busy_loop
 
 
 def _wrap_lookup(cls: Any) -> None:

@@ -2,9 +2,12 @@
 
 Files are written as `NAME.parquet.tmp` and renamed when closed, so a reader only ever sees
 complete files; the ledger's go to `kv_events/node=NODE/` (see ledger_folder). A file is closed
-after `rotate_events` rows or `rotate_s` seconds. Besides `kv_events/` and `contents/`, the
-writer keeps `tap/status-<stem>.json` (events recorded, written and dropped, files) and
-`tap/gaps-<stem>.jsonl` (one line per dropped batch)."""
+after `rotate_events` rows or `rotate_s` seconds, and as soon as nothing was written to it for
+`idle_close_s` seconds: an engine stopped with a kill (vLLM's server stops its engine core
+that way unless given --shutdown-timeout) then loses at most what it recorded in its last
+busy `rotate_s` seconds, and nothing when it had been idle. Besides `kv_events/` and
+`contents/`, the writer keeps `tap/status-<stem>.json` (events recorded, written and
+dropped, files) and `tap/gaps-<stem>.jsonl` (one line per dropped batch)."""
 
 from __future__ import annotations
 
@@ -48,15 +51,17 @@ CONTENTS = pa.schema(
 class Rotating:
     """One table's current Parquet file, closed and renamed after enough rows or time."""
 
-    def __init__(self, folder: Path, stem: str, schema: pa.Schema, rows: int, seconds: float):
+    def __init__(  # noqa: PLR0913
+        self, folder: Path, stem: str, schema: pa.Schema, rows: int, seconds: float, idle_s: float
+    ):
         self.folder, self.stem, self.schema = folder, stem, schema
-        self.max_rows, self.max_s = rows, seconds
+        self.max_rows, self.max_s, self.idle_s = rows, seconds, idle_s
         self.n_files = 0
         self.bytes = 0
         self._writer: pq.ParquetWriter | None = None
         self._path: Path | None = None
         self._rows = 0
-        self._opened = 0.0
+        self._opened = self._written = 0.0
 
     def write(self, table: pa.Table) -> None:
         if self._writer is None:
@@ -68,11 +73,15 @@ class Rotating:
             self._rows, self._opened = 0, time.monotonic()
         self._writer.write_table(table)
         self._rows += table.num_rows
+        self._written = time.monotonic()
         if self._rows >= self.max_rows:
             self.close()
 
     def tick(self) -> None:
-        if self._writer is not None and time.monotonic() - self._opened >= self.max_s:
+        now = time.monotonic()
+        if self._writer is not None and (
+            now - self._opened >= self.max_s or now - self._written >= self.idle_s
+        ):
             self.close()
 
     def close(self) -> None:
@@ -154,9 +163,15 @@ class Writer(threading.Thread):
             EVENTS,
             settings.rotate_events,
             settings.rotate_s,
+            settings.idle_close_s,
         )
         self.contents = Rotating(
-            self.out / "contents", stem, CONTENTS, settings.rotate_events, settings.rotate_s
+            self.out / "contents",
+            stem,
+            CONTENTS,
+            settings.rotate_events,
+            settings.rotate_s,
+            settings.idle_close_s,
         )
         self.written = 0
         self._done = threading.Event()

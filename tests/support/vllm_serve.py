@@ -9,6 +9,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -53,9 +54,12 @@ def serve_case(
     base: Path,
     tap: dict[str, str] | None = None,
     keep_log: bool = False,
+    http: bool = False,
 ) -> dict[str, Any]:
     """Serve the case; keep_log: the engine's own log (vLLM logs to stdout) is kept as the
-    case's logs/vllm-0.log, as a deployment keeps it."""
+    case's logs/vllm-0.log, as a deployment keeps it. http: through vLLM's OpenAI-compatible
+    server and a gateway's HTTP client instead (tests/support/vllm_http_run.py, which keeps
+    the server's log)."""
     case = base / "case"
     env = {
         **os.environ,
@@ -66,15 +70,12 @@ def serve_case(
         "PYTHONPATH": str(REPO),
         **(tap or {}),
     }
-    cmd = [
-        str(engine["python"]),
-        str(TESTS_DIR / "support" / "vllm_run.py"),
-        mode,
-        str(engine["model"]),
-    ]
+    script = "vllm_http_run.py" if http else "vllm_run.py"
+    python = sys.executable if http else str(engine["python"])
+    cmd = [python, str(TESTS_DIR / "support" / script), mode, str(engine["model"])]
     done = subprocess.run([*cmd, str(case)], env=env, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
-    if keep_log:
+    if keep_log and not http:
         (case / "logs").mkdir(exist_ok=True)
         (case / "logs" / "vllm-0.log").write_text(done.stdout + done.stderr)
     db = base / "case.duckdb"

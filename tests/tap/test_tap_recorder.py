@@ -53,6 +53,25 @@ def test_rows_rotate_into_parquet_in_order(tmp_path: Path) -> None:
     )
 
 
+def test_an_idle_engine_leaves_no_part_unfinished(tmp_path: Path) -> None:
+    """A process killed without closing its recorder (vLLM's server kills its engine core on a
+    plain stop) keeps every event recorded before it went idle: the open part is closed once
+    nothing was written to it for idle_close_s, long before rotate_s."""
+    rec = Recorder(Settings(tmp_path, "node-i", batch_events=4, flush_s=0.05, idle_close_s=0.3))
+    for k in range(10):
+        rec.rows([_row(k)])
+    deadline = time.monotonic() + 10
+    while list(tmp_path.rglob("*.tmp")) or not list(tmp_path.rglob("*.parquet")):
+        assert time.monotonic() < deadline, sorted(p.name for p in tmp_path.rglob("*"))
+        time.sleep(0.05)
+    # not closed: what a killed process leaves
+    assert [r["slot_start"] for r in _read(tmp_path / "kv_events")] == list(range(10))
+    rec.rows([_row(10)])  # a later event opens a new part
+    rec.close()
+    assert [r["slot_start"] for r in _read(tmp_path / "kv_events")] == list(range(11))
+    assert len(list((tmp_path / "kv_events").rglob("*.parquet"))) == 2
+
+
 def test_lagging_writer_drops_batches_with_gap_markers(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
