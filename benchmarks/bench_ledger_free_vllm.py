@@ -34,6 +34,12 @@ fewer seats than requests in flight requests wait, with a budget below the promp
 prefills are chunked over steps. The engine's log (its start-up lines name the limits) is kept
 as the case's logs/vllm-0.log.
 
+--via http serves the same load through vLLM's own OpenAI-compatible server instead
+(tests/support/vllm_http_run.py: `batched` and `healthy-batched` only): the engine core in a
+process of its own, each request sent over HTTP at its own wall-clock time and streamed, the
+gateway log written from what the client saw (send time, first streamed token, last chunk,
+the usage's cached tokens), so the engine's steps are known to nobody but the engine.
+
 --reuse keeps a run already served in --workdir (its case folder with run.json) and only
 scores it again.
 
@@ -47,6 +53,7 @@ import argparse
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -71,7 +78,14 @@ Row = tuple[str, int, str, str, dict[str, tuple[int, int, float | None, float | 
 
 
 def serve(  # noqa: PLR0913
-    mode: str, seed: int, stub_at: int, sampling: str, model: Path, case: Path, limits: list[str]
+    mode: str,
+    seed: int,
+    stub_at: int,
+    sampling: str,
+    model: Path,
+    case: Path,
+    limits: list[str],
+    via: str = "engine",
 ) -> float:
     """Run the engine with the tap on; the seconds it took. The engine's own log (its stderr)
     (vLLM logs to stdout, warnings go to stderr) is kept as the case's logs/vllm-0.log, as a
@@ -88,19 +102,17 @@ def serve(  # noqa: PLR0913
         "PYTHONPATH": str(ROOT),
         **dict(zip(("VLLM_RUN_MAX_SEQS", "VLLM_RUN_MAX_BATCHED"), limits, strict=False)),
     }
-    cmd = [
-        str(engines_python()),
-        str(ROOT / "tests" / "support" / "vllm_run.py"),
-        mode,
-        str(model),
-        str(case),
-    ]
+    script = "vllm_http_run.py" if via == "http" else "vllm_run.py"
+    python = sys.executable if via == "http" else str(engines_python())
+    cmd = [python, str(ROOT / "tests" / "support" / script), mode, str(model), str(case)]
     t0 = time.perf_counter()
     done = subprocess.run(
         cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=1800
     )
     if done.returncode != 0:
         raise SystemExit(f"the engine run failed:\n{done.stdout[-3000:]}")
+    if via == "http":  # the server's own output is the log; the script wrote it
+        return time.perf_counter() - t0
     (case / "logs").mkdir(exist_ok=True)
     (case / "logs" / "vllm-0.log").write_text(done.stdout)
     return time.perf_counter() - t0
@@ -184,6 +196,7 @@ def main() -> None:
         metavar="N",
         help="the engine's max_num_seqs, then max_num_batched_tokens (chunked prefill)",
     )
+    ap.add_argument("--via", choices=("engine", "http"), default="engine")
     args = ap.parse_args()
     work = args.workdir or Path(tempfile.mkdtemp(prefix="kvf-ledger-free-"))
     model = work / "tiny-llama"
@@ -195,7 +208,9 @@ def main() -> None:
             if not (args.reuse and (run / "case" / "run.json").is_file()):
                 shutil.rmtree(run, ignore_errors=True)
                 case = run / "case"
-                seconds = serve(mode, seed, args.stub_at, args.sampling, model, case, args.limits)
+                seconds = serve(
+                    mode, seed, args.stub_at, args.sampling, model, case, args.limits, args.via
+                )
             shutil.rmtree(run / "withheld", ignore_errors=True)
             for db in run.glob("*.duckdb*"):
                 db.unlink()

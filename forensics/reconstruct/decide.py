@@ -56,7 +56,7 @@ class Decider:
         replay modules that need torch are imported here, once a model is loaded."""
         from forensics.replay.decode import decode_with_evidence, prefill_logits
         from forensics.replay.evidence import scoring_temperature
-        from forensics.replay.replay import response_sha256
+        from forensics.replay.judge import response_sha256
 
         r = reqs[receiver]
         writers_idx = {s[0] for lay in layouts for s in lay if s is not None}

@@ -41,6 +41,31 @@ def logged_at(
     return check
 
 
+@dataclass(frozen=True)
+class Limits:
+    """The engine's scheduling limits, from its start-up log; None: not logged, not applied."""
+
+    max_num_seqs: int | None = None
+    max_batched: int | None = None
+    chunked: bool = True
+
+    def config(self) -> tuple[int, int, int]:
+        """(seats, token budget, chunked) for the scheduler; a limit not logged is as large as
+        vLLM allows. vLLM requires a budget of at least one token per seat (an engine logging
+        more seats than its budget would not have started; a damaged log is held to it)."""
+        batched = self.max_batched or 1 << 30
+        return (min(self.max_num_seqs or 1 << 20, batched), batched, int(self.chunked))
+
+    def describe(self) -> str:
+        def shown(v: int | None) -> str:
+            return "not logged" if v is None else str(v)
+
+        return (
+            f"max_num_seqs {shown(self.max_num_seqs)}, max_num_batched_tokens "
+            f"{shown(self.max_batched)}, chunked prefill {'on' if self.chunked else 'off'}"
+        )
+
+
 class StepClock:
     """How long an engine step takes around a time: the median, over the requests decoding
     then, of their logged time per output token after the first (where none decodes then, the

@@ -32,6 +32,7 @@ from forensics.engines.pools import PagePool
 from forensics.errors import UsageError
 from forensics.options import ReconstructOptions, ScreeningParams
 from forensics.reconstruct.decide import Decider, load_decider
+from forensics.reconstruct.explore import explore
 from forensics.reconstruct.headline import (
     NodeLine,
     ReconstructParameters,
@@ -39,9 +40,10 @@ from forensics.reconstruct.headline import (
     Skipped,
     reconstruct_headline,
 )
+from forensics.reconstruct.runstate import Limits
 from forensics.reconstruct.store import insert_requests, store_runs
 from forensics.reconstruct.trace import Layout, NodeTrace, Req, replay
-from forensics.reconstruct.unified import Limits, UnifiedNode, explore
+from forensics.reconstruct.unified import UnifiedNode
 
 # The scheduler variants explored: (decode growth, waiting line, whether an allocation too big
 # for the free pages still reaches the allocator, where SGLang's merges its staged frees). The
@@ -345,6 +347,7 @@ def unified_node(
     unread = set() if res.consistent else {k for k, r in enumerate(reqs) if r.stub}
     insert_requests(con, node, reqs, reasons, set(), unread, set())
     kept = f"{res.kept} of {res.runs} runs fit the log (its steps and cached_tokens)"
+    kept += f"; {res.note}" if res.note else ""
     return _row(trace, kind, res.ambiguous, res.runs, 0, len(unread)) | {
         "variants": f"vLLM v1 Scheduler, prefix caching on, {limits.describe()}: "
         + (kept if res.consistent else f"{kept} ({res.why})"),

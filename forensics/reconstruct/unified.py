@@ -35,35 +35,19 @@ marked inconsistent and clears nothing)."""
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 
 import numpy as np
 
 from forensics.engines.client import EngineAllocators
-from forensics.reconstruct.runstate import RunState, StepClock, UnifiedRun, logged_at
+from forensics.reconstruct.runstate import Limits, RunState, StepClock, UnifiedRun, logged_at
 from forensics.reconstruct.steps import index_of, merge_gap, spans, step_layouts, steps
-from forensics.reconstruct.trace import Event, Layout, Req
+from forensics.reconstruct.trace import Req
 
 DECODE, AFTER = 0, 3  # a decode step at a logged step, or between it and the next one
 STEP_LAYOUTS = 20_000  # the most placements of unlogged steps enumerated
 MAX_STEPS = 5_000  # logged steps of a node explored; more: none kept
 SCHEDULES = 128  # the most distinct decode-block schedules they give, run; more: none kept
-TIMED_RUNS = 128  # the most runs on the clock per stub sharing (timed_runs)
-
-
-@dataclass
-class UnifiedResult:
-    runs: int = 0
-    kept: int = 0
-    consistent: bool = False
-    exposures: Counter[tuple[int, int]] = field(default_factory=Counter)
-    tokens: dict[tuple[int, int], int] = field(default_factory=dict)
-    layouts: dict[int, Counter[Layout]] = field(default_factory=dict)
-    events: list[Event] = field(default_factory=list)
-    why: str = ""
-    ambiguous: int = 0
 
 
 def prompt_tokens(acct: int, i: int, prompt: int, shared_blocks: int, ps: int) -> list[int]:
@@ -73,31 +57,6 @@ def prompt_tokens(acct: int, i: int, prompt: int, shared_blocks: int, ps: int) -
     return [(acct + 1) * 1_000_000 + p for p in range(n)] + [
         (1 << 32) + i * 100_000 + p for p in range(n, prompt)
     ]
-
-
-@dataclass(frozen=True)
-class Limits:
-    """The engine's scheduling limits, from its start-up log; None: not logged, not applied."""
-
-    max_num_seqs: int | None = None
-    max_batched: int | None = None
-    chunked: bool = True
-
-    def config(self) -> tuple[int, int, int]:
-        """(seats, token budget, chunked) for the scheduler; a limit not logged is as large as
-        vLLM allows. vLLM requires a budget of at least one token per seat (an engine logging
-        more seats than its budget would not have started; a damaged log is held to it)."""
-        batched = self.max_batched or 1 << 30
-        return (min(self.max_num_seqs or 1 << 20, batched), batched, int(self.chunked))
-
-    def describe(self) -> str:
-        def shown(v: int | None) -> str:
-            return "not logged" if v is None else str(v)
-
-        return (
-            f"max_num_seqs {shown(self.max_num_seqs)}, max_num_batched_tokens "
-            f"{shown(self.max_batched)}, chunked prefill {'on' if self.chunked else 'off'}"
-        )
 
 
 class UnifiedNode:
@@ -160,6 +119,10 @@ class UnifiedNode:
                 return f"{r.request_id} has no first token or completion in the log"
             if r.cached_tokens is None and not r.stub:
                 return f"{r.request_id} has no cached_tokens in the log"
+        return ""
+
+    def unstepped(self) -> str:
+        """Why the engine's steps cannot be read off the logged times, or ''."""
         if len(self.clusters) > MAX_STEPS:
             return f"{len(self.clusters)} logged steps, more than {MAX_STEPS} are not explored"
         if self.spans is None:
@@ -174,20 +137,19 @@ class UnifiedNode:
             return f"more than {STEP_LAYOUTS} ways to place the unlogged steps"
         return ""
 
-    def arrivals(self, index: list[int]) -> dict[int, list[int]]:
+    def arrivals(self, first: list[int]) -> dict[int, list[int]]:
         """Engine step -> the requests that arrive just before it, in arrival order: the step
-        of its logged first token, earlier by the steps a chunked prefill of its uncached
+        of its first token (first[i]), earlier by the steps a chunked prefill of its uncached
         prompt takes under the token budget (the scheduler must then give it its first token
         exactly there). Such earlier steps that no logged output shows are taken to be the
         logged steps before it; before the first one, steps are added at the start."""
         most_batched = self.limits.config()[1]
-        assert self.spans is not None
         out: dict[int, list[int]] = {}
         for i in sorted(range(len(self.reqs)), key=lambda i: (self.reqs[i].received_us, i)):
             r = self.reqs[i]
             uncached = 1 if r.stub else r.prompt - (r.cached_tokens or 0)
             chunks = -(-uncached // most_batched) if self.limits.chunked else 1
-            out.setdefault(index[self.spans[i][0]] - chunks + 1, []).append(i)
+            out.setdefault(first[i] - chunks + 1, []).append(i)
         return out
 
     def run(
@@ -196,20 +158,29 @@ class UnifiedNode:
         """One run of the engine's scheduler over the steps of this layout."""
         assert self.spans is not None
         index = index_of(gaps)
-        early = self.arrivals(index)
+        return self.run_assigned(drv, [index[a] for a, _, _ in self.spans], stub_shared, events)
+
+    def run_assigned(
+        self, drv: EngineAllocators, first: list[int], stub_shared: bool, events: bool
+    ) -> UnifiedRun:
+        """One run of the engine's scheduler in which request i gets its first token at engine
+        step first[i] and finishes n_out - 1 steps later, as it must without a preemption."""
+        early = self.arrivals(first)
         lead = max(0, -min(early, default=0))  # steps added before the first logged one
-        index = [at + lead for at in index]
         arrive = {at + lead: group for at, group in early.items()}
+        span = [
+            (f + lead, f + lead + max(r.n_out, 1) - 1, 0)
+            for f, r in zip(first, self.reqs, strict=True)
+        ]
         pool = drv.new_pool("vllm-sched", self.n_blocks, self.ps, False, *self.limits.config())
         state = RunState(self.reqs, self.ps, self.n_blocks, events)
-        spans_ = self.spans
         starts = sorted(arrive)
-        total = index[-1] + 1 if index else 0
+        total = max((b for _, b, _ in span), default=-1) + 1
         for n, at in enumerate([*starts, total]):
             if n:
                 begin = starts[n - 1]
                 for k, step in enumerate(drv.steps(pool, at - begin)):
-                    why = state.step(step, logged_at(begin + k, spans_, index))
+                    why = state.step(step, logged_at(begin + k, span))
                     if why:
                         return UnifiedRun(ok=False, why=why)
             if at < total:
@@ -325,48 +296,3 @@ class UnifiedNode:
         else:
             tokens = tried[0]
         drv.add(pool, f"r{i}", False, n_out, tokens)
-
-
-def explore(node: UnifiedNode, drv: EngineAllocators) -> UnifiedResult:
-    """The runs the log leaves open, each with the stub's prompt shared with its account's
-    prefix and not: every placement of the unlogged steps (step_layouts), each request
-    arriving at the step of its first token; where none of them fits the log (a request held
-    back by the seats or the token budget, a chunked prefill), runs on the clock (timed_runs),
-    where the scheduler decides when each request runs. The consistent ones are
-    kept."""
-    res = UnifiedResult()
-    why = node.missing()
-    if why:
-        res.why = why
-        return res
-    schedules = node.schedules(SCHEDULES) if not node.unplaced() else []
-    res.ambiguous = max(len(schedules) - 1, 0)
-    if len(schedules) > SCHEDULES:
-        res.why = f"more than {SCHEDULES} decode-block schedules fit the log"
-        return res
-    res.why = node.unplaced()
-    shared = (True, False) if any(r.stub for r in node.reqs) else (True,)
-    _keep(res, (node.run(drv, gaps, s, res.kept == 0) for gaps in schedules for s in shared))
-    if not res.kept:
-        for s in shared:
-            _keep(res, node.timed_runs(drv, s, lambda: res.kept == 0, TIMED_RUNS))
-    res.consistent = res.kept > 0
-    return res
-
-
-def _keep(res: UnifiedResult, runs_: Iterator[UnifiedRun]) -> None:
-    """Count the runs and keep the consistent ones' exposures and layouts (the first one's
-    events)."""
-    for run in runs_:
-        res.runs += 1
-        if not run.ok:
-            res.why = res.why or run.why
-            continue
-        if not res.kept:
-            res.events = run.events
-        res.kept += 1
-        for pair, n in run.exposures.items():
-            res.exposures[pair] += 1
-            res.tokens[pair] = max(res.tokens.get(pair, 0), n)
-        for receiver, layout in run.layouts.items():
-            res.layouts.setdefault(receiver, Counter())[layout] += 1

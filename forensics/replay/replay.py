@@ -25,7 +25,7 @@ from forensics.replay.decode import (
     token_digest,
 )
 from forensics.replay.evidence import Evidence, scoring_temperature, weigh
-from forensics.replay.judge import (  # response_sha256: forensics.reconstruct imports it from here
+from forensics.replay.judge import (
     Replayed,
     judge,
     response_sha256,

@@ -17,9 +17,11 @@ from support.engines import engines_python
 from support.traces import MS, req
 
 from forensics.engines.client import EngineAllocators
+from forensics.reconstruct.explore import explore
+from forensics.reconstruct.runstate import Limits
 from forensics.reconstruct.steps import merge_gap, spans, step_layouts, steps
 from forensics.reconstruct.trace import Req
-from forensics.reconstruct.unified import Limits, UnifiedNode, explore
+from forensics.reconstruct.unified import UnifiedNode
 
 BS = 4
 

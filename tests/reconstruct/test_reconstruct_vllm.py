@@ -4,10 +4,14 @@ shared prefixes, several in flight, a pool of 40 blocks), served with the tap on
 the analysis of the tapped ledger; then the ledger, the contents and the tap's reports are
 withheld and `kvforensics reconstruct` (vLLM's own v1 scheduler, prefix caching on, in the
 engines' environment) then `analyze` run on what is left; once as served, once under
-scheduling limits that bind, named in the engine's log. Needs the engines' environment."""
+scheduling limits that bind, named in the engine's log, and once through vLLM's own
+OpenAI-compatible server with a gateway's HTTP client (tests/support/vllm_http_run.py), whose
+log carries each output milliseconds after its step with a delay of its own. Needs the
+engines' environment."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 from typing import Any
@@ -30,6 +34,7 @@ CASES = {
         "VLLM_RUN_MAX_SEQS": "4",
         "VLLM_RUN_MAX_BATCHED": "64",
     },
+    "http": {"VLLM_RUN_SEED": "31", "BATCHED_STUB_AT": "21"},
 }
 
 
@@ -40,8 +45,8 @@ def rebuilt(
     request: pytest.FixtureRequest,
 ) -> dict[str, Any]:
     base = tmp_path_factory.mktemp(f"batched-{request.param}")
-    limits = request.param == "limits"
-    run = _serve(engine, "batched", base, CASES[request.param], keep_log=limits)
+    limits, http = request.param == "limits", request.param == "http"
+    run = _serve(engine, "batched", base, CASES[request.param], keep_log=limits, http=http)
     case = base / "withheld"
     shutil.copytree(
         run["case"], case, ignore=shutil.ignore_patterns("kv_events", "contents", "tap")
@@ -50,7 +55,7 @@ def rebuilt(
     assert cli(["ingest", str(case), "--db", str(db)]) == 0
     assert cli(["reconstruct", "--db", str(db)]) in (0, 1)
     cli(["analyze", "--db", str(db)])
-    return {**run, "withheld": db, "limits": limits}
+    return {**run, "withheld": db, "limits": limits, "http": http}
 
 
 def _affected(db: Path, unit: str) -> set[tuple[str, str]]:
@@ -82,8 +87,23 @@ def test_the_node_was_rebuilt_on_vllms_scheduler_with_the_logged_limits(
     assert version and version.startswith("0.")
     if rebuilt["limits"]:  # read from the engine's start-up log
         assert "max_num_seqs 4, max_num_batched_tokens 64, chunked prefill on" in variants
+    elif rebuilt["http"]:  # the server's log names its seats; its steps are not in the log
+        assert "max_num_seqs 8, max_num_batched_tokens not logged" in variants, variants
+        assert "ms of delivery jitter" in variants, variants
     else:  # no log: nothing binds, and the runs fit the log
         assert "max_num_seqs not logged" in variants and consistent, variants
+
+
+def test_the_servers_ledger_is_complete_after_it_stopped(rebuilt: dict[str, Any]) -> None:
+    """vLLM's server, stopped with Ctrl-C (and a shutdown timeout), kills its engine core
+    before the engine core's own shutdown reaches the scheduler: the tap closes its ledger
+    when the engine core's loop ends, so every event it recorded is in a finished part."""
+    if not rebuilt["http"]:
+        pytest.skip("the server's shutdown only")
+    case = rebuilt["case"]
+    assert not list(case.rglob("*.tmp")), sorted(str(p) for p in case.rglob("*.tmp"))
+    (status,) = [json.loads(p.read_text()) for p in (case / "tap").glob("status-*.json")]
+    assert status["events_recorded"] == status["events_written"] > 0, status
 
 
 def test_cleared_pairs_are_true_negatives_and_only_on_a_consistent_node(

@@ -1,0 +1,127 @@
+"""The engine steps a gateway's times allow when each output is logged after its step with a
+delay of its own (forensics/reconstruct/jitter.py), against an independent model of such a log:
+requests of n_out tokens, one per engine step from their first token, the engine's steps at
+random times, each output logged a random delay (up to `delay_us`) after its step. The oracle
+for which first-token steps fit is the rule itself, checked pair by pair: two outputs logged
+more than the jitter apart come from different steps, the earlier first; and for small cases
+every assignment is enumerated naively."""
+
+from __future__ import annotations
+
+import itertools
+import random
+from types import SimpleNamespace
+
+import pytest
+
+from forensics.reconstruct.jitter import assignments, least_jitter, network
+
+
+def _log(
+    seed: int, n: int, delay_us: int, sent_us: int = 2_000
+) -> tuple[list[SimpleNamespace], list[int]]:
+    """n overlapping requests: their logged times and their true first-token steps; each
+    received up to sent_us before the step before its first one ended."""
+    rng = random.Random(seed)
+    firsts = sorted(rng.randrange(1, 3 * n) for _ in range(n))
+    outs = [rng.randrange(2, 9) for _ in range(n)]
+    last = max(f + k - 1 for f, k in zip(firsts, outs, strict=True))
+    at = list(itertools.accumulate(rng.randrange(2_000, 9_000) for _ in range(last + 1)))
+    reqs = [
+        SimpleNamespace(
+            request_id=f"r{i}",
+            n_out=k,
+            received_us=at[f - 1] + 1 - rng.randrange(0, sent_us + 1),
+            first_token_us=at[f] + rng.randrange(0, delay_us + 1),
+            completed_us=at[f + k - 1] + rng.randrange(0, delay_us + 1),
+        )
+        for i, (f, k) in enumerate(zip(firsts, outs, strict=True))
+    ]
+    return reqs, firsts
+
+
+def _fits(reqs: list[SimpleNamespace], first: list[int], jitter_us: int) -> bool:
+    """The rules, pair by pair: outputs logged more than the jitter apart are in that order;
+    an output logged before a request was received is from a step before its first."""
+    outputs = [
+        (t, f + k)
+        for r, f in zip(reqs, first, strict=True)
+        for t, k in ((r.first_token_us, 0), (r.completed_us, r.n_out - 1))
+    ]
+    ordered = all(sb > sa for ta, sa in outputs for tb, sb in outputs if tb - ta > jitter_us)
+    return ordered and all(
+        f > s for r, f in zip(reqs, first, strict=True) for t, s in outputs if t < r.received_us
+    )
+
+
+def _shift(first: list[int]) -> tuple[int, ...]:
+    low = min(first)
+    return tuple(f - low for f in first)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_the_true_steps_fit_and_every_drawn_assignment_keeps_the_rule(seed: int) -> None:
+    reqs, true = _log(seed, 12, 3_000)
+    least = least_jitter(reqs, 1_000_000)
+    assert least is not None and least <= 3_000 + 50  # the true steps fit with the true delay
+    d = network(reqs, 3_000)
+    assert d is not None
+    n = len(reqs)
+    assert all(true[v] - true[u] <= d[u, v] for u in range(n) for v in range(n))
+    drawn = list(itertools.islice(assignments(reqs, d, seed)[1], 300))
+    assert len({tuple(f) for f in drawn}) == len(drawn) and min(drawn[0]) == 0
+    assert all(_fits(reqs, f, 3_000) for f in drawn)
+    if least > 100:  # with less jitter than the least, no steps fit
+        assert network(reqs, least - 100) is None
+
+
+def _naive(reqs: list[SimpleNamespace], jitter_us: int, reach: int) -> set[tuple[int, ...]]:
+    """Every assignment with the first request at step 0 and the others within reach of it
+    that keeps the rule, by depth-first search checking each new request against the ones
+    already placed; shifted to start at step 0."""
+    out: set[tuple[int, ...]] = set()
+
+    def place(first: list[int]) -> None:
+        if len(first) == len(reqs):
+            out.add(_shift(first))
+            return
+        for f in range(-reach, reach + 1):
+            if _fits(reqs[: len(first) + 1], [*first, f], jitter_us):
+                place([*first, f])
+
+    place([0])
+    return out
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_when_were_requests_received_bounds_their_steps_beyond_the_jitter(seed: int) -> None:
+    """A stalled gateway (outputs logged up to 40 ms late) leaves steps wide open by the
+    jitter alone; an output logged before a request was received still comes from a step
+    before its first one, whatever the jitter."""
+    reqs, true = _log(200 + seed, 10, 40_000, sent_us=300)
+    d = network(reqs, 40_000)
+    assert d is not None
+    n = len(reqs)
+    assert all(true[v] - true[u] <= d[u, v] for u in range(n) for v in range(n))
+    every, firsts = assignments(reqs, d, seed)
+    drawn = list(itertools.islice(firsts, 300))
+    assert drawn and all(_fits(reqs, f, 40_000) for f in drawn)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_small_logs_give_every_assignment_that_fits(seed: int) -> None:
+    """Enumerated naively against what is drawn until no new one comes: the same set, where
+    every request is bounded by the ones logged before it (a request after an idle engine is
+    drawn at its earliest step only, a subset)."""
+    reqs, _ = _log(100 + seed, 5, 4_000)
+    jitter = 4_000
+    d = network(reqs, jitter)
+    assert d is not None
+    every, firsts = assignments(reqs, d, seed)
+    drawn = {tuple(f) for f in firsts}
+    naive = _naive(reqs, jitter, 45)
+    order = sorted(range(len(reqs)), key=lambda i: reqs[i].first_token_us)
+    unbounded = any(min(d[u, v] for u in order[:k]) >= 1 << 39 for k, v in enumerate(order) if k)
+    assert every and drawn and drawn <= naive
+    if not unbounded:
+        assert drawn == naive
