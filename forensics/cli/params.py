@@ -317,8 +317,8 @@ NoTruth = Annotated[
     bool,
     typer.Option(
         "--no-truth",
-        help="Skip ground_truth/ and the read sweep (also skips contents.jsonl and response "
-        "hashes).",
+        help="Skip the truth tables and the read sweep (also skips contents.jsonl and response "
+        "hashes); ground_truth/summary.json still records the run.",
     ),
 ]
 NoContents = Annotated[bool, typer.Option("--no-contents", help="Do not write contents.jsonl.")]

@@ -36,19 +36,36 @@ def scenario(opts: SimOptions) -> Scenario:
     return base.scaled(opts.scale) if opts.scale != 1.0 else base
 
 
+# What simulate writes at the top of OUT_DIR; a second run replaces these and nothing else.
+WRITTEN = ("requests.csv", "accounts.csv", "nodes.csv", "contents.jsonl", "kv_events", "logs")
+TRUTH = "ground_truth"
+
+
 def prepare(out_dir: Path) -> None:
-    if out_dir.exists() and any(out_dir.iterdir()):
-        if not (out_dir / "kv_events").exists():
+    """OUT_DIR new, empty, or a folder simulate wrote (it holds ground_truth/summary.json): a
+    real case folder, which has kv_events/ too, is never replaced. Of a simulated folder only
+    what simulate writes is removed, so a note kept beside it stays."""
+    if out_dir.exists() and not out_dir.is_dir():
+        raise UsageError(f"{out_dir} is a file; give a folder for the simulated case")
+    if out_dir.is_dir() and any(out_dir.iterdir()):
+        if not (out_dir / TRUTH / "summary.json").is_file():
             raise UsageError(
-                f"{out_dir} exists and is not a simulated case folder; "
-                "choose an empty or new OUT_DIR"
+                f"{out_dir} holds files and is not a case folder simulate wrote with its "
+                f"ground truth ({TRUTH}/summary.json); simulate replaces only such a folder, "
+                "so give an empty or new OUT_DIR"
             )
-        shutil.rmtree(out_dir)
+        for name in (*WRITTEN, TRUTH):
+            path = out_dir / name
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path)
+            elif path.exists() or path.is_symlink():
+                path.unlink()
     out_dir.mkdir(parents=True, exist_ok=True)
 
 
 def simulate(out_dir: Path, opts: SimOptions, progress: ProgressFn = no_progress) -> dict[str, Any]:
-    """Write a case folder (and ground_truth/ unless opts.truth is False); return a summary.
+    """Write a case folder and ground_truth/ (only its summary.json when opts.truth is False);
+    return a summary.
     `progress` hears each phase as it starts."""
     if opts.requests < 1:
         raise UsageError("--requests must be at least 1")
@@ -103,7 +120,13 @@ def simulate(out_dir: Path, opts: SimOptions, progress: ProgressFn = no_progress
     }
     if sweep is not None:
         progress("ground truth", 0, None)
-        summary.update(write_truth(out_dir / "ground_truth", sweep, tr, names))
+        summary.update(write_truth(out_dir / TRUTH, sweep, tr, names))
+    else:  # the summary alone: it marks the folder as simulate's, to be replaced by a rerun
+        (out_dir / TRUTH).mkdir(parents=True, exist_ok=True)
+        timing = ("engine_seconds", "events_per_second")  # the file stays byte-identical
+        _write_summary(
+            out_dir / TRUTH / "summary.json", {k: v for k, v in summary.items() if k not in timing}
+        )
     return summary
 
 
@@ -137,5 +160,9 @@ def write_truth(folder: Path, sweep: Sweep, tr: Any, names: list[str]) -> dict[s
         **{f"{k}_slot_reads": v for k, v in counters.items()},
         "holder_overflow": sum(s.overflow for s in sweep.states),
     }
-    (folder / "summary.json").write_text(json.dumps(stats, indent=2, sort_keys=True) + "\n")
+    _write_summary(folder / "summary.json", stats)
     return stats
+
+
+def _write_summary(path: Path, stats: dict[str, Any]) -> None:
+    path.write_text(json.dumps(stats, indent=2, sort_keys=True) + "\n")

@@ -191,4 +191,6 @@ def test_cli_writes_a_case_and_rejects_unknown_bugs(cli, tmp_path):
         "--bug",
         "none",
     )
-    assert code == 0 and not (tmp_path / "e" / "ground_truth").exists()
+    truth = tmp_path / "e" / "ground_truth"
+    assert code == 0 and [p.name for p in truth.iterdir()] == ["summary.json"]
+    assert json.loads((truth / "summary.json").read_text())["requests"] == 5
