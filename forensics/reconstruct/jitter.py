@@ -17,15 +17,12 @@ before output b (request q, k_b); and f_q >= f_r + k_a + 1 when output a was log
 request q was received (the step that made it had ended before q reached the engine; no
 jitter is needed there: an output is logged after its step). Its minimal network (all-pairs
 shortest paths) is backtrack-free: taking the requests in the order of their first tokens,
-any value within the bounds the ones already taken leave extends to a full solution.
-`assignments` gives every solution where they are few, else draws them: the earliest, the
-latest, then random ones."""
+any value within the bounds the ones already taken leave extends to a full solution, so
+`assignments` enumerates every solution without a dead end."""
 
 from __future__ import annotations
 
-import random
 from collections.abc import Iterator
-from itertools import chain, islice, repeat
 
 import numpy as np
 
@@ -33,8 +30,6 @@ from forensics.reconstruct.trace import Req
 
 MOST_REQUESTS = 600  # nodes with more requests are not solved this way
 UNBOUNDED = 1 << 40
-EVERY = 256  # where there are at most this many assignments, all are given
-DUPLICATES = 200  # draws in a row that gave no new assignment: stop drawing
 
 
 def _outputs(reqs: list[Req]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -84,34 +79,13 @@ def least_jitter(reqs: list[Req], most_us: int) -> int | None:
     return hi
 
 
-def assignments(reqs: list[Req], d: np.ndarray, seed: int) -> tuple[bool, Iterator[list[int]]]:
-    """Distinct first-token steps per request that satisfy the network, shifted to start at
-    step 0. Where there are at most EVERY of them, all (depth first, each request over the
-    steps the ones before it leave); else the earliest and the latest every request can take
-    in turn, then random ones, until DUPLICATES draws in a row gave none new. A request no
-    earlier one bounds from above (it came after an idle engine) takes its earliest step:
-    later ones only shift every step after it. Whether they are all."""
+def assignments(reqs: list[Req], d: np.ndarray) -> Iterator[list[int]]:
+    """Every set of first-token steps that satisfies the network, shifted to start at step 0,
+    depth first: each request, in the order of its logged first token, over the steps the ones
+    before it leave. A request no earlier one bounds from above (it came after an idle engine)
+    takes its earliest step: later ones only shift every step after it."""
     order = sorted(range(len(reqs)), key=lambda i: (reqs[i].first_token_us or 0, i))
-    every = list(islice(_every(order, d), EVERY + 1))
-    if len(every) <= EVERY:
-        return True, (list(f) for f in every)
-    return False, _drawn(order, d, seed)
-
-
-def _drawn(order: list[int], d: np.ndarray, seed: int) -> Iterator[list[int]]:
-    rng = random.Random(seed)
-    seen: set[tuple[int, ...]] = set()
-    repeated = 0
-    for pick in chain(("low", "high"), repeat("random")):
-        key = _draw(order, d, pick, rng)
-        if key in seen:
-            repeated += 1
-            if repeated >= DUPLICATES:
-                return
-            continue
-        repeated = 0
-        seen.add(key)
-        yield list(key)
+    return (list(f) for f in _every(order, d))
 
 
 def _bounds(v: int, taken: np.ndarray, f: np.ndarray, d: np.ndarray) -> tuple[int, int, bool]:
@@ -141,15 +115,3 @@ def _every(order: list[int], d: np.ndarray) -> Iterator[tuple[int, ...]]:
             yield from place(k + 1)
 
     yield from place(0)
-
-
-def _draw(order: list[int], d: np.ndarray, pick: str, rng: random.Random) -> tuple[int, ...]:
-    f = np.zeros(len(order), np.int64)
-    sequence = np.asarray(order, np.int64)
-    for k, v in enumerate(order):
-        lo, hi, bounded = _bounds(v, sequence[:k], f, d)
-        if not bounded or pick == "low":
-            f[v] = lo
-        else:
-            f[v] = hi if pick == "high" else rng.randint(lo, hi)
-    return tuple((f - f.min()).tolist())

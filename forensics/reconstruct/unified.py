@@ -45,6 +45,7 @@ from forensics.reconstruct.steps import index_of, merge_gap, spans, step_layouts
 from forensics.reconstruct.trace import Req
 
 DECODE, AFTER = 0, 3  # a decode step at a logged step, or between it and the next one
+BLOCK, ARRIVE, FINISH = 0, 1, 2  # what reaches the scheduler in a step, in its order (order_key)
 STEP_LAYOUTS = 20_000  # the most placements of unlogged steps enumerated
 MAX_STEPS = 5_000  # logged steps of a node explored; more: none kept
 SCHEDULES = 128  # the most distinct decode-block schedules they give, run; more: none kept
@@ -81,6 +82,14 @@ class UnifiedNode:
             if not r.stub and r.cached_tokens:
                 a = self.acct[i]
                 self.longest[a] = max(self.longest.get(a, 0), r.cached_tokens // ps)
+        received = sorted(range(len(reqs)), key=lambda i: (reqs[i].received_us, i))
+        self.rank = [0] * len(reqs)  # arrival order, as arrivals() takes them
+        for n, i in enumerate(received):
+            self.rank[i] = n
+        self.new_blocks = [  # decode steps (after the first token) that need a new block
+            [q - r.prompt + 1 for q in range(-(-r.prompt // ps) * ps, r.prompt + r.n_out - 1, ps)]
+            for r in reqs
+        ]
         self.spans = spans(reqs, self.clusters)
         self.layouts = (
             step_layouts(self.spans or [], len(self.clusters), STEP_LAYOUTS)
@@ -100,10 +109,9 @@ class UnifiedNode:
                 break
             index = index_of(gaps)
             where: dict[tuple[int, int], tuple[int, int]] = {}
-            for i, r in enumerate(self.reqs):
+            for i in range(len(self.reqs)):
                 a = self.spans[i][0] if self.spans else 0
-                for q in range(-(-r.prompt // self.ps) * self.ps, r.prompt + r.n_out - 1, self.ps):
-                    k = q - r.prompt + 1  # the decode step that computes position q
+                for k in self.new_blocks[i]:
                     at = int(np.searchsorted(index, index[a] + k, side="right")) - 1
                     where[(i, k)] = (at, DECODE if index[at] == index[a] + k else AFTER)
             key = tuple(sorted(where.items()))
@@ -160,11 +168,50 @@ class UnifiedNode:
         index = index_of(gaps)
         return self.run_assigned(drv, [index[a] for a, _, _ in self.spans], stub_shared, events)
 
-    def run_assigned(
-        self, drv: EngineAllocators, first: list[int], stub_shared: bool, events: bool
+    def order_key(self, first: list[int], until: int) -> tuple[object, ...] | None:
+        """What a run over these first-token steps (run_assigned) does up to engine step
+        `until`, as a key: two assignments with the same key run alike that far. What reaches
+        the scheduler in a step is, in its order: running requests' decode steps that need a
+        new block, arrivals (in arrival order), and after the step the frees of the requests
+        that finished. Without chunked prefill every request in flight is scheduled in every
+        step, so an assignment with more of them in some step than the seats, or more tokens
+        than the budget, cannot be the engine's (None); in any other, neither limit binds, the
+        blocks depend on that sequence alone, not on the steps it falls in, and the key is the
+        sequence. With chunked prefills the key keeps each step's share."""
+        seats, budget, chunked = self.limits.config()
+        at: dict[int, list[tuple[int, int]]] = {}
+        chunked_any = False
+        starts, ends, tokens = [], [], []
+        for i, r in enumerate(self.reqs):
+            uncached = 1 if r.stub else r.prompt - (r.cached_tokens or 0)
+            chunks = -(-uncached // budget) if chunked else 1
+            chunked_any |= chunks > 1
+            arrive, last = first[i] - chunks + 1, first[i] + max(r.n_out, 1) - 1
+            marks = [(arrive, (ARRIVE, self.rank[i])), (last, (FINISH, i))]
+            marks += [(first[i] + k, (BLOCK, i)) for k in self.new_blocks[i]]
+            for step, what in marks:
+                if step <= until:
+                    at.setdefault(step, []).append(what)
+            starts.append(arrive)
+            ends.append(last)
+            tokens.append(uncached)
+        if chunked_any:
+            return tuple((step, tuple(sorted(at[step]))) for step in sorted(at))
+        if (seats < 1 << 20 or budget < 1 << 30) and _over(starts, ends, tokens, seats, budget):
+            return None
+        return tuple(what for step in sorted(at) for what in sorted(at[step]))
+
+    def run_assigned(  # noqa: PLR0913
+        self,
+        drv: EngineAllocators,
+        first: list[int],
+        stub_shared: bool,
+        events: bool,
+        until: int | None = None,
     ) -> UnifiedRun:
         """One run of the engine's scheduler in which request i gets its first token at engine
-        step first[i] and finishes n_out - 1 steps later, as it must without a preemption."""
+        step first[i] and finishes n_out - 1 steps later, as it must without a preemption;
+        with `until`, only as far as that step (what the log says of later steps unchecked)."""
         early = self.arrivals(first)
         lead = max(0, -min(early, default=0))  # steps added before the first logged one
         arrive = {at + lead: group for at, group in early.items()}
@@ -174,8 +221,10 @@ class UnifiedNode:
         ]
         pool = drv.new_pool("vllm-sched", self.n_blocks, self.ps, False, *self.limits.config())
         state = RunState(self.reqs, self.ps, self.n_blocks, events)
-        starts = sorted(arrive)
         total = max((b for _, b, _ in span), default=-1) + 1
+        if until is not None:
+            total = min(total, until + lead + 1)
+        starts = sorted(a for a in arrive if a < total)
         for n, at in enumerate([*starts, total]):
             if n:
                 begin = starts[n - 1]
@@ -187,7 +236,7 @@ class UnifiedNode:
                 for i in arrive[at]:
                     self._arrive(drv, pool, i, stub_shared)
         left = [self.reqs[i].request_id for i in range(len(self.reqs)) if i not in state.done]
-        if left:
+        if left and until is None:
             return UnifiedRun(ok=False, why=f"{left[0]} did not finish in the steps the log allows")
         return state.out
 
@@ -296,3 +345,18 @@ class UnifiedNode:
         else:
             tokens = tried[0]
         drv.add(pool, f"r{i}", False, n_out, tokens)
+
+
+def _over(starts: list[int], ends: list[int], tokens: list[int], seats: int, budget: int) -> bool:
+    """Whether some step has more requests in flight than seats, or schedules more tokens than
+    the budget (arrivals' uncached prompts and one per decoding request)."""
+    lo = min(starts)
+    size = max(ends) - lo + 2
+    flight = np.zeros(size, np.int64)
+    load = np.zeros(size, np.int64)
+    for a, b, t in zip(starts, ends, tokens, strict=True):
+        flight[a - lo] += 1
+        flight[b - lo + 1] -= 1
+        load[a - lo] += t - 1  # its first step's tokens, counted with the decoding ones below
+    in_flight = np.cumsum(flight)
+    return bool((in_flight > seats).any() or (load + in_flight > budget).any())

@@ -9,35 +9,12 @@ every assignment is enumerated naively."""
 from __future__ import annotations
 
 import itertools
-import random
 from types import SimpleNamespace
 
 import pytest
+from support.jitter_log import log as _log
 
 from forensics.reconstruct.jitter import assignments, least_jitter, network
-
-
-def _log(
-    seed: int, n: int, delay_us: int, sent_us: int = 2_000
-) -> tuple[list[SimpleNamespace], list[int]]:
-    """n overlapping requests: their logged times and their true first-token steps; each
-    received up to sent_us before the step before its first one ended."""
-    rng = random.Random(seed)
-    firsts = sorted(rng.randrange(1, 3 * n) for _ in range(n))
-    outs = [rng.randrange(2, 9) for _ in range(n)]
-    last = max(f + k - 1 for f, k in zip(firsts, outs, strict=True))
-    at = list(itertools.accumulate(rng.randrange(2_000, 9_000) for _ in range(last + 1)))
-    reqs = [
-        SimpleNamespace(
-            request_id=f"r{i}",
-            n_out=k,
-            received_us=at[f - 1] + 1 - rng.randrange(0, sent_us + 1),
-            first_token_us=at[f] + rng.randrange(0, delay_us + 1),
-            completed_us=at[f + k - 1] + rng.randrange(0, delay_us + 1),
-        )
-        for i, (f, k) in enumerate(zip(firsts, outs, strict=True))
-    ]
-    return reqs, firsts
 
 
 def _fits(reqs: list[SimpleNamespace], first: list[int], jitter_us: int) -> bool:
@@ -60,7 +37,7 @@ def _shift(first: list[int]) -> tuple[int, ...]:
 
 
 @pytest.mark.parametrize("seed", range(8))
-def test_the_true_steps_fit_and_every_drawn_assignment_keeps_the_rule(seed: int) -> None:
+def test_the_true_steps_fit_and_every_assignment_keeps_the_rule(seed: int) -> None:
     reqs, true = _log(seed, 12, 3_000)
     least = least_jitter(reqs, 1_000_000)
     assert least is not None and least <= 3_000 + 50  # the true steps fit with the true delay
@@ -68,7 +45,7 @@ def test_the_true_steps_fit_and_every_drawn_assignment_keeps_the_rule(seed: int)
     assert d is not None
     n = len(reqs)
     assert all(true[v] - true[u] <= d[u, v] for u in range(n) for v in range(n))
-    drawn = list(itertools.islice(assignments(reqs, d, seed)[1], 300))
+    drawn = list(itertools.islice(assignments(reqs, d), 300))
     assert len({tuple(f) for f in drawn}) == len(drawn) and min(drawn[0]) == 0
     assert all(_fits(reqs, f, 3_000) for f in drawn)
     if least > 100:  # with less jitter than the least, no steps fit
@@ -103,25 +80,25 @@ def test_when_were_requests_received_bounds_their_steps_beyond_the_jitter(seed: 
     assert d is not None
     n = len(reqs)
     assert all(true[v] - true[u] <= d[u, v] for u in range(n) for v in range(n))
-    every, firsts = assignments(reqs, d, seed)
-    drawn = list(itertools.islice(firsts, 300))
+    drawn = list(itertools.islice(assignments(reqs, d), 300))
     assert drawn and all(_fits(reqs, f, 40_000) for f in drawn)
 
 
 @pytest.mark.parametrize("seed", range(6))
 def test_small_logs_give_every_assignment_that_fits(seed: int) -> None:
-    """Enumerated naively against what is drawn until no new one comes: the same set, where
-    every request is bounded by the ones logged before it (a request after an idle engine is
-    drawn at its earliest step only, a subset)."""
+    """Enumerated naively against what assignments gives: the same set, where every request
+    is bounded by the ones logged before it (a request after an idle engine is given at its
+    earliest step only, a subset), each once."""
     reqs, _ = _log(100 + seed, 5, 4_000)
     jitter = 4_000
     d = network(reqs, jitter)
     assert d is not None
-    every, firsts = assignments(reqs, d, seed)
-    drawn = {tuple(f) for f in firsts}
+    given = [tuple(f) for f in assignments(reqs, d)]
+    drawn = set(given)
+    assert len(given) == len(drawn)
     naive = _naive(reqs, jitter, 45)
     order = sorted(range(len(reqs)), key=lambda i: reqs[i].first_token_us)
     unbounded = any(min(d[u, v] for u in order[:k]) >= 1 << 39 for k, v in enumerate(order) if k)
-    assert every and drawn and drawn <= naive
+    assert drawn and drawn <= naive
     if not unbounded:
         assert drawn == naive

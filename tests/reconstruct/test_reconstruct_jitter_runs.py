@@ -1,0 +1,80 @@
+"""Runs over the first-token steps a jittered log allows (forensics/reconstruct/explore.py),
+on vLLM's own scheduler in the engines' environment. Assignments are grouped by what reaches
+the scheduler up to the stub's first read and one of each group is run: the union of the
+stub's exposures must be the one a naive search finds by running every assignment alone; a
+node with more groups than it may run is left unexplored and clears nobody. Logs from an
+independent model of a gateway in front of an engine (tests/support/jitter_log.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from support.engines import engines_python
+from support.jitter_log import log
+
+from forensics.engines.client import EngineAllocators
+from forensics.reconstruct import explore as E
+from forensics.reconstruct.jitter import assignments, least_jitter, network
+from forensics.reconstruct.trace import Req
+from forensics.reconstruct.unified import UnifiedNode
+
+PS, BLOCKS = 4, 10  # a small pool, so that blocks are handed out again
+
+
+@pytest.fixture(scope="module")
+def drv() -> Iterator[EngineAllocators]:
+    with EngineAllocators(engines_python()) as d:
+        yield d
+
+
+def _node(seed: int) -> UnifiedNode:
+    """Eight requests of three accounts, prompts of 5 to 12 tokens and nothing cached; the
+    sixth by first token is a stub."""
+    logged, _ = log(seed, 8, 2_500)
+    order = sorted(range(len(logged)), key=lambda i: logged[i].first_token_us)
+    reqs = [
+        Req(r.request_id, f"acct-{i % 3}", r.received_us, r.first_token_us, r.completed_us,
+            5 + (7 * i) % 8, r.n_out, i == order[5], None if i == order[5] else 0)
+        for i, r in enumerate(logged)
+    ]  # fmt: skip
+    return UnifiedNode("vllm-0", reqs, PS, BLOCKS, 0)
+
+
+def _naive(node: UnifiedNode, drv: EngineAllocators) -> tuple[int, set[tuple[int, int]]]:
+    """Every assignment run alone, as far as the stub's first read: (runs kept, exposures)."""
+    least = least_jitter(node.reqs, E.MOST_JITTER_US)
+    assert least is not None
+    d = network(node.reqs, least + E.JITTER_MARGIN_US)
+    assert d is not None
+    stub = next(i for i, r in enumerate(node.reqs) if r.stub)
+    kept, found = 0, set()
+    for first in assignments(node.reqs, d):
+        for shared in (True, False):
+            run = node.run_assigned(drv, first, shared, False, first[stub])
+            kept += run.ok
+            found |= set(run.exposures) if run.ok else set()
+    return kept, found
+
+
+@pytest.mark.parametrize("seed", [3, 5, 12, 13])
+def test_grouped_runs_find_what_every_assignment_run_alone_finds(
+    seed: int, drv: EngineAllocators
+) -> None:
+    node = _node(seed)
+    res = E.UnifiedResult()
+    E._jittered(res, node, drv, (True, False))
+    kept, naive = _naive(node, drv)
+    assert kept and naive, "the case must give the stub something to read"
+    assert res.kept and set(res.exposures) == naive, (res.note, res.why)
+    assert "distinct up to the stubs' first reads" in res.note
+
+
+def test_more_groups_than_may_be_run_clear_nobody(
+    drv: EngineAllocators, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    node = _node(3)
+    monkeypatch.setattr(E, "MOST_GROUPS", 1)
+    res = E.explore(node, drv)
+    assert res.kept == 0 and not res.consistent and not res.exposures
+    assert "none was run, so nothing is cleared" in res.why
