@@ -155,7 +155,7 @@ class UnifiedNode:
         out: dict[int, list[int]] = {}
         for i in sorted(range(len(self.reqs)), key=lambda i: (self.reqs[i].received_us, i)):
             r = self.reqs[i]
-            uncached = 1 if r.stub else r.prompt - (r.cached_tokens or 0)
+            uncached = _uncached(r)
             chunks = -(-uncached // most_batched) if self.limits.chunked else 1
             out.setdefault(first[i] - chunks + 1, []).append(i)
         return out
@@ -183,7 +183,7 @@ class UnifiedNode:
         chunked_any = False
         starts, ends, tokens = [], [], []
         for i, r in enumerate(self.reqs):
-            uncached = 1 if r.stub else r.prompt - (r.cached_tokens or 0)
+            uncached = _uncached(r)
             chunks = -(-uncached // budget) if chunked else 1
             chunked_any |= chunks > 1
             arrive, last = first[i] - chunks + 1, first[i] + max(r.n_out, 1) - 1
@@ -360,3 +360,9 @@ def _over(starts: list[int], ends: list[int], tokens: list[int], seats: int, bud
         load[a - lo] += t - 1  # its first step's tokens, counted with the decoding ones below
     in_flight = np.cumsum(flight)
     return bool((in_flight > seats).any() or (load + in_flight > budget).any())
+
+
+def _uncached(r: Req) -> int:
+    """The prompt tokens a request's prefill computes: all but its logged hits, at least one
+    (vLLM computes a prompt's last token even when all of it is cached; a stub computes one)."""
+    return 1 if r.stub else max(1, r.prompt - (r.cached_tokens or 0))

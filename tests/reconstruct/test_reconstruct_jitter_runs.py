@@ -16,8 +16,9 @@ from support.jitter_log import log
 from forensics.engines.client import EngineAllocators
 from forensics.reconstruct import explore as E
 from forensics.reconstruct.jitter import assignments, least_jitter, network
+from forensics.reconstruct.runstate import Limits
 from forensics.reconstruct.trace import Req
-from forensics.reconstruct.unified import UnifiedNode
+from forensics.reconstruct.unified import ARRIVE, BLOCK, FINISH, UnifiedNode
 
 PS, BLOCKS = 4, 10  # a small pool, so that blocks are handed out again
 
@@ -78,3 +79,13 @@ def test_more_groups_than_may_be_run_clear_nobody(
     res = E.explore(node, drv)
     assert res.kept == 0 and not res.consistent and not res.exposures
     assert "none was run, so nothing is cleared" in res.why
+
+
+def test_a_prompt_logged_as_all_cached_still_arrives_at_its_first_token() -> None:
+    """vLLM computes a prompt's last token even when all of it is cached; a log that reports
+    every prompt token cached (damaged, or another engine) must not put the arrival after the
+    first token."""
+    r = Req("a", "acct-0", 0, 10_000, 20_000, 64, 3, False, 64)
+    node = UnifiedNode("vllm-0", [r], 32, 10, 0, Limits(8, 64, True))
+    assert node.arrivals([5]) == {5: [0]}
+    assert node.order_key([5], 7) == ((ARRIVE, 0), (BLOCK, 0), (FINISH, 0))  # 64 fills 2 blocks
