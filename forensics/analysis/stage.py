@@ -23,7 +23,7 @@ from forensics.analysis.screening import screen
 from forensics.base.gcpause import collector_paused
 from forensics.base.progress import ProgressFn, no_progress
 from forensics.casedb.schema_docs import apply_comments, main_tables
-from forensics.casedb.sql import run_script, sql, tables
+from forensics.casedb.sql import one_row, run_script, sql, tables
 from forensics.context import RunContext, StageResult
 from forensics.errors import InputError
 from forensics.figures import as_json, figures_line, headline_figures
@@ -66,8 +66,10 @@ def analyze(
 def _has_input(con: duckdb.DuckDBPyConnection) -> None:
     """A case without a request and without a ledger event stops: analysed, it would read as a
     case in which nothing happened (no finding, exit 0) where nothing was looked at."""
-    row = con.execute(sql("analysis/has_input")).fetchone()
-    if ledger_meta(con) is not None or (row is not None and row[0]):
+    if ledger_meta(con) is not None:  # checked by ingest; read here, it would be read twice
+        return
+    row = one_row(con.execute(sql("analysis/has_input")))
+    if row is not None and row[0]:
         return
     raise InputError(
         "nothing to analyse: the case holds no request (the requests table is empty) and no KV "
