@@ -10,7 +10,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from forensics.engines.client import EngineAllocators
-from forensics.reconstruct.jitter import MOST_REQUESTS, assignments, least_jitter, network
+from forensics.reconstruct.jitter import (
+    MOST_REQUESTS,
+    assignments,
+    first_token_order,
+    least_jitter,
+    network,
+)
 from forensics.reconstruct.runstate import UnifiedRun
 from forensics.reconstruct.trace import Event, Layout
 from forensics.reconstruct.unified import SCHEDULES, UnifiedNode
@@ -79,9 +85,10 @@ def _jittered(
     first step (UnifiedNode.order_key) and one of each group is run that far, each stub
     sharing its account's prefix and not; a run must give every request its logged
     prefix-cache hits and its first token and completion n_out - 1 steps apart where they
-    fall in that stretch. Every group is run, or none: beyond MOST_ASSIGNMENTS assignments or
-    MOST_GROUPS groups the node is left unexplored and clears nobody, since a union over a
-    sample can miss the run the engine made."""
+    fall in that stretch. Requests that can only start after the stubs' first reads are taken
+    at their earliest steps (jitter.assignments). Every group is run, or none: beyond
+    MOST_ASSIGNMENTS assignments or MOST_GROUPS groups the node is left unexplored and clears
+    nobody, since a union over a sample can miss the run the engine made."""
     reqs = node.reqs
     stubs = [i for i, r in enumerate(reqs) if r.stub]
     if not stubs:  # no read to rebuild: nothing would be found or cleared
@@ -94,7 +101,10 @@ def _jittered(
     assert d is not None  # more jitter than the least that fits
     groups: dict[tuple[object, ...], tuple[list[int], int]] = {}
     seen = 0
-    for first in assignments(reqs, d):
+    order = first_token_order(reqs)
+    last_stub = max(order.index(i) for i in stubs)
+    leads = [node.lead(i) for i in range(len(reqs))]
+    for first in assignments(reqs, d, last_stub, leads):
         seen += 1
         until = max(first[i] for i in stubs)
         key = node.order_key(first, until)

@@ -79,13 +79,27 @@ def least_jitter(reqs: list[Req], most_us: int) -> int | None:
     return hi
 
 
-def assignments(reqs: list[Req], d: np.ndarray) -> Iterator[list[int]]:
+def first_token_order(reqs: list[Req]) -> list[int]:
+    """The order in which assignments takes the requests: by logged first token."""
+    return sorted(range(len(reqs)), key=lambda i: (reqs[i].first_token_us or 0, i))
+
+
+def assignments(
+    reqs: list[Req], d: np.ndarray, until: int | None = None, lead: list[int] | None = None
+) -> Iterator[list[int]]:
     """Every set of first-token steps that satisfies the network, shifted to start at step 0,
-    depth first: each request, in the order of its logged first token, over the steps the ones
-    before it leave. A request no earlier one bounds from above (it came after an idle engine)
-    takes its earliest step: later ones only shift every step after it."""
-    order = sorted(range(len(reqs)), key=lambda i: (reqs[i].first_token_us or 0, i))
-    return (list(f) for f in _every(order, d))
+    depth first: each request, in first_token_order, over the steps the ones before it leave.
+    A request no earlier one bounds from above (it came after an idle engine) takes its
+    earliest step: later ones only shift every step after it.
+
+    With `until` (a position in first_token_order): once the requests up to it are taken, and
+    every request not yet taken can only start after the last step they took (its lowest step
+    less lead[v], the steps it arrives before its first token), the rest take their lowest
+    steps: one assignment stands for every way they could go on, which changes nothing up to
+    that step."""
+    order = first_token_order(reqs)
+    ahead = lead or [0] * len(reqs)
+    return (list(f) for f in _every(order, d, until, ahead))
 
 
 def _bounds(v: int, taken: np.ndarray, f: np.ndarray, d: np.ndarray) -> tuple[int, int, bool]:
@@ -99,13 +113,30 @@ def _bounds(v: int, taken: np.ndarray, f: np.ndarray, d: np.ndarray) -> tuple[in
     return lo, hi, hi < UNBOUNDED // 2
 
 
-def _every(order: list[int], d: np.ndarray) -> Iterator[tuple[int, ...]]:
-    """Every assignment, depth first."""
+def _every(
+    order: list[int], d: np.ndarray, until: int | None, lead: list[int]
+) -> Iterator[tuple[int, ...]]:
+    """Every assignment, depth first; past `until`, one for every way the rest could go on
+    where none of them can start by the last step taken so far."""
     f = np.zeros(len(order), np.int64)
     sequence = np.asarray(order, np.int64)
 
+    def after(k: int) -> bool:
+        """Whether every request from position k on starts after every step taken."""
+        taken, last = sequence[:k], int(f[sequence[:k]].max())
+        for v in order[k:]:
+            lowest = int((f[taken] - d[v, taken]).max())
+            if lowest <= -UNBOUNDED // 2 or lowest - lead[v] <= last:
+                return False
+        return True
+
     def place(k: int) -> Iterator[tuple[int, ...]]:
         if k == len(order):
+            yield tuple((f - f.min()).tolist())
+            return
+        if until is not None and k > until and after(k):
+            for j in range(k, len(order)):
+                f[order[j]] = _bounds(order[j], sequence[:j], f, d)[0]
             yield tuple((f - f.min()).tolist())
             return
         v = order[k]

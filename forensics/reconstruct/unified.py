@@ -145,19 +145,21 @@ class UnifiedNode:
             return f"more than {STEP_LAYOUTS} ways to place the unlogged steps"
         return ""
 
+    def lead(self, i: int) -> int:
+        """The steps request i arrives before its first token's: its chunked prefill's less
+        one (0 unless the token budget chunks its uncached prompt)."""
+        _, budget, chunked = self.limits.config()
+        return -(-_uncached(self.reqs[i]) // budget) - 1 if chunked else 0
+
     def arrivals(self, first: list[int]) -> dict[int, list[int]]:
         """Engine step -> the requests that arrive just before it, in arrival order: the step
         of its first token (first[i]), earlier by the steps a chunked prefill of its uncached
         prompt takes under the token budget (the scheduler must then give it its first token
         exactly there). Such earlier steps that no logged output shows are taken to be the
         logged steps before it; before the first one, steps are added at the start."""
-        most_batched = self.limits.config()[1]
         out: dict[int, list[int]] = {}
         for i in sorted(range(len(self.reqs)), key=lambda i: (self.reqs[i].received_us, i)):
-            r = self.reqs[i]
-            uncached = _uncached(r)
-            chunks = -(-uncached // most_batched) if self.limits.chunked else 1
-            out.setdefault(first[i] - chunks + 1, []).append(i)
+            out.setdefault(first[i] - self.lead(i), []).append(i)
         return out
 
     def run(
@@ -174,19 +176,18 @@ class UnifiedNode:
         the scheduler in a step is, in its order: running requests' decode steps that need a
         new block, arrivals (in arrival order), and after the step the frees of the requests
         that finished. Without chunked prefill every request in flight is scheduled in every
-        step, so an assignment with more of them in some step than the seats, or more tokens
-        than the budget, cannot be the engine's (None); in any other, neither limit binds, the
-        blocks depend on that sequence alone, not on the steps it falls in, and the key is the
-        sequence. With chunked prefills the key keeps each step's share."""
-        seats, budget, chunked = self.limits.config()
+        step, so an assignment with more of them in some step up to `until` than the seats, or
+        more tokens than the budget, cannot be the engine's (None); in any other, neither
+        limit binds there, the blocks depend on that sequence alone, not on the steps it falls
+        in, and the key is the sequence. With chunked prefills the key keeps each step's
+        share."""
+        seats, budget, _ = self.limits.config()
         at: dict[int, list[tuple[int, int]]] = {}
         chunked_any = False
         starts, ends, tokens = [], [], []
         for i, r in enumerate(self.reqs):
-            uncached = _uncached(r)
-            chunks = -(-uncached // budget) if chunked else 1
-            chunked_any |= chunks > 1
-            arrive, last = first[i] - chunks + 1, first[i] + max(r.n_out, 1) - 1
+            chunked_any |= self.lead(i) > 0
+            arrive, last = first[i] - self.lead(i), first[i] + max(r.n_out, 1) - 1
             marks = [(arrive, (ARRIVE, self.rank[i])), (last, (FINISH, i))]
             marks += [(first[i] + k, (BLOCK, i)) for k in self.new_blocks[i]]
             for step, what in marks:
@@ -194,10 +195,12 @@ class UnifiedNode:
                     at.setdefault(step, []).append(what)
             starts.append(arrive)
             ends.append(last)
-            tokens.append(uncached)
+            tokens.append(_uncached(r))
         if chunked_any:
             return tuple((step, tuple(sorted(at[step]))) for step in sorted(at))
-        if (seats < 1 << 20 or budget < 1 << 30) and _over(starts, ends, tokens, seats, budget):
+        if (seats < 1 << 20 or budget < 1 << 30) and _over(
+            starts, ends, tokens, (seats, budget), until
+        ):
             return None
         return tuple(what for step in sorted(at) for what in sorted(at[step]))
 
@@ -347,9 +350,12 @@ class UnifiedNode:
         drv.add(pool, f"r{i}", False, n_out, tokens)
 
 
-def _over(starts: list[int], ends: list[int], tokens: list[int], seats: int, budget: int) -> bool:
-    """Whether some step has more requests in flight than seats, or schedules more tokens than
-    the budget (arrivals' uncached prompts and one per decoding request)."""
+def _over(
+    starts: list[int], ends: list[int], tokens: list[int], limits: tuple[int, int], until: int
+) -> bool:
+    """Whether some step up to `until` has more requests in flight than seats, or schedules
+    more tokens than the budget (arrivals' uncached prompts and one per decoding request)."""
+    seats, budget = limits
     lo = min(starts)
     size = max(ends) - lo + 2
     flight = np.zeros(size, np.int64)
@@ -358,8 +364,8 @@ def _over(starts: list[int], ends: list[int], tokens: list[int], seats: int, bud
         flight[a - lo] += 1
         flight[b - lo + 1] -= 1
         load[a - lo] += t - 1  # its first step's tokens, counted with the decoding ones below
-    in_flight = np.cumsum(flight)
-    return bool((in_flight > seats).any() or (load + in_flight > budget).any())
+    in_flight, upto = np.cumsum(flight), max(until - lo + 1, 0)
+    return bool((in_flight[:upto] > seats).any() or ((load + in_flight)[:upto] > budget).any())
 
 
 def _uncached(r: Req) -> int:

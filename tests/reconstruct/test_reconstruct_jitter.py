@@ -14,7 +14,7 @@ from types import SimpleNamespace
 import pytest
 from support.jitter_log import log as _log
 
-from forensics.reconstruct.jitter import assignments, least_jitter, network
+from forensics.reconstruct.jitter import assignments, first_token_order, least_jitter, network
 
 
 def _fits(reqs: list[SimpleNamespace], first: list[int], jitter_us: int) -> bool:
@@ -102,3 +102,42 @@ def test_small_logs_give_every_assignment_that_fits(seed: int) -> None:
     assert drawn and drawn <= naive
     if not unbounded:
         assert drawn == naive
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_past_the_stubs_the_rest_is_taken_once_without_losing_a_placement(seed: int) -> None:
+    """With `until`, the requests after it that can only start after the steps taken are taken
+    at their earliest: every placement of what falls up to the last step of the requests up
+    to it (theirs, and any later request's that can come that early) is still given."""
+    reqs, _ = _log(300 + seed, 9, 3_000)
+    d = network(reqs, 3_000)
+    assert d is not None
+    order = first_token_order(reqs)
+    until = 4
+
+    def seen(first: list[int]) -> tuple[int, ...]:
+        """Each request's step relative to the first, up to the last step of the requests up
+        to `until`; later ones as one step past it."""
+        rel = [first[v] - first[order[0]] for v in order]
+        last = max(rel[: until + 1])
+        return tuple(min(x, last + 1) for x in rel)
+
+    every = {seen(f) for f in assignments(reqs, d)}
+    pruned = [tuple(f) for f in assignments(reqs, d, until, [0] * len(reqs))]
+    assert len(set(pruned)) == len(pruned)
+    assert {seen(list(f)) for f in pruned} == every
+
+
+def test_a_request_that_can_come_as_early_is_not_taken_at_its_earliest_only() -> None:
+    """Three requests whose first tokens are logged within the jitter of each other: any of
+    them may have come first, so past the first one none is fixed."""
+    reqs = [
+        SimpleNamespace(request_id=f"r{i}", n_out=3, received_us=0,
+                        first_token_us=10_000 + 500 * i, completed_us=30_000 + 500 * i)
+        for i in range(3)
+    ]  # fmt: skip
+    d = network(reqs, 2_000)
+    assert d is not None
+    every = {tuple(f) for f in assignments(reqs, d)}
+    assert {tuple(f) for f in assignments(reqs, d, 0, [0, 0, 0])} == every
+    assert len(every) > 1
