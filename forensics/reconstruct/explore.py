@@ -9,6 +9,7 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from forensics.base.progress import ProgressFn, no_progress
 from forensics.engines.client import EngineAllocators
 from forensics.reconstruct.jitter import (
     MOST_REQUESTS,
@@ -28,6 +29,7 @@ MOST_JITTER_US = 1_000_000  # the most delivery jitter looked for (least_jitter)
 JITTER_MARGIN_US = 2_000
 MOST_ASSIGNMENTS = 2_000_000  # sets of first-token steps enumerated (_jittered); more: none run
 MOST_GROUPS = 4_096  # distinct runs up to the stubs' first reads, each run twice; more: none
+REPORT_EVERY = 100_000  # assignments enumerated between progress reports
 
 
 @dataclass
@@ -44,7 +46,9 @@ class UnifiedResult:
     note: str = ""  # how the runs' steps were found, where not read off the log
 
 
-def explore(node: UnifiedNode, drv: EngineAllocators) -> UnifiedResult:
+def explore(
+    node: UnifiedNode, drv: EngineAllocators, progress: ProgressFn = no_progress
+) -> UnifiedResult:
     """The runs the log leaves open, each with the stub's prompt shared with its account's
     prefix and not: every placement of the unlogged steps (step_layouts), each request
     arriving at the step of its first token; where none of them fits the log (a request held
@@ -69,13 +73,17 @@ def explore(node: UnifiedNode, drv: EngineAllocators) -> UnifiedResult:
         for s in shared:
             _keep(res, node.timed_runs(drv, s, lambda: res.kept == 0, TIMED_RUNS))
     if not res.kept:
-        _jittered(res, node, drv, shared)
+        _jittered(res, node, drv, shared, progress)
     res.consistent = res.kept > 0
     return res
 
 
 def _jittered(
-    res: UnifiedResult, node: UnifiedNode, drv: EngineAllocators, shared: tuple[bool, ...]
+    res: UnifiedResult,
+    node: UnifiedNode,
+    drv: EngineAllocators,
+    shared: tuple[bool, ...],
+    progress: ProgressFn = no_progress,
 ) -> None:
     """Where no run fits the logged steps (a gateway in front of the engine's server logs each
     output milliseconds after its step, with a delay of its own: jitter.py), runs over every
@@ -106,6 +114,8 @@ def _jittered(
     leads = [node.lead(i) for i in range(len(reqs))]
     for first in assignments(reqs, d, last_stub, leads):
         seen += 1
+        if not seen % REPORT_EVERY:
+            progress("sets of engine steps the jittered times allow", seen, None)
         until = max(first[i] for i in stubs)
         key = node.order_key(first, until)
         if key is not None:
@@ -117,7 +127,9 @@ def _jittered(
                 "jitter; none was run, so nothing is cleared"
             )
             return
-    for first, until in groups.values():
+    for k, (first, until) in enumerate(groups.values()):
+        if not k % 64:
+            progress("runs on the engine's scheduler", k, len(groups))
         _keep(res, (node.run_assigned(drv, first, s, res.kept == 0, until) for s in shared))
     res.note = (
         f"steps from the logged times with {jitter / 1000:.1f} ms of delivery jitter: "

@@ -15,6 +15,7 @@ their cross-account pairs into `reconstructed` exposures of the affected parties
 from __future__ import annotations
 
 from collections import Counter
+from functools import partial
 from itertools import product
 from typing import Any
 
@@ -144,7 +145,11 @@ def reconstruct(
                 _skip(con, skipped, node, NO_SIZES)
                 continue
             kind = allocator_for(engine, rp.allocator.value)
-            rebuild = unified_node if kind == "vllm" and role == "unified" else _node
+            rebuild = (
+                partial(unified_node, progress=_within(progress, node))
+                if kind == "vllm" and role == "unified"
+                else _node
+            )
             try:
                 row = rebuild(
                     con, pools, rp, decider, node, role, kind, int(page_size), int(pool_slots)
@@ -320,6 +325,15 @@ def _limits(con: duckdb.DuckDBPyConnection, node: str) -> Limits:
     )
 
 
+def _within(progress: ProgressFn, node: str) -> ProgressFn:
+    """Progress within one node's reconstruction, named by the node."""
+
+    def report(what: str, done: int, total: int | None) -> None:
+        progress(f"reconstruct {node}: {what}", done, total)
+
+    return report
+
+
 def unified_node(
     con: duckdb.DuckDBPyConnection,
     pools: Pools,
@@ -330,6 +344,7 @@ def unified_node(
     kind: str,
     ps: int,
     pool_slots: int,
+    progress: ProgressFn = no_progress,
 ) -> dict[str, Any]:
     """A vLLM unified node: its runs on vLLM's v1 scheduler with prefix caching
     (forensics.reconstruct.unified); only runs that reproduce every logged step and
@@ -341,7 +356,7 @@ def unified_node(
         raise EnginesMissing(str(exc)) from exc
     limits = _limits(con, node)
     model = UnifiedNode(node, reqs, ps, pool_slots // ps, int(rp.skew_ms * 1000), limits)
-    res = explore(model, drv)
+    res = explore(model, drv, progress)
     trace = NodeTrace(node, role, ps, pool_slots, reqs)
     store_runs(con, trace, res.events, res.exposures, res.tokens, max(res.kept, 1), {})
     unread = set() if res.consistent else {k for k, r in enumerate(reqs) if r.stub}

@@ -89,3 +89,15 @@ def test_a_prompt_logged_as_all_cached_still_arrives_at_its_first_token() -> Non
     node = UnifiedNode("vllm-0", [r], 32, 10, 0, Limits(8, 64, True))
     assert node.arrivals([5]) == {5: [0]}
     assert node.order_key([5], 7) == ((ARRIVE, 0), (BLOCK, 0), (FINISH, 0))  # 64 fills 2 blocks
+
+
+def test_a_long_exploration_says_how_far_it_is(
+    drv: EngineAllocators, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A node's enumeration and runs can take minutes: both report as they go."""
+    monkeypatch.setattr(E, "REPORT_EVERY", 2)
+    heard: list[tuple[str, int, int | None]] = []
+    res = E.explore(_node(3), drv, lambda what, done, total: heard.append((what, done, total)))
+    assert res.kept
+    assert any(w.startswith("sets of engine steps") and n >= 2 for w, n, _ in heard), heard
+    assert any(w == "runs on the engine's scheduler" and t for w, _, t in heard), heard
