@@ -127,6 +127,12 @@ def _jittered(
                 "jitter; none was run, so nothing is cleared"
             )
             return
+    if not groups:
+        res.why = (
+            f"no engine steps that fit the logged times with {jitter / 1000:.1f} ms of delivery "
+            "jitter keep within the logged seats and token budget"
+        )
+        return
     for k, (first, until) in enumerate(groups.values()):
         if not k % 64:
             progress("runs on the engine's scheduler", k, len(groups))

@@ -101,3 +101,12 @@ def test_a_long_exploration_says_how_far_it_is(
     assert res.kept
     assert any(w.startswith("sets of engine steps") and n >= 2 for w, n, _ in heard), heard
     assert any(w == "runs on the engine's scheduler" and t for w, _, t in heard), heard
+
+
+def test_steps_that_no_seat_count_allows_are_said_and_clear_nobody(drv: EngineAllocators) -> None:
+    """With one seat, overlapping requests cannot have run as logged: nothing is run."""
+    node = _node(3)
+    node.limits = Limits(1, None, True)
+    res = E.explore(node, drv)
+    assert res.kept == 0 and not res.consistent and not res.exposures
+    assert "keep within the logged seats and token budget" in res.why, res.why
