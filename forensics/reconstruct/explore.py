@@ -111,8 +111,7 @@ def _jittered(
     seen = 0
     order = first_token_order(reqs)
     last_stub = max(order.index(i) for i in stubs)
-    leads = [node.lead(i) for i in range(len(reqs))]
-    for first in assignments(reqs, d, last_stub, leads):
+    for first in assignments(reqs, d, last_stub, node.leads):
         seen += 1
         if not seen % REPORT_EVERY:
             progress("sets of engine steps the jittered times allow", seen, None)
@@ -121,10 +120,14 @@ def _jittered(
         if key is not None:
             groups.setdefault(key, (first, until))
         if seen > MOST_ASSIGNMENTS or len(groups) > MOST_GROUPS:
+            many = (
+                f"{MOST_ASSIGNMENTS:,} sets of first-token steps"
+                if seen > MOST_ASSIGNMENTS
+                else f"{MOST_GROUPS:,} distinct runs"
+            )
             res.why = (
-                f"more than {MOST_ASSIGNMENTS:,} sets of first-token steps or {MOST_GROUPS:,} "
-                f"distinct runs fit the logged times with {jitter / 1000:.1f} ms of delivery "
-                "jitter; none was run, so nothing is cleared"
+                f"more than {many} with {jitter / 1000:.1f} ms of delivery jitter; none was "
+                "run, so nothing is cleared"
             )
             return
     if not groups:
@@ -139,8 +142,8 @@ def _jittered(
         _keep(res, (node.run_assigned(drv, first, s, res.kept == 0, until) for s in shared))
     res.note = (
         f"steps from the logged times with {jitter / 1000:.1f} ms of delivery jitter: "
-        f"{seen:,} sets of first-token steps fit, {len(groups):,} distinct up to the stubs' "
-        "first reads within the seats and the token budget, all run"
+        f"{seen:,} sets of first-token steps enumerated, {len(groups):,} distinct up to the "
+        "stubs' first reads within the seats and the token budget, all run"
     )
 
 

@@ -90,6 +90,11 @@ class UnifiedNode:
             [q - r.prompt + 1 for q in range(-(-r.prompt // ps) * ps, r.prompt + r.n_out - 1, ps)]
             for r in reqs
         ]
+        self.uncached = [_uncached(r) for r in reqs]  # tokens each prefill computes
+        _, budget, chunked = self.limits.config()
+        self.leads = [  # steps a request arrives before its first token's: its chunks less one
+            -(-u // budget) - 1 if chunked else 0 for u in self.uncached
+        ]
         self.spans = spans(reqs, self.clusters)
         self.layouts = (
             step_layouts(self.spans or [], len(self.clusters), STEP_LAYOUTS)
@@ -145,12 +150,6 @@ class UnifiedNode:
             return f"more than {STEP_LAYOUTS} ways to place the unlogged steps"
         return ""
 
-    def lead(self, i: int) -> int:
-        """The steps request i arrives before its first token's: its chunked prefill's less
-        one (0 unless the token budget chunks its uncached prompt)."""
-        _, budget, chunked = self.limits.config()
-        return -(-_uncached(self.reqs[i]) // budget) - 1 if chunked else 0
-
     def arrivals(self, first: list[int]) -> dict[int, list[int]]:
         """Engine step -> the requests that arrive just before it, in arrival order: the step
         of its first token (first[i]), earlier by the steps a chunked prefill of its uncached
@@ -159,7 +158,7 @@ class UnifiedNode:
         logged steps before it; before the first one, steps are added at the start."""
         out: dict[int, list[int]] = {}
         for i in sorted(range(len(self.reqs)), key=lambda i: (self.reqs[i].received_us, i)):
-            out.setdefault(first[i] - self.lead(i), []).append(i)
+            out.setdefault(first[i] - self.leads[i], []).append(i)
         return out
 
     def run(
@@ -183,11 +182,9 @@ class UnifiedNode:
         share."""
         seats, budget, _ = self.limits.config()
         at: dict[int, list[tuple[int, int]]] = {}
-        chunked_any = False
-        starts, ends, tokens = [], [], []
+        starts, ends = [], []
         for i, r in enumerate(self.reqs):
-            chunked_any |= self.lead(i) > 0
-            arrive, last = first[i] - self.lead(i), first[i] + max(r.n_out, 1) - 1
+            arrive, last = first[i] - self.leads[i], first[i] + max(r.n_out, 1) - 1
             marks = [(arrive, (ARRIVE, self.rank[i])), (last, (FINISH, i))]
             marks += [(first[i] + k, (BLOCK, i)) for k in self.new_blocks[i]]
             for step, what in marks:
@@ -195,11 +192,10 @@ class UnifiedNode:
                     at.setdefault(step, []).append(what)
             starts.append(arrive)
             ends.append(last)
-            tokens.append(_uncached(r))
-        if chunked_any:
+        if any(self.leads):  # chunked prefills
             return tuple((step, tuple(sorted(at[step]))) for step in sorted(at))
         if (seats < 1 << 20 or budget < 1 << 30) and _over(
-            starts, ends, tokens, (seats, budget), until
+            starts, ends, self.uncached, (seats, budget), until
         ):
             return None
         return tuple(what for step in sorted(at) for what in sorted(at[step]))
