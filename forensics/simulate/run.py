@@ -39,16 +39,21 @@ def scenario(opts: SimOptions) -> Scenario:
 # What simulate writes at the top of OUT_DIR; a second run replaces these and nothing else.
 WRITTEN = ("requests.csv", "accounts.csv", "nodes.csv", "contents.jsonl", "kv_events", "logs")
 TRUTH = "ground_truth"
+# Marks OUT_DIR as simulate's from the start of a run until its summary is written: a run
+# killed half way leaves a folder the next run still recognises and replaces.
+UNDER_WAY = f"{TRUTH}/.simulating"
 
 
 def prepare(out_dir: Path) -> None:
-    """OUT_DIR new, empty, or a folder simulate wrote (it holds ground_truth/summary.json): a
-    real case folder, which has kv_events/ too, is never replaced. Of a simulated folder only
-    what simulate writes is removed, so a note kept beside it stays."""
+    """OUT_DIR new, empty, or a folder simulate wrote (it holds ground_truth/summary.json, or
+    the UNDER_WAY mark of a run that was stopped): a real case folder, which has kv_events/ too,
+    is never replaced. Of a simulated folder only what simulate writes is removed, so a note
+    kept beside it stays."""
     if out_dir.exists() and not out_dir.is_dir():
         raise UsageError(f"{out_dir} is a file; give a folder for the simulated case")
     if out_dir.is_dir() and any(out_dir.iterdir()):
-        if not (out_dir / TRUTH / "summary.json").is_file():
+        ours = (out_dir / TRUTH / "summary.json", out_dir / UNDER_WAY)
+        if not any(mark.is_file() for mark in ours):
             raise UsageError(
                 f"{out_dir} holds files and is not a case folder simulate wrote with its "
                 f"ground truth ({TRUTH}/summary.json); simulate replaces only such a folder, "
@@ -60,7 +65,8 @@ def prepare(out_dir: Path) -> None:
                 shutil.rmtree(path)
             elif path.exists() or path.is_symlink():
                 path.unlink()
-    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / TRUTH).mkdir(parents=True, exist_ok=True)
+    (out_dir / UNDER_WAY).touch()
 
 
 def simulate(out_dir: Path, opts: SimOptions, progress: ProgressFn = no_progress) -> dict[str, Any]:
@@ -127,6 +133,7 @@ def simulate(out_dir: Path, opts: SimOptions, progress: ProgressFn = no_progress
         _write_summary(
             out_dir / TRUTH / "summary.json", {k: v for k, v in summary.items() if k not in timing}
         )
+    (out_dir / UNDER_WAY).unlink()
     return summary
 
 

@@ -60,3 +60,19 @@ def test_a_run_without_truth_can_be_rerun_into_its_folder(cli, tmp_path) -> None
     assert "ground_truth/summary.json" in first
     assert cli("simulate", out, *ARGS, "--no-truth")[0] == 0
     assert _tree(out) == first
+
+
+def test_a_run_stopped_half_way_is_replaced_by_the_next(cli, tmp_path) -> None:
+    """A run killed after it started writing leaves its mark, not its summary: the next run
+    still knows the folder as simulate's and replaces what the first left."""
+    from forensics.simulate.run import prepare
+
+    out = tmp_path / "sim"
+    prepare(out)
+    (out / "requests.csv").write_text("request_id,account_id\nr1,")  # cut mid-row
+    assert not (out / "ground_truth" / "summary.json").exists()
+    code, _, err = cli("simulate", out, *ARGS)
+    assert code == 0, err
+    assert (out / "ground_truth" / "summary.json").is_file()
+    assert not (out / "ground_truth" / ".simulating").exists()
+    assert (out / "requests.csv").read_text().count("\n") == 6  # header and 5 requests
