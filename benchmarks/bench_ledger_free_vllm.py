@@ -40,6 +40,11 @@ process of its own, each request sent over HTTP at its own wall-clock time and s
 gateway log written from what the client saw (send time, first streamed token, last chunk,
 the usage's cached tokens), so the engine's steps are known to nobody but the engine.
 
+--delivery-jitter-ms is stated to `reconstruct`: a number, or `measured` for what the run's own
+steps needed (`kvforensics jitter` on its tapped ledger) plus 0.5 ms, the bound a responder who
+measured their gateway would state. Without it, a node whose logged times do not mark its steps
+(every run through the server) clears nobody.
+
 --reuse keeps a run already served in --workdir (its case folder with run.json) and only
 scores it again.
 
@@ -65,6 +70,7 @@ from forensics.db import connect
 from forensics.engines.client import engines_python
 from forensics.ingest.load import ingest_case
 from forensics.options import Allocator, ReconstructOptions
+from forensics.reconstruct.delivery import measure_delivery
 from forensics.reconstruct.stage import reconstruct
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -142,16 +148,32 @@ def flagged(db: Path) -> str:
     return "screening flagged " + (", ".join(f"{r} {'/'.join(w)}" for r, w in rows) or "none")
 
 
-def analysed(case: Path, db: Path, rebuild: bool) -> dict[tuple[str, str], set[str]]:
+def analysed(
+    case: Path, db: Path, rebuild: bool, jitter_ms: float | None = None
+) -> dict[tuple[str, str], set[str]]:
     ingest_case(case, db)
     con = connect(db)
     try:
         if rebuild:
-            reconstruct(con, ReconstructOptions(allocator=Allocator.VLLM))
+            options = ReconstructOptions(allocator=Allocator.VLLM, delivery_jitter_ms=jitter_ms)
+            reconstruct(con, options)
         analyze(con)
     finally:
         con.close()
     return listed(db)
+
+
+def stated(given: str | None, truth_db: Path) -> float | None:
+    """The delivery jitter stated to reconstruct (`--delivery-jitter-ms`)."""
+    if given != "measured":
+        return None if given is None else float(given)
+    with duckdb.connect(str(truth_db), read_only=True) as con:
+        (node,) = measure_delivery(con)
+    return (node.needed_us + 500) / 1000
+
+
+def rebuilt(jitter: float | None) -> str:
+    return "no delivery jitter stated" if jitter is None else f"{jitter:.2f} ms of jitter stated"
 
 
 def score(found: set[str], truth: set[str]) -> tuple[float | None, float | None]:
@@ -197,6 +219,12 @@ def main() -> None:
         help="the engine's max_num_seqs, then max_num_batched_tokens (chunked prefill)",
     )
     ap.add_argument("--via", choices=("engine", "http"), default="engine")
+    ap.add_argument(
+        "--delivery-jitter-ms",
+        default=None,
+        help="stated to reconstruct: a number, or 'measured' (what the run's own steps needed, "
+        "from its tapped ledger, plus 0.5 ms); default: none stated",
+    )
     args = ap.parse_args()
     work = args.workdir or Path(tempfile.mkdtemp(prefix="kvf-ledger-free-"))
     model = work / "tiny-llama"
@@ -215,12 +243,13 @@ def main() -> None:
             for db in run.glob("*.duckdb*"):
                 db.unlink()
             truth = analysed(run / "case", run / "truth.duckdb", rebuild=False)
+            jitter = stated(args.delivery_jitter_ms, run / "truth.duckdb")
             withheld = run / "withheld"
             shutil.copytree(run / "case", withheld, ignore=shutil.ignore_patterns(*WITHHELD))
-            print(f"{mode} seed {seed}: engine {seconds:.0f} s", flush=True)
+            print(f"{mode} seed {seed}: engine {seconds:.0f} s; {rebuilt(jitter)}", flush=True)
             print(f"  truth: {named(truth)}", flush=True)
             for method, rebuild in (("screening", False), ("reconstructed", True)):
-                found = analysed(withheld, run / f"{method}.duckdb", rebuild)
+                found = analysed(withheld, run / f"{method}.duckdb", rebuild, jitter)
                 print(f"  {method}: {named(found)}; {flagged(run / f'{method}.duckdb')}")
                 for side in SIDES:
                     units = {

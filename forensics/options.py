@@ -107,6 +107,7 @@ LIMITS: dict[str, Bound] = {
     "--workers": Bound(1, 1024, above="more workers than any machine has cores"),
     "--orders": Bound(1, 10_000, above=f"{_HOURS}: each order drives the allocator again"),
     "--skew-ms": Bound(0, 3_600_000, above="an hour of clock skew orders nothing"),
+    "--delivery-jitter-ms": Bound(0, 60_000, above="a minute between one step's outputs"),
     "--replay-budget": Bound(0, 1_000, above=f"{_HOURS}: each layout is a replay"),
     "--requests": Bound(1, 10_000_000, above=_HOURS),
     "--seed": _SEED,
@@ -211,9 +212,14 @@ class ReconstructOptions:
     replay_budget: int = 4  # layouts replayed per stub receiver (0: replay decides nothing)
     replay_model: str | None = None  # None: the test model when the request log names it
     replay_device: Device = Device.AUTO
+    # the most one engine step's outputs can be logged apart by the gateway; None: not known,
+    # so a node whose logged times do not mark its steps clears nobody
+    delivery_jitter_ms: float | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "allocator", _enum(Allocator, self.allocator, "--allocator"))
+        if self.delivery_jitter_ms is not None:
+            check_number("--delivery-jitter-ms", self.delivery_jitter_ms)
         device = _enum(Device, self.replay_device, "--replay-device")
         object.__setattr__(self, "replay_device", device)
         check_number("--replay-budget", self.replay_budget)
@@ -301,6 +307,7 @@ class InvestigateOptions:
     replay_model: str | None = None
     replay_device: Device = Device.AUTO
     served_model: str | None = None
+    delivery_jitter_ms: float | None = None  # as ReconstructOptions
     rules: Path | None = None  # notification rules replacing or adding to the shipped ones
     follow_links: bool = False
     ray: str | None = None  # Ray cluster address, or "local"; None: the local engine
@@ -327,6 +334,8 @@ class InvestigateOptions:
         object.__setattr__(self, "accounts", tuple(self.accounts or ()))
         templates = Path(self.templates) if self.templates is not None else None
         object.__setattr__(self, "templates", templates)
+        if self.delivery_jitter_ms is not None:
+            check_number("--delivery-jitter-ms", self.delivery_jitter_ms)
 
     def parameters(self) -> dict[str, Any]:
         """What the manifest and the report record (the rules file with its SHA-256, so the
@@ -346,6 +355,7 @@ class InvestigateOptions:
             "ledger_external": self.ledger_external,
             "templates": str(self.templates) if self.templates else None,
             "ledger_load": True if self.ledger_load else None,
+            "delivery_jitter_ms": self.delivery_jitter_ms,
         }
         scope = self.scope()
         out = {**out, **{k: v for k, v in extra.items() if v is not None}}
@@ -358,4 +368,8 @@ class InvestigateOptions:
         return AnalysisOptions(ray=self.ray)
 
     def reconstruction(self) -> ReconstructOptions:
-        return ReconstructOptions(replay_model=self.replay_model, replay_device=self.replay_device)
+        return ReconstructOptions(
+            replay_model=self.replay_model,
+            replay_device=self.replay_device,
+            delivery_jitter_ms=self.delivery_jitter_ms,
+        )

@@ -21,6 +21,7 @@ from forensics.cli import (  # noqa: F401  (each module registers its commands)
     explain_cmd,
     ingest_cmd,
     investigate_cmd,
+    jitter_cmd,
     probe_cmd,
     reconstruct_cmd,
     replay_cmd,

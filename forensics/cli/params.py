@@ -255,6 +255,18 @@ SkewMs = Annotated[
         "the nodes) are not ordered by their timestamps.",
     ),
 ]
+DeliveryJitterMs = Annotated[
+    float | None,
+    typer.Option(
+        "--delivery-jitter-ms",
+        callback=checked("--delivery-jitter-ms"),
+        help="The most one engine step's outputs can be logged apart by the gateway (its "
+        "delivery jitter). Where the logged times do not mark a vLLM node's steps (a gateway "
+        "in front of the engine's server), the node is rebuilt under this bound; without it "
+        "such a node clears nobody. Measure it, do not guess: a bound below the truth can "
+        "clear a true leaker.",
+    ),
+]
 ReplayBudget = Annotated[
     int,
     typer.Option(

@@ -7,6 +7,7 @@ import typer
 from forensics.cli.app import app, console, emit_json, finish
 from forensics.cli.params import (
     Db,
+    DeliveryJitterMs,
     Json,
     Orders,
     ReconstructAllocator,
@@ -26,6 +27,7 @@ def reconstruct(
     allocator: ReconstructAllocator = ReconstructOptions.allocator,
     orders: Orders = ReconstructOptions.orders,
     skew_ms: SkewMs = ReconstructOptions.skew_ms,
+    delivery_jitter_ms: DeliveryJitterMs = ReconstructOptions.delivery_jitter_ms,
     replay_model: ReplayModel = ReconstructOptions.replay_model,
     replay_device: ReplayDevice = ReconstructOptions.replay_device,
     replay_budget: ReplayBudget = ReconstructOptions.replay_budget,
@@ -41,6 +43,7 @@ def reconstruct(
         allocator=allocator,
         orders=orders,
         skew_ms=skew_ms,
+        delivery_jitter_ms=delivery_jitter_ms,
         replay_budget=replay_budget,
         replay_model=replay_model,
         replay_device=replay_device,

@@ -24,9 +24,6 @@ from forensics.reconstruct.unified import SCHEDULES, UnifiedNode
 
 TIMED_RUNS = 128  # the most runs on the clock per stub sharing (timed_runs)
 MOST_JITTER_US = 1_000_000  # the most delivery jitter looked for (least_jitter)
-# Delivery jitter allowed beyond the least that fits: over 10 runs through vLLM's server the
-# engine's own steps needed 0.02 to 0.37 ms more than the least (docs/measurements/real-vllm.md).
-JITTER_MARGIN_US = 2_000
 MOST_ASSIGNMENTS = 2_000_000  # sets of first-token steps enumerated (_jittered); more: none run
 MOST_GROUPS = 4_096  # distinct runs up to the stubs' first reads, each run twice; more: none
 REPORT_EVERY = 100_000  # assignments enumerated between progress reports
@@ -85,13 +82,18 @@ def _jittered(
     shared: tuple[bool, ...],
     progress: ProgressFn = no_progress,
 ) -> None:
-    """Where no run fits the logged steps (a gateway in front of the engine's server logs each
-    output milliseconds after its step, with a delay of its own: jitter.py), runs over every
-    set of first-token steps that fits the logged times with the least jitter that lets any
-    fit plus JITTER_MARGIN_US. A stub's exposures depend only on the run up to its first
-    read, so the assignments are grouped by what reaches the scheduler up to the last stub's
-    first step (UnifiedNode.order_key) and one of each group is run that far, each stub
-    sharing its account's prefix and not; a run must give every request its logged
+    """Where the logged times do not mark the steps (a gateway in front of the engine's server
+    logs each output milliseconds after its step, with a delay of its own: jitter.py), runs
+    over every set of first-token steps that fits the logged times with the delivery jitter
+    stated for the node (node.jitter_us, --delivery-jitter-ms). How late an output can be
+    logged is not in the log: the least jitter that lets any steps fit is only a floor, and
+    under load the engine's own steps needed more than six times it (docs/measurements/
+    real-vllm.md). So without a stated jitter, or with one below that floor, nothing is run
+    and the node clears nobody; its reason says what the log needs. A stub's exposures
+    depend only on the run up to its first read, so the assignments are grouped by what
+    reaches the scheduler up to the last stub's first step (UnifiedNode.order_key) and one of
+    each group is run that far, each stub sharing its account's prefix and not; a run must
+    give every request its logged
     prefix-cache hits and its first token and completion n_out - 1 steps apart where they
     fall in that stretch. Requests that can only start after the stubs' first reads are taken
     at their earliest steps (jitter.assignments). Every group is run, or none: beyond
@@ -104,9 +106,12 @@ def _jittered(
     least = least_jitter(reqs, MOST_JITTER_US) if len(reqs) <= MOST_REQUESTS else None
     if least is None:
         return
-    jitter = least + JITTER_MARGIN_US
+    jitter = node.jitter_us
+    if jitter is None or jitter < least:
+        res.why = "; ".join(why for why in (res.why, _unstated(least, jitter)) if why)
+        return
     d = network(reqs, jitter)
-    assert d is not None  # more jitter than the least that fits
+    assert d is not None  # at least the least jitter that fits
     groups: dict[tuple[object, ...], tuple[list[int], int]] = {}
     seen = 0
     order = first_token_order(reqs)
@@ -141,10 +146,24 @@ def _jittered(
             progress("runs on the engine's scheduler", k, len(groups))
         _keep(res, (node.run_assigned(drv, first, s, res.kept == 0, until) for s in shared))
     res.note = (
-        f"steps from the logged times with {jitter / 1000:.1f} ms of delivery jitter: "
+        f"steps from the logged times with the stated {jitter / 1000:.1f} ms of delivery "
+        "jitter (--delivery-jitter-ms): "
         f"{seen:,} sets of first-token steps enumerated, {len(groups):,} distinct up to the "
         "stubs' first reads within the seats and the token budget, all run"
     )
+
+
+def _unstated(least: int, stated: int | None) -> str:
+    """Why a node whose times do not mark its steps clears nobody without a usable jitter."""
+    floor = (
+        f"steps that fit the logged times need at least {least / 1000:.1f} ms of delivery jitter"
+    )
+    if stated is None:
+        return (
+            f"{floor}, and how much more the log cannot tell: nothing is cleared "
+            "(--delivery-jitter-ms rebuilds the node under a stated bound)"
+        )
+    return f"{floor}, more than the stated {stated / 1000:.1f} ms; nothing is cleared"
 
 
 def _keep(res: UnifiedResult, runs_: Iterator[UnifiedRun]) -> None:

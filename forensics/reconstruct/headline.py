@@ -31,6 +31,7 @@ class ReconstructParameters(TypedDict):
     allocator: str
     orders: int
     skew_ms: float
+    delivery_jitter_ms: float | None  # None: not stated
     replay_budget: int
 
 

@@ -194,6 +194,7 @@ def reconstruct(
             allocator=rp.allocator.value,
             orders=rp.orders,
             skew_ms=rp.skew_ms,
+            delivery_jitter_ms=rp.delivery_jitter_ms,
             replay_budget=rp.replay_budget,
         ),
     )
@@ -355,7 +356,8 @@ def unified_node(
     except UsageError as exc:
         raise EnginesMissing(str(exc)) from exc
     limits = _limits(con, node)
-    model = UnifiedNode(node, reqs, ps, pool_slots // ps, int(rp.skew_ms * 1000), limits)
+    jitter = None if rp.delivery_jitter_ms is None else round(rp.delivery_jitter_ms * 1000)
+    model = UnifiedNode(node, reqs, ps, pool_slots // ps, int(rp.skew_ms * 1000), limits, jitter)
     res = explore(model, drv, progress)
     trace = NodeTrace(node, role, ps, pool_slots, reqs)
     store_runs(con, trace, res.events, res.exposures, res.tokens, max(res.kept, 1), {})

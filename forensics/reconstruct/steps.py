@@ -40,6 +40,26 @@ def merge_gap(reqs: list[Req], most_us: int) -> int:
     return cap
 
 
+def shows_steps(reqs: list[Req], merge_us: int) -> bool:
+    """Whether the logged times mark the engine's steps when merged at merge_us: some outputs
+    logged together (closer than merge_us), none of them more than a tenth of it apart, and
+    the times fine enough to tell (a log to the millisecond makes outputs of neighbouring
+    steps look simultaneous). An engine's own per-step times give this; a gateway in front
+    of the engine's server logs each output with a delay of its own, its times spread over
+    the steps, and steps read off them would rest on a guess of how late each was logged."""
+    times = sorted(t for r in reqs for t in (r.first_token_us, r.completed_us) if t is not None)
+    within = [b - a for a, b in zip(times, times[1:], strict=False) if b - a < merge_us]
+    return bool(within) and 10 * max(max(within), resolution(times)) <= merge_us
+
+
+def resolution(times: list[int]) -> int:
+    """The coarsest of 1 us, 10 us, ... 1 s that every time is a multiple of."""
+    step = 1
+    while step < 1_000_000 and all(t % (step * 10) == 0 for t in times):
+        step *= 10
+    return step
+
+
 def steps(reqs: list[Req], merge_us: int) -> list[int]:
     """The logged steps' times: first tokens and completions, merged when closer than
     merge_us (one step's outputs are logged one after another)."""

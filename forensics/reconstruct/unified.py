@@ -1,7 +1,8 @@
 """A vLLM unified node's blocks rebuilt from the request log, on vLLM's own v1 scheduler.
 
-The engine's steps come from the log's times (steps.py: logged steps, and every count of the
-steps the log does not show that gives each request as many steps as output tokens). Each
+The engine's steps come from the log's times where those mark them (steps.py: logged steps,
+and every count of the steps the log does not show that gives each request as many steps as
+output tokens; elsewhere from a stated delivery jitter, explore.py and jitter.py). Each
 placement of those steps is run on vLLM's `Scheduler` over its `KVCacheManager` with prefix
 caching (forensics/engines/allocator_driver.py, `vllm-sched`), with the scheduling limits the
 engine logged (max_num_seqs, max_num_batched_tokens, chunked prefill; not applied where not
@@ -41,7 +42,14 @@ import numpy as np
 
 from forensics.engines.client import EngineAllocators
 from forensics.reconstruct.runstate import Limits, RunState, StepClock, UnifiedRun, logged_at
-from forensics.reconstruct.steps import index_of, merge_gap, spans, step_layouts, steps
+from forensics.reconstruct.steps import (
+    index_of,
+    merge_gap,
+    shows_steps,
+    spans,
+    step_layouts,
+    steps,
+)
 from forensics.reconstruct.trace import Req
 
 DECODE, AFTER = 0, 3  # a decode step at a logged step, or between it and the next one
@@ -71,10 +79,16 @@ class UnifiedNode:
         n_blocks: int,
         merge_us: int,
         limits: Limits | None = None,
+        jitter_us: int | None = None,
     ):
         self.node, self.reqs, self.ps, self.n_blocks = node, reqs, ps, n_blocks
         self.limits = limits or Limits()
-        self.clusters = steps(reqs, merge_gap(reqs, merge_us))
+        # the most one step's outputs can be logged apart, as stated (--delivery-jitter-ms);
+        # None: not known, and only what the logged times show is taken as the steps
+        self.jitter_us = jitter_us
+        gap = merge_gap(reqs, merge_us)
+        self.clusters = steps(reqs, gap)
+        self.marked = jitter_us < gap if jitter_us is not None else shows_steps(reqs, gap)
         accounts = sorted({r.account_id for r in reqs})
         self.acct = [accounts.index(r.account_id) for r in reqs]
         self.longest: dict[int, int] = {}  # account -> longest logged hit, in blocks
@@ -136,6 +150,12 @@ class UnifiedNode:
 
     def unstepped(self) -> str:
         """Why the engine's steps cannot be read off the logged times, or ''."""
+        if not self.marked:
+            return (
+                "the logged times do not mark the engine's steps"
+                if self.jitter_us is None
+                else "one step's outputs may be logged further apart than the logged steps"
+            )
         if len(self.clusters) > MAX_STEPS:
             return f"{len(self.clusters)} logged steps, more than {MAX_STEPS} are not explored"
         if self.spans is None:

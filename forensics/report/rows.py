@@ -124,6 +124,8 @@ class ReconstructedNodeRow:
     ambiguous_groups: int
     orders: int
     deferred: int
+    variants: str | None  # how the node was rebuilt, as reconstruct recorded it
+    consistent: bool | None  # whether a run fit its log (False: the node cleared nobody)
 
 
 @dataclass(frozen=True)

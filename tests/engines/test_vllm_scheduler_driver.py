@@ -19,7 +19,14 @@ from support.traces import MS, req
 from forensics.engines.client import EngineAllocators
 from forensics.reconstruct.explore import explore
 from forensics.reconstruct.runstate import Limits
-from forensics.reconstruct.steps import merge_gap, spans, step_layouts, steps
+from forensics.reconstruct.steps import (
+    merge_gap,
+    resolution,
+    shows_steps,
+    spans,
+    step_layouts,
+    steps,
+)
 from forensics.reconstruct.trace import Req
 from forensics.reconstruct.unified import UnifiedNode
 
@@ -163,6 +170,42 @@ def test_one_steps_outputs_are_microseconds_apart_steps_milliseconds() -> None:
     assert merge_gap([a, b, c], 5_000) == 500
 
 
+def test_only_times_logged_together_and_finely_mark_the_steps() -> None:
+    """Steps are read off the times only where the log shows them: outputs logged together
+    (2 us apart) in steps milliseconds apart. Not where every output was logged on its own
+    (a gateway's delays spread them), nor where the times are to the millisecond (outputs of
+    neighbouring steps can round to one time)."""
+    a = Req("a", "x", 0, 10_000, 410_000, 5, 5, False, 0)  # 100 ms steps
+    b = Req("b", "y", 0, 10_002, 413_000, 5, 5, False, 0)
+    assert shows_steps([a, b], merge_gap([a, b], 5_000))
+    spread = [replace(b, first_token_us=11_700)]  # 1.7 ms after a's first token
+    assert not shows_steps([a, *spread], merge_gap([a, *spread], 5_000))
+    alone = [replace(b, first_token_us=60_000, completed_us=460_000)]
+    assert not shows_steps([a, *alone], merge_gap([a, *alone], 5_000))
+    ms = [replace(r, first_token_us=10_000) for r in (a, b)]  # to the millisecond
+    assert resolution([10_000, 410_000, 413_000]) == 1_000
+    assert not shows_steps(ms, merge_gap(ms, 5_000))
+
+
+def test_a_log_whose_times_may_not_be_the_steps_clears_nobody_unless_stated(
+    drv: EngineAllocators,
+) -> None:
+    """The log of the next test, its times to the millisecond: nothing says they are the
+    engine's steps, so nothing is run and nobody cleared; stated exact (0 ms of delivery
+    jitter), it is rebuilt; stated at 25 ms, the steps are not read off the times."""
+    reqs = [
+        _req("a", "acct-a", 0, 10, 10, 6, 1, 0),
+        _req("b", "acct-b", 15, 20, 20, 6, 1, 0),
+        _req("s", "acct-c", 25, 30, 40, 6, 2, 5, stub=True),
+    ]
+    unstated = explore(UnifiedNode("n", reqs, BS, 6, 1 * MS), drv)
+    assert not unstated.consistent and not unstated.exposures and unstated.runs == 0
+    assert "do not mark the engine's steps" in unstated.why, unstated.why
+    assert explore(UnifiedNode("n", reqs, BS, 6, 1 * MS, jitter_us=0), drv).consistent
+    wide = UnifiedNode("n", reqs, BS, 6, 1 * MS, jitter_us=25 * MS)
+    assert "further apart than the logged steps" in wide.unstepped()
+
+
 def test_the_stub_reads_what_the_last_request_left_in_the_head_blocks(
     drv: EngineAllocators,
 ) -> None:
@@ -176,7 +219,7 @@ def test_the_stub_reads_what_the_last_request_left_in_the_head_blocks(
         _req("b", "acct-b", 15, 20, 20, 6, 1, 0),
         _req("s", "acct-c", 25, 30, 40, 6, 2, 5, stub=True),
     ]
-    node = UnifiedNode("n", reqs, BS, 6, 1 * MS)
+    node = UnifiedNode("n", reqs, BS, 6, 1 * MS, jitter_us=0)
     res = explore(node, drv)
     assert res.consistent and res.kept == res.runs
     assert dict(res.tokens) == {(2, 1): 2}
@@ -189,7 +232,7 @@ def test_a_log_the_manager_cannot_reproduce_keeps_no_run(drv: EngineAllocators) 
         _req("b", "acct-b", 15, 20, 20, 6, 1, 4),
         _req("s", "acct-c", 25, 30, 40, 6, 2, 5, stub=True),
     ]
-    res = explore(UnifiedNode("n", reqs, BS, 6, 1 * MS), drv)
+    res = explore(UnifiedNode("n", reqs, BS, 6, 1 * MS, jitter_us=0), drv)
     assert not res.consistent and res.kept == 0 and "b" in res.why
 
 
@@ -203,19 +246,21 @@ def test_the_logged_limits_bind_the_runs(drv: EngineAllocators) -> None:
         _req("b", "acct-b", 1, 10, 10, 2, 1, 0),
         _req("c", "acct-c", 2, 10, 10, 6, 1, 0),
     ]
-    assert explore(UnifiedNode("n", reqs, BS, 8, 1 * MS), drv).consistent
-    two = explore(UnifiedNode("n", reqs, BS, 8, 1 * MS, Limits(max_num_seqs=2)), drv)
+    assert explore(UnifiedNode("n", reqs, BS, 8, 1 * MS, jitter_us=0), drv).consistent
+    two = explore(UnifiedNode("n", reqs, BS, 8, 1 * MS, Limits(max_num_seqs=2), jitter_us=0), drv)
     assert not two.consistent and "c" in two.why
     alone = [replace(reqs[2], received_us=0)]
-    chunked = UnifiedNode("n", alone, BS, 8, 1 * MS, Limits(max_batched=4))
+    chunked = UnifiedNode("n", alone, BS, 8, 1 * MS, Limits(max_batched=4), jitter_us=0)
     assert chunked.arrivals([0]) == {-1: [0]}  # a step before the first logged one
     assert explore(chunked, drv).consistent
     # c takes 4 tokens in a step of its own and its last 2 beside a's 2 in the logged step;
     # with b's 2 as well that step would need 6: b's first token would come a step later
     with_a = [replace(reqs[0], received_us=1), *alone]
-    assert explore(UnifiedNode("n", with_a, BS, 8, 1 * MS, Limits(max_batched=4)), drv).consistent
+    assert explore(
+        UnifiedNode("n", with_a, BS, 8, 1 * MS, Limits(max_batched=4), jitter_us=0), drv
+    ).consistent
     three = [*with_a, reqs[1]]
-    res = explore(UnifiedNode("n", three, BS, 8, 1 * MS, Limits(max_batched=4)), drv)
+    res = explore(UnifiedNode("n", three, BS, 8, 1 * MS, Limits(max_batched=4), jitter_us=0), drv)
     assert not res.consistent and "b" in res.why
 
 
@@ -224,7 +269,8 @@ def test_limits_a_damaged_log_gives_are_held_to_what_vllm_accepts(drv: EngineAll
     as many seats as tokens, and the run goes on instead of stopping the driver."""
     reqs = [_req("a", "acct-a", 0, 10, 10, 2, 1, 0)]
     res = explore(
-        UnifiedNode("n", reqs, BS, 8, 1 * MS, Limits(max_num_seqs=64, max_batched=4)), drv
+        UnifiedNode("n", reqs, BS, 8, 1 * MS, Limits(max_num_seqs=64, max_batched=4), jitter_us=0),
+        drv,
     )
     assert res.consistent
     assert Limits(max_num_seqs=64, max_batched=4).config() == (4, 4, 1)

@@ -21,6 +21,8 @@ from forensics.reconstruct.trace import Req
 from forensics.reconstruct.unified import ARRIVE, BLOCK, FINISH, UnifiedNode
 
 PS, BLOCKS = 4, 10  # a small pool, so that blocks are handed out again
+DELAY_US = 2_500  # the most the log model delays an output
+WIDE_US = 2_000  # jitter stated beyond the least that fits: more steps fit, more runs to group
 
 
 @pytest.fixture(scope="module")
@@ -29,24 +31,27 @@ def drv() -> Iterator[EngineAllocators]:
         yield d
 
 
-def _node(seed: int, limits: Limits | None = None) -> UnifiedNode:
+def _node(seed: int, limits: Limits | None = None, stated: bool = True) -> UnifiedNode:
     """Eight requests of three accounts, prompts of 5 to 12 tokens and nothing cached; the
-    sixth by first token is a stub."""
-    logged, _ = log(seed, 8, 2_500)
+    sixth by first token is a stub. Stated: a delivery jitter WIDE_US over the least that
+    fits (the prompts are made up after the log, so the log model's own steps need not be
+    a run of the scheduler: the grouping, not the truth, is under test here)."""
+    logged, _ = log(seed, 8, DELAY_US)
     order = sorted(range(len(logged)), key=lambda i: logged[i].first_token_us)
     reqs = [
         Req(r.request_id, f"acct-{i % 3}", r.received_us, r.first_token_us, r.completed_us,
             5 + (7 * i) % 8, r.n_out, i == order[5], None if i == order[5] else 0)
         for i, r in enumerate(logged)
     ]  # fmt: skip
-    return UnifiedNode("vllm-0", reqs, PS, BLOCKS, 0, limits)
+    least = least_jitter(reqs, E.MOST_JITTER_US)
+    assert least is not None
+    return UnifiedNode("vllm-0", reqs, PS, BLOCKS, 0, limits, least + WIDE_US if stated else None)
 
 
 def _naive(node: UnifiedNode, drv: EngineAllocators) -> tuple[int, set[tuple[int, int]]]:
     """Every assignment run alone, as far as the stub's first read: (runs kept, exposures)."""
-    least = least_jitter(node.reqs, E.MOST_JITTER_US)
-    assert least is not None
-    d = network(node.reqs, least + E.JITTER_MARGIN_US)
+    assert node.jitter_us is not None
+    d = network(node.reqs, node.jitter_us)
     assert d is not None
     stub = next(i for i, r in enumerate(node.reqs) if r.stub)
     kept, found = 0, set()
@@ -109,3 +114,20 @@ def test_steps_that_no_seat_count_allows_are_said_and_clear_nobody(drv: EngineAl
     res = E.explore(node, drv)
     assert res.kept == 0 and not res.consistent and not res.exposures
     assert "keep within the logged seats and token budget" in res.why, res.why
+
+
+def test_without_a_stated_jitter_or_below_what_the_log_needs_nobody_is_cleared(
+    drv: EngineAllocators,
+) -> None:
+    """The least jitter that fits is a floor, not a bound: without a stated jitter nothing is
+    run; a stated one below the floor contradicts the log, and nothing is run either."""
+    unstated = E.explore(_node(13, stated=False), drv)
+    assert unstated.runs == 0 and not unstated.consistent and not unstated.exposures
+    assert "how much more the log cannot tell" in unstated.why, unstated.why
+    node = _node(13)
+    least = least_jitter(node.reqs, E.MOST_JITTER_US)
+    assert least is not None and least > 100
+    node.jitter_us = least - 100
+    below = E.explore(node, drv)
+    assert below.runs == 0 and not below.consistent
+    assert f"more than the stated {(least - 100) / 1000:.1f} ms" in below.why, below.why

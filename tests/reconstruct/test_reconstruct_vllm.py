@@ -16,16 +16,21 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import pytest
 from support.vllm_serve import db_rows as _rows
+from support.vllm_serve import needed_jitter_us
 from support.vllm_serve import serve_case as _serve
 
 from forensics.cli import run as cli
+from forensics.reconstruct.delivery import measure_delivery
 
 # The stub at request 21 under batched load, outputs sampled; then the same greedy (vLLM's CPU
 # build cannot rewind a seeded generator over a chunked prefill) under scheduling limits that
 # bind: 4 seats for up to 6 requests in flight and a budget of 64 tokens per step, so prompts
 # of 136 to 200 tokens are chunked; the engine's log, which names the limits, is kept.
+# Through the server, the delivery jitter is stated as what the engine's steps needed, plus:
+JITTER_MARGIN_US = 500
 CASES = {
     "default": {"VLLM_RUN_SAMPLING": "sampled", "VLLM_RUN_SEED": "17", "BATCHED_STUB_AT": "21"},
     "limits": {
@@ -53,9 +58,20 @@ def rebuilt(
     )
     db = base / "withheld.duckdb"
     assert cli(["ingest", str(case), "--db", str(db)]) == 0
+    stated = base / "stated.duckdb"
+    shutil.copy(db, stated)
     assert cli(["reconstruct", "--db", str(db)]) in (0, 1)
     cli(["analyze", "--db", str(db)])
-    return {**run, "withheld": db, "limits": limits, "http": http}
+    out = {**run, "withheld": db, "limits": limits, "http": http}
+    if http:  # again, under the jitter the engine's own steps needed (from the tapped ledger)
+        jitter = (needed_jitter_us(run["db"]) + JITTER_MARGIN_US) / 1000
+        assert cli(["reconstruct", "--db", str(stated), "--delivery-jitter-ms", str(jitter)]) in (
+            0,
+            1,
+        )
+        cli(["analyze", "--db", str(stated)])
+        out |= {"stated": stated, "jitter_ms": jitter}
+    return out
 
 
 def _affected(db: Path, unit: str) -> set[tuple[str, str]]:
@@ -89,7 +105,9 @@ def test_the_node_was_rebuilt_on_vllms_scheduler_with_the_logged_limits(
         assert "max_num_seqs 4, max_num_batched_tokens 64, chunked prefill on" in variants
     elif rebuilt["http"]:  # the server's log names its seats; its steps are not in the log
         assert "max_num_seqs 8, max_num_batched_tokens not logged" in variants, variants
-        assert "ms of delivery jitter" in variants, variants
+        # the log cannot bound how late outputs were logged: without a stated jitter, no run
+        assert "do not mark the engine's steps" in variants and not consistent, variants
+        assert "how much more the log cannot tell" in variants, variants
     else:  # no log: nothing binds, and the runs fit the log
         assert "max_num_seqs not logged" in variants and consistent, variants
 
@@ -106,20 +124,61 @@ def test_the_servers_ledger_is_complete_after_it_stopped(rebuilt: dict[str, Any]
     assert status["events_recorded"] == status["events_written"] > 0, status
 
 
-def test_cleared_pairs_are_true_negatives_and_only_on_a_consistent_node(
-    rebuilt: dict[str, Any],
-) -> None:
-    """Every cleared pair is one the tapped ledger does not have; reconstruction cleared at
-    least one cross-account candidate that did not leak where the node's runs fit the log,
-    and nothing where none did. (Under binding limits whether a run fits depends on how
-    evenly the engine's steps were timed; both outcomes are checked for what they promise.)"""
+def _cleared_only_true_negatives(rebuilt: dict[str, Any], db: Path) -> None:
+    """Every pair `db` cleared is one the tapped ledger does not have; reconstruction cleared
+    at least one cross-account candidate that did not leak where the node's runs fit the log,
+    and nothing where none did."""
     pairs = "SELECT receiver_request_id, leaker_request_id FROM "
     true = set(_rows(rebuilt["db"], pairs + "exposure_tokens"))
     cleared = _rows(
-        rebuilt["withheld"],
+        db,
         pairs.replace("FROM", ", receiver_account_id <> leaker_account_id FROM")
         + "cleared_findings WHERE evidence = 'reconstruction'",
     )
     assert not {(r, w) for r, w, _ in cleared} & true
-    consistent = _node(rebuilt)[3]
+    (consistent,) = _rows(db, "SELECT consistent FROM reconstructed_nodes")[0]
     assert any(cross for _, _, cross in cleared) if consistent else not cleared
+
+
+def test_cleared_pairs_are_true_negatives_and_only_on_a_consistent_node(
+    rebuilt: dict[str, Any],
+) -> None:
+    """(Under binding limits whether a run fits depends on how evenly the engine's steps were
+    timed; both outcomes are checked for what they promise.)"""
+    _cleared_only_true_negatives(rebuilt, rebuilt["withheld"])
+
+
+def test_a_true_stated_jitter_rebuilds_the_server_and_clears_only_true_negatives(
+    rebuilt: dict[str, Any],
+) -> None:
+    """Through the server, stated the jitter the engine's steps needed: the runs are made
+    over every set of steps it allows, and what they clear did not leak. (On a loaded machine
+    the jitter needed can allow more sets than are run: then nothing is cleared.)"""
+    if not rebuilt["http"]:
+        pytest.skip("the server's log only")
+    with duckdb.connect(str(rebuilt["db"]), read_only=True) as con:  # kvforensics jitter
+        (measured,) = measure_delivery(con)
+    assert measured.needed_us == needed_jitter_us(rebuilt["db"]), measured
+    _cleared_only_true_negatives(rebuilt, rebuilt["stated"])
+    (variants,) = _rows(rebuilt["stated"], "SELECT variants FROM reconstructed_nodes")[0]
+    assert f"{rebuilt['jitter_ms']:.1f} ms of delivery jitter" in variants, variants
+    for unit in ("request_id", "account_id"):
+        assert _affected(rebuilt["db"], unit) <= _affected(rebuilt["stated"], unit)
+
+
+def test_the_report_says_how_the_server_node_was_rebuilt_and_what_it_assumed(
+    rebuilt: dict[str, Any], tmp_path: Path
+) -> None:
+    """The report's reconstructed section carries each node's reason: without a stated jitter
+    that the log cannot bound it and that the node clears nobody; with one, the stated
+    jitter."""
+    if not rebuilt["http"]:
+        pytest.skip("the server's log only")
+    pages = {}
+    for name in ("withheld", "stated"):
+        out = tmp_path / name
+        assert cli(["report", "--db", str(rebuilt[name]), "--out", str(out)]) in (0, 1)
+        pages[name] = " ".join((out / "report.html").read_text(encoding="utf-8").split())
+    assert "how much more the log cannot tell" in pages["withheld"]
+    assert "it clears nobody" in pages["withheld"]
+    assert f"{rebuilt['jitter_ms']:.1f} ms of delivery jitter" in pages["stated"]

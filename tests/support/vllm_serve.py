@@ -113,3 +113,29 @@ def replay_copy(
 
 def token_sha(tokens: list[int]) -> str:
     return hashlib.sha256(",".join(str(t) for t in tokens).encode("ascii")).hexdigest()
+
+
+def needed_jitter_us(truth_db: Path) -> int:
+    """The delivery jitter the engine's own steps need to fit a case's gateway log, from its
+    tapped ledger: a request's first token comes from the step of its first KV write and its
+    completion from the step of its last (one write per step it runs), steps being the
+    ledger's distinct write times. Two outputs logged more than the jitter apart must come
+    from different steps, the earlier first: the jitter needed is the widest logged gap from
+    an output to one of the same step or an earlier one."""
+    rows = db_rows(
+        truth_db,
+        "SELECT epoch_us(r.first_token_at), epoch_us(r.completed_at), epoch_us(min(k.ts)), "
+        "epoch_us(max(k.ts)) FROM requests r JOIN kv_events k USING (request_id) "
+        "WHERE k.op = 'write' GROUP BY ALL",
+    )
+    steps = sorted({t for *_, a, b in rows for t in (a, b)})
+    written = sorted(
+        t
+        for (t,) in db_rows(
+            truth_db, "SELECT DISTINCT epoch_us(ts) FROM kv_events WHERE op = 'write'"
+        )
+    )
+    rank = {t: i for i, t in enumerate(written)}
+    assert set(steps) <= set(rank)
+    outputs = [(t, rank[s]) for first, done, a, b in rows for t, s in ((first, a), (done, b))]
+    return max(tb - ta for ta, sa in outputs for tb, sb in outputs if sa >= sb)
