@@ -1,5 +1,5 @@
-"""`kvforensics jitter`: how late the gateway logged each node's outputs, on a case with both
-its log and the node's KV ledger; the bound `reconstruct --delivery-jitter-ms` needs."""
+"""`kvforensics jitter`: the gateway's times against the nodes' KV ledger, on a case with both:
+the bounds `reconstruct --delivery-jitter-ms` and `--skew-ms` need."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ from forensics.cli.app import app, console, emit_json
 from forensics.cli.params import Db, Json
 from forensics.cli.progress import run_on_case
 from forensics.errors import UsageError
-from forensics.reconstruct.delivery import Delivery, measure_delivery
+from forensics.options import ReconstructOptions
+from forensics.reconstruct.delivery import Delivery, Skew, measure_delivery, measure_skew
 
 
 def _ms(us: int) -> str:
@@ -27,28 +28,47 @@ def _line(d: Delivery) -> str:
     )
 
 
+def _skew_line(s: Skew) -> str:
+    return (
+        f"{visible(s.node, keep_newlines=False)} (decode): {s.operations} allocations and frees "
+        f"of {s.requests} requests; the gateway's times put {s.out_of_order} of them before one "
+        f"the node made earlier, by up to {_ms(s.needed_us)} ms (--skew-ms must be above that; "
+        f"reconstruct's default is {ReconstructOptions().skew_ms:g})"
+    )
+
+
 @app.command()
 def jitter(db: Db, json_out: Json = False) -> None:
-    """Measure the gateway's delivery jitter on a case with both its request log and the
-    nodes' KV ledger (recorded with `kvforensics tap` behind the same gateway): how far apart
-    one engine step's outputs were logged. State at least the largest of these, with headroom
-    for heavier load than the recording's, as `reconstruct --delivery-jitter-ms` for an
-    incident's nodes whose logged times do not mark their steps."""
-    found = run_on_case(console, db, "jitter", lambda con, _progress: measure_delivery(con))
-    if not found:
+    """Measure the gateway's timing against the nodes' KV ledger, on a case with both
+    (recorded with `kvforensics tap` behind the same gateway): per node serving whole
+    requests, how far apart one engine step's outputs were logged (state at least the largest,
+    with headroom for heavier load, as `reconstruct --delivery-jitter-ms` for an incident's
+    nodes whose logged times do not mark their steps); per disaggregated decode node, how far
+    out of the node's order the logged arrivals and completions put its allocations and frees
+    (`reconstruct --skew-ms` must be above it)."""
+    found, skews = run_on_case(
+        console,
+        db,
+        "jitter",
+        lambda con, _progress: (measure_delivery(con), measure_skew(con)),
+    )
+    if not found and not skews:
         raise UsageError(
             f"{db}: no node has both KV ledger writes and gateway times for its requests; "
             "measure on a case recorded with the tap on (kvforensics tap) behind the same "
             "gateway, ingested with its request log"
         )
     if json_out:
-        emit_json({"nodes": [asdict(d) for d in found]})
+        emit_json({"nodes": [asdict(d) for d in found], "decode_nodes": [asdict(k) for k in skews]})
         return
     for d in found:
         console.print(f"jitter: {_line(d)}", markup=False)
-    most = max(d.needed_us for d in found)
-    console.print(
-        f"jitter: state --delivery-jitter-ms {_ms(most)} or more for logs from this gateway "
-        "under this load; more under heavier load",
-        markup=False,
-    )
+    for k in skews:
+        console.print(f"jitter: {_skew_line(k)}", markup=False)
+    if found:
+        most = max(d.needed_us for d in found)
+        console.print(
+            f"jitter: state --delivery-jitter-ms {_ms(most)} or more for logs from this gateway "
+            "under this load; more under heavier load",
+            markup=False,
+        )

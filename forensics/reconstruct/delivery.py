@@ -10,7 +10,12 @@ step of its last write (requests served on one node only: a disaggregated reques
 come from two nodes' clocks). The delivery jitter is the widest gap from an output to the latest
 output logged of its own step or an earlier one: two outputs logged further apart than it come
 from different steps, the earlier first (forensics/reconstruct/jitter.py). A constant offset
-between the gateway's clock and the node's moves every delay alike and leaves it unchanged."""
+between the gateway's clock and the node's moves every delay alike and leaves it unchanged.
+
+A disaggregated decode node is rebuilt from its requests' logged arrivals and completions
+instead (trace.py), taken as its allocations and frees, in both orders where closer than
+`--skew-ms`: `measure_skew` finds how far out of the node's own order the gateway's times put
+them, the --skew-ms such a node needs."""
 
 from __future__ import annotations
 
@@ -36,6 +41,24 @@ class Delivery:
     delay_max_us: int
 
 
+@dataclass(frozen=True)
+class Skew:
+    """One decode node's allocations and frees as the gateway's times order them against the
+    node's own order (queries/reconstruct/skew.sql)."""
+
+    node: str
+    requests: int
+    operations: int
+    needed_us: int  # the widest logged gap of a pair the gateway's times put out of order
+    out_of_order: int  # operations logged before one the node did earlier
+
+
 def measure_delivery(con: duckdb.DuckDBPyConnection) -> list[Delivery]:
     """Per node with both ledger writes and gateway times for its requests, in node order."""
     return [Delivery(*row) for row in con.execute(sql("reconstruct/delivery")).fetchall()]
+
+
+def measure_skew(con: duckdb.DuckDBPyConnection) -> list[Skew]:
+    """Per decode node (the request log's decode_node) with ledger allocations, in node
+    order."""
+    return [Skew(*row) for row in con.execute(sql("reconstruct/skew")).fetchall()]

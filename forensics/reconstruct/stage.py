@@ -264,8 +264,13 @@ def _node(
     store_runs(con, trace, first.events, support, tokens, runs, verdicts)
     against = decider.contradicted if decider is not None else set()
     insert_requests(con, node, reqs, reasons, first.waited, unread, against)
+    skew = (
+        f"operations logged closer than {rp.skew_ms:g} ms taken in either order (up to "
+        f"{rp.orders} orders), others in their logged order: assumes the gateway's times put "
+        "none further out of the node's order (--skew-ms; kvforensics jitter measures it)"
+    )
     return _row(trace, kind, groups, runs, first.deferred, len(unread)) | {
-        "variants": "; ".join(_variant_name(combos[c]) for c in kept)
+        "variants": "; ".join(_variant_name(combos[c]) for c in kept) + f"; {skew}"
     }
 
 

@@ -82,3 +82,39 @@ def test_a_case_without_a_ledger_is_told_where_to_measure(
     code, _, err = cli("jitter", "--db", db)
     text = " ".join(err.split())
     assert code == 2 and str(db) in text and "kvforensics tap" in text, text
+
+
+def test_a_decode_node_is_told_how_far_the_logged_times_reorder_its_allocations(
+    tmp_path: Path, cli: Callable[..., tuple[int, str, str]]
+) -> None:
+    """p is allocated at 1 ms on the node (logged arrival 0) and freed at 9 ms (logged
+    completion 10 ms); q is allocated at 9.5 ms, after p's free, but its arrival was logged at
+    8 ms, 2 ms before p's completion: out of order by 2 ms, so --skew-ms must be above 2. q's
+    free (19 ms, logged 20 ms) keeps its place."""
+    requests = (
+        "request_id,account_id,model,received_at,first_token_at,completed_at,http_status,"
+        "prompt_tokens,completion_tokens,prefill_node,decode_node\n"
+        f"p,x,m,{T0},{T0 + 5_000},{T0 + 10_000},200,4,3,pf,d1\n"
+        f"q,y,m,{T0 + 8_000},{T0 + 15_000},{T0 + 20_000},200,4,3,pf,d1\n"
+    )
+    ledger = "ts,node,request_id,op,slot_start,slot_count\n" + "".join(
+        f"{T0 + t},d1,{rid},{op},{slot},8\n"
+        for t, rid, op, slot in (
+            (1_000, "p", "alloc", 0),
+            (9_000, "p", "free", 0),
+            (9_500, "q", "alloc", 0),
+            (19_000, "q", "free", 0),
+        )
+    )
+    case = write_case(tmp_path / "case", {"requests.csv": requests, "kv_events.csv": ledger})
+    db = tmp_path / "case.duckdb"
+    assert cli("ingest", case, "--db", db)[0] == 0
+    code, out, _ = cli("jitter", "--db", db, "--json")
+    assert code == 0
+    got = json.loads(out)
+    assert got["nodes"] == []
+    assert got["decode_nodes"] == [
+        {"node": "d1", "requests": 2, "operations": 4, "needed_us": 2_000, "out_of_order": 1}
+    ]
+    code, _, err = cli("jitter", "--db", db)
+    assert code == 0 and "by up to 2.0 ms" in " ".join(err.split())
