@@ -7,7 +7,7 @@ writes none), then score the lists per side and unit against the generator's tru
 screening alone and for screening plus reconstruction (`reconstruct`, then `analyze`):
 
     PYTHONPATH=. python benchmarks/bench_independent.py [--requests 1500] [--accounts 1000]
-        [--seeds 1 2 3] [--bursts 0.3] [--jitter-us 1000] [--skew-ms 5]
+        [--seeds 1 2 3] [--bursts 0.3] [--jitter-us 1000] [--skew-ms 25]
 """
 
 from __future__ import annotations
@@ -95,7 +95,7 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
     ap.add_argument("--bursts", type=float, default=0.3)
     ap.add_argument("--jitter-us", type=int, default=1000)
-    ap.add_argument("--skew-ms", type=float, default=5.0)
+    ap.add_argument("--skew-ms", type=float, default=ReconstructOptions().skew_ms)
     args = ap.parse_args()
     total: dict[tuple[str, str, str], list[int]] = defaultdict(lambda: [0, 0, 0])
     with tempfile.TemporaryDirectory() as tmp:

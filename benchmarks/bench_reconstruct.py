@@ -21,7 +21,7 @@ kinds need the engines' environment (scripts/engines_venv.sh, KVFORENSICS_ENGINE
 
     PYTHONPATH=. python benchmarks/bench_reconstruct.py [--requests 1500] [--accounts 1000]
         [--seeds 1 2 3] [--allocators lifo sglang vllm] [--days 1]
-        [--skew-ms 5] [--replay]
+        [--skew-ms 25] [--replay]
 """
 
 from __future__ import annotations
@@ -151,7 +151,7 @@ def main() -> None:
     ap.add_argument("--allocators", nargs="+", default=["lifo", "sglang", "vllm"])
     ap.add_argument("--scale", type=float, default=0.001)
     ap.add_argument("--days", type=float, default=1.0)
-    ap.add_argument("--skew-ms", type=float, default=5.0)
+    ap.add_argument("--skew-ms", type=float, default=ReconstructOptions().skew_ms)
     ap.add_argument("--replay", action="store_true", help="also measure replay deciding")
     args = ap.parse_args()
     total: dict[tuple[str, str, str, str], list[int]] = defaultdict(lambda: [0, 0, 0])

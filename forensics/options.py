@@ -208,7 +208,9 @@ class ReconstructOptions:
 
     allocator: Allocator = Allocator.AUTO
     orders: int = 8  # explored orders per node when the timestamps leave ties
-    skew_ms: float = 5.0  # operations closer than this are not ordered by their timestamps
+    # operations closer than this are not ordered by their timestamps: 25 ms, since 5 ms let a
+    # gateway with 20 ms of noise clear a true leaker (docs/guides/without-a-ledger.md)
+    skew_ms: float = 25.0
     replay_budget: int = 4  # layouts replayed per stub receiver (0: replay decides nothing)
     replay_model: str | None = None  # None: the test model when the request log names it
     replay_device: Device = Device.AUTO
