@@ -7,7 +7,7 @@ writes none), then score the lists per side and unit against the generator's tru
 screening alone and for screening plus reconstruction (`reconstruct`, then `analyze`):
 
     PYTHONPATH=. python benchmarks/bench_independent.py [--requests 1500] [--accounts 1000]
-        [--seeds 1 2 3] [--bursts 0.3] [--jitter-us 1000] [--skew-ms 25]
+        [--seeds 1 2 3] [--bursts 0.3] [--jitter-us 1000] [--skew-ms 25] [--orders 8]
 """
 
 from __future__ import annotations
@@ -78,7 +78,8 @@ def run_case(work: Path, seed: int, args: argparse.Namespace) -> dict[str, dict]
     analyze(con)
     results = {"screening": {k: score(v, want[k]) for k, v in found(con).items()}}
     started = time.perf_counter()
-    reconstruct(con, ReconstructOptions(skew_ms=args.skew_ms, replay_budget=0))
+    options = ReconstructOptions(skew_ms=args.skew_ms, orders=args.orders, replay_budget=0)
+    reconstruct(con, options)
     seconds = time.perf_counter() - started
     analyze(con)
     results["reconstructed"] = {k: score(v, want[k]) for k, v in found(con).items()}
@@ -96,6 +97,7 @@ def main() -> None:
     ap.add_argument("--bursts", type=float, default=0.3)
     ap.add_argument("--jitter-us", type=int, default=1000)
     ap.add_argument("--skew-ms", type=float, default=ReconstructOptions().skew_ms)
+    ap.add_argument("--orders", type=int, default=ReconstructOptions().orders)
     args = ap.parse_args()
     total: dict[tuple[str, str, str], list[int]] = defaultdict(lambda: [0, 0, 0])
     with tempfile.TemporaryDirectory() as tmp:
