@@ -93,12 +93,12 @@ def _jittered(
     depend only on the run up to its first read, so the assignments are grouped by what
     reaches the scheduler up to the last stub's first step (UnifiedNode.order_key) and one of
     each group is run that far, each stub sharing its account's prefix and not; a run must
-    give every request its logged
-    prefix-cache hits and its first token and completion n_out - 1 steps apart where they
-    fall in that stretch. Requests that can only start after the stubs' first reads are taken
-    at their earliest steps (jitter.assignments). Every group is run, or none: beyond
-    MOST_ASSIGNMENTS assignments or MOST_GROUPS groups the node is left unexplored and clears
-    nobody, since a union over a sample can miss the run the engine made."""
+    give every request its logged prefix-cache hits and its first token and completion
+    n_out - 1 steps apart where they fall in that stretch. Requests that can only start after
+    the stubs' first reads are taken at their earliest steps (jitter.assignments). Every group
+    is run, or none: beyond MOST_ASSIGNMENTS assignments or MOST_GROUPS groups the node is
+    left unexplored and clears nobody, since a union over a sample can miss the run the
+    engine made."""
     reqs = node.reqs
     stubs = [i for i, r in enumerate(reqs) if r.stub]
     if not stubs:  # no read to rebuild: nothing would be found or cleared

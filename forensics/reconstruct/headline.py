@@ -59,7 +59,11 @@ def reconstruct_headline(summary: ReconstructSummary) -> str:
     nodes = (
         ", ".join(
             f"{n['node']} ({n['allocator']}, {n['orders']} orders"
-            + (f", {n['unread']} first reads not modelled" if n.get("unread") else "")
+            + (
+                f", {n['unread']} first reads not modelled: their candidates stay possible"
+                if n.get("unread")
+                else ""
+            )
             + ")"
             for n in summary["nodes"]
         )
