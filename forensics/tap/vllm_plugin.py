@@ -9,7 +9,8 @@ V1 core, and the process that builds a scheduler (the engine core) records its l
 - `KVCacheManager.get_computed_blocks`: remembers each request's prefix-cache hit blocks;
 - `Scheduler.update_from_output`: before vLLM handles a step's output (the step has run), the
   step's new blocks, writes and reads are recorded from its SchedulerOutput;
-- `KVCacheManager.free`: the request's blocks are given back (and its contents recorded).
+- `KVCacheManager.free`: the request's blocks are given back (and, once it has finished, not
+  when preempted, its contents recorded).
 
 Recording a step when its output comes back, not when it is scheduled, keeps the ledger right
 under asynchronous scheduling: the tokens a step computed are known by then, and a request that
@@ -88,11 +89,20 @@ class Tap:
     def free(self, request: Any) -> None:
         held = self.tracker.held.get(request.request_id)
         self.rec.rows(self.tracker.free(request.request_id))
-        if held is not None and self.settings.contents:
+        # vLLM frees a preempted request's blocks too (its status still running): its
+        # contents are recorded once, when it has finished, with every output token
+        if held is not None and self.settings.contents and _finished(request):
             prompt = list(request.prompt_token_ids or [])
             output = list(request.output_token_ids)
             processed = prompt[held.own_from :] if _stub(held) else None
             self.rec.content(held.rid, prompt, output, processed)
+
+
+def _finished(request: Any) -> bool:
+    """Whether the request is done (vLLM's Request.is_finished; a request without it, as the
+    tap's tests make, counts as done)."""
+    done = getattr(request, "is_finished", None)
+    return bool(done()) if callable(done) else True
 
 
 def _stub(held: Any) -> bool:

@@ -181,3 +181,32 @@ def test_a_restart_keeps_the_events_in_input_order(
     finally:
         con.close()
     assert len(seqs) == 24 and seqs == sorted(seqs)  # input order is the order of events
+
+
+def test_a_preempted_requests_contents_are_recorded_once_when_it_finishes() -> None:
+    """vLLM frees a preempted request's blocks while it is still running, then again when it
+    finishes: one contents row, with every output token (two rows quarantine the second as a
+    duplicate request_id)."""
+    from types import SimpleNamespace
+
+    from forensics.tap.vllm_plugin import Tap
+
+    rows: list[tuple[str, list[int], list[int], list[int] | None]] = []
+    tap = Tap.__new__(Tap)
+    tap.settings = SimpleNamespace(contents=True)
+    tap.rec = SimpleNamespace(rows=lambda _rows: None, content=lambda *row: rows.append(row))
+    held = SimpleNamespace(rid="r1", own_from=0, hit_end=0)
+    tap.tracker = SimpleNamespace(held={"r1": held}, free=lambda _rid: [])
+    status = {"finished": False}
+    request = SimpleNamespace(
+        request_id="r1",
+        prompt_token_ids=[1, 2, 3],
+        output_token_ids=[7, 8],
+        is_finished=lambda: status["finished"],
+    )
+    tap.free(request)  # preempted
+    assert rows == []
+    request.output_token_ids = [7, 8, 9, 10]
+    status["finished"] = True
+    tap.free(request)
+    assert rows == [("r1", [1, 2, 3], [7, 8, 9, 10], None)]
