@@ -81,11 +81,15 @@ def run_case(work: Path, seed: int, args: argparse.Namespace) -> dict[str, dict]
     options = ReconstructOptions(skew_ms=args.skew_ms, orders=args.orders, replay_budget=0)
     reconstruct(con, options)
     seconds = time.perf_counter() - started
+    sampled, stubs = con.execute(sql("bench/sampled_stubs")).fetchall()[0]
     analyze(con)
     results["reconstructed"] = {k: score(v, want[k]) for k, v in found(con).items()}
     results["model pairs"] = {k: score(v, want[k]) for k, v in model_pairs(con).items()}
     con.close()
-    print_case(f"seed {seed}: reconstruct {seconds:.1f} s", results)
+    print_case(
+        f"seed {seed}: reconstruct {seconds:.1f} s, {sampled} of {stubs} stub reads sampled",
+        results,
+    )
     return results
 
 

@@ -207,7 +207,7 @@ class ReconstructOptions:
     """`kvforensics reconstruct`: how ledger-less nodes' page traces are rebuilt."""
 
     allocator: Allocator = Allocator.AUTO
-    orders: int = 8  # explored orders per node when the timestamps leave ties
+    orders: int = 8  # orders sampled for reads past the limit of every order followed
     # operations closer than this are not ordered by their timestamps: 25 ms, since 5 ms let a
     # gateway with 20 ms of noise clear a true leaker (docs/guides/without-a-ledger.md)
     skew_ms: float = 25.0

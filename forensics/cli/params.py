@@ -243,7 +243,8 @@ Orders = Annotated[
     typer.Option(
         "--orders",
         callback=checked("--orders"),
-        help="Orders of events explored per node where the timestamps do not decide.",
+        help="Where a node's runs over every order the timestamps leave open grow past its "
+        "limit, the orders sampled for the reads after that point (the logged one and shuffles).",
     ),
 ]
 SkewMs = Annotated[

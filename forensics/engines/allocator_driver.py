@@ -8,6 +8,10 @@ can be sent ahead in one batch:
     N pool kind n_pages page_size need_sort   create (or replace) a pool; kind: sglang | vllm
     A pool k                                  allocate k pages -> "p1 p2 ..." or "-" (too few)
     F pool p1 p2 ...                          free these pages (one call, in this order)
+    C pool new                                copy pool (sglang, vllm) as pool new
+    K pool                                    -> a digest of the pool's state: equal digests,
+                                                 equal answers to every later A and F
+    D pool                                    drop the pool
     V                                         -> the engine packages' versions, as JSON
 
 vLLM's v1 scheduler with prefix caching on (`vllm-sched` pools; N takes three more fields:
@@ -42,6 +46,8 @@ n_pages pages hands out 1 .. n_pages-1.
 
 from __future__ import annotations
 
+import copy
+import hashlib
 import json
 import sys
 from importlib import metadata
@@ -70,6 +76,24 @@ class SglangPool:
         idx = (t.tensor(pages, dtype=t.int64)[:, None] * self.ps + t.arange(self.ps)).reshape(-1)
         self.alloc_.free(idx)
 
+    def clone(self) -> SglangPool:
+        """A copy: the allocator's attributes copied, its tensors and lists of them cloned."""
+        new = copy.copy(self)
+        new.alloc_ = copy.copy(self.alloc_)
+        for name, value in vars(self.alloc_).items():
+            if isinstance(value, self.torch.Tensor):
+                setattr(new.alloc_, name, value.clone())
+            elif isinstance(value, list):
+                setattr(new.alloc_, name, list(value))
+        return new
+
+    def key(self) -> str:
+        """The free list in its order, then the staged frees as a set (they are merged back
+        sorted, so their order never shows)."""
+        a = self.alloc_
+        staged = sorted(p for t in a.staged_pages for p in t.tolist())
+        return _digest(a.free_pages.tolist(), staged)
+
 
 class VllmPool:
     # need_sort is accepted for the shared constructor: vLLM's pool has no staged frees.
@@ -77,6 +101,7 @@ class VllmPool:
         from vllm.v1.core.block_pool import BlockPool
 
         self.pool = BlockPool(n_pages, False, page_size)
+        self.shape = (n_pages, page_size)
 
     def alloc(self, k: int) -> list[int] | None:
         if k > self.pool.get_num_free_blocks():
@@ -86,6 +111,26 @@ class VllmPool:
     def free(self, pages: list[int]) -> None:
         blocks = self.pool.blocks
         self.pool.free_blocks([blocks[p] for p in reversed(pages)])
+
+    def _free_ids(self) -> list[int]:
+        return [b.block_id for b in self.pool.free_block_queue.get_all_free_blocks()]
+
+    def clone(self) -> VllmPool:
+        """A fresh pool whose free queue is this one's, in its order: every block taken, then
+        this pool's free ones given back in one call (vLLM puts them at the queue's front in
+        the order given)."""
+        new = VllmPool(*self.shape, False)
+        new.pool.get_new_blocks(new.pool.get_num_free_blocks())
+        new.pool.free_blocks([new.pool.blocks[b] for b in self._free_ids()])
+        return new
+
+    def key(self) -> str:
+        return _digest(self._free_ids(), [])
+
+
+def _digest(free: list[int], staged: list[int]) -> str:
+    text = " ".join(map(str, free)) + "|" + " ".join(map(str, staged))
+    return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
 
 
 class VllmScheduler:
@@ -280,6 +325,13 @@ def serve(inp: Any, out: Any) -> None:
         elif op == "Q":
             out.write(f"{pools[int(parts[1])].peek([int(t) for t in parts[2:]])}\n")
             out.flush()
+        elif op == "C":
+            pools[int(parts[2])] = pools[int(parts[1])].clone()
+        elif op == "K":
+            out.write(pools[int(parts[1])].key() + "\n")
+            out.flush()
+        elif op == "D":
+            pools.pop(int(parts[1]), None)
         elif op == "V":
             out.write(json.dumps(versions(), sort_keys=True) + "\n")
             out.flush()

@@ -97,6 +97,23 @@ class EngineAllocators:
         if pages:
             self._send(f"F {pool} {' '.join(map(str, pages))}\n")
 
+    def clone(self, pool: int) -> int:
+        """A copy of an sglang or vllm pool, with its free list in the same state; returns
+        the copy's pool number."""
+        new = self._pools
+        self._pools += 1
+        self._send(f"C {pool} {new}\n")
+        return new
+
+    def key(self, pool: int) -> str:
+        """A digest of the pool's state: pools with equal digests answer every later
+        allocation alike."""
+        return self._ask(f"K {pool}\n")
+
+    def drop(self, pool: int) -> None:
+        """Forget a pool (sent with the next request)."""
+        self._send(f"D {pool}\n")
+
     def add(self, pool: int, rid: str, stub: bool, n_out: int, prompt: list[int]) -> None:
         """vllm-sched: a request arrives with these prompt token ids (sent with the next)."""
         self._send(f"R {pool} {rid} {int(stub)} {n_out} {' '.join(map(str, prompt))}\n")

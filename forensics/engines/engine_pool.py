@@ -51,6 +51,21 @@ class EnginePagePool(PagePool):
         self.drv.free(self.pool, free)
         self.top += len(free)
 
+    def copy(self) -> EnginePagePool:
+        """An independent pool in the same state: the engine allocator copied in the driver."""
+        new = EnginePagePool.__new__(EnginePagePool)
+        new.page_size, new.n_pages, new.top = self.page_size, self.n_pages, self.top
+        new.stack, new.refs = self.stack, self.refs.copy()
+        new.drv, new.probe = self.drv, self.probe
+        new.pool = self.drv.clone(self.pool)
+        return new
+
+    def key(self) -> bytes:
+        return self.drv.key(self.pool).encode()
+
+    def close(self) -> None:
+        self.drv.drop(self.pool)
+
 
 def make_pools(
     kind: str, sizes: list[int], page_size: int

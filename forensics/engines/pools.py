@@ -55,6 +55,21 @@ class PagePool:
         in the given order (the first of them is handed out first)."""
         self.top = int(K.push_pages(self.stack, self.top, self.refs, pages))
 
+    def copy(self) -> PagePool:
+        """An independent pool in the same state."""
+        new = PagePool.__new__(PagePool)
+        new.page_size, new.n_pages, new.top = self.page_size, self.n_pages, self.top
+        new.stack, new.refs = self.stack.copy(), self.refs.copy()
+        return new
+
+    def key(self) -> bytes:
+        """The free list in its order: pools with equal keys answer every later allocation
+        alike (holder counts are the caller's to compare)."""
+        return self.stack[: self.top].tobytes()
+
+    def close(self) -> None:
+        """Nothing to give back for a pool kept here."""
+
 
 @dataclass
 class CacheEntry:

@@ -50,10 +50,16 @@ class Decider:
     contradicted: set[str] = field(default_factory=set)  # stubs no explored layout reproduced
 
     def decide(
-        self, reqs: Sequence[Req], receiver: int, layouts: Counter[Layout]
+        self,
+        reqs: Sequence[Req],
+        receiver: int,
+        layouts: Counter[Layout],
+        unweighed: set[int] | frozenset[int] = frozenset(),
     ) -> dict[int, str]:
-        """Leaker index -> confirmed | cleared, for one receiver (empty: undecided). The
-        replay modules that need torch are imported here, once a model is loaded."""
+        """Leaker index -> confirmed | cleared, for one receiver (empty: undecided); the
+        `unweighed` leakers (found in slots of runs merged into one, in layouts never listed)
+        are never cleared. The replay modules that need torch are imported here, once a model
+        is loaded."""
         from forensics.replay.decode import decode_with_evidence, prefill_logits
         from forensics.replay.evidence import scoring_temperature
         from forensics.replay.judge import response_sha256
@@ -78,7 +84,7 @@ class Decider:
         want_sha = self._delivered_sha(r.request_id)
         reproducing: set[int] = set()
         candidates: set[int] = set()
-        unreplayed: set[int] = set()
+        unreplayed: set[int] = set(unweighed)
         scored: list[tuple[TokenScores, set[int]]] = []
         tried = 0
         for layout, _ in sorted(layouts.items(), key=lambda kv: (-kv[1], kv[0] is None)):

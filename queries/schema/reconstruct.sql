@@ -17,8 +17,10 @@ CREATE TABLE IF NOT EXISTS reconstructed_nodes (
     ambiguous_groups BIGINT NOT NULL,    -- groups of operations the timestamps do not order
                                          -- (vLLM unified node: decode-block schedules the
                                          -- log leaves open, less one)
-    orders         BIGINT NOT NULL,      -- runs explored: kept variants x orders (1 each when
-                                         -- the timestamps decide)
+    orders         BIGINT NOT NULL,      -- orders followed: per kept variant the logged one
+                                         -- and every order of each ambiguous group applied
+                                         -- to each distinct run (1 each when the timestamps
+                                         -- decide); unified node: runs made
     deferred       BIGINT NOT NULL,      -- allocations that waited for a free (pool full)
     unread         BIGINT,               -- requests still waiting at their first token, whose
                                          -- first read is not modelled
@@ -39,11 +41,15 @@ CREATE TABLE IF NOT EXISTS reconstructed_requests (
     waited     BOOLEAN,                  -- its allocation waited for a free (the pool was full)
     unread     BOOLEAN,                  -- still waiting at its first token: its first read is
                                          -- not modelled (screening's possible pairs stand)
-    contradicted BOOLEAN                 -- replay explained its delivered output by none of
+    contradicted BOOLEAN,                -- replay explained its delivered output by none of
                                          -- the explored layouts (none reproduces it and under
                                          -- the most likely one it is implausible): the rebuilt
                                          -- trace is not the engine's for this read
                                          -- (screening's pairs stand)
+    sampled    BOOLEAN                   -- its first read came after the point where not
+                                         -- every order the timestamps leave open could be
+                                         -- followed: its exposures are over the logged order
+                                         -- and --orders - 1 shuffled ones, a sample
 );
 
 -- Nodes without a ledger that reconstruction could not rebuild, with the reason and the fix.
@@ -74,7 +80,8 @@ CREATE TABLE IF NOT EXISTS reconstructed_exposures (
     leaker_account_id   VARCHAR NOT NULL,  -- its account
     node                VARCHAR NOT NULL,  -- the decode node
     tokens              BIGINT NOT NULL,  -- slots read, most over the orders that have the pair
-    support             DOUBLE NOT NULL,  -- share of explored orders in which the pair appears
+    support             DOUBLE NOT NULL,  -- share of the explored runs that made the
+                                          -- receiver's read in which the pair appears
     read_at             TIMESTAMPTZ NOT NULL,  -- the receiver's first token (UTC)
     cross_account       BOOLEAN NOT NULL,  -- the accounts differ
     verdict             VARCHAR           -- replay: confirmed | cleared; NULL: not decided
@@ -88,3 +95,4 @@ ALTER TABLE reconstructed_nodes ADD COLUMN IF NOT EXISTS consistent BOOLEAN;
 ALTER TABLE reconstructed_requests ADD COLUMN IF NOT EXISTS waited BOOLEAN;
 ALTER TABLE reconstructed_requests ADD COLUMN IF NOT EXISTS unread BOOLEAN;
 ALTER TABLE reconstructed_requests ADD COLUMN IF NOT EXISTS contradicted BOOLEAN;
+ALTER TABLE reconstructed_requests ADD COLUMN IF NOT EXISTS sampled BOOLEAN;

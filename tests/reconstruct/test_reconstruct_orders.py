@@ -1,0 +1,192 @@
+"""Every order the timestamps leave open, followed with runs merged where they reach one state
+(forensics.reconstruct.orders), against a naive oracle: every combination of every group's
+orders replayed from the start on a fresh pool, one full run each. The pairs (receiver,
+leaker) found must be the same; merging may only save work."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from itertools import permutations, product
+
+import pytest
+from support.engines import engines_python
+from support.traces import MS, req
+
+from forensics.engines.client import EngineAllocators
+from forensics.engines.engine_pool import EnginePagePool
+from forensics.engines.pools import PagePool
+from forensics.reconstruct import orders
+from forensics.reconstruct.orders import count_orders, explore_orders
+from forensics.reconstruct.pagerun import PageRun, Reads
+from forensics.reconstruct.trace import NodeTrace, Req, fixed, interleavings
+
+Op = tuple[int, int, int]
+Pair = tuple[int, int]
+PS, PAGES = 16, 12
+
+
+def _allowed(part: list[Op], perm: tuple[Op, ...]) -> bool:
+    """The oracle's rule, written apart: each request's operations in their logged order."""
+    return all(
+        [op for op in perm if op[2] == i] == [op for op in part if op[2] == i]
+        for i in {op[2] for op in part}
+    )
+
+
+def _naive_orders(part: list[Op]) -> list[tuple[Op, ...]]:
+    return [p for p in dict.fromkeys(permutations(part)) if _allowed(part, p)]
+
+
+def _case(seed: int) -> NodeTrace:
+    """A decode node of 9 requests on a pool of 11 usable pages, times on a 10 ms grid with
+    some 1 ms apart (groups under a 5 ms skew), a third of them stubs."""
+    rng = random.Random(seed)
+    reqs: list[Req] = []
+    for k in range(9):
+        recv = rng.choice(range(0, 300, 10)) + rng.choice((0, 0, 1))
+        first = recv + rng.choice((10, 20, 30)) + rng.choice((0, 1))
+        done = first + rng.choice((20, 40, 60, 90)) + rng.choice((0, 1))
+        prompt, n_out = rng.choice((16, 20, 32, 40)), rng.choice((1, 8, 20, 30))
+        reqs.append(req(f"r{k}", f"acct-{k % 4}", recv, first, done, prompt, n_out, k % 3 == 1))
+    trace = NodeTrace("decode-0", "decode", PS, PAGES * PS, reqs)
+    trace.find_groups(5 * MS)
+    return trace
+
+
+def _run(trace: NodeTrace, ops: list[Op], pool: PagePool) -> PageRun:
+    run = PageRun(trace, pool, Reads(), events=False)
+    for op in ops:
+        run.step(op)
+    run.close()
+    return run
+
+
+def _naive(trace: NodeTrace, new_pool: Callable[[], PagePool]) -> tuple[set[Pair], int]:
+    """The pairs over every combination of the groups' orders, each run from the start; and
+    how many combinations there were."""
+    choices = [_naive_orders(trace.ops[a:b]) for a, b in trace.groups]
+    pairs: set[Pair] = set()
+    n = 0
+    for pick in product(*choices):
+        ops, pos = [], 0
+        for (a, b), chosen in zip(trace.groups, pick, strict=True):
+            ops += trace.ops[pos:a] + list(chosen)
+            pos = b
+        ops += trace.ops[pos:]
+        reads = Reads()
+        run = PageRun(trace, new_pool(), reads, events=False)
+        for op in ops:
+            run.step(op)
+        run.close()
+        pairs |= set(reads.support)
+        n += 1
+    return pairs, n
+
+
+def _seeds(limit: int, count: int) -> list[int]:
+    """Seeds whose cases have groups, stubs and at most `limit` combinations of orders."""
+    out = []
+    for seed in range(500):
+        trace = _case(seed)
+        if any(b - a > 7 for a, b in trace.groups):
+            continue  # the oracle's permutations grow as the factorial
+        combos = 1
+        for a, b in trace.groups:
+            combos *= len(_naive_orders(trace.ops[a:b]))
+        if 8 <= combos <= limit and any(r.stub for r in trace.reqs):
+            out.append(seed)
+        if len(out) == count:
+            break
+    return out
+
+
+def test_interleavings_are_every_permutation_that_keeps_the_fixed_orders() -> None:
+    checked = 0
+    for seed in range(60):
+        trace = _case(seed)
+        for a, b in trace.groups:
+            part = trace.ops[a:b]
+            if len(part) > 7:
+                continue
+            got = list(interleavings(part, fixed(part)))
+            want = _naive_orders(part)
+            assert got[0] == part  # the logged order first
+            assert sorted(map(tuple, got)) == sorted(want)
+            assert count_orders(part, fixed(part), 10**6) == len(want)
+            checked += 1
+    assert checked > 50
+
+
+@pytest.mark.parametrize("seed", _seeds(400, 12))
+def test_every_order_followed_finds_the_naive_pairs_on_the_lifo_pool(seed: int) -> None:
+    trace = _case(seed)
+    pool = lambda: PagePool(PAGES * PS, PS)  # noqa: E731
+    want, combos = _naive(trace, pool)
+    got = explore_orders(trace, pool, 8)
+    assert not got.why and not got.sampled
+    assert set(got.reads.support) == want
+    assert got.most <= combos
+
+
+def test_the_oracle_cases_find_leaks_and_merge_runs() -> None:
+    """The cases above are not empty: stubs read others' KV, and runs were merged."""
+    pairs, merged = 0, 0
+    for seed in _seeds(400, 12):
+        trace = _case(seed)
+        pool = lambda: PagePool(PAGES * PS, PS)  # noqa: E731
+        got = explore_orders(trace, pool, 8)
+        pairs += len(got.reads.support)
+        merged += got.orders > got.most
+    assert pairs >= 10 and merged >= 6
+
+
+def test_past_the_limit_later_reads_are_sampled(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(orders, "MOST_RUNS", 1)
+    for seed in _seeds(400, 12):
+        trace = _case(seed)
+        pool = lambda: PagePool(PAGES * PS, PS)  # noqa: E731
+        head = _run(trace, trace.ops, pool())
+        got = explore_orders(trace, pool, 8)
+        if got.why:
+            assert "more than 1 distinct runs" in got.why
+            # the stubs read after the limit, and every pair of theirs in the logged order
+            assert got.sampled and all(trace.reqs[i].stub for i in got.sampled)
+            logged = {p for p in head.sink.support if p[0] in got.sampled}
+            assert logged <= set(got.reads.support)
+            assert all(got.reads.reads[i] >= 1 for i in got.sampled if i not in head.unread)
+            return
+    pytest.fail("no case went past one run")
+
+
+@pytest.mark.parametrize("kind", ["sglang", pytest.param("vllm", marks=pytest.mark.slow)])
+def test_every_order_followed_finds_the_naive_pairs_on_the_engines_allocators(
+    kind: str,
+) -> None:
+    with EngineAllocators(engines_python()) as drv:
+        pool = lambda: EnginePagePool(PAGES * PS, PS, drv, kind)  # noqa: E731
+        for seed in _seeds(150, 4):
+            trace = _case(seed)
+            want, _ = _naive(trace, pool)
+            got = explore_orders(trace, pool, 8)
+            assert not got.why
+            assert set(got.reads.support) == want, seed
+
+
+@pytest.mark.parametrize("kind", ["sglang", pytest.param("vllm", marks=pytest.mark.slow)])
+def test_a_copied_engine_pool_answers_as_the_original(kind: str) -> None:
+    with EngineAllocators(engines_python()) as drv:
+        pool = EnginePagePool(PAGES * PS, PS, drv, kind)
+        a, b = pool.alloc(3), pool.alloc(2)
+        assert a is not None and b is not None
+        pool.release(a)
+        copy = pool.copy()
+        assert copy.key() == pool.key()
+        for k in (2, 4, 1):  # the same answers, in the same order
+            got, again = pool.alloc(k), copy.alloc(k)
+            assert got is not None and again is not None
+            assert got.tolist() == again.tolist()
+        pool.release(b)
+        assert copy.key() != pool.key()  # one more free changes the state
+        copy.release(b)
+        assert copy.key() == pool.key()
