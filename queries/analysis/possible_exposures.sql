@@ -69,10 +69,11 @@ WITH starts AS (
      AND (s.pool_since IS NULL OR l.received_at >= s.pool_since)
 )
 SELECT p.*, m.receiver_request_id IS NOT NULL AND (NOT m.unread OR p.basis = 'earlier')
-           AS modelled
+           AS modelled, coalesce(m.sampled, false) AS sampled
 FROM pairs p
 LEFT JOIN (
-    SELECT rr.request_id AS receiver_request_id, rr.node, coalesce(rr.unread, false) AS unread
+    SELECT rr.request_id AS receiver_request_id, rr.node, coalesce(rr.unread, false) AS unread,
+           rr.sampled
     FROM reconstructed_requests rr
     JOIN reconstructed_nodes rn ON rn.node = rr.node AND rn.allocator IN ('sglang', 'vllm')
                                AND (rn.role = 'decode'
@@ -88,7 +89,10 @@ INSERT INTO cleared_findings BY NAME
 SELECT receiver_request_id, receiver_account_id, leaker_request_id, leaker_account_id, node,
        'reconstruction' AS evidence,
        'reconstruction on the node''s real allocator put no data of this request in the pages '
-       || 'the stub read, in any explored run' AS reason
+       || 'the stub read, in any explored run'
+       || CASE WHEN p.sampled THEN ' (a sample of orders: the read came after the point where '
+                                   || 'every order could be followed)'
+               ELSE '' END AS reason
 FROM _possible_candidates p
 WHERE p.modelled AND NOT EXISTS (
     SELECT 1 FROM reconstructed_exposures e
@@ -97,7 +101,7 @@ WHERE p.modelled AND NOT EXISTS (
 ORDER BY 1, 3, 5;
 
 INSERT INTO possible_exposures BY NAME
-SELECT * EXCLUDE (modelled) FROM _possible_candidates p
+SELECT * EXCLUDE (modelled, sampled) FROM _possible_candidates p
 WHERE NOT EXISTS (
     SELECT 1 FROM cleared_findings c
     WHERE c.receiver_request_id = p.receiver_request_id AND c.node = p.node

@@ -6,20 +6,29 @@ leaker) found must be the same; merging may only save work."""
 from __future__ import annotations
 
 import random
+import shutil
 from collections.abc import Callable
 from itertools import permutations, product
+from pathlib import Path
 
+import polars as pl
 import pytest
 from support.engines import engines_python
 from support.traces import MS, req
 
+from forensics.analysis.stage import analyze
+from forensics.db import connect
 from forensics.engines.client import EngineAllocators
 from forensics.engines.engine_pool import EnginePagePool
 from forensics.engines.pools import PagePool
+from forensics.ingest.load import ingest_case
+from forensics.options import Allocator, ReconstructOptions
 from forensics.reconstruct import orders
 from forensics.reconstruct.orders import count_orders, explore_orders
 from forensics.reconstruct.pagerun import PageRun, Reads
+from forensics.reconstruct.stage import reconstruct
 from forensics.reconstruct.trace import NodeTrace, Req, fixed, interleavings
+from forensics.simulate.run import SimOptions, simulate
 
 Op = tuple[int, int, int]
 Pair = tuple[int, int]
@@ -190,3 +199,54 @@ def test_a_copied_engine_pool_answers_as_the_original(kind: str) -> None:
         assert copy.key() != pool.key()  # one more free changes the state
         copy.release(b)
         assert copy.key() == pool.key()
+
+
+def test_a_sampled_read_says_so_where_it_clears(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past the limit of runs followed at once (1 here), the later stubs are marked sampled, the
+    node's variants say from which stub on, and what their reads clear says it rests on a
+    sample; the simulator's true parties stay listed."""
+    full = tmp_path / "full"
+    opts = SimOptions(
+        requests=500,
+        seed=5,
+        scale=0.001,
+        days=1.0,
+        allocator="sglang",
+        contents=False,
+        overrides=(("accounts", 300),),
+    )
+    simulate(full, opts)
+    case = tmp_path / "case"
+    shutil.copytree(full, case, ignore=shutil.ignore_patterns("kv_events", "ground_truth"))
+    ingest_case(case, tmp_path / "case.duckdb")
+    con = connect(tmp_path / "case.duckdb")
+    monkeypatch.setattr(orders, "MOST_RUNS", 1)
+    engines_python()  # built first where missing
+    reconstruct(con, ReconstructOptions(allocator=Allocator.SGLANG))
+    analyze(con)
+    sampled = {r for (r,) in con.execute(SAMPLED).fetchall()}
+    exact = {r for (r,) in con.execute(EXACT).fetchall()}
+    assert sampled and exact  # the first reads were followed in every order, the later not
+    notes = " ".join(v for (v,) in con.execute(VARIANTS).fetchall())
+    assert "every order followed only up to more than 1 distinct runs" in notes
+    cleared = con.execute(CLEARED).fetchall()
+    assert {r for r, _ in cleared} & sampled and {r for r, _ in cleared} & exact
+    for receiver, reason in cleared:
+        assert ("a sample of orders" in reason) == (receiver in sampled), receiver
+    truth = pl.read_csv(full / "ground_truth" / "accounts.csv", infer_schema_length=0)
+    listed = set(con.execute("SELECT side, account_id FROM affected_accounts").fetchall())
+    assert set(zip(truth["side"], truth["account_id"], strict=True)) <= listed
+    con.close()
+
+
+SAMPLED = "SELECT request_id FROM reconstructed_requests WHERE stub AND sampled"
+EXACT = (
+    "SELECT request_id FROM reconstructed_requests r JOIN reconstructed_nodes n USING (node) "
+    "WHERE r.stub AND NOT r.sampled AND n.role = 'decode'"
+)
+VARIANTS = "SELECT variants FROM reconstructed_nodes"
+CLEARED = (
+    "SELECT receiver_request_id, reason FROM cleared_findings WHERE evidence = 'reconstruction'"
+)
