@@ -13,6 +13,7 @@ import duckdb
 import polars as pl
 import pytest
 from support.engines import engines_python
+from support.simhelp import sglang_sim_options
 
 from forensics.analysis.stage import analyze
 from forensics.db import connect
@@ -174,18 +175,7 @@ def test_lifo_reconstruction_without_ledger_finds_the_ground_truth(tmp_path: Pat
 def sglang_case(tmp_path_factory: pytest.TempPathFactory) -> Path:
     engines_python()
     case = tmp_path_factory.mktemp("rc") / "case"
-    simulate(
-        case,
-        SimOptions(
-            requests=500,
-            seed=5,
-            scale=0.001,
-            days=1.0,
-            allocator="sglang",
-            contents=False,
-            overrides=(("accounts", 300),),
-        ),
-    )
+    simulate(case, sglang_sim_options())
     return case
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 from support.engines import engines_python
+from support.simhelp import sglang_sim_options
 from support.traces import MS, req
 
 from forensics.analysis.stage import analyze
@@ -28,7 +29,7 @@ from forensics.reconstruct.orders import count_orders, explore_orders
 from forensics.reconstruct.pagerun import PageRun, Reads
 from forensics.reconstruct.stage import reconstruct
 from forensics.reconstruct.trace import NodeTrace, Req, fixed, interleavings
-from forensics.simulate.run import SimOptions, simulate
+from forensics.simulate.run import simulate
 
 Op = tuple[int, int, int]
 Pair = tuple[int, int]
@@ -208,16 +209,7 @@ def test_a_sampled_read_says_so_where_it_clears(
     node's variants say from which stub on, and what their reads clear says it rests on a
     sample; the simulator's true parties stay listed."""
     full = tmp_path / "full"
-    opts = SimOptions(
-        requests=500,
-        seed=5,
-        scale=0.001,
-        days=1.0,
-        allocator="sglang",
-        contents=False,
-        overrides=(("accounts", 300),),
-    )
-    simulate(full, opts)
+    simulate(full, sglang_sim_options())
     case = tmp_path / "case"
     shutil.copytree(full, case, ignore=shutil.ignore_patterns("kv_events", "ground_truth"))
     ingest_case(case, tmp_path / "case.duckdb")

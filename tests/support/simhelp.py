@@ -12,6 +12,8 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from forensics.simulate.run import SimOptions
+
 OP_RANK = {"free": 0, "alloc": 1, "share": 2, "write": 3, "read": 4}
 
 
@@ -157,3 +159,17 @@ def engine_truth(df: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     slots = T.exposure_slots(pieces)
     exp = T.exposures(slots, ids, nodes, ids) if slots.height else slots
     return exp, T.violations(pieces, ids, nodes)
+
+
+def sglang_sim_options() -> SimOptions:
+    """A simulated case on SGLang's real allocator (500 requests, 300 accounts) with stubs
+    whose reads reconstruction rebuilds: shared by the reconstruction tests."""
+    return SimOptions(
+        requests=500,
+        seed=5,
+        scale=0.001,
+        days=1.0,
+        allocator="sglang",
+        contents=False,
+        overrides=(("accounts", 300),),
+    )
