@@ -28,6 +28,7 @@ counts, precision and recall of requests and of accounts.
     PYTHONPATH=. python benchmarks/bench_ledger_free_vllm.py [--seeds 7 8] [--stub-at 21]
         [--modes batched batched-dup batched-collision healthy-batched]
         [--sampling sampled|greedy] [--workdir DIR] [--reuse] [--limits SEQS [BATCHED]]
+        [--via engine|http] [--delivery-jitter-ms MS|measured] [--round-ms]
 
 --limits sets the engine's max_num_seqs and max_num_batched_tokens (default 8 and vLLM's): with
 fewer seats than requests in flight requests wait, with a budget below the prompts' lengths
@@ -45,6 +46,9 @@ steps needed (`kvforensics jitter` on its tapped ledger) plus 0.5 ms, the bound 
 measured their gateway would state. Without it, a node whose logged times do not mark its steps
 (every run through the server) clears nobody.
 
+--round-ms writes the withheld request log's times to the millisecond (cut, as a gateway that
+logs milliseconds writes them); `measured` then states 1 ms more, the rounding.
+
 --reuse keeps a run already served in --workdir (its case folder with run.json) and only
 scores it again.
 
@@ -55,6 +59,8 @@ engine run takes about a minute on 2 cores.
 from __future__ import annotations
 
 import argparse
+import csv
+import datetime as dt
 import os
 import shutil
 import subprocess
@@ -163,13 +169,31 @@ def analysed(
     return listed(db)
 
 
-def stated(given: str | None, truth_db: Path) -> float | None:
+def stated(given: str | None, truth_db: Path, rounded: bool = False) -> float | None:
     """The delivery jitter stated to reconstruct (`--delivery-jitter-ms`)."""
     if given != "measured":
         return None if given is None else float(given)
     with duckdb.connect(str(truth_db), read_only=True) as con:
         (node,) = measure_delivery(con)
-    return (node.needed_us + 500) / 1000
+    return (node.needed_us + 500 + (1000 if rounded else 0)) / 1000
+
+
+def to_the_ms(log: Path) -> None:
+    """The request log's times cut to the millisecond, in place."""
+    with log.open(newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert rows, log
+    for row in rows:
+        for col in ("received_at", "first_token_at", "completed_at"):
+            if row[col]:
+                t = dt.datetime.fromisoformat(row[col])
+                row[col] = t.replace(microsecond=t.microsecond // 1000 * 1000).isoformat(
+                    timespec="milliseconds"
+                )
+    with log.open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
 
 
 def rebuilt(jitter: float | None) -> str:
@@ -225,6 +249,7 @@ def main() -> None:
         help="stated to reconstruct: a number, or 'measured' (what the run's own steps needed, "
         "from its tapped ledger, plus 0.5 ms); default: none stated",
     )
+    ap.add_argument("--round-ms", action="store_true", help="log times to the millisecond")
     args = ap.parse_args()
     work = args.workdir or Path(tempfile.mkdtemp(prefix="kvf-ledger-free-"))
     model = work / "tiny-llama"
@@ -243,9 +268,11 @@ def main() -> None:
             for db in run.glob("*.duckdb*"):
                 db.unlink()
             truth = analysed(run / "case", run / "truth.duckdb", rebuild=False)
-            jitter = stated(args.delivery_jitter_ms, run / "truth.duckdb")
+            jitter = stated(args.delivery_jitter_ms, run / "truth.duckdb", args.round_ms)
             withheld = run / "withheld"
             shutil.copytree(run / "case", withheld, ignore=shutil.ignore_patterns(*WITHHELD))
+            if args.round_ms:
+                to_the_ms(withheld / "requests.csv")
             print(f"{mode} seed {seed}: engine {seconds:.0f} s; {rebuilt(jitter)}", flush=True)
             print(f"  truth: {named(truth)}", flush=True)
             for method, rebuild in (("screening", False), ("reconstructed", True)):
