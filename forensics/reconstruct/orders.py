@@ -8,12 +8,14 @@ holds, the line of waiting allocations) are merged into one (PageRun.absorb), wh
 slot every writer the merged runs left there. Orders that change nothing later cost nothing
 more.
 
-Every order is followed while the runs followed at once stay within MOST_RUNS and a group's
-orders within MOST_INTERLEAVINGS. On a busy node they do not for long: runs that hand two
-requests each other's pages stay apart while both hold them, and such swaps multiply. From the
-group where the limit is hit, the stubs read later are `sampled`: their exposures are those of
-the logged order and of `samples - 1` orders that shuffle every group at random (`shuffled`),
-a union over a sample that can miss the order the engine took; the node's note and each such
+Every order is followed while the runs followed at once stay within MOST_RUNS (fewer for a
+pool so big that their slot state would pass MOST_BYTES), a group's orders within
+MOST_INTERLEAVINGS and the work within MOST_WORK whole runs' worth of operations. On a busy
+node they do not for long: runs that hand two requests each other's pages stay apart while
+both hold them, and such swaps multiply. From the group where the limit is hit, the stubs read
+later are `sampled`: their exposures are those of the logged order and of `samples - 1` orders
+that shuffle every group at random (`shuffled`), a union over a sample that can miss the order
+the engine took; the node's note and each such
 request say so."""
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ from forensics.reconstruct.pagerun import PageRun, Reads, StateKey
 from forensics.reconstruct.trace import GROW, NodeTrace, Op, fixed, interleavings
 
 MOST_RUNS = 256  # distinct runs followed at once; more: the later reads are sampled
+MOST_BYTES = 2 << 30  # the slot state of the runs followed at once (a big pool: fewer runs)
+MOST_WORK = 64  # operations applied over all runs, in whole runs' worth; more: sampled
 MOST_INTERLEAVINGS = 5_040  # orders of one group (7 operations of 7 requests); more: sampled
 
 
@@ -39,6 +43,7 @@ class Explored:
     reads: Reads = field(default_factory=Reads)
     orders: int = 0  # orders of groups applied, over all runs followed
     most: int = 1  # the most runs followed at once
+    steps: int = 0  # operations applied, over all runs followed
     sampled: set[int] = field(default_factory=set)  # stubs read after the limit was hit
     why: str = ""  # why not every order was followed ("" when every one was)
 
@@ -58,12 +63,15 @@ def explore_orders(trace: NodeTrace, new_pool: Callable[[], PagePool], samples: 
     allow and then `samples` of them, on pools from new_pool."""
     res = Explored()
     frontier = [PageRun(trace, new_pool(), res.reads, events=False)]
+    most_runs = max(1, min(MOST_RUNS, MOST_BYTES // max(frontier[0].nbytes, 1)))
+    budget = MOST_WORK * len(trace.ops)
     pos, stop = 0, len(trace.ops)
     try:
         for a, b in trace.groups:
             for op in trace.ops[pos:a]:
                 for run in frontier:
                     run.step(op)
+            res.steps += (a - pos) * len(frontier)
             part = trace.ops[a:b]
             before = fixed(part)
             if count_orders(part, before, MOST_INTERLEAVINGS) > MOST_INTERLEAVINGS:
@@ -73,8 +81,11 @@ def explore_orders(trace: NodeTrace, new_pool: Callable[[], PagePool], samples: 
                 break
             frontier = _branch(res, frontier, part, before)
             pos = b
-            if len(frontier) > MOST_RUNS:
-                res.why, stop = f"more than {MOST_RUNS} distinct runs", b
+            if len(frontier) > most_runs:
+                res.why, stop = f"more than {most_runs} distinct runs", b
+                break
+            if res.steps > budget:
+                res.why, stop = f"more than {MOST_WORK} whole runs' worth of operations", b
                 break
         if res.why:  # the logged order goes on in the first run
             for run in frontier[1:]:
@@ -149,6 +160,7 @@ def _branch(
             for op in order:
                 copy.step(op)
             res.orders += 1
+            res.steps += len(order)
             key = copy.key()
             if key in merged:
                 merged[key].absorb(copy)

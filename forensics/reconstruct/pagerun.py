@@ -44,14 +44,19 @@ class PageRun:
     def __init__(self, trace: NodeTrace, pool: PagePool, reads: Reads, events: bool) -> None:
         self.trace, self.pool, self.sink = trace, pool, reads
         size = pool.n_pages * trace.page_size
-        self.writer = np.full(size, -1, np.int64)
-        self.wpos = np.full(size, -1, np.int64)
+        self.writer = np.full(size, -1, np.int32)  # request index
+        self.wpos = np.full(size, -1, np.int32)  # sequence position
         self.alt: dict[int, set[tuple[int, int]]] = {}  # slot -> other (writer, position)
         self.held: dict[int, np.ndarray] = {}
         self.waiting: list[int] = []
         self.deferred = 0
         self.unread: set[int] = set()  # requests this run left waiting at their first token
         self.events: list[Event] | None = [] if events else None
+
+    @property
+    def nbytes(self) -> int:
+        """The slot state a copy duplicates."""
+        return int(self.writer.nbytes + self.wpos.nbytes)
 
     def copy(self) -> PageRun:
         """An independent run in the same state (its pool copied; events are not kept)."""

@@ -151,22 +151,32 @@ def test_the_oracle_cases_find_leaks_and_merge_runs() -> None:
     assert pairs >= 10 and merged >= 6
 
 
-def test_past_the_limit_later_reads_are_sampled(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(orders, "MOST_RUNS", 1)
+@pytest.mark.parametrize(
+    ("limit", "value", "why"),
+    [
+        ("MOST_RUNS", 1, "more than 1 distinct runs"),
+        ("MOST_BYTES", 1, "more than 1 distinct runs"),  # a pool too big for two copies
+        ("MOST_WORK", 0, "more than 0 whole runs' worth of operations"),
+    ],
+)
+def test_past_a_limit_later_reads_are_sampled(
+    monkeypatch: pytest.MonkeyPatch, limit: str, value: int, why: str
+) -> None:
+    monkeypatch.setattr(orders, limit, value)
     for seed in _seeds(400, 12):
         trace = _case(seed)
         pool = lambda: PagePool(PAGES * PS, PS)  # noqa: E731
         head = _run(trace, trace.ops, pool())
         got = explore_orders(trace, pool, 8)
-        if got.why:
-            assert "more than 1 distinct runs" in got.why
+        if got.sampled:
+            assert why in got.why
             # the stubs read after the limit, and every pair of theirs in the logged order
-            assert got.sampled and all(trace.reqs[i].stub for i in got.sampled)
+            assert all(trace.reqs[i].stub for i in got.sampled)
             logged = {p for p in head.sink.support if p[0] in got.sampled}
             assert logged <= set(got.reads.support)
             assert all(got.reads.reads[i] >= 1 for i in got.sampled if i not in head.unread)
             return
-    pytest.fail("no case went past one run")
+    pytest.fail("no case went past the limit")
 
 
 @pytest.mark.parametrize("kind", ["sglang", pytest.param("vllm", marks=pytest.mark.slow)])
