@@ -33,6 +33,7 @@ from forensics.reconstruct.trace import GROW, NodeTrace, Op, fixed, interleaving
 MOST_RUNS = 256  # distinct runs followed at once; more: the later reads are sampled
 MOST_BYTES = 2 << 30  # the slot state of the runs followed at once (a big pool: fewer runs)
 MOST_WORK = 64  # operations applied over all runs, in whole runs' worth; more: sampled
+COPY_BYTES_PER_STEP = 65_536  # a copy counts one operation per this much slot state copied
 MOST_INTERLEAVINGS = 5_040  # orders of one group (7 operations of 7 requests); more: sampled
 
 
@@ -43,7 +44,7 @@ class Explored:
     reads: Reads = field(default_factory=Reads)
     orders: int = 0  # orders of groups applied, over all runs followed
     most: int = 1  # the most runs followed at once
-    steps: int = 0  # operations applied, over all runs followed
+    steps: int = 0  # operations applied over all runs followed, copies counted in
     sampled: set[int] = field(default_factory=set)  # stubs read after the limit was hit
     why: str = ""  # why not every order was followed ("" when every one was)
 
@@ -160,7 +161,7 @@ def _branch(
             for op in order:
                 copy.step(op)
             res.orders += 1
-            res.steps += len(order)
+            res.steps += len(order) + 1 + copy.nbytes // COPY_BYTES_PER_STEP
             key = copy.key()
             if key in merged:
                 merged[key].absorb(copy)
