@@ -20,6 +20,7 @@ class NodeLine(TypedDict):
     allocator: str
     orders: int  # runs explored
     unread: int  # stub first reads the kept runs could not model
+    sampled: NotRequired[int]  # stub first reads over a sample of orders, not every one
 
 
 class Skipped(TypedDict):
@@ -54,14 +55,19 @@ class ReconstructSummary(TypedDict):
 
 
 def reconstruct_headline(summary: ReconstructSummary) -> str:
-    """The nodes rebuilt, what they gave, the requests whose first read could not be modelled,
-    and the nodes not rebuilt."""
+    """The nodes rebuilt, what they gave, the requests whose first read could not be modelled
+    or rests on a sample of orders, and the nodes not rebuilt."""
     nodes = (
         ", ".join(
             f"{n['node']} ({n['allocator']}, {n['orders']} orders"
             + (
                 f", {n['unread']} first reads not modelled: their candidates stay possible"
                 if n.get("unread")
+                else ""
+            )
+            + (
+                f", {n['sampled']} stub reads over a sample of orders, not every one"
+                if n.get("sampled")
                 else ""
             )
             + ")"

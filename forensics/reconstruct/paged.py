@@ -156,7 +156,8 @@ def paged_node(
     )
     variants = "; ".join(_variant_name(combos[c]) for c in kept) + f"; {skew}"
     return node_row(traces[kept[0]], kind, groups, orders, first.deferred, len(unread)) | {
-        "variants": "; ".join([variants, *notes])
+        "variants": "; ".join([variants, *notes]),
+        "sampled": len(sampled),
     }
 
 

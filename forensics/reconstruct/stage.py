@@ -86,6 +86,7 @@ def reconstruct(
                 _skip(con, skipped, node, str(exc))
                 engines_missing = True
                 continue
+            sampled = row.pop("sampled", 0)
             con.execute(
                 sql("reconstruct/insert_node"),
                 {
@@ -102,6 +103,7 @@ def reconstruct(
                     allocator=row["allocator"],
                     orders=row["orders"],
                     unread=row["unread"],
+                    sampled=sampled,
                 )
             )
     finally:

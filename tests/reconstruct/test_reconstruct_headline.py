@@ -33,3 +33,10 @@ def test_zero_pairs_with_an_unmodelled_read_says_its_candidates_stay_possible() 
     assert "0 cross-account" in line
     assert "1 first reads not modelled: their candidates stay possible" in line
     assert "not modelled" not in reconstruct_headline(_summary(0))
+
+
+def test_reads_over_a_sample_of_orders_are_counted() -> None:
+    summary = _summary(0)
+    summary["nodes"][0]["sampled"] = 3
+    assert "3 stub reads over a sample of orders, not every one" in reconstruct_headline(summary)
+    assert "sample" not in reconstruct_headline(_summary(0))

@@ -25,6 +25,7 @@ from forensics.engines.pools import PagePool
 from forensics.ingest.load import ingest_case
 from forensics.options import Allocator, ReconstructOptions
 from forensics.reconstruct import orders
+from forensics.reconstruct.headline import reconstruct_headline
 from forensics.reconstruct.orders import count_orders, explore_orders
 from forensics.reconstruct.pagerun import PageRun, Reads
 from forensics.reconstruct.stage import reconstruct
@@ -226,9 +227,11 @@ def test_a_sampled_read_says_so_where_it_clears(
     con = connect(tmp_path / "case.duckdb")
     monkeypatch.setattr(orders, "MOST_RUNS", 1)
     engines_python()  # built first where missing
-    reconstruct(con, ReconstructOptions(allocator=Allocator.SGLANG))
+    summary = reconstruct(con, ReconstructOptions(allocator=Allocator.SGLANG))
     analyze(con)
     sampled = {r for (r,) in con.execute(SAMPLED).fetchall()}
+    assert sum(n.get("sampled", 0) for n in summary["nodes"]) == len(sampled)
+    assert "stub reads over a sample of orders" in reconstruct_headline(summary)
     exact = {r for (r,) in con.execute(EXACT).fetchall()}
     assert sampled and exact  # the first reads were followed in every order, the later not
     notes = " ".join(v for (v,) in con.execute(VARIANTS).fetchall())
