@@ -20,7 +20,6 @@ request say so."""
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -118,15 +117,7 @@ def _sample(
         finally:
             run.close()
         res.orders += 1
-    keep = res.sampled
-    res.reads.reads.update({i: n for i, n in reads.reads.items() if i in keep})
-    res.reads.support.update({p: n for p, n in reads.support.items() if p[0] in keep})
-    for pair, n in reads.tokens.items():
-        if pair[0] in keep:
-            res.reads.tokens[pair] = max(res.reads.tokens.get(pair, 0), n)
-    for i in keep & reads.layouts.keys():
-        res.reads.layouts.setdefault(i, Counter()).update(reads.layouts[i])
-    res.reads.unread |= reads.unread & keep
+    res.reads.add(reads, res.sampled)
 
 
 def shuffled(trace: NodeTrace, k: int) -> list[Op]:

@@ -4,7 +4,6 @@ log best, then in every order the timestamps leave open (orders.py)."""
 
 from __future__ import annotations
 
-from collections import Counter
 from functools import partial
 from itertools import product
 from typing import Any
@@ -131,7 +130,7 @@ def paged_node(
         else:  # one order, or no stub read for the orders to change
             ex = Explored(reads=heads[c][1])
         orders += ex.orders + 1
-        _add(total, ex.reads)
+        total.add(ex.reads)
         unread |= heads[c][1].unread  # the logged order's (as the variants were chosen)
         sampled |= ex.sampled
         if ex.why:
@@ -169,19 +168,6 @@ def _logged_order(trace: NodeTrace, pool: PagePool) -> tuple[PageRun, Reads]:
         run.step(op)
     run.close()
     return run, reads
-
-
-def _add(total: Reads, reads: Reads) -> None:
-    """Add one variant's reads to the node's."""
-    total.reads.update(reads.reads)
-    total.support.update(reads.support)
-    for pair, n in reads.tokens.items():
-        total.tokens[pair] = max(total.tokens.get(pair, 0), n)
-    for receiver, layouts in reads.layouts.items():
-        total.layouts.setdefault(receiver, Counter()).update(layouts)
-    for receiver, leakers in reads.unweighed.items():
-        total.unweighed.setdefault(receiver, set()).update(leakers)
-    total.waited |= reads.waited
 
 
 def _stopped(combo: Combo, ex: Explored, trace: NodeTrace) -> str:

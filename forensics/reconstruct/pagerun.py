@@ -33,6 +33,28 @@ class Reads:
     waited: set[int] = field(default_factory=set)  # allocations that waited in some run
     unread: set[int] = field(default_factory=set)  # still waiting at their first token
 
+    def add(self, other: Reads, receivers: set[int] | None = None) -> None:
+        """Add another exploration's reads: all of them, or only these receivers' (and then
+        not its waiting allocations)."""
+
+        def kept(i: int) -> bool:
+            return receivers is None or i in receivers
+
+        self.reads.update({i: n for i, n in other.reads.items() if kept(i)})
+        self.support.update({p: n for p, n in other.support.items() if kept(p[0])})
+        for pair, n in other.tokens.items():
+            if kept(pair[0]):
+                self.tokens[pair] = max(self.tokens.get(pair, 0), n)
+        for i, layouts in other.layouts.items():
+            if kept(i):
+                self.layouts.setdefault(i, Counter()).update(layouts)
+        for i, leakers in other.unweighed.items():
+            if kept(i):
+                self.unweighed.setdefault(i, set()).update(leakers)
+        if receivers is None:
+            self.waited |= other.waited
+        self.unread |= {i for i in other.unread if kept(i)}
+
     def share(self, pair: tuple[int, int]) -> float:
         """The share of the runs that made the receiver's read in which the pair appears."""
         return self.support[pair] / max(self.reads[pair[0]], 1)
