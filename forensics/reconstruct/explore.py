@@ -12,7 +12,9 @@ from dataclasses import dataclass, field
 from forensics.base.progress import ProgressFn, no_progress
 from forensics.engines.client import EngineAllocators
 from forensics.reconstruct.jitter import (
+    MOST_PLACEMENTS,
     MOST_REQUESTS,
+    TooMany,
     assignments,
     first_token_order,
     least_jitter,
@@ -96,9 +98,9 @@ def _jittered(
     give every request its logged prefix-cache hits and its first token and completion
     n_out - 1 steps apart where they fall in that stretch. Requests that can only start after
     the stubs' first reads are taken at their earliest steps (jitter.assignments). Every group
-    is run, or none: beyond MOST_ASSIGNMENTS assignments or MOST_GROUPS groups the node is
-    left unexplored and clears nobody, since a union over a sample can miss the run the
-    engine made."""
+    is run, or none: beyond MOST_ASSIGNMENTS assignments, MOST_GROUPS groups or
+    MOST_PLACEMENTS steps tried (jitter.TooMany) the node is left unexplored and clears
+    nobody, since a union over a sample can miss the run the engine made."""
     reqs = node.reqs
     stubs = [i for i, r in enumerate(reqs) if r.stub]
     if not stubs:  # no read to rebuild: nothing would be found or cleared
@@ -116,25 +118,31 @@ def _jittered(
     seen = 0
     order = first_token_order(reqs)
     last_stub = max(order.index(i) for i in stubs)
-    for first in assignments(reqs, d, last_stub, node.leads):
-        seen += 1
-        if not seen % REPORT_EVERY:
-            progress("sets of engine steps the jittered times allow", seen, None)
-        until = max(first[i] for i in stubs)
-        key = node.order_key(first, until)
-        if key is not None:
-            groups.setdefault(key, (first, until))
-        if seen > MOST_ASSIGNMENTS or len(groups) > MOST_GROUPS:
-            many = (
-                f"{MOST_ASSIGNMENTS:,} sets of first-token steps"
-                if seen > MOST_ASSIGNMENTS
-                else f"{MOST_GROUPS:,} distinct runs"
-            )
-            res.why = (
-                f"more than {many} with {jitter / 1000:.1f} ms of delivery jitter; none was "
-                "run, so nothing is cleared"
-            )
-            return
+    many = ""
+    try:
+        for first in assignments(reqs, d, last_stub, node.leads, MOST_PLACEMENTS):
+            seen += 1
+            if not seen % REPORT_EVERY:
+                progress("sets of engine steps the jittered times allow", seen, None)
+            until = max(first[i] for i in stubs)
+            key = node.order_key(first, until)
+            if key is not None:
+                groups.setdefault(key, (first, until))
+            if seen > MOST_ASSIGNMENTS or len(groups) > MOST_GROUPS:
+                many = (
+                    f"more than {MOST_ASSIGNMENTS:,} sets of first-token steps"
+                    if seen > MOST_ASSIGNMENTS
+                    else f"more than {MOST_GROUPS:,} distinct runs"
+                )
+                break
+    except TooMany:
+        many = f"more first-token steps to try than {MOST_PLACEMENTS:,}"
+    if many:
+        res.why = (
+            f"{many} with {jitter / 1000:.1f} ms of delivery jitter; none was run, so "
+            "nothing is cleared"
+        )
+        return
     if not groups:
         res.why = (
             f"no engine steps that fit the logged times with {jitter / 1000:.1f} ms of delivery "

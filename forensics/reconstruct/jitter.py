@@ -17,8 +17,14 @@ before output b (request q, k_b); and f_q >= f_r + k_a + 1 when output a was log
 request q was received (the step that made it had ended before q reached the engine; no
 jitter is needed there: an output is logged after its step). Its minimal network (all-pairs
 shortest paths) is backtrack-free: taking the requests in the order of their first tokens,
-any value within the bounds the ones already taken leave extends to a full solution, so
-`assignments` enumerates every solution without a dead end."""
+any value within the bounds the ones already taken leave extends to a full solution.
+
+The network alone leaves a request that nothing logged bounds on one side free to go
+arbitrarily far that way (behind a stalled server, most requests), and the engine's run is
+not the one at its earliest step. What bounds it is that an engine with nothing in flight runs
+no step: numbered as the engine numbers them, the steps from the first arrival to the last
+output each have a request in flight. `assignments` gives every solution with no idle step,
+the engine's own among them, and tells when there are more than it may try (TooMany)."""
 
 from __future__ import annotations
 
@@ -29,7 +35,13 @@ import numpy as np
 from forensics.reconstruct.trace import Req
 
 MOST_REQUESTS = 600  # nodes with more requests are not solved this way
+MOST_PLACEMENTS = 2_000_000  # steps tried for one request or another (assignments); more: TooMany
 UNBOUNDED = 1 << 40
+
+
+class TooMany(Exception):
+    """More placements tried than assignments was allowed: the assignments given so far are
+    not all there are."""
 
 
 def _outputs(reqs: list[Req]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -85,64 +97,138 @@ def first_token_order(reqs: list[Req]) -> list[int]:
 
 
 def assignments(
-    reqs: list[Req], d: np.ndarray, until: int | None = None, lead: list[int] | None = None
+    reqs: list[Req],
+    d: np.ndarray,
+    until: int | None = None,
+    lead: list[int] | None = None,
+    most: int = MOST_PLACEMENTS,
 ) -> Iterator[list[int]]:
-    """Every set of first-token steps that satisfies the network, shifted to start at step 0,
-    depth first: each request, in first_token_order, over the steps the ones before it leave.
-    A request no earlier one bounds from above (it came after an idle engine) takes its
-    earliest step: later ones only shift every step after it.
+    """Every set of first-token steps that satisfies the network and leaves no engine step
+    idle between the first arrival and the last output (an engine with nothing in flight runs
+    no step, so the engine's own steps are such a set), shifted to start at step 0, depth
+    first: each request, in first_token_order, over the steps the ones before it leave. Where
+    nothing taken bounds a request from one side, its steps are bounded by how many idle steps
+    the requests not yet taken could fill.
 
     With `until` (a position in first_token_order): once the requests up to it are taken, and
     every request not yet taken can only start after the last step they took (its lowest step
     less lead[v], the steps it arrives before its first token), the rest take their lowest
     steps: one assignment stands for every way they could go on, which changes nothing up to
-    that step."""
+    that step.
+
+    Raises TooMany once more than `most` steps were tried for one request or another."""
     order = first_token_order(reqs)
-    ahead = lead or [0] * len(reqs)
-    return (list(f) for f in _every(order, d, until, ahead))
+    ahead = np.asarray(lead or [0] * len(reqs), np.int64)
+    outs = np.asarray([max(r.n_out, 1) for r in reqs], np.int64)
+    return (list(f) for f in _every(order, d, until, ahead, outs, most))
 
 
-def _bounds(v: int, taken: np.ndarray, f: np.ndarray, d: np.ndarray) -> tuple[int, int, bool]:
-    """The steps request v can take given the ones taken: (lowest, highest, bounded above)."""
+def _idle(f: np.ndarray, lead: np.ndarray, outs: np.ndarray, who: np.ndarray) -> np.ndarray:
+    """Per step from the first arrival of the requests `who` to their last output: whether
+    none of them is in flight (arrived, last output not yet made)."""
+    first, last = f[who] - lead[who], f[who] + outs[who] - 1
+    low = int(first.min())
+    flight = np.zeros(int(last.max()) - low + 2, np.int64)
+    np.add.at(flight, first - low, 1)
+    np.add.at(flight, last - low + 1, -1)
+    return np.cumsum(flight)[:-1] == 0
+
+
+def _fillable(  # noqa: PLR0913
+    f: np.ndarray, d: np.ndarray, taken: np.ndarray, rest: np.ndarray, lead: np.ndarray,
+    outs: np.ndarray, spare: int,
+) -> bool:  # fmt: skip
+    """Whether the requests not yet taken could fill every idle step among the ones taken:
+    no more idle steps than they span, and each idle step within the steps some one of them
+    can reach (between its lowest arrival and its highest last output the network allows)."""
+    idle = _idle(f, lead, outs, taken)
+    if not idle.any():
+        return True
+    if int(idle.sum()) > spare:
+        return False
+    steps = np.flatnonzero(idle) + int((f[taken] - lead[taken]).min())
+    lo = (f[taken][None, :] - d[rest][:, taken]).max(axis=1) - lead[rest]
+    hi = np.minimum((f[taken][None, :] + d[taken][:, rest].T).min(axis=1), UNBOUNDED)
+    hi = hi + outs[rest] - 1
+    reached = (lo[None, :] <= steps[:, None]) & (steps[:, None] <= hi[None, :])
+    return bool(reached.any(axis=1).all())
+
+
+def _reach(
+    v: int, taken: np.ndarray, f: np.ndarray, d: np.ndarray, spare: int, lead: np.ndarray,
+    outs: np.ndarray,
+) -> range:  # fmt: skip
+    """The steps request v can take given the ones taken: within the network's bounds, and
+    no further from the taken ones' steps than the `spare` steps the requests not yet taken
+    span could fill (any further leaves a step with nothing in flight between them)."""
     if not len(taken):
-        return 0, 0, True
+        return range(0, 1)
     lo = int((f[taken] - d[v, taken]).max())
     hi = int((f[taken] + d[taken, v]).min())
-    if lo <= -UNBOUNDED // 2:  # nothing taken bounds it from below
-        lo = hi if hi < UNBOUNDED // 2 else 0
-    return lo, hi, hi < UNBOUNDED // 2
+    first = int((f[taken] - lead[taken]).min())
+    last = int((f[taken] + outs[taken] - 1).max())
+    lo = max(lo, first - int(outs[v]) - spare)  # v's last output within reach before them
+    hi = min(hi, last + 1 + int(lead[v]) + spare)  # v's arrival within reach after them
+    return range(lo, hi + 1)
 
 
-def _every(
-    order: list[int], d: np.ndarray, until: int | None, lead: list[int]
+def _every(  # noqa: PLR0913
+    order: list[int],
+    d: np.ndarray,
+    until: int | None,
+    lead: np.ndarray,
+    outs: np.ndarray,
+    most: int,
 ) -> Iterator[tuple[int, ...]]:
     """Every assignment, depth first; past `until`, one for every way the rest could go on
-    where none of them can start by the last step taken so far."""
+    where none of them can start by the last step taken so far. A placement that leaves more
+    idle steps among the ones taken than the requests not yet taken span is not followed."""
     f = np.zeros(len(order), np.int64)
+    work = [0]
     sequence = np.asarray(order, np.int64)
+    spans = (lead + outs)[sequence]
+    spare = [int(spans[k + 1 :].sum()) for k in range(len(order))]
 
     def after(k: int) -> bool:
         """Whether every request from position k on starts after every step taken."""
-        taken, last = sequence[:k], int(f[sequence[:k]].max())
+        taken, last = sequence[:k], int((f[sequence[:k]] + outs[sequence[:k]] - 1).max())
         for v in order[k:]:
             lowest = int((f[taken] - d[v, taken]).max())
             if lowest <= -UNBOUNDED // 2 or lowest - lead[v] <= last:
                 return False
         return True
 
+    def rest(k: int) -> tuple[int, ...] | None:
+        """The requests from position k on at their lowest steps, after the ones taken, with
+        the idle steps between them dropped; None if the ones taken leave a step idle."""
+        if _idle(f, lead, outs, sequence[:k]).any():
+            return None
+        for j in range(k, len(order)):
+            taken = sequence[:j]
+            f[order[j]] = int((f[taken] - d[order[j], taken]).max())
+        idle = _idle(f, lead, outs, sequence)
+        low = int((f - lead).min())
+        shut = np.concatenate(([0], np.cumsum(idle)))[f - low]  # idle steps before each
+        g = f - shut
+        return tuple((g - g.min()).tolist())
+
     def place(k: int) -> Iterator[tuple[int, ...]]:
         if k == len(order):
-            yield tuple((f - f.min()).tolist())
+            if not _idle(f, lead, outs, sequence).any():
+                yield tuple((f - f.min()).tolist())
             return
         if until is not None and k > until and after(k):
-            for j in range(k, len(order)):
-                f[order[j]] = _bounds(order[j], sequence[:j], f, d)[0]
-            yield tuple((f - f.min()).tolist())
+            ended = rest(k)
+            if ended is not None:
+                yield ended
             return
         v = order[k]
-        lo, hi, bounded = _bounds(v, sequence[:k], f, d)
-        for x in range(lo, hi + 1 if bounded else lo + 1):
+        for x in _reach(v, sequence[:k], f, d, spare[k], lead, outs):
             f[v] = x
-            yield from place(k + 1)
+            work[0] += 1
+            if work[0] > most:
+                raise TooMany(most)
+            if _fillable(f, d, sequence[: k + 1], sequence[k + 1 :], lead, outs, spare[k]):
+                yield from place(k + 1)
 
     yield from place(0)

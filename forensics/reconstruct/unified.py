@@ -159,7 +159,11 @@ class UnifiedNode:
         if len(self.clusters) > MAX_STEPS:
             return f"{len(self.clusters)} logged steps, more than {MAX_STEPS} are not explored"
         if self.spans is None:
-            return "a request spans more logged steps than it has output tokens (preempted?)"
+            return (
+                "a request spans more logged steps than it has output tokens (a preemption, "
+                "or one step's outputs logged further apart than steps are: the log cannot "
+                "tell which; --delivery-jitter-ms rebuilds it under a stated bound)"
+            )
         return ""
 
     def unplaced(self) -> str:

@@ -86,6 +86,18 @@ def test_more_groups_than_may_be_run_clear_nobody(
     assert "more than 1 distinct runs" in res.why and "nothing is cleared" in res.why, res.why
 
 
+def test_more_steps_to_try_than_may_be_tried_clear_nobody(
+    drv: EngineAllocators, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Behind a stalled server the steps the times allow can be too many to enumerate: the
+    node is then left unexplored and clears nobody, not cleared over the ones tried."""
+    monkeypatch.setattr(E, "MOST_PLACEMENTS", 3)
+    res = E.explore(_node(3), drv)
+    assert res.kept == 0 and not res.consistent and not res.exposures
+    assert "more first-token steps to try than 3" in res.why, res.why
+    assert "nothing is cleared" in res.why, res.why
+
+
 def test_a_prompt_logged_as_all_cached_still_arrives_at_its_first_token() -> None:
     """vLLM computes a prompt's last token even when all of it is cached; a log that reports
     every prompt token cached (damaged, or another engine) must not put the arrival after the
