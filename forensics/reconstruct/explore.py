@@ -43,6 +43,7 @@ class UnifiedResult:
     why: str = ""
     ambiguous: int = 0
     note: str = ""  # how the runs' steps were found, where not read off the log
+    cut: bool = False  # the runs on the clock stopped before every one was made
 
 
 def explore(
@@ -71,6 +72,12 @@ def explore(
     if not res.kept and not unstepped:
         for s in shared:
             _keep(res, node.timed_runs(drv, s, lambda: res.kept == 0, TIMED_RUNS))
+        if res.cut:  # a sample of the runs on the clock: the engine's may be another
+            res.why = (
+                f"more than {TIMED_RUNS} runs on the clock per stub sharing; none is kept, so "
+                "nothing is cleared"
+            )
+            res.kept, res.exposures, res.tokens, res.layouts, res.events = 0, Counter(), {}, {}, []
     if not res.kept:
         _jittered(res, node, drv, shared, progress)
     res.consistent = res.kept > 0
@@ -178,6 +185,9 @@ def _keep(res: UnifiedResult, runs_: Iterator[UnifiedRun]) -> None:
     """Count the runs and keep the consistent ones' exposures and layouts (the first one's
     events)."""
     for run in runs_:
+        if run.cut:
+            res.cut = True
+            continue
         res.runs += 1
         if not run.ok:
             res.why = res.why or run.why

@@ -25,6 +25,7 @@ class UnifiedRun:
     events: list[Event] = field(default_factory=list)
     hits: dict[int, int] = field(default_factory=dict)
     branches: int = 0  # arrivals a run on the clock had to decide (UnifiedNode.run_timed)
+    cut: bool = False  # not a run: the runs on the clock stopped before every one was made
 
 
 def logged_at(

@@ -333,7 +333,9 @@ class UnifiedNode:
     ) -> Iterator[UnifiedRun]:
         """Runs on the clock (run_timed), depth first over the arrivals it must decide: each
         next run turns around the latest decision not turned yet (and keeps the ones before
-        it); at most `tries` runs. first(): whether no run is kept yet (that run records events)."""
+        it); at most `tries` runs, and where decisions are left after them, a last UnifiedRun
+        with `cut` set that says so (the runs made are then a sample, which clears nothing).
+        first(): whether no run is kept yet (that run records events)."""
         choices: list[bool] = []
         for _ in range(tries):
             run = self.run_timed(drv, stub_shared, first(), choices)
@@ -345,6 +347,7 @@ class UnifiedNode:
                 return
             seq[-1] = True
             choices = seq
+        yield UnifiedRun(ok=False, why=f"more than {tries} runs on the clock", cut=True)
 
     def _arrive(self, drv: EngineAllocators, pool: int, i: int, stub_shared: bool) -> None:
         """Request i arrives with a synthesized prompt: for a stub, shared with its account's

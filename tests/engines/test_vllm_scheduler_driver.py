@@ -18,7 +18,7 @@ from support.traces import MS, req
 
 from forensics.engines.client import EngineAllocators
 from forensics.reconstruct.explore import explore
-from forensics.reconstruct.runstate import Limits
+from forensics.reconstruct.runstate import Limits, UnifiedRun
 from forensics.reconstruct.steps import (
     merge_gap,
     resolution,
@@ -274,3 +274,29 @@ def test_limits_a_damaged_log_gives_are_held_to_what_vllm_accepts(drv: EngineAll
     )
     assert res.consistent
     assert Limits(max_num_seqs=64, max_batched=4).config() == (4, 4, 1)
+
+
+def test_runs_on_the_clock_cut_short_clear_nobody(
+    drv: EngineAllocators, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where no step layout fits, the runs on the clock decide arrivals depth first up to a
+    limit; past it the runs made are a sample, and a run that fits among them is not the
+    engine's for sure: the node keeps none and clears nobody."""
+    reqs = [
+        _req("a", "acct-a", 0, 10, 10, 2, 1, 0),
+        _req("b", "acct-b", 1, 10, 10, 2, 1, 0),
+        _req("c", "acct-c", 2, 10, 10, 6, 1, 0),
+    ]
+    node = UnifiedNode("n", reqs, BS, 8, 1 * MS, Limits(max_num_seqs=2), jitter_us=0)
+    fits = UnifiedRun(exposures={(2, 0): 1})
+
+    def sampled(*_: object) -> Iterator[UnifiedRun]:
+        yield fits
+        yield UnifiedRun(ok=False, why="more than 1 runs on the clock", cut=True)
+
+    monkeypatch.setattr(node, "timed_runs", sampled)
+    res = explore(node, drv)
+    assert not res.consistent and not res.exposures and res.kept == 0
+    assert "runs on the clock" in res.why and "nothing is cleared" in res.why, res.why
+    monkeypatch.setattr(node, "timed_runs", lambda *_: iter([fits]))
+    assert explore(node, drv).consistent  # every run made: the fitting one is kept
