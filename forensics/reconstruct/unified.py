@@ -274,12 +274,14 @@ class UnifiedNode:
         (StepClock), never reaching the next logged step's time. An engine with nothing to do
         waits for the next arrival.
 
-        A request that arrived before the clock joins the next step. One that arrived after it
-        but before the next logged step's time may have joined the next step (a gateway that
-        adds requests between steps logs arrivals in the gaps, and the clock of unlogged steps
-        is an estimate) or not: it joins where it arrived within a typical step of the clock,
-        else not, unless choices[k] is True for this, the k-th such arrival, which turns that
-        around. The run's `branches` counts the arrivals it had to decide."""
+        A request that arrived before the last logged step's time (or the arrival the engine
+        waited for) joins the next step. One that arrived after it but before the next logged
+        step's time may have joined the next step (a gateway that adds requests between steps
+        logs arrivals in the gaps, and the clock of unlogged steps is only an estimate, so
+        also where it arrived before that estimate) or not: it joins where it arrived within a
+        typical step of the clock, else not, unless choices[k] is True for this, the k-th
+        such decision, which turns that around. The run's `branches` counts the decisions it
+        made."""
         assert self.spans is not None
         pool = drv.new_pool("vllm-sched", self.n_blocks, self.ps, False, *self.limits.config())
         state = RunState(self.reqs, self.ps, self.n_blocks, events)
@@ -287,6 +289,7 @@ class UnifiedNode:
         order = sorted(range(len(reqs)), key=lambda i: (reqs[i].received_us, i))
         step_us = StepClock(reqs)
         clock, logged, came, decided = reqs[order[0]].received_us, 0, 0, 0
+        known = clock  # the clock as the log fixes it: unlogged steps' times are estimates
         budget = self.limits.config()[1]
         most = len(self.clusters) + sum(r.n_out + r.prompt // budget + 1 for r in reqs) + 8
         for _ in range(most):
@@ -294,7 +297,7 @@ class UnifiedNode:
             far = max(near, self.clusters[logged] if logged < len(self.clusters) else near)
             while came < len(order) and reqs[order[came]].received_us <= far:
                 at = reqs[order[came]].received_us
-                if at > clock:  # it may have come before the next step began, or not
+                if at > known:  # it may have come before the next step began, or not
                     flipped = decided < len(choices) and choices[decided]
                     decided += 1
                     if (at <= near) == flipped:
@@ -302,7 +305,7 @@ class UnifiedNode:
                 self._arrive(drv, pool, order[came], stub_shared)
                 came += 1
             if came == len(state.done) and came < len(order):
-                clock = reqs[order[came]].received_us  # idle until the next arrival
+                clock = known = reqs[order[came]].received_us  # idle until the next arrival
                 continue
             (step,) = drv.steps(pool, 1)
             if step["first"] or step["done"]:
@@ -314,6 +317,7 @@ class UnifiedNode:
                     )
                 why = state.step(step, logged_at(logged, spans_))
                 clock, logged = self.clusters[logged], logged + 1
+                known = clock
             else:
                 why = state.step(step, logged_at(-1, spans_))  # asks nothing: no outputs
                 later = clock + step_us.around(clock)
