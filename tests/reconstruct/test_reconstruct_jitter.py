@@ -9,12 +9,20 @@ every assignment is enumerated naively."""
 from __future__ import annotations
 
 import itertools
+import json
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 from support.jitter_log import log as _log
 
-from forensics.reconstruct.jitter import assignments, first_token_order, least_jitter, network
+from forensics.reconstruct.jitter import (
+    TooMany,
+    assignments,
+    first_token_order,
+    least_jitter,
+    network,
+)
 
 
 def _fits(reqs: list[SimpleNamespace], first: list[int], jitter_us: int) -> bool:
@@ -170,3 +178,46 @@ def test_a_request_that_can_come_as_early_is_not_taken_at_its_earliest_only() ->
     every = {tuple(f) for f in assignments(reqs, d)}
     assert {tuple(f) for f in assignments(reqs, d, 0, [0, 0, 0])} == every
     assert len(every) > 1
+
+
+def _recorded(name: str) -> tuple[list[SimpleNamespace], list[int]]:
+    """A real vLLM's requests behind its server and the engine's own first-token steps
+    (tests/data/steps)."""
+    path = Path(__file__).parents[1] / "data" / "steps" / f"{name}.json"
+    rows = json.loads(path.read_text(encoding="utf-8"))["requests"]
+    steps = [r.pop("step") for r in rows]
+    return [SimpleNamespace(**r) for r in rows], steps
+
+
+def _needed(reqs: list[SimpleNamespace], steps: list[int]) -> int:
+    """The jitter the engine's steps need: the widest logged gap from an output to one of
+    the same step or an earlier one."""
+    outs = [
+        (t, s + k)
+        for r, s in zip(reqs, steps, strict=True)
+        for t, k in ((r.first_token_us, 0), (r.completed_us, r.n_out - 1))
+    ]
+    return max(ta - tb for ta, sa in outs for tb, sb in outs if sb >= sa)
+
+
+@pytest.mark.parametrize("name", ["server-quiet", "server-stalled"])
+def test_a_real_engines_steps_are_enumerated_or_too_many_is_said(name: str) -> None:
+    """Under the jitter its own steps needed, the real engine's first-token steps are among
+    the assignments, or there are more than may be tried and TooMany says so: never a
+    complete-looking enumeration without them (the earlier one gave one set behind the
+    stalled server, not the engine's, and its node cleared true leakers)."""
+    reqs, steps = _recorded(name)
+    jitter = _needed(reqs, steps)
+    d = network(reqs, jitter)
+    assert d is not None and _fits(reqs, steps, jitter)
+    real = _packed(steps, reqs)
+    assert real == tuple(s - min(steps) for s in steps)  # the engine ran no idle step
+    found, complete = False, True
+    try:
+        for first in assignments(reqs, d, most=200_000):
+            found = found or tuple(first) == real
+    except TooMany:
+        complete = False
+    assert found or not complete, "the enumeration ended without the engine's steps"
+    if name == "server-quiet":
+        assert found and complete
