@@ -54,8 +54,8 @@ def explore(
     arriving at the step of its first token; where none of them fits the log (a request held
     back by the seats or the token budget, a chunked prefill), runs on the clock (timed_runs),
     where the scheduler decides when each request runs. The consistent ones are
-    kept. Where the steps cannot be read off the times, or no such run fits, runs over the
-    first-token steps the times allow with delivery jitter (_jittered)."""
+    kept. Where the steps cannot be read off the times, or no such run fits and a delivery
+    jitter is stated, runs over the first-token steps the times allow with it (_jittered)."""
     res = UnifiedResult()
     res.why = node.missing()
     if res.why:
@@ -78,7 +78,7 @@ def explore(
                 "nothing is cleared"
             )
             res.kept, res.exposures, res.tokens, res.layouts, res.events = 0, Counter(), {}, {}, []
-    if not res.kept:
+    if not res.kept and (unstepped or node.jitter_us is not None):
         _jittered(res, node, drv, shared, progress)
     res.consistent = res.kept > 0
     return res
