@@ -92,13 +92,17 @@ def test_when_were_requests_received_bounds_their_steps_beyond_the_jitter(seed: 
     assert drawn and all(_fits(reqs, f, 40_000) for f in drawn)
 
 
-def _busy(first: list[int] | tuple[int, ...], reqs: list[SimpleNamespace]) -> bool:
-    """Whether every step from the first token to the last output has a request in flight:
-    an engine with nothing to do runs no step, so its own steps are always such a set."""
+def _busy(
+    first: list[int] | tuple[int, ...], reqs: list[SimpleNamespace], lead: list[int] | None = None
+) -> bool:
+    """Whether every step from the first arrival to the last output has a request in flight
+    (from lead steps before its first token): an engine with nothing to do runs no step, so
+    its own steps are always such a set."""
+    starts = [f - ahead for f, ahead in zip(first, lead or [0] * len(reqs), strict=True)]
     ends = [f + r.n_out - 1 for f, r in zip(first, reqs, strict=True)]
     return all(
-        any(f <= s <= e for f, e in zip(first, ends, strict=True))
-        for s in range(min(first), max(ends) + 1)
+        any(f <= s <= e for f, e in zip(starts, ends, strict=True))
+        for s in range(min(starts), max(ends) + 1)
     )
 
 
@@ -121,6 +125,23 @@ def test_small_logs_give_every_assignment_that_fits(seed: int) -> None:
     given = [tuple(f) for f in assignments(reqs, d)]
     assert len(given) == len(set(given))
     naive = {f for f in _naive(reqs, jitter, 45) if _busy(f, reqs)}
+    assert naive and set(given) == naive
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_chunked_prefills_fill_the_steps_before_their_first_token(seed: int) -> None:
+    """A request whose prompt is prefilled in chunks is in flight from the step it arrives,
+    lead steps before its first token: those steps are not idle, and the assignments are
+    every one that fits and leaves no step idle counting them."""
+    jitter = 40_000 if seed % 2 else 6_000
+    reqs, _ = _log(500 + seed, 4, jitter)
+    lead = [(7 * i + seed) % 3 for i in range(len(reqs))]
+    d = network(reqs, jitter)
+    assert d is not None
+    given = [tuple(f) for f in assignments(reqs, d, lead=lead)]
+    assert len(given) == len(set(given))
+    reach = sum(r.n_out + ahead for r, ahead in zip(reqs, lead, strict=True))
+    naive = {f for f in _naive(reqs, jitter, reach) if _busy(f, reqs, lead)}
     assert naive and set(given) == naive
 
 
