@@ -127,7 +127,14 @@ def _jittered(
     last_stub = max(order.index(i) for i in stubs)
     many = ""
     try:
-        for first in assignments(reqs, d, last_stub, node.leads, MOST_PLACEMENTS):
+        for first in assignments(
+            reqs,
+            d,
+            last_stub,
+            node.leads,
+            MOST_PLACEMENTS,
+            lambda n: progress("first-token steps tried", n, MOST_PLACEMENTS),
+        ):
             seen += 1
             if not seen % REPORT_EVERY:
                 progress("sets of engine steps the jittered times allow", seen, None)

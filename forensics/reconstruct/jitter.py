@@ -28,7 +28,7 @@ the engine's own among them, and tells when there are more than it may try (TooM
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import numpy as np
 
@@ -36,6 +36,7 @@ from forensics.reconstruct.trace import Req
 
 MOST_REQUESTS = 600  # nodes with more requests are not solved this way
 MOST_PLACEMENTS = 2_000_000  # steps tried for one request or another (assignments); more: TooMany
+REPORT_EVERY = 100_000  # placements tried between reports (assignments' tried)
 UNBOUNDED = 1 << 40
 
 
@@ -102,6 +103,7 @@ def assignments(
     until: int | None = None,
     lead: list[int] | None = None,
     most: int = MOST_PLACEMENTS,
+    tried: Callable[[int], None] | None = None,
 ) -> Iterator[list[int]]:
     """Every set of first-token steps that satisfies the network and leaves no engine step
     idle between the first arrival and the last output (an engine with nothing in flight runs
@@ -116,11 +118,12 @@ def assignments(
     steps: one assignment stands for every way they could go on, which changes nothing up to
     that step.
 
-    Raises TooMany once more than `most` steps were tried for one request or another."""
+    Raises TooMany once more than `most` steps were tried for one request or another;
+    tried(n), where given, hears every REPORT_EVERY of them."""
     order = first_token_order(reqs)
     ahead = np.asarray(lead or [0] * len(reqs), np.int64)
     outs = np.asarray([max(r.n_out, 1) for r in reqs], np.int64)
-    return (list(f) for f in _every(order, d, until, ahead, outs, most))
+    return (list(f) for f in _every(order, d, until, ahead, outs, most, tried))
 
 
 def _idle(f: np.ndarray, lead: np.ndarray, outs: np.ndarray, who: np.ndarray) -> np.ndarray:
@@ -179,6 +182,7 @@ def _every(  # noqa: PLR0913
     lead: np.ndarray,
     outs: np.ndarray,
     most: int,
+    tried: Callable[[int], None] | None,
 ) -> Iterator[tuple[int, ...]]:
     """Every assignment, depth first; past `until`, one for every way the rest could go on
     where none of them can start by the last step taken so far. A placement that leaves more
@@ -228,6 +232,8 @@ def _every(  # noqa: PLR0913
             work[0] += 1
             if work[0] > most:
                 raise TooMany(most)
+            if tried is not None and not work[0] % REPORT_EVERY:
+                tried(work[0])
             if _fillable(f, d, sequence[: k + 1], sequence[k + 1 :], lead, outs, spare[k]):
                 yield from place(k + 1)
 

@@ -15,6 +15,7 @@ from support.jitter_log import log
 
 from forensics.engines.client import EngineAllocators
 from forensics.reconstruct import explore as E
+from forensics.reconstruct import jitter as J
 from forensics.reconstruct.jitter import assignments, least_jitter, network
 from forensics.reconstruct.runstate import Limits
 from forensics.reconstruct.trace import Req
@@ -113,11 +114,14 @@ def test_a_long_exploration_says_how_far_it_is(
 ) -> None:
     """A node's enumeration and runs can take minutes: both report as they go."""
     monkeypatch.setattr(E, "REPORT_EVERY", 2)
+    monkeypatch.setattr(J, "REPORT_EVERY", 2)
     heard: list[tuple[str, int, int | None]] = []
     res = E.explore(_node(3), drv, lambda what, done, total: heard.append((what, done, total)))
     assert res.kept
     assert any(w.startswith("sets of engine steps") and n >= 2 for w, n, _ in heard), heard
     assert any(w == "runs on the engine's scheduler" and t for w, _, t in heard), heard
+    tried = [(n, t) for w, n, t in heard if w == "first-token steps tried"]
+    assert tried and tried[0] == (2, E.MOST_PLACEMENTS), heard  # a search with no set yet
 
 
 def test_steps_that_no_seat_count_allows_are_said_and_clear_nobody(drv: EngineAllocators) -> None:
