@@ -134,9 +134,14 @@ def test_the_node_was_rebuilt_on_vllms_scheduler_with_the_logged_limits(
         assert _rows(rebuilt["db"], PREEMPTED)[0][0] == 0  # the tapped ledger: no preemption
         # On a loaded machine the logged outputs of one step can spread until a request seems
         # to span more steps than it has tokens (seen once in a fresh-clone run, with no
-        # preemption in the ledger): then no run fits, the node says why, and it clears
+        # preemption in the ledger), or until no step layout fits and the runs on the clock
+        # are more than are made: then no run is kept, the node says why, and it clears
         # nobody (_cleared_only_true_negatives checks that).
-        assert consistent or "spans more logged steps than it has" in variants, variants
+        assert (
+            consistent
+            or "spans more logged steps than it has" in variants
+            or "runs on the clock per stub sharing; none is kept" in variants
+        ), variants
 
 
 # Requests the tapped ledger shows allocated again after a free (vLLM preempted them).
