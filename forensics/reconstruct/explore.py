@@ -73,11 +73,8 @@ def explore(
         for s in shared:
             _keep(res, node.timed_runs(drv, s, lambda: res.kept == 0, TIMED_RUNS))
         if res.cut:  # a sample of the runs on the clock: the engine's may be another
-            res.why = (
-                f"more than {TIMED_RUNS} runs on the clock per stub sharing; none is kept, so "
-                "nothing is cleared"
-            )
-            res.kept, res.exposures, res.tokens, res.layouts, res.events = 0, Counter(), {}, {}, []
+            why = f"more than {TIMED_RUNS} runs on the clock per stub sharing; none is kept"
+            res = UnifiedResult(res.runs, why=f"{why}, so nothing is cleared", cut=True)
     if not res.kept and (unstepped or node.jitter_us is not None):
         _jittered(res, node, drv, shared, progress)
     res.consistent = res.kept > 0

@@ -191,7 +191,7 @@ def _every(  # noqa: PLR0913
     work = [0]
     sequence = np.asarray(order, np.int64)
     spans = (lead + outs)[sequence]
-    spare = [int(spans[k + 1 :].sum()) for k in range(len(order))]
+    spare = (np.cumsum(spans[::-1])[::-1] - spans).tolist()  # spanned by the ones after k
 
     def after(k: int) -> bool:
         """Whether every request from position k on starts after every step taken."""

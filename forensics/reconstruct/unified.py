@@ -159,10 +159,9 @@ class UnifiedNode:
         if len(self.clusters) > MAX_STEPS:
             return f"{len(self.clusters)} logged steps, more than {MAX_STEPS} are not explored"
         if self.spans is None:
-            return (
-                "a request spans more logged steps than it has output tokens (a preemption, "
-                "or one step's outputs logged further apart than steps are: the log cannot "
-                "tell which; --delivery-jitter-ms rebuilds it under a stated bound)"
+            return (  # the log cannot tell a preemption from one step's outputs spread apart
+                "a request spans more logged steps than it has output tokens (a preemption, or "
+                "spread outputs; --delivery-jitter-ms rebuilds it under a stated bound)"
             )
         return ""
 
@@ -316,8 +315,8 @@ class UnifiedNode:
                         branches=decided,
                     )
                 why = state.step(step, logged_at(logged, spans_))
-                clock, logged = self.clusters[logged], logged + 1
-                known = clock
+                clock = known = self.clusters[logged]
+                logged += 1
             else:
                 why = state.step(step, logged_at(-1, spans_))  # asks nothing: no outputs
                 later = clock + step_us.around(clock)
