@@ -21,10 +21,11 @@ from forensics.reconstruct.jitter import (
     network,
 )
 from forensics.reconstruct.runstate import UnifiedRun
+from forensics.reconstruct.timed import timed_runs
 from forensics.reconstruct.trace import Event, Layout
 from forensics.reconstruct.unified import SCHEDULES, UnifiedNode
 
-TIMED_RUNS = 128  # the most runs on the clock per stub sharing (timed_runs)
+TIMED_RUNS = 1024  # the most runs on the clock per stub sharing (timed.timed_runs)
 MOST_JITTER_US = 1_000_000  # the most delivery jitter looked for (least_jitter)
 MOST_ASSIGNMENTS = 2_000_000  # sets of first-token steps enumerated (_jittered); more: none run
 MOST_GROUPS = 4_096  # distinct runs up to the stubs' first reads, each run twice; more: none
@@ -71,7 +72,7 @@ def explore(
     _keep(res, (node.run(drv, gaps, s, res.kept == 0) for gaps in schedules for s in shared))
     if not res.kept and not unstepped:
         for s in shared:
-            _keep(res, node.timed_runs(drv, s, lambda: res.kept == 0, TIMED_RUNS))
+            _keep(res, timed_runs(node, drv, s, lambda: res.kept == 0, TIMED_RUNS))
         if res.cut:  # a sample of the runs on the clock: the engine's may be another
             why = f"more than {TIMED_RUNS} runs on the clock per stub sharing; none is kept"
             res = UnifiedResult(res.runs, why=f"{why}, so nothing is cleared", cut=True)
@@ -191,6 +192,8 @@ def _keep(res: UnifiedResult, runs_: Iterator[UnifiedRun]) -> None:
     for run in runs_:
         if run.cut:
             res.cut = True
+            continue
+        if run.same:  # another run made elsewhere
             continue
         res.runs += 1
         if not run.ok:

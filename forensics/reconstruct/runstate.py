@@ -24,8 +24,9 @@ class UnifiedRun:
     layouts: dict[int, Layout] = field(default_factory=dict)
     events: list[Event] = field(default_factory=list)
     hits: dict[int, int] = field(default_factory=dict)
-    branches: int = 0  # arrivals a run on the clock had to decide (UnifiedNode.run_timed)
+    branches: int = 0  # arrivals a run on the clock had to decide (timed.run_timed)
     cut: bool = False  # not a run: the runs on the clock stopped before every one was made
+    same: bool = False  # not a run: one a run on the clock repeats, made elsewhere (timed.py)
 
 
 def logged_at(

@@ -17,7 +17,7 @@ Per request:
   needs when chunked; the scheduler must give it its first token exactly there and finish it
   at the step of its logged completion, or the run does not fit the log. Where no such run
   fits (a request held back by the seats or the token budget, a prompt chunked beside
-  others), runs on the clock follow (run_timed): each request arrives at its logged arrival
+  others), runs on the clock follow (timed.py): each request arrives at its logged arrival
   time and the scheduler alone decides when it runs;
 - the log has no contents, so prompts are synthesized: the first p blocks of every prompt of
   an account are the account's shared prefix, the rest its own. p is chosen when the request
@@ -36,12 +36,10 @@ marked inconsistent and clears nothing)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-
 import numpy as np
 
 from forensics.engines.client import EngineAllocators
-from forensics.reconstruct.runstate import Limits, RunState, StepClock, UnifiedRun, logged_at
+from forensics.reconstruct.runstate import Limits, RunState, UnifiedRun, logged_at
 from forensics.reconstruct.steps import (
     index_of,
     merge_gap,
@@ -256,124 +254,34 @@ class UnifiedNode:
                         return UnifiedRun(ok=False, why=why)
             if at < total:
                 for i in arrive[at]:
-                    self._arrive(drv, pool, i, stub_shared)
+                    self.arrive(drv, pool, i, stub_shared)
         left = [self.reqs[i].request_id for i in range(len(self.reqs)) if i not in state.done]
         if left and until is None:
             return UnifiedRun(ok=False, why=f"{left[0]} did not finish in the steps the log allows")
         return state.out
 
-    def run_timed(
-        self, drv: EngineAllocators, stub_shared: bool, events: bool, choices: list[bool]
-    ) -> UnifiedRun:
-        """One run of the engine's scheduler on the clock: each request arrives at its logged
-        arrival time and the scheduler alone decides when it runs (seats, token budget,
-        chunked prefill), as the engine did. A step that gives first tokens or completions must
-        be the next logged step, with exactly the requests the log has there, and sets the
-        clock to its logged time; a step that gives none is taken to last one typical step
-        (StepClock), never reaching the next logged step's time. An engine with nothing to do
-        waits for the next arrival.
-
-        A request that arrived before the last logged step's time (or the arrival the engine
-        waited for) joins the next step. One that arrived after it but before the next logged
-        step's time may have joined the next step (a gateway that adds requests between steps
-        logs arrivals in the gaps, and the clock of unlogged steps is only an estimate, so
-        also where it arrived before that estimate) or not: it joins where it arrived within a
-        typical step of the clock, else not, unless choices[k] is True for this, the k-th
-        such decision, which turns that around. The run's `branches` counts the decisions it
-        made."""
-        assert self.spans is not None
-        pool = drv.new_pool("vllm-sched", self.n_blocks, self.ps, False, *self.limits.config())
-        state = RunState(self.reqs, self.ps, self.n_blocks, events)
-        spans_, reqs = self.spans, self.reqs
-        order = sorted(range(len(reqs)), key=lambda i: (reqs[i].received_us, i))
-        step_us = StepClock(reqs)
-        clock, logged, came, decided = reqs[order[0]].received_us, 0, 0, 0
-        known = clock  # the clock as the log fixes it: unlogged steps' times are estimates
-        budget = self.limits.config()[1]
-        most = len(self.clusters) + sum(r.n_out + r.prompt // budget + 1 for r in reqs) + 8
-        for _ in range(most):
-            near = clock + step_us.around(clock)
-            far = max(near, self.clusters[logged] if logged < len(self.clusters) else near)
-            while came < len(order) and reqs[order[came]].received_us <= far:
-                at = reqs[order[came]].received_us
-                if at > known:  # it may have come before the next step began, or not
-                    flipped = decided < len(choices) and choices[decided]
-                    decided += 1
-                    if (at <= near) == flipped:
-                        break  # it, and every later arrival, joins a later step
-                self._arrive(drv, pool, order[came], stub_shared)
-                came += 1
-            if came == len(state.done) and came < len(order):
-                clock = known = reqs[order[came]].received_us  # idle until the next arrival
-                continue
-            (step,) = drv.steps(pool, 1)
-            if step["first"] or step["done"]:
-                if logged == len(self.clusters):
-                    return UnifiedRun(
-                        ok=False,
-                        why="the scheduler ran past the last logged step",
-                        branches=decided,
-                    )
-                why = state.step(step, logged_at(logged, spans_))
-                clock = known = self.clusters[logged]
-                logged += 1
-            else:
-                why = state.step(step, logged_at(-1, spans_))  # asks nothing: no outputs
-                later = clock + step_us.around(clock)
-                ahead = self.clusters[logged] - 1 if logged < len(self.clusters) else later
-                clock = min(later, max(ahead, clock))
-            if why:
-                return UnifiedRun(ok=False, why=why, branches=decided)
-            if len(state.done) == len(reqs):
-                state.out.branches = decided
-                return state.out
-        return UnifiedRun(
-            ok=False, why="the scheduler did not finish every request", branches=decided
-        )
-
-    def timed_runs(
-        self, drv: EngineAllocators, stub_shared: bool, first: Callable[[], bool], tries: int
-    ) -> Iterator[UnifiedRun]:
-        """Runs on the clock (run_timed), depth first over the arrivals it must decide: each
-        next run turns around the latest decision not turned yet (and keeps the ones before
-        it); at most `tries` runs, and where decisions are left after them, a last UnifiedRun
-        with `cut` set that says so (the runs made are then a sample, which clears nothing).
-        first(): whether no run is kept yet (that run records events)."""
-        choices: list[bool] = []
-        for _ in range(tries):
-            run = self.run_timed(drv, stub_shared, first(), choices)
-            yield run
-            seq = (choices + [False] * run.branches)[: run.branches]
-            while seq and seq[-1]:
-                seq.pop()
-            if not seq:
-                return
-            seq[-1] = True
-            choices = seq
-        yield UnifiedRun(ok=False, why=f"more than {tries} runs on the clock", cut=True)
-
-    def _arrive(self, drv: EngineAllocators, pool: int, i: int, stub_shared: bool) -> None:
-        """Request i arrives with a synthesized prompt: for a stub, shared with its account's
-        prefix or not (both are explored); otherwise the first sharing that gives its logged
+    def prompt(self, drv: EngineAllocators, pool: int, i: int, stub_shared: bool) -> list[int]:
+        """The prompt request i arrives with now: for a stub, shared with its account's prefix
+        or not (both are explored); otherwise the first sharing that gives its logged
         prefix-cache hits at this moment."""
         r, ps = self.reqs[i], self.ps
         full = min(self.longest.get(self.acct[i], 0), r.prompt // ps)
-        n_out = max(r.n_out, 1)
         if r.stub:
-            shared = full if stub_shared else 0
-            tokens = prompt_tokens(self.acct[i], i, r.prompt, shared, ps)
-            drv.add(pool, f"r{i}", True, n_out, tokens)
-            return
+            return prompt_tokens(self.acct[i], i, r.prompt, full if stub_shared else 0, ps)
         want = (r.cached_tokens or 0) // ps
         tried = []
         for shared in dict.fromkeys((full, want)):
             tokens = prompt_tokens(self.acct[i], i, r.prompt, shared, ps)
             tried.append(tokens)
             if drv.peek(pool, tokens) == r.cached_tokens:
-                break
-        else:
-            tokens = tried[0]
-        drv.add(pool, f"r{i}", False, n_out, tokens)
+                return tokens
+        return tried[0]
+
+    def arrive(self, drv: EngineAllocators, pool: int, i: int, stub_shared: bool) -> list[int]:
+        """Request i arrives (waiting) with the prompt it has now (prompt); that prompt."""
+        tokens = self.prompt(drv, pool, i, stub_shared)
+        drv.add(pool, f"r{i}", self.reqs[i].stub, max(self.reqs[i].n_out, 1), tokens)
+        return tokens
 
 
 def _over(

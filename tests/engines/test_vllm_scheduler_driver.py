@@ -17,6 +17,7 @@ from support.engines import engines_python
 from support.traces import MS, req
 
 from forensics.engines.client import EngineAllocators
+from forensics.reconstruct import explore as explore_module
 from forensics.reconstruct.explore import explore
 from forensics.reconstruct.runstate import Limits, UnifiedRun
 from forensics.reconstruct.steps import (
@@ -294,9 +295,9 @@ def test_runs_on_the_clock_cut_short_clear_nobody(
         yield fits
         yield UnifiedRun(ok=False, why="more than 1 runs on the clock", cut=True)
 
-    monkeypatch.setattr(node, "timed_runs", sampled)
+    monkeypatch.setattr(explore_module, "timed_runs", sampled)
     res = explore(node, drv)
     assert not res.consistent and not res.exposures and res.kept == 0
     assert "runs on the clock" in res.why and "nothing is cleared" in res.why, res.why
-    monkeypatch.setattr(node, "timed_runs", lambda *_: iter([fits]))
+    monkeypatch.setattr(explore_module, "timed_runs", lambda *_: iter([fits]))
     assert explore(node, drv).consistent  # every run made: the fitting one is kept
