@@ -101,6 +101,7 @@ def load_public_key(path: Path) -> Any:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
     data = _key_bytes(path, "--pubkey")
+    key: object  # the two loaders return different unions of key types
     try:
         if data.lstrip().startswith(b"-----"):
             key = serialization.load_pem_public_key(data)
