@@ -37,6 +37,10 @@ class AnalysisSummary(aggregate.LedgerSummary):
 
     figures: dict[str, Any]  # forensics.figures.headline_figures, times as ISO-8601 text
     findings: bool
+    # requests without a ledger in which no stub could be looked for (unscreened_requests,
+    # unscreened_fitting_requests): nothing found there is not an all-clear, so the exit code
+    # is 1 as for findings
+    unexamined: bool
     headline: str
     parameters: dict[str, Any]  # the screening parameters and the workers
 
@@ -105,6 +109,7 @@ def _analyze(
         **ledger,
         "figures": figures,
         "findings": findings,
+        "unexamined": bool(ledger["unscreened_requests"] or ledger["unscreened_fitting_requests"]),
         "headline": "",
         "parameters": {},
     }
@@ -191,7 +196,7 @@ def analyze_stage(ctx: RunContext) -> StageResult:
     return StageResult(
         summary=out,
         headline=str(out["headline"]),
-        findings=bool(out["findings"]),
+        findings=bool(out["findings"] or out["unexamined"]),
         tables=main_tables("schema/analysis"),
         files=(write_outputs(ctx.con, ctx.out_dir),),
     )

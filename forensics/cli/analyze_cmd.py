@@ -19,7 +19,9 @@ def analyze(
     json_out: Json = False,
 ) -> None:
     """Rebuild what every KV read saw: exposures, ownership violations, screening, and the
-    affected requests and accounts on both sides. Exit code 1 when anything was found."""
+    affected requests and accounts on both sides. Exit code 1 when anything was found, or
+    when some requests without a ledger could not be looked at for stubs at all (nothing found
+    there is no all-clear)."""
     from forensics.analysis.stage import analyze as run_analysis
 
     options = AnalysisOptions(window_s=window_s, ttft_factor=ttft_factor, workers=workers, ray=ray)
@@ -31,4 +33,4 @@ def analyze(
     else:
         console.print(f"analyze: {summary['headline']}", markup=False)
         print_evidence_notes(console, "analyze", summary)
-    finish(bool(summary["findings"]))
+    finish(bool(summary["findings"] or summary["unexamined"]))

@@ -29,7 +29,7 @@ WITH served AS (
     SELECT node, count(DISTINCT request_id) AS n FROM served GROUP BY node
 ), uncovered AS (
     SELECT decode_node AS node, count(*) AS n FROM screening
-    WHERE NOT ledger_covered AND decode_node IS NOT NULL AND ttft_ms IS NOT NULL
+    WHERE NOT ledger_covered AND decode_node IS NOT NULL AND answered
     GROUP BY decode_node
 ), holes AS (
     SELECT node, count(*) AS n, sum(events_lost) AS lost FROM ledger_holes GROUP BY node
@@ -41,12 +41,12 @@ WITH served AS (
             AND node NOT IN (SELECT node FROM ledger_holes WHERE source = 'seq'))
 ), blind AS (
     SELECT decode_node AS node, count(*) AS n FROM screening
-    WHERE NOT ledger_covered AND decode_node IS NOT NULL AND ttft_ms IS NOT NULL
+    WHERE NOT ledger_covered AND decode_node IS NOT NULL AND answered
       AND len(coalesce(signals, [])) = 0
     GROUP BY decode_node
 ), blind_fitting AS (
     SELECT decode_node AS node, count(*) AS n FROM screening
-    WHERE NOT ledger_covered AND decode_node IS NOT NULL AND ttft_ms IS NOT NULL
+    WHERE NOT ledger_covered AND decode_node IS NOT NULL AND answered
       AND NOT list_has_any(coalesce(signals, []),
                            ['fast-ttft', 'cache-implausible', 'token-counters'])
     GROUP BY decode_node

@@ -33,7 +33,10 @@
 -- request (over-pool: its prefill node's pool is known; fast-ttft: that node has enough normal
 -- requests; cache-implausible: the log reports its cached tokens; engine-log: that node's
 -- engine log was read; token-counters, added by analysis/token_shortfall.sql: its prefill
--- node's prefill batch counters were compared), so that what could not be looked for is said.
+-- node's prefill batch counters were compared), so that what could not be looked for is said,
+-- over the requests that may have decoded (answered: a first token logged, or status 200 with
+-- completion tokens billed or not logged, so that a log without first-token times is not
+-- taken to have nothing to look at).
 -- token-shortfall is added by analysis/token_shortfall.sql, which needs the other reasons.
 DELETE FROM screening;
 
@@ -146,6 +149,8 @@ SELECT j.request_id, j.account_id, j.serving_prefill_node AS prefill_node,
             CASE WHEN j.cached_tokens IS NOT NULL THEN 'cache-implausible' END,
             CASE WHEN j.serving_prefill_node IN (SELECT node FROM node_starts)
                  THEN 'engine-log' END],
-           lambda x: x IS NOT NULL) AS signals
+           lambda x: x IS NOT NULL) AS signals,
+       j.first_token_at IS NOT NULL
+       OR j.http_status = 200 AND coalesce(j.completion_tokens, 1) > 0 AS answered
 FROM placed j
 ORDER BY j.request_id;

@@ -29,14 +29,14 @@ SELECT
         AS accounts_by_confidence,
     (SELECT count(*) FROM cleared_findings) AS cleared_findings,
     (SELECT count(*) FROM screening
-     WHERE NOT ledger_covered AND ttft_ms IS NOT NULL AND len(coalesce(signals, [])) = 0)
+     WHERE NOT ledger_covered AND answered AND len(coalesce(signals, [])) = 0)
         AS unscreened_requests,
     -- over-pool and engine-log see only the stub of a prompt the pool cannot hold; a stub of a
     -- prompt that fits (an engine computing less than it was given) shows only as an
     -- implausible time to first token or cached-token count, or in the engine's own token
     -- counters (token-counters: SGLang's prefill batch lines)
     (SELECT count(*) FROM screening
-     WHERE NOT ledger_covered AND ttft_ms IS NOT NULL
+     WHERE NOT ledger_covered AND answered
        AND NOT list_has_any(coalesce(signals, []),
                             ['fast-ttft', 'cache-implausible', 'token-counters']))
         AS unscreened_fitting_requests;

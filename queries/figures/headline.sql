@@ -57,12 +57,12 @@ SELECT
     (SELECT count(*) FROM ledger_holes) AS ledger_holes,
     (SELECT count(*) FROM cleared_findings) AS cleared_findings,
     (SELECT count(*) FROM screening
-     WHERE NOT ledger_covered AND ttft_ms IS NOT NULL AND len(coalesce(signals, [])) = 0)
+     WHERE NOT ledger_covered AND answered AND len(coalesce(signals, [])) = 0)
         AS unscreened_requests,
     -- the same as queries/analysis/summary.sql's: a stub of a prompt that fits the pool shows
     -- only in the time to first token, the cached tokens or the engine's token counters
     (SELECT count(*) FROM screening
-     WHERE NOT ledger_covered AND ttft_ms IS NOT NULL
+     WHERE NOT ledger_covered AND answered
        AND NOT list_has_any(coalesce(signals, []),
                             ['fast-ttft', 'cache-implausible', 'token-counters']))
         AS unscreened_fitting_requests;

@@ -57,8 +57,11 @@ CREATE TABLE IF NOT EXISTS screening (
     expected_ttft_ms DOUBLE,  -- expected from the node's normal prefill rate
     ledger_covered  BOOLEAN NOT NULL,     -- a complete ledger covers its decode node then
     coverage        VARCHAR, -- ledger | ledger-hole | outside-ledger | no-ledger (its decode node)
-    signals         VARCHAR[] -- stub signals that could be looked for: over-pool, fast-ttft,
+    signals         VARCHAR[], -- stub signals that could be looked for: over-pool, fast-ttft,
                               -- cache-implausible, engine-log, token-counters
+    answered        BOOLEAN   -- it may have decoded: a first token logged, or status 200 with
+                              -- completion tokens billed or not logged (a log without first
+                              -- tokens); what could not be looked for is counted over these
 );
 
 -- Possible (screened) exposure pairs: a suspect receiver that no complete ledger covers and
@@ -186,4 +189,5 @@ ALTER TABLE affected_accounts ADD COLUMN IF NOT EXISTS support DOUBLE;
 -- Case databases analysed before evidence was graded get its columns.
 ALTER TABLE screening ADD COLUMN IF NOT EXISTS coverage VARCHAR;
 ALTER TABLE screening ADD COLUMN IF NOT EXISTS signals VARCHAR[];
+ALTER TABLE screening ADD COLUMN IF NOT EXISTS answered BOOLEAN;
 ALTER TABLE possible_exposures ADD COLUMN IF NOT EXISTS basis VARCHAR;

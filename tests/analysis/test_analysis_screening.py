@@ -344,8 +344,27 @@ def test_what_could_not_be_looked_for_is_said() -> None:
     summary = analyze(con)
     assert con.execute("SELECT DISTINCT signals FROM screening").fetchall() == [([],)]
     assert summary["unscreened_requests"] == 3
+    assert not summary["findings"] and summary["unexamined"]  # exit code 1: no all-clear
     assert "stubs could not be looked for in 3 requests" in summary["headline"]
     assert "stubs could not be looked for at all" in summary["evidence_notes"]["d1"]
+
+
+def test_a_log_without_first_token_times_is_not_taken_as_examined() -> None:
+    """A gateway that logs no first-token time: a time model cannot be made, and without cached
+    tokens or an engine log a stub of a prompt that fits the pool could not be looked for in any
+    answered request (status 200, completion tokens billed or not logged). Before, only requests
+    with a first token counted, so such a log read as examined and clean. A request refused
+    with no output (status 500, no tokens) cannot have read anything and is not counted."""
+    con = new_case()
+    insert(con, "nodes", [{"node": "p1", "role": "prefill", "pool_slots": 100_000}])
+    rows = [_request(f"R{i}", "acct-1", 100 + i, 300, None, completion_tokens=5) for i in range(3)]
+    rows += [_request("U1", "acct-2", 110, 300, None)]  # completion tokens not logged
+    rows += [_request("E1", "acct-2", 120, 300, None, status=500, completion_tokens=0)]
+    insert(con, "requests", rows)
+    summary = analyze(con)
+    assert summary["unscreened_fitting_requests"] == 4
+    assert summary["unexamined"] and not summary["findings"]
+    assert "could not be looked for in 4" in summary["headline"]
 
 
 def test_a_stub_of_a_fitting_prompt_that_could_not_be_looked_for_is_said() -> None:
@@ -359,6 +378,7 @@ def test_a_stub_of_a_fitting_prompt_that_could_not_be_looked_for_is_said() -> No
     summary = analyze(con)
     assert summary["unscreened_requests"] == 0  # over-pool could look
     assert summary["unscreened_fitting_requests"] == 3
+    assert summary["unexamined"]
     assert (
         "a stub of a prompt that fits the pool could not be looked for in 3"
         in (summary["headline"])
@@ -373,5 +393,6 @@ def test_a_stub_of_a_fitting_prompt_that_could_not_be_looked_for_is_said() -> No
     insert(con, "requests", rows)
     summary = analyze(con)
     assert summary["unscreened_fitting_requests"] == 0
+    assert not summary["unexamined"] and not summary["findings"]  # looked, found nothing
     assert "fits the pool" not in summary["headline"]
     assert "fits the pool" not in summary["evidence_notes"].get("d1", "")
