@@ -56,6 +56,7 @@ class Headline:
     cleared_findings: int  # findings positive evidence took off the lists
     unscreened_requests: int  # requests without a ledger for which no stub signal exists
     unscreened_fitting_requests: int  # nor one for the stub of a prompt that fits the pool
+    nodeless_suspects: int  # suspects whose serving node the request log does not name
 
 
 @dataclass(frozen=True)

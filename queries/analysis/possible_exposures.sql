@@ -3,9 +3,11 @@
 -- does not reach it), every other request on the same decode node that could have written the
 -- pages it read (docs/DESIGN.md §4, "Evidence only adds"). Freed pages are not zeroed, so the
 -- data of any earlier request on the node may still sit in the pages a suspect is handed, how
--- long ago it ran does not bound that. What bounds it is the pool: a request of an earlier
--- start of the node (node_starts, or the nodes table's started_at) wrote into a pool that no
--- longer exists. basis ranks the pairs, it never drops one:
+-- long ago it ran does not bound that. Where the log names no serving node for the suspect,
+-- every request is a candidate (node: the candidate's, '' where neither names one), and a
+-- candidate that names none may have run on the suspect's node. What bounds it is the pool:
+-- a request of an earlier start of the node (node_starts, or the nodes table's started_at)
+-- wrote into a pool that no longer exists. basis ranks the pairs, it never drops one:
 --   concurrent  received while the suspect was in flight (it may write into the suspect's
 --               pages: double allocation, a late transfer);
 --   window      received before it and still active within window_s seconds before it
@@ -49,14 +51,15 @@ WITH starts AS (
            (SELECT max(st.started_at) FROM starts st
             WHERE st.node = s.decode_node AND st.started_at <= q.received_at) AS pool_since
     FROM screening s JOIN work.analysis_requests q USING (request_id)
-    WHERE NOT s.ledger_covered AND s.decode_node IS NOT NULL
+    WHERE NOT s.ledger_covered
       AND (len(list_intersect(s.reasons, $suspect_reasons)) > 0
            OR s.coverage = 'ledger-hole' AND EXISTS (
                   SELECT 1 FROM exposure_tokens e WHERE e.receiver_request_id = s.request_id))
 ), pairs AS (
     SELECT s.request_id AS receiver_request_id, s.account_id AS receiver_account_id,
            l.request_id AS leaker_request_id, l.account_id AS leaker_account_id,
-           s.decode_node AS node, s.account_id <> l.account_id AS cross_account,
+           coalesce(s.decode_node, l.serving_decode_node, '') AS node,
+           s.account_id <> l.account_id AS cross_account,
            CASE WHEN l.received_at > s.received_at THEN 'concurrent'
                 WHEN coalesce(l.completed_at, l.first_token_at, l.received_at)
                      >= s.received_at - to_microseconds(CAST($window_s * 1000000 AS BIGINT))
@@ -64,7 +67,8 @@ WITH starts AS (
                 ELSE 'earlier' END AS basis
     FROM suspect s
     JOIN work.analysis_requests l
-      ON l.serving_decode_node = s.decode_node AND l.request_id <> s.request_id
+      ON (l.serving_decode_node = s.decode_node OR s.decode_node IS NULL
+          OR l.serving_decode_node IS NULL) AND l.request_id <> s.request_id
      AND l.received_at <= s.ended_at
      AND (s.pool_since IS NULL OR l.received_at >= s.pool_since)
 )

@@ -65,4 +65,7 @@ SELECT
      WHERE NOT ledger_covered AND answered
        AND NOT list_has_any(coalesce(signals, []),
                             ['fast-ttft', 'cache-implausible', 'token-counters']))
-        AS unscreened_fitting_requests;
+        AS unscreened_fitting_requests,
+    -- the same as queries/analysis/summary.sql's: every request is a possible source of theirs
+    (SELECT count(*) FROM screening
+     WHERE len(reasons) > 0 AND NOT ledger_covered AND decode_node IS NULL) AS nodeless_suspects;

@@ -65,13 +65,15 @@ CREATE TABLE IF NOT EXISTS screening (
 );
 
 -- Possible (screened) exposure pairs: a suspect receiver that no complete ledger covers and
--- every request on the same decode node that could have written the pages it read.
+-- every request on the same decode node (or on one the log does not name) that could have
+-- written the pages it read.
 CREATE TABLE IF NOT EXISTS possible_exposures (
     receiver_request_id VARCHAR NOT NULL,  -- suspect receiver
     receiver_account_id VARCHAR NOT NULL,  -- its account
     leaker_request_id   VARCHAR NOT NULL,  -- a request on the same decode node before its end
     leaker_account_id   VARCHAR NOT NULL,  -- its account
-    node                VARCHAR NOT NULL,  -- the decode node
+    node                VARCHAR NOT NULL,  -- the decode node (the leaker's where the log names
+                                           -- none for the receiver; '' where neither)
     cross_account       BOOLEAN NOT NULL,  -- the accounts differ
     basis               VARCHAR  -- concurrent | window | earlier: how near the suspect it ran
 );

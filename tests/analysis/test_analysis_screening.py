@@ -186,6 +186,39 @@ def test_possible_leakers_are_every_earlier_request_on_the_same_decode_node(scre
     assert not {p for p in pairs if p[0] == "S5"}  # the ledger covers d2: it decides
 
 
+def test_a_suspect_whose_log_names_no_node_may_have_read_any_request() -> None:
+    """A request log without node columns cannot place a suspect: it may have read the pages
+    of any request, on any node. Every request received before it ended is a possible source
+    (none were before: the suspect was listed as a receiver whose data came from nobody), one
+    that names no node may have run on the suspect's node, and the headline says why."""
+    con = new_case()
+    insert(con, "nodes", [{"node": "p1", "role": "prefill", "pool_slots": 1000}])
+    unplaced = {"prefill_node": None, "decode_node": None}
+    rows = [
+        _request("A1", "acct-1", 100, 300, 0.03, **unplaced),
+        _request("B1", "acct-2", 110, 300, 0.03),  # on p1 / d1
+        _request("B2", "acct-2", 120, 300, 0.03, decode="d2"),
+        # served from a cache more than any request before it held: a stub
+        _request("S1", "acct-3", 130, 5000, 0.002, cached_tokens=4999, **unplaced),
+        _request("P1", "acct-4", 140, 300, 0.03, decode="d2"),
+        _request("S2", "acct-3", 150, 5000, 0.002),  # over p1's pool, on d1
+        _request("L1", "acct-5", 200, 300, 0.03),  # after S1 and S2 ended
+    ]
+    insert(con, "requests", rows)
+    summary = analyze(con)
+    pairs = con.execute(
+        "SELECT receiver_request_id, leaker_request_id, node FROM possible_exposures ORDER BY 1, 2"
+    ).fetchall()
+    by = {(r, w): n for r, w, n in pairs}
+    # S1 names no node: every request received before it ended (S1 ends at 132 s: A1, B1, B2)
+    assert {w for r, w in by if r == "S1"} == {"A1", "B1", "B2"}
+    assert by[("S1", "A1")] == "" and by[("S1", "B1")] == "d1" and by[("S1", "B2")] == "d2"
+    # S2 is on d1: the requests of d1 and those that name no node (A1 and S1), not d2's
+    assert {w for r, w in by if r == "S2"} == {"A1", "B1", "S1"}
+    assert summary["nodeless_suspects"] == 1
+    assert "1 suspects name no serving node" in summary["headline"]
+
+
 def test_ledger_decides_where_it_covers(screened) -> None:
     con, _ = screened
     covered = dict(con.execute("SELECT request_id, ledger_covered FROM screening").fetchall())

@@ -35,3 +35,21 @@ def test_a_fitting_stub_that_could_not_be_looked_for_is_said(tmp_path: Path) -> 
 
 def test_with_cached_tokens_nothing_is_said(tmp_path: Path) -> None:
     assert 'data-evidence="unscreened-fitting"' not in _summary(tmp_path, cached=True)
+
+
+def test_a_suspect_whose_node_is_not_logged_is_said(tmp_path: Path) -> None:
+    """A stub (served from a cache more than anything before it held) whose row names no node:
+    the summary says its possible sources could not be narrowed to one node."""
+    con = new_case()
+    unplaced = {"prefill_node": None, "decode_node": None}
+    rows = [
+        timed_request("A1", "acct-1", 100, 300, 0.03, cached_tokens=0, **unplaced),
+        timed_request("S1", "acct-2", 110, 5000, 0.002, cached_tokens=4999, **unplaced),
+    ]
+    insert(con, "requests", rows)
+    analyze(con)
+    write_all(con, tmp_path / "out")
+    html = (tmp_path / "out" / "report.html").read_text(encoding="utf-8")
+    found = re.search(r'data-evidence="nodeless">For <strong>(\d+)</strong>', html)
+    assert found and found.group(1) == "1"
+    assert 'data-evidence="nodeless"' not in _summary(tmp_path / "placed", cached=True)
