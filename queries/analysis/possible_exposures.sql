@@ -5,7 +5,8 @@
 -- data of any earlier request on the node may still sit in the pages a suspect is handed, how
 -- long ago it ran does not bound that. Where the log names no serving node for the suspect,
 -- every request is a candidate (node: the candidate's, '' where neither names one), and a
--- candidate that names none may have run on the suspect's node. What bounds it is the pool:
+-- candidate that names none may have run on the suspect's node, unless the gateway refused
+-- it (a 4xx with no output: it reached no engine). What bounds it is the pool:
 -- a request of an earlier start of the node (node_starts, or the nodes table's started_at)
 -- wrote into a pool that no longer exists. basis ranks the pairs, it never drops one:
 --   concurrent  received while the suspect was in flight (it may write into the suspect's
@@ -69,6 +70,8 @@ WITH starts AS (
     JOIN work.analysis_requests l
       ON (l.serving_decode_node = s.decode_node OR s.decode_node IS NULL
           OR l.serving_decode_node IS NULL) AND l.request_id <> s.request_id
+     AND NOT (l.serving_decode_node IS NULL AND l.http_status BETWEEN 400 AND 499
+              AND l.first_token_at IS NULL AND coalesce(l.completion_tokens, 0) = 0)
      AND l.received_at <= s.ended_at
      AND (s.pool_since IS NULL OR l.received_at >= s.pool_since)
 )

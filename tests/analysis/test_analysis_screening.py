@@ -190,7 +190,8 @@ def test_a_suspect_whose_log_names_no_node_may_have_read_any_request() -> None:
     """A request log without node columns cannot place a suspect: it may have read the pages
     of any request, on any node. Every request received before it ended is a possible source
     (none were before: the suspect was listed as a receiver whose data came from nobody), one
-    that names no node may have run on the suspect's node, and the headline says why."""
+    that names no node may have run on the suspect's node unless the gateway refused it, and
+    the headline says why."""
     con = new_case()
     insert(con, "nodes", [{"node": "p1", "role": "prefill", "pool_slots": 1000}])
     unplaced = {"prefill_node": None, "decode_node": None}
@@ -203,6 +204,10 @@ def test_a_suspect_whose_log_names_no_node_may_have_read_any_request() -> None:
         _request("P1", "acct-4", 140, 300, 0.03, decode="d2"),
         _request("S2", "acct-3", 150, 5000, 0.002),  # over p1's pool, on d1
         _request("L1", "acct-5", 200, 300, 0.03),  # after S1 and S2 ended
+        # refused by the gateway (no node, a 4xx, no output): it reached no engine
+        _request("Q1", "acct-6", 101, 300, None, status=429, completion_tokens=0, **unplaced),
+        # failed on some engine after its prefill, maybe S2's: a candidate
+        _request("F1", "acct-7", 102, 300, None, status=500, completion_tokens=0, **unplaced),
     ]
     insert(con, "requests", rows)
     summary = analyze(con)
@@ -210,11 +215,11 @@ def test_a_suspect_whose_log_names_no_node_may_have_read_any_request() -> None:
         "SELECT receiver_request_id, leaker_request_id, node FROM possible_exposures ORDER BY 1, 2"
     ).fetchall()
     by = {(r, w): n for r, w, n in pairs}
-    # S1 names no node: every request received before it ended (S1 ends at 132 s: A1, B1, B2)
-    assert {w for r, w in by if r == "S1"} == {"A1", "B1", "B2"}
+    # S1 names no node: every request received before it ended (S1 ends at 132 s) but Q1
+    assert {w for r, w in by if r == "S1"} == {"A1", "F1", "B1", "B2"}
     assert by[("S1", "A1")] == "" and by[("S1", "B1")] == "d1" and by[("S1", "B2")] == "d2"
     # S2 is on d1: the requests of d1 and those that name no node (A1 and S1), not d2's
-    assert {w for r, w in by if r == "S2"} == {"A1", "B1", "S1"}
+    assert {w for r, w in by if r == "S2"} == {"A1", "F1", "B1", "S1"}
     assert summary["nodeless_suspects"] == 1
     assert "1 suspects name no serving node" in summary["headline"]
 
