@@ -28,7 +28,9 @@ Every other request on the same decode node that could have written the pages th
 read is a *possible leaker* (queries/analysis/possible_exposures.sql): received before the
 suspect ended and since the node's pool was made (its latest start), however long ago, since
 freed pages keep their data; `window_s` (default 600 s) only ranks them (basis: concurrent,
-window, earlier). Where a complete ledger covers the suspect's decode node over the suspect's
+window, earlier). A suspect whose row names no node has every request as a possible leaker,
+and a request without one is a possible leaker of every suspect (unless the gateway refused
+it). Where a complete ledger covers the suspect's decode node over the suspect's
 whole activity, the ledger decides: the suspect keeps its screening row (corroboration), gets
 no possible pairs, and a suspect the ledger shows reading nothing foreign is recorded in
 cleared_findings. A hole in the ledger (ledger_holes) leaves the requests it meets uncovered.
