@@ -69,7 +69,6 @@ class LedgerSummary(TypedDict):
     cleared_findings: int
     unscreened_requests: int
     unscreened_fitting_requests: int  # nor could a stub of a prompt that fits the pool
-    nodeless_suspects: int  # screened suspects whose log names no serving node
 
 
 def summary(con: duckdb.DuckDBPyConnection) -> LedgerSummary:

@@ -186,9 +186,10 @@ def headline(s: AnalysisSummary) -> str:
             f"{s['unscreened_fitting_requests']} requests without a ledger (neither cached "
             "tokens, a time model nor the engine's token counters for them)"
         )
-    if s.get("nodeless_suspects"):
+    nodeless = (s.get("figures") or {}).get("nodeless_suspects")
+    if nodeless:
         parts.append(
-            f"{s['nodeless_suspects']} suspects name no serving node in the request log: every "
+            f"{nodeless} suspects name no serving node in the request log: every "
             "request of the case is a possible source of what they read (log the node)"
         )
     if s.get("cleared_findings"):

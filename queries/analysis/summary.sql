@@ -39,8 +39,4 @@ SELECT
      WHERE NOT ledger_covered AND answered
        AND NOT list_has_any(coalesce(signals, []),
                             ['fast-ttft', 'cache-implausible', 'token-counters']))
-        AS unscreened_fitting_requests,
-    -- a suspect whose serving node the log does not name may have read any node's pages: every
-    -- request is its possible source (queries/analysis/possible_exposures.sql)
-    (SELECT count(*) FROM screening
-     WHERE len(reasons) > 0 AND NOT ledger_covered AND decode_node IS NULL) AS nodeless_suspects;
+        AS unscreened_fitting_requests;

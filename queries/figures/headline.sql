@@ -66,6 +66,7 @@ SELECT
        AND NOT list_has_any(coalesce(signals, []),
                             ['fast-ttft', 'cache-implausible', 'token-counters']))
         AS unscreened_fitting_requests,
-    -- the same as queries/analysis/summary.sql's: every request is a possible source of theirs
+    -- suspects whose serving node the log does not name: every request is a possible source
+    -- of theirs (queries/analysis/possible_exposures.sql)
     (SELECT count(*) FROM screening
      WHERE len(reasons) > 0 AND NOT ledger_covered AND decode_node IS NULL) AS nodeless_suspects;

@@ -220,7 +220,7 @@ def test_a_suspect_whose_log_names_no_node_may_have_read_any_request() -> None:
     assert by[("S1", "A1")] == "" and by[("S1", "B1")] == "d1" and by[("S1", "B2")] == "d2"
     # S2 is on d1: the requests of d1 and those that name no node (A1 and S1), not d2's
     assert {w for r, w in by if r == "S2"} == {"A1", "F1", "B1", "S1"}
-    assert summary["nodeless_suspects"] == 1
+    assert summary["figures"]["nodeless_suspects"] == 1
     assert "1 suspects name no serving node" in summary["headline"]
 
 
