@@ -84,6 +84,14 @@ def rebuilt(
     assert cli(["reconstruct", "--db", str(db)]) in (0, 1)
     cli(["analyze", "--db", str(db)])
     out = {**run, "withheld": db, "limits": limits, "http": http}
+    if limits:  # again, with the engine's log (the only source of its limits) withheld too
+        unlogged = base / "unlogged"
+        shutil.copytree(case, unlogged, ignore=shutil.ignore_patterns("logs"))
+        nolog = base / "unlogged.duckdb"
+        assert cli(["ingest", str(unlogged), "--db", str(nolog)]) == 0
+        assert cli(["reconstruct", "--db", str(nolog)]) in (0, 1)
+        cli(["analyze", "--db", str(nolog)])
+        out["unlogged"] = nolog
     if http:  # again, under the jitter the engine's own steps needed (from the tapped ledger)
         jitter = (needed_jitter_us(run["db"]) + JITTER_MARGIN_US) / 1000
         assert cli(["reconstruct", "--db", str(stated), "--delivery-jitter-ms", str(jitter)]) in (
@@ -189,6 +197,23 @@ def test_cleared_pairs_are_true_negatives_and_only_on_a_consistent_node(
     """(Under binding limits whether a run fits depends on how evenly the engine's steps were
     timed; both outcomes are checked for what they promise.)"""
     _cleared_only_true_negatives(rebuilt, rebuilt["withheld"])
+
+
+def test_limits_not_logged_are_not_applied_and_what_is_cleared_did_not_leak(
+    rebuilt: dict[str, Any],
+) -> None:
+    """Binding limits with the engine's log withheld: the node is rebuilt as if nothing bound
+    (its variants say the limits were not logged), every true party is still listed, and a
+    pair it clears is one the tapped ledger does not have. A run without the limits fits
+    only where each request's logged steps allow it; where none fits, nothing is cleared."""
+    if not rebuilt["limits"]:
+        pytest.skip("binding limits only")
+    db = rebuilt["unlogged"]
+    (variants,) = _rows(db, "SELECT variants FROM reconstructed_nodes")[0]
+    assert "max_num_seqs not logged, max_num_batched_tokens not logged" in variants, variants
+    for unit in ("request_id", "account_id"):
+        assert _affected(rebuilt["db"], unit) <= _affected(db, unit)
+    _cleared_only_true_negatives(rebuilt, db)
 
 
 def test_a_true_stated_jitter_rebuilds_the_server_and_clears_only_true_negatives(
