@@ -67,8 +67,6 @@ class LedgerSummary(TypedDict):
     ledger_holes: int
     accounts_by_confidence: dict[str, int]  # "<side> <Confidence value>" -> accounts
     cleared_findings: int
-    unscreened_requests: int
-    unscreened_fitting_requests: int  # nor could a stub of a prompt that fits the pool
 
 
 def summary(con: duckdb.DuckDBPyConnection) -> LedgerSummary:

@@ -37,9 +37,12 @@ class AnalysisSummary(aggregate.LedgerSummary):
 
     figures: dict[str, Any]  # forensics.figures.headline_figures, times as ISO-8601 text
     findings: bool
-    # requests without a ledger in which no stub could be looked for (unscreened_requests,
-    # unscreened_fitting_requests): nothing found there is not an all-clear, so the exit code
-    # is 1 as for findings
+    # requests without a ledger in which no stub could be looked for, and in which a stub of a
+    # prompt that fits the pool could not (the headline figures', repeated here for --json)
+    unscreened_requests: int
+    unscreened_fitting_requests: int
+    # either is not zero: nothing found there is not an all-clear, so the exit code is 1 as
+    # for findings
     unexamined: bool
     headline: str
     parameters: dict[str, Any]  # the screening parameters and the workers
@@ -109,7 +112,11 @@ def _analyze(
         **ledger,
         "figures": figures,
         "findings": findings,
-        "unexamined": bool(ledger["unscreened_requests"] or ledger["unscreened_fitting_requests"]),
+        "unscreened_requests": figures["unscreened_requests"],
+        "unscreened_fitting_requests": figures["unscreened_fitting_requests"],
+        "unexamined": bool(
+            figures["unscreened_requests"] or figures["unscreened_fitting_requests"]
+        ),
         "headline": "",
         "parameters": {},
     }

@@ -1,6 +1,7 @@
 -- The ledger's own figures `kvforensics analyze` prints (from queries/analysis/ledger_nodes.sql)
 -- and the evidence each node was judged on (node_evidence). Requests, accounts and tokens are
--- not counted here: they are the case's headline figures (queries/figures/headline.sql).
+-- not counted here, nor the requests in which stubs could not be looked for: they are the
+-- case's headline figures (queries/figures/headline.sql).
 SELECT
     (SELECT coalesce(sum(reads), 0) FROM temp.analysis_ledger_nodes) AS reads,
     (SELECT coalesce(sum(events), 0) FROM temp.analysis_ledger_nodes) AS events,
@@ -27,16 +28,4 @@ SELECT
     (SELECT coalesce(map_from_entries(list({'k': side || ' ' || confidence, 'v': n})), MAP {})
        FROM (SELECT side, confidence, count(*) AS n FROM affected_accounts GROUP BY ALL))
         AS accounts_by_confidence,
-    (SELECT count(*) FROM cleared_findings) AS cleared_findings,
-    (SELECT count(*) FROM screening
-     WHERE NOT ledger_covered AND answered AND len(coalesce(signals, [])) = 0)
-        AS unscreened_requests,
-    -- over-pool and engine-log see only the stub of a prompt the pool cannot hold; a stub of a
-    -- prompt that fits (an engine computing less than it was given) shows only as an
-    -- implausible time to first token or cached-token count, or in the engine's own token
-    -- counters (token-counters: SGLang's prefill batch lines)
-    (SELECT count(*) FROM screening
-     WHERE NOT ledger_covered AND answered
-       AND NOT list_has_any(coalesce(signals, []),
-                            ['fast-ttft', 'cache-implausible', 'token-counters']))
-        AS unscreened_fitting_requests;
+    (SELECT count(*) FROM cleared_findings) AS cleared_findings;

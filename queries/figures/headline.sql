@@ -59,8 +59,10 @@ SELECT
     (SELECT count(*) FROM screening
      WHERE NOT ledger_covered AND answered AND len(coalesce(signals, [])) = 0)
         AS unscreened_requests,
-    -- the same as queries/analysis/summary.sql's: a stub of a prompt that fits the pool shows
-    -- only in the time to first token, the cached tokens or the engine's token counters
+    -- over-pool and engine-log see only the stub of a prompt the pool cannot hold; a stub of a
+    -- prompt that fits (an engine computing less than it was given) shows only as an
+    -- implausible time to first token or cached-token count, or in the engine's own token
+    -- counters (token-counters: SGLang's prefill batch lines)
     (SELECT count(*) FROM screening
      WHERE NOT ledger_covered AND answered
        AND NOT list_has_any(coalesce(signals, []),
