@@ -160,6 +160,24 @@ def _with_blocks(
     return run + pools
 
 
+def _overridden_block_size(
+    run: list[Observation], facts: dict[str, Fact], notes: list[str]
+) -> Fact | None:
+    """vLLM v1's block size where no line names it: the KV cache size in tokens over the blocks
+    --num-gpu-blocks-override made the pool of, when both were logged and divide evenly. It
+    assumes one KV cache group (every layer full attention); with several (sliding-window or
+    hybrid layers) the tokens line counts one group's share and the size found is too small:
+    give such a node's page_size in the nodes file."""
+    pool, blocks = facts.get("pool_slots"), _choose_number(run, "blocks_override", notes)
+    if pool is None or blocks is None or pool.source != "vllm.kv-cache-size":
+        return None
+    if not blocks.value or pool.value % blocks.value:
+        return None
+    size = pool.value // blocks.value
+    notes.append(f"block size {size} = KV cache size {pool.value} / {blocks.value} blocks")
+    return Fact(size, blocks.src_file, blocks.src_line, blocks.source)
+
+
 def audit_run(index: int, run: list[Observation], engine: str | None) -> RunAudit:
     notes: list[str] = []
     facts: dict[str, Fact] = {}
@@ -177,7 +195,9 @@ def audit_run(index: int, run: list[Observation], engine: str | None) -> RunAudi
         if chosen_text := _choose_text(run, name):
             facts[name] = chosen_text
     if engine == "vllm" and "page_size" not in facts:
-        facts["page_size"] = Fact(vllm.DEFAULT_BLOCK_SIZE, None, None, "default")
+        facts["page_size"] = _overridden_block_size(run, facts, notes) or Fact(
+            vllm.DEFAULT_BLOCK_SIZE, None, None, "default"
+        )
     started = next((o.ts for o in run if o.ts is not None), None)
     return RunAudit(index, started, facts, notes)
 

@@ -35,6 +35,7 @@ FACT_KEYS = (
     "role",
     "engine_version",
     "gpu_blocks",
+    "blocks_override",
     "max_num_seqs",
     "max_num_batched_tokens",
     "chunked_prefill",

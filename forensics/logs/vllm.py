@@ -55,6 +55,18 @@ GPU_BLOCKS = Spec(
     full=rx(r"# \w+ blocks: (?P<gpu_blocks>\d+), # CPU blocks: (?P<cpu_blocks>\d+)\b"),
     partial=(rx(r"# \w+ blocks: (?P<gpu_blocks>\d+),"),),
 )
+# v1 with --num-gpu-blocks-override (kv_cache_utils.py): the blocks the pool was made of, so that
+# with the KV cache size line (tokens = blocks x block size for a model with one KV cache
+# group) the block size follows where no line names it (audit.py).
+BLOCKS_OVERRIDE = Spec(
+    "vllm.blocks-override",
+    "vllm",
+    needle="num_gpu_blocks_override=",
+    head=rx(r"Overriding num_gpu_blocks=\d+ with num_gpu_blocks_override=\d"),
+    full=rx(
+        r"Overriding num_gpu_blocks=\d+ with num_gpu_blocks_override=(?P<blocks_override>\d+)\b"
+    ),
+)
 ENGINE_INIT = Spec(
     "vllm.engine-init",
     "vllm",
@@ -134,6 +146,7 @@ SPECS: tuple[Spec, ...] = (
     KV_CACHE_SIZE,
     MAX_CONCURRENCY,
     GPU_BLOCKS,
+    BLOCKS_OVERRIDE,
     ENGINE_INIT,
     NON_DEFAULT_ARGS,
     CHUNKED_PREFILL,

@@ -72,6 +72,9 @@ def reconstruct(
             if not page_size or not pool_slots:
                 _skip(con, skipped, node, NO_SIZES)
                 continue
+            if _page_size_assumed(con, node):
+                _skip(con, skipped, node, ASSUMED_PAGE_SIZE)
+                continue
             kind = allocator_for(engine, rp.allocator.value)
             rebuild = (
                 partial(unified_node, progress=_within(progress, node))
@@ -134,6 +137,23 @@ NO_SIZES = (
     "no page size or pool size in the nodes table or the engine's start-up log; give them in "
     "nodes.csv (page_size, pool_slots) to rebuild its page trace"
 )
+
+
+ASSUMED_PAGE_SIZE = (
+    "its engine's log names no block size, and vLLM's default depends on the platform and the "
+    "attention backend (16 on most GPUs, 128 on the CPU build): pages of a guessed size can put "
+    "the wrong requests in a stub's blocks; give page_size in nodes.csv (the engine's "
+    "--block-size) to rebuild its page trace"
+)
+
+
+def _page_size_assumed(con: duckdb.DuckDBPyConnection, node: str) -> bool:
+    """Whether the node's page size is only the default the log audit assumed (no nodes-file
+    row and no log line gives one): screening may use it, a rebuilt trace may not."""
+    if "node_facts" not in tables(con):
+        return False
+    row = con.execute(sql("reconstruct/page_size_assumed"), {"node": node}).fetchone()
+    return bool(row and row[0])
 
 
 def _skip(con: duckdb.DuckDBPyConnection, skipped: list[Skipped], node: str, why: str) -> None:

