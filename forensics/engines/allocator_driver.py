@@ -14,8 +14,8 @@ can be sent ahead in one batch:
     D pool                                    drop the pool
     V                                         -> the engine packages' versions, as JSON
 
-vLLM's v1 scheduler with prefix caching on (`vllm-sched` pools; N takes three more fields:
-max_num_seqs, max_num_batched_tokens and 1 or 0 for chunked prefill):
+vLLM's v1 scheduler (`vllm-sched` pools; N takes four more fields: max_num_seqs,
+max_num_batched_tokens, 1 or 0 for chunked prefill and 1 or 0 for prefix caching):
 
     R pool rid stub n_out t1 t2 ...   a request arrives (waiting) with these prompt token ids
                                       and n_out output tokens; stub=1: a 1-token stub
@@ -134,7 +134,8 @@ def _digest(free: list[int], staged: list[int]) -> str:
 
 
 class VllmScheduler:
-    """vLLM's v1 Scheduler over its KVCacheManager with prefix caching, stepped without a model.
+    """vLLM's v1 Scheduler over its KVCacheManager, prefix caching on or off, stepped without a
+    model.
 
     The configuration comes from a config.json of a tiny Llama written to a temporary folder
     (the scheduler reads the model's architecture and maximum length, never weights)."""
@@ -148,6 +149,7 @@ class VllmScheduler:
         max_num_seqs: int = 1 << 20,
         max_batched: int = 1 << 30,
         chunked: bool = True,
+        caching: bool = True,
     ):
         import tempfile
 
@@ -177,7 +179,7 @@ class VllmScheduler:
             enable_chunked_prefill=chunked,
             is_encoder_decoder=False,
         )
-        cache = CacheConfig(block_size=page_size, enable_prefix_caching=True)
+        cache = CacheConfig(block_size=page_size, enable_prefix_caching=caching)
         cache.num_gpu_blocks = n_pages
         config = VllmConfig(model_config=model, scheduler_config=sched, cache_config=cache)
         spec = FullAttentionSpec(
@@ -313,7 +315,7 @@ def serve(inp: Any, out: Any) -> None:
             out.flush()
         elif op == "N":
             pool, kind, n_pages, ps, need_sort, *config = parts[1:]
-            extra = [int(x) for x in config]  # vllm-sched: max_num_seqs max_batched chunked
+            extra = [int(x) for x in config]  # vllm-sched: seqs, batched, chunked, caching
             pools[int(pool)] = KINDS[kind](int(n_pages), int(ps), need_sort == "1", *extra)
         elif op == "R":
             pools[int(parts[1])].add(

@@ -78,7 +78,8 @@ class EngineAllocators:
         self, kind: str, n_pages: int, page_size: int, need_sort: bool, *config: int
     ) -> int:
         """A fresh allocator over pages 1 .. n_pages-1; returns its pool number. config:
-        vllm-sched's max_num_seqs, max_num_batched_tokens and chunked prefill (1 or 0)."""
+        vllm-sched's max_num_seqs, max_num_batched_tokens, chunked prefill and prefix caching
+        (1 or 0 each)."""
         if kind not in KINDS:
             raise UsageError(f"unknown engine allocator '{kind}'; known: {', '.join(KINDS)}")
         pool = self._pools

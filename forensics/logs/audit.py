@@ -191,7 +191,7 @@ def audit_run(index: int, run: list[Observation], engine: str | None) -> RunAudi
     for name in SCHEDULER_LIMITS:
         if chosen := _choose_number(run, name, notes):
             facts[name] = chosen
-    for name in ("role", "model", "engine_version", "chunked_prefill"):
+    for name in ("role", "model", "engine_version", "chunked_prefill", "prefix_caching"):
         if chosen_text := _choose_text(run, name):
             facts[name] = chosen_text
     if engine == "vllm" and "page_size" not in facts:

@@ -39,6 +39,7 @@ FACT_KEYS = (
     "max_num_seqs",
     "max_num_batched_tokens",
     "chunked_prefill",
+    "prefix_caching",
 )
 
 

@@ -82,6 +82,7 @@ ENGINE_INIT = Spec(
         rx(_kv("max_seq_len", r"(?P<context_len>\d+)")),
         rx(_kv("block_size", r"(?P<page_size>\d+)")),
         rx(_kv("enable_chunked_prefill", r"(?P<chunked_prefill>True|False)")),
+        rx(_kv("enable_prefix_caching", r"(?P<prefix_caching>True|False)")),
     ),
     starts_run=True,
 )
@@ -98,6 +99,7 @@ NON_DEFAULT_ARGS = Spec(
         rx(_kv("max_num_seqs", r"(?P<max_num_seqs>\d+)")),
         rx(_kv("max_num_batched_tokens", r"(?P<max_num_batched_tokens>\d+)")),
         rx(_kv("enable_chunked_prefill", r"(?P<chunked_prefill>True|False)")),
+        rx(_kv("enable_prefix_caching", r"(?P<prefix_caching>True|False)")),
     ),
 )
 CHUNKED_PREFILL = Spec(

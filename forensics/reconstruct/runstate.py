@@ -50,21 +50,26 @@ class Limits:
     max_num_seqs: int | None = None
     max_batched: int | None = None
     chunked: bool = True
+    prefix_caching: bool | None = True  # None: not logged (stage.unified_node decides)
 
-    def config(self) -> tuple[int, int, int]:
-        """(seats, token budget, chunked) for the scheduler; a limit not logged is as large as
-        vLLM allows. vLLM requires a budget of at least one token per seat (an engine logging
-        more seats than its budget would not have started; a damaged log is held to it)."""
+    def config(self) -> tuple[int, int, int, int]:
+        """(seats, token budget, chunked, prefix caching) for the scheduler; a limit not logged
+        is as large as vLLM allows. vLLM requires a budget of at least one token per seat (an
+        engine logging more seats than its budget would not have started; a damaged log is held
+        to it)."""
+        assert self.prefix_caching is not None, "decided before the scheduler is made"
         batched = self.max_batched or 1 << 30
-        return (min(self.max_num_seqs or 1 << 20, batched), batched, int(self.chunked))
+        seats = min(self.max_num_seqs or 1 << 20, batched)
+        return (seats, batched, int(self.chunked), int(self.prefix_caching))
 
     def describe(self) -> str:
         def shown(v: int | None) -> str:
             return "not logged" if v is None else str(v)
 
         return (
-            f"max_num_seqs {shown(self.max_num_seqs)}, max_num_batched_tokens "
-            f"{shown(self.max_batched)}, chunked prefill {'on' if self.chunked else 'off'}"
+            f"prefix caching {'on' if self.prefix_caching else 'off'}, max_num_seqs "
+            f"{shown(self.max_num_seqs)}, max_num_batched_tokens {shown(self.max_batched)}, "
+            f"chunked prefill {'on' if self.chunked else 'off'}"
         )
 
 

@@ -14,6 +14,7 @@ their cross-account pairs into `reconstructed` exposures of the affected parties
 
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import partial
 from typing import Any
 
@@ -88,6 +89,9 @@ def reconstruct(
             except EnginesMissing as exc:
                 _skip(con, skipped, node, str(exc))
                 engines_missing = True
+                continue
+            except NotRebuilt as exc:
+                _skip(con, skipped, node, str(exc))
                 continue
             sampled = row.pop("sampled", 0)
             con.execute(
@@ -187,11 +191,35 @@ def _limits(con: duckdb.DuckDBPyConnection, node: str) -> Limits:
         return Limits()
     facts = dict(con.execute(sql("reconstruct/engine_limits"), {"node": node}).fetchall())
     seqs, batched = facts.get("max_num_seqs"), facts.get("max_num_batched_tokens")
+    caching = facts.get("prefix_caching")
     return Limits(
         int(seqs) if seqs else None,
         int(batched) if batched else None,
         facts.get("chunked_prefill", "True") == "True",
+        None if caching is None else caching == "True",
     )
+
+
+class NotRebuilt(Exception):
+    """A node the log does not describe well enough to rebuild: skipped, with this reason."""
+
+
+NO_CACHING = (
+    "its engine's log does not say whether prefix caching was on (the engine banner's "
+    "enable_prefix_caching) and no response reports a prefix-cache hit: vLLM frees and reuses "
+    "blocks differently with it off, so a run of the wrong kind can put the wrong requests in a "
+    "stub's blocks; keep the engine's start-up log with the case to rebuild it"
+)
+
+
+def _caching_decided(limits: Limits, reqs: list[Req]) -> Limits:
+    """The limits with prefix caching as logged, or on where it was not logged but a request
+    that is not a stub was served a hit (only prefix caching serves one); else NotRebuilt."""
+    if limits.prefix_caching is not None:
+        return limits
+    if any(r.cached_tokens for r in reqs if not r.stub):
+        return replace(limits, prefix_caching=True)
+    raise NotRebuilt(NO_CACHING)
 
 
 def _within(progress: ProgressFn, node: str) -> ProgressFn:
@@ -215,15 +243,15 @@ def unified_node(
     pool_slots: int,
     progress: ProgressFn = no_progress,
 ) -> dict[str, Any]:
-    """A vLLM unified node: its runs on vLLM's v1 scheduler with prefix caching
-    (forensics.reconstruct.unified); only runs that reproduce every logged step and
+    """A vLLM unified node: its runs on vLLM's v1 scheduler, prefix caching on or off as the
+    engine ran (forensics.reconstruct.unified); only runs that reproduce every logged step and
     cached_tokens."""
     reqs, reasons = _requests(con, node, role)
+    limits = _caching_decided(_limits(con, node), reqs)
     try:
         drv = pools.driver()
     except UsageError as exc:
         raise EnginesMissing(str(exc)) from exc
-    limits = _limits(con, node)
     jitter = None if rp.delivery_jitter_ms is None else round(rp.delivery_jitter_ms * 1000)
     model = UnifiedNode(node, reqs, ps, pool_slots // ps, int(rp.skew_ms * 1000), limits, jitter)
     res = explore(model, drv, progress)
@@ -235,7 +263,7 @@ def unified_node(
     kept = f"{res.kept} of {res.runs} runs fit the log (its steps and cached_tokens)"
     kept += f"; {res.note}" if res.note else ""
     return node_row(trace, kind, res.ambiguous, res.runs, 0, len(unread)) | {
-        "variants": f"vLLM v1 Scheduler, prefix caching on, {limits.describe()}: "
+        "variants": f"vLLM v1 Scheduler, {limits.describe()}: "
         + (kept if res.consistent else f"{kept} ({res.why})"),
         "consistent": res.consistent,
     }

@@ -3,13 +3,15 @@
 The engine's steps come from the log's times where those mark them (steps.py: logged steps,
 and every count of the steps the log does not show that gives each request as many steps as
 output tokens; elsewhere from a stated delivery jitter, explore.py and jitter.py). Each
-placement of those steps is run on vLLM's `Scheduler` over its `KVCacheManager` with prefix
-caching (forensics/engines/allocator_driver.py, `vllm-sched`), with the scheduling limits the
-engine logged (max_num_seqs, max_num_batched_tokens, chunked prefill; not applied where not
-logged). The scheduler decides what each step does: running requests' decode blocks, then
-waiting requests first come first served within the seats and the token budget (a prompt
-longer than the budget chunked over steps), then the blocks of every request that finished
-freed (uncached ones to the free queue's head, cached ones to its tail, hashable until popped).
+placement of those steps is run on vLLM's `Scheduler` over its `KVCacheManager`
+(forensics/engines/allocator_driver.py, `vllm-sched`), with prefix caching as the engine's
+banner says it ran (on where not logged but a response reports a hit; else the node is not
+rebuilt: stage.py) and the scheduling limits the engine logged (max_num_seqs,
+max_num_batched_tokens, chunked prefill; not applied where not logged). The scheduler decides
+what each step does: running requests' decode blocks, then waiting requests first come first
+served within the seats and the token budget (a prompt longer than the budget chunked over
+steps), then the blocks of every request that finished freed (uncached ones to the free
+queue's head, cached ones to its tail, hashable until popped; with caching off, all uncached).
 
 Per request:
 
@@ -103,7 +105,7 @@ class UnifiedNode:
             for r in reqs
         ]
         self.uncached = [_uncached(r) for r in reqs]  # tokens each prefill computes
-        _, budget, chunked = self.limits.config()
+        _, budget, chunked, _ = self.limits.config()
         self.leads = [  # steps a request arrives before its first token's: its chunks less one
             -(-u // budget) - 1 if chunked else 0 for u in self.uncached
         ]
@@ -201,7 +203,7 @@ class UnifiedNode:
         limit binds there, the blocks depend on that sequence alone, not on the steps it falls
         in, and the key is the sequence. With chunked prefills the key keeps each step's
         share."""
-        seats, budget, _ = self.limits.config()
+        seats, budget, *_ = self.limits.config()
         at: dict[int, list[tuple[int, int]]] = {}
         starts, ends = [], []
         for i, r in enumerate(self.reqs):

@@ -80,6 +80,20 @@ def test_freed_blocks_uncached_first_cached_last_in_reverse(drv: EngineAllocator
     assert drv.peek(p, [*range(1, 9), 9, 9]) == 4  # the second one is gone
 
 
+def test_without_prefix_caching_nothing_hits_and_freed_blocks_are_reused_first(
+    drv: EngineAllocators,
+) -> None:
+    """An engine started without prefix caching (the banner's enable_prefix_caching=False):
+    no block is hashed, so no prompt hits and every freed block is uncached, back at the free
+    queue's head; with caching on, the same second request got blocks 3, 4, 5 (above)."""
+    p = pool(drv, 8, 1 << 20, 1 << 30, 1, 0)
+    serve(drv, p, "a", list(range(1, 11)))
+    assert drv.peek(p, [*range(1, 9), 50, 51]) == 0
+    hits, blocks = serve(drv, p, "d", list(range(100, 110)))
+    assert hits == 0 and sorted(blocks) == [1, 2, 3]
+    assert serve(drv, p, "s", list(range(1, 11)), stub=True)[0] == 9  # a stub all the same
+
+
 def test_a_stub_takes_fresh_blocks_for_its_whole_prompt(drv: EngineAllocators) -> None:
     p = pool(drv)
     serve(drv, p, "a", list(range(1, 11)))
@@ -274,7 +288,7 @@ def test_limits_a_damaged_log_gives_are_held_to_what_vllm_accepts(drv: EngineAll
         drv,
     )
     assert res.consistent
-    assert Limits(max_num_seqs=64, max_batched=4).config() == (4, 4, 1)
+    assert Limits(max_num_seqs=64, max_batched=4).config() == (4, 4, 1, 1)
 
 
 def test_runs_on_the_clock_cut_short_clear_nobody(

@@ -52,3 +52,26 @@ def test_limits_not_logged_are_absent_and_chunking_off_is_kept(tmp_path: Path) -
     )
     assert "max_num_seqs" not in facts and "max_num_batched_tokens" not in facts
     assert facts["chunked_prefill"] == "False"
+
+
+def test_prefix_caching_is_read_from_the_banner_and_the_operators_args(tmp_path: Path) -> None:
+    """vLLM's banner names enable_prefix_caching either way (VllmConfig.__str__); the
+    reconstruction models the free queue as the engine ran it."""
+    on = _facts(tmp_path, [BANNER.format(chunked=True), CAPACITY])
+    assert on["prefix_caching"] == "True"
+    off = _facts(
+        tmp_path,
+        [
+            "non-default args: {'model': '/m/tiny', 'enable_prefix_caching': False}",
+            BANNER.format(chunked=True).replace(
+                "enable_prefix_caching=True", "enable_prefix_caching=False"
+            ),
+            CAPACITY,
+        ],
+    )
+    assert off["prefix_caching"] == "False"
+    without = _facts(
+        tmp_path,
+        [BANNER.format(chunked=True).replace("enable_prefix_caching=True, ", ""), CAPACITY],
+    )
+    assert "prefix_caching" not in without

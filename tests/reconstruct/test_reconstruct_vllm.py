@@ -2,7 +2,7 @@
 batched load (tests/support/vllm_run.py `batched`, sampled outputs, 24 requests of 4 accounts with
 shared prefixes, several in flight, a pool of 40 blocks), served with the tap on. The truth is
 the analysis of the tapped ledger; then the ledger, the contents and the tap's reports are
-withheld and `kvforensics reconstruct` (vLLM's own v1 scheduler, prefix caching on, in the
+withheld and `kvforensics reconstruct` (vLLM's own v1 scheduler, prefix caching as logged, in the
 engines' environment) then `analyze` run on what is left; once as served, once under
 scheduling limits that bind, named in the engine's log, and once through vLLM's own
 OpenAI-compatible server with a gateway's HTTP client (tests/support/vllm_http_run.py), whose
@@ -41,6 +41,9 @@ CASES = {
         "VLLM_RUN_MAX_BATCHED": "64",
     },
     "http": {"VLLM_RUN_SEED": "31", "BATCHED_STUB_AT": "21"},
+    # the engine started without prefix caching (its log, which says so, kept): every
+    # response reports 0 cached tokens and freed blocks are reused in another order
+    "nocache": {"VLLM_RUN_SEED": "7", "BATCHED_STUB_AT": "21", "VLLM_RUN_PREFIX_CACHING": "0"},
 }
 
 
@@ -58,7 +61,8 @@ def _leaking_run(engine: dict[str, Any], base: Path, name: str) -> dict[str, Any
     for k in range(SERVES):
         where = base / f"serve-{k}"
         where.mkdir()
-        run = _serve(engine, "batched", where, env, keep_log=name == "limits", http=name == "http")
+        keep_log = name in ("limits", "nocache")
+        run = _serve(engine, "batched", where, env, keep_log=keep_log, http=name == "http")
         if {s for s, _ in _affected(run["db"], "request_id")} == {"receiving", "leaking"}:
             return run
         env["VLLM_RUN_SEED"] = str(int(env["VLLM_RUN_SEED"]) + 1)
@@ -85,6 +89,7 @@ def rebuilt(
     assert cli(["reconstruct", "--db", str(db)]) in (0, 1)
     cli(["analyze", "--db", str(db)])
     out = {**run, "withheld": db, "limits": limits, "http": http}
+    out["nocache"] = request.param == "nocache"
     if limits:  # again, with the engine's log (the only source of its limits) withheld too
         unlogged = base / "unlogged"
         shutil.copytree(case, unlogged, ignore=shutil.ignore_patterns("logs"))
@@ -157,6 +162,8 @@ def test_the_node_was_rebuilt_on_vllms_scheduler_with_the_logged_limits(
     assert version and version.startswith("0.")
     if rebuilt["limits"]:  # read from the engine's start-up log
         assert "max_num_seqs 4, max_num_batched_tokens 64, chunked prefill on" in variants
+    elif rebuilt["nocache"]:  # read from the engine banner; a run with caching on cleared
+        assert "prefix caching off" in variants and consistent, variants  # true leakers
     elif rebuilt["http"]:  # the server's log names its seats; its steps are not in the log
         assert "max_num_seqs 8, max_num_batched_tokens not logged" in variants, variants
         # the log cannot bound how late outputs were logged: without a stated jitter, no run

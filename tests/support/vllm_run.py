@@ -303,7 +303,7 @@ def main() -> None:
         skip_tokenizer_init=True,
         dtype="float32",
         block_size=BLOCK,
-        enable_prefix_caching=True,
+        enable_prefix_caching=os.environ.get("VLLM_RUN_PREFIX_CACHING", "1") == "1",
         enforce_eager=True,
         max_model_len=512,
         num_gpu_blocks_override=(40 if mode in MODES_BATCHED else 24) if small else None,

