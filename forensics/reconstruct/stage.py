@@ -77,6 +77,9 @@ def reconstruct(
                 _skip(con, skipped, node, ASSUMED_PAGE_SIZE)
                 continue
             kind = allocator_for(engine, rp.allocator.value)
+            if kind == "vllm" and role != "unified" and _limits(con, node).prefix_caching:
+                _skip(con, skipped, node, PAGED_CACHING)
+                continue
             rebuild = (
                 partial(unified_node, progress=_within(progress, node))
                 if kind == "vllm" and role == "unified"
@@ -188,7 +191,7 @@ def _requests(
 def _limits(con: duckdb.DuckDBPyConnection, node: str) -> Limits:
     """The node's scheduler limits from its engine log (node_facts); not logged: not applied."""
     if "node_facts" not in tables(con):
-        return Limits()
+        return Limits(prefix_caching=None)
     facts = dict(con.execute(sql("reconstruct/engine_limits"), {"node": node}).fetchall())
     seqs, batched = facts.get("max_num_seqs"), facts.get("max_num_batched_tokens")
     caching = facts.get("prefix_caching")
@@ -198,6 +201,14 @@ def _limits(con: duckdb.DuckDBPyConnection, node: str) -> Limits:
         facts.get("chunked_prefill", "True") == "True",
         None if caching is None else caching == "True",
     )
+
+
+PAGED_CACHING = (
+    "its engine's log says prefix caching was on, and a vLLM prefill or decode node's page "
+    "trace is modelled without a prefix cache (vLLM puts freed cached blocks at the free "
+    "queue's tail, not its head): pages modelled so can put the wrong requests in a stub's "
+    "blocks; such a node is not rebuilt"
+)
 
 
 class NotRebuilt(Exception):

@@ -23,6 +23,7 @@ from forensics.reconstruct.runstate import Limits
 from forensics.reconstruct.stage import (
     ASSUMED_PAGE_SIZE,
     NO_CACHING,
+    PAGED_CACHING,
     NotRebuilt,
     _caching_decided,
     _page_size_assumed,
@@ -123,3 +124,25 @@ def test_caching_as_logged_else_on_only_where_a_request_was_served_a_hit() -> No
     assert hit.prefix_caching is True
     with pytest.raises(NotRebuilt):  # only the stub's own count, which is not a hit
         _caching_decided(Limits(prefix_caching=None), [_req("a", 0), stub])
+
+
+def test_a_vllm_decode_node_logged_with_prefix_caching_is_not_rebuilt(tmp_path: Path) -> None:
+    """Its page trace is modelled without a prefix cache, which vLLM's own (freed cached
+    blocks to the free queue's tail) is not."""
+    lines = [
+        "non-default args: {'model': '/m/tiny', 'block_size': 32, 'kv_transfer_config': {}}",
+        BANNER,
+        CAPACITY,
+    ]
+    case = write_case(
+        tmp_path / "decode",
+        {
+            "requests.csv": REQUESTS.replace("node,cached_tokens", "decode_node,cached_tokens"),
+            "logs/vllm-0.log": "".join(HEAD + line + "\n" for line in lines),
+            "nodes.csv": NODES.replace("unified", "decode"),
+        },
+    )
+    db = tmp_path / "decode.duckdb"
+    assert cli(["ingest", str(case), "--db", str(db)]) == 0
+    assert cli(["reconstruct", "--db", str(db)]) in (0, 1)
+    assert query(db, "SELECT node, reason FROM reconstruct_skipped") == [("vllm-0", PAGED_CACHING)]
