@@ -40,6 +40,9 @@ from typing import Any
 from vllm_inject import FAULTS, collide, install_faults
 
 BLOCK = 32
+# The engine's block size (VLLM_RUN_ENGINE_BLOCK; default BLOCK): the prompts keep their lengths
+# in BLOCKs and the pool its tokens, so only how the engine pages them changes.
+ENGINE_BLOCK = int(os.environ.get("VLLM_RUN_ENGINE_BLOCK", str(BLOCK)))
 NODE = "vllm-0"
 SAMPLED = os.environ.get("VLLM_RUN_SAMPLING", "greedy") == "sampled"
 
@@ -302,11 +305,13 @@ def main() -> None:
         model=str(model_dir),
         skip_tokenizer_init=True,
         dtype="float32",
-        block_size=BLOCK,
+        block_size=ENGINE_BLOCK,
         enable_prefix_caching=os.environ.get("VLLM_RUN_PREFIX_CACHING", "1") == "1",
         enforce_eager=True,
         max_model_len=512,
-        num_gpu_blocks_override=(40 if mode in MODES_BATCHED else 24) if small else None,
+        num_gpu_blocks_override=(
+            (40 if mode in MODES_BATCHED else 24) * BLOCK // ENGINE_BLOCK if small else None
+        ),
         max_num_seqs=int(os.environ.get("VLLM_RUN_MAX_SEQS", "8")),
         seed=0,
         disable_log_stats=mode != "stats",
