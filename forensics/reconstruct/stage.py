@@ -76,6 +76,9 @@ def reconstruct(
             if _page_size_assumed(con, node):
                 _skip(con, skipped, node, ASSUMED_PAGE_SIZE)
                 continue
+            if _restarted(con, node):
+                _skip(con, skipped, node, RESTARTED)
+                continue
             kind = allocator_for(engine, rp.allocator.value)
             if kind == "vllm" and role != "unified" and _limits(con, node).prefix_caching:
                 _skip(con, skipped, node, PAGED_CACHING)
@@ -152,6 +155,23 @@ ASSUMED_PAGE_SIZE = (
     "the wrong requests in a stub's blocks; give page_size in nodes.csv (the engine's "
     "--block-size) to rebuild its page trace"
 )
+
+
+RESTARTED = (
+    "its logs show the engine starting more than once, and not all before the requests it "
+    "served (or a start the log does not date): each start makes a new pool, and a page trace "
+    "run across one as one pool is not the engine's; give each start's log as a node of its own "
+    "(requests named by the node they ran on) to rebuild it"
+)
+
+
+def _restarted(con: duckdb.DuckDBPyConnection, node: str) -> bool:
+    """Whether the node's engine may have started again while serving its requests
+    (queries/reconstruct/restarted.sql)."""
+    if "node_starts" not in tables(con):
+        return False
+    row = con.execute(sql("reconstruct/restarted"), {"node": node}).fetchone()
+    return bool(row and row[0])
 
 
 def _page_size_assumed(con: duckdb.DuckDBPyConnection, node: str) -> bool:

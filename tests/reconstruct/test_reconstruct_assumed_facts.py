@@ -24,6 +24,7 @@ from forensics.reconstruct.stage import (
     ASSUMED_PAGE_SIZE,
     NO_CACHING,
     PAGED_CACHING,
+    RESTARTED,
     NotRebuilt,
     _caching_decided,
     _page_size_assumed,
@@ -146,3 +147,21 @@ def test_a_vllm_decode_node_logged_with_prefix_caching_is_not_rebuilt(tmp_path: 
     assert cli(["ingest", str(case), "--db", str(db)]) == 0
     assert cli(["reconstruct", "--db", str(db)]) in (0, 1)
     assert query(db, "SELECT node, reason FROM reconstruct_skipped") == [("vllm-0", PAGED_CACHING)]
+
+
+def test_a_node_whose_engine_started_twice_is_not_rebuilt_as_one_pool(tmp_path: Path) -> None:
+    """Two starts in one node's log (vLLM dates neither): the requests may span the restart,
+    whose new pool a single page trace does not have."""
+    lines = ["non-default args: {'model': '/m/tiny', 'block_size': 32}", BANNER, CAPACITY]
+    case = write_case(
+        tmp_path / "twice",
+        {
+            "requests.csv": REQUESTS,
+            "logs/vllm-0.log": "".join(HEAD + line + "\n" for line in lines + lines),
+        },
+    )
+    db = tmp_path / "twice.duckdb"
+    assert cli(["ingest", str(case), "--db", str(db)]) == 0
+    assert query(db, "SELECT count(*) FROM node_starts") == [(2,)]
+    assert cli(["reconstruct", "--db", str(db)]) in (0, 1)
+    assert query(db, "SELECT node, reason FROM reconstruct_skipped") == [("vllm-0", RESTARTED)]
