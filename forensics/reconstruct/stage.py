@@ -24,7 +24,7 @@ from forensics.analysis import aggregate
 from forensics.analysis.screening import STUB_REASONS, screen
 from forensics.base.progress import ProgressFn, no_progress
 from forensics.casedb.schema_docs import main_tables
-from forensics.casedb.sql import run_script, sql, tables
+from forensics.casedb.sql import one_row, run_script, sql, tables
 from forensics.context import RunContext, StageResult
 from forensics.errors import UsageError
 from forensics.options import ReconstructOptions, ScreeningParams
@@ -170,7 +170,7 @@ def _restarted(con: duckdb.DuckDBPyConnection, node: str) -> bool:
     (queries/reconstruct/restarted.sql)."""
     if "node_starts" not in tables(con):
         return False
-    row = con.execute(sql("reconstruct/restarted"), {"node": node}).fetchone()
+    row = one_row(con.execute(sql("reconstruct/restarted"), {"node": node}))
     return bool(row and row[0])
 
 
@@ -179,7 +179,7 @@ def _page_size_assumed(con: duckdb.DuckDBPyConnection, node: str) -> bool:
     row and no log line gives one): screening may use it, a rebuilt trace may not."""
     if "node_facts" not in tables(con):
         return False
-    row = con.execute(sql("reconstruct/page_size_assumed"), {"node": node}).fetchone()
+    row = one_row(con.execute(sql("reconstruct/page_size_assumed"), {"node": node}))
     return bool(row and row[0])
 
 
