@@ -73,15 +73,9 @@ def reconstruct(
             if not page_size or not pool_slots:
                 _skip(con, skipped, node, NO_SIZES)
                 continue
-            if _page_size_assumed(con, node):
-                _skip(con, skipped, node, ASSUMED_PAGE_SIZE)
-                continue
-            if _restarted(con, node):
-                _skip(con, skipped, node, RESTARTED)
-                continue
             kind = allocator_for(engine, rp.allocator.value)
-            if kind == "vllm" and role != "unified" and _limits(con, node).prefix_caching:
-                _skip(con, skipped, node, PAGED_CACHING)
+            if why := _not_described(con, node, kind, role):
+                _skip(con, skipped, node, why)
                 continue
             rebuild = (
                 partial(unified_node, progress=_within(progress, node))
@@ -163,6 +157,18 @@ RESTARTED = (
     "run across one as one pool is not the engine's; give each start's log as a node of its own "
     "(requests named by the node they ran on) to rebuild it"
 )
+
+
+def _not_described(con: duckdb.DuckDBPyConnection, node: str, kind: str, role: str) -> str:
+    """Why the node's logs do not describe the engine well enough to rebuild its pages, or ''
+    (a unified vLLM node's prefix caching is decided with its requests: _caching_decided)."""
+    if _page_size_assumed(con, node):
+        return ASSUMED_PAGE_SIZE
+    if _restarted(con, node):
+        return RESTARTED
+    if kind == "vllm" and role != "unified" and _limits(con, node).prefix_caching:
+        return PAGED_CACHING
+    return ""
 
 
 def _restarted(con: duckdb.DuckDBPyConnection, node: str) -> bool:
