@@ -249,6 +249,14 @@ NO_CACHING = (
 )
 
 
+NO_LIMITS = (
+    "its engine's log names neither max_num_seqs nor max_num_batched_tokens (or no log was "
+    "given): runs without the limits can fit the log and not be the engine's (a real vLLM "
+    "served with 4 seats and a 64-token budget, rebuilt without them, cleared a true leaker); "
+    "keep the engine's start-up log with the case to rebuild it"
+)
+
+
 def _caching_decided(limits: Limits, reqs: list[Req]) -> Limits:
     """The limits with prefix caching as logged, or on where it was not logged but a request
     that is not a stub was served a hit (only prefix caching serves one); else NotRebuilt."""
@@ -285,6 +293,8 @@ def unified_node(
     cached_tokens."""
     reqs, reasons = _requests(con, node, role)
     limits = _caching_decided(_limits(con, node), reqs)
+    if limits.max_num_seqs is None and limits.max_batched is None:
+        raise NotRebuilt(NO_LIMITS)
     try:
         drv = pools.driver()
     except UsageError as exc:
