@@ -74,7 +74,7 @@ def reconstruct(
                 _skip(con, skipped, node, NO_SIZES)
                 continue
             kind = allocator_for(engine, rp.allocator.value)
-            if why := _not_described(con, node, kind, role):
+            if why := _not_described(con, node, kind, role, engine):
                 _skip(con, skipped, node, why)
                 continue
             rebuild = (
@@ -159,15 +159,25 @@ RESTARTED = (
 )
 
 
-def _not_described(con: duckdb.DuckDBPyConnection, node: str, kind: str, role: str) -> str:
+def _not_described(  # noqa: PLR0911
+    con: duckdb.DuckDBPyConnection, node: str, kind: str, role: str, engine: str | None
+) -> str:
     """Why the node's logs do not describe the engine well enough to rebuild its pages, or ''
-    (a unified vLLM node's prefix caching is decided with its requests: _caching_decided)."""
+    (a unified vLLM node's prefix caching is decided with its requests: _caching_decided).
+    A vLLM prefill or decode node is modelled without a prefix cache, so it is rebuilt only
+    where its log says caching was off; vLLM v1 turns it on unless told otherwise. A node
+    whose engine is not named vLLM but is modelled on vLLM's pool (--allocator vllm) is taken
+    as the responder states it."""
     if _page_size_assumed(con, node):
         return ASSUMED_PAGE_SIZE
     if _restarted(con, node):
         return RESTARTED
-    if kind == "vllm" and role != "unified" and _limits(con, node).prefix_caching:
-        return PAGED_CACHING
+    if kind == "vllm" and role != "unified":
+        caching = _limits(con, node).prefix_caching
+        if caching:
+            return PAGED_CACHING
+        if caching is None and "vllm" in (engine or "").lower():
+            return PAGED_CACHING_UNKNOWN
     return ""
 
 
@@ -234,6 +244,15 @@ PAGED_CACHING = (
     "trace is modelled without a prefix cache (vLLM puts freed cached blocks at the free "
     "queue's tail, not its head): pages modelled so can put the wrong requests in a stub's "
     "blocks; such a node is not rebuilt"
+)
+
+
+PAGED_CACHING_UNKNOWN = (
+    "its engine's log does not say whether prefix caching was on (the engine banner's "
+    "enable_prefix_caching), vLLM v1 turns it on unless told otherwise, and a vLLM prefill or "
+    "decode node's page trace is modelled without a prefix cache: pages modelled so can put the "
+    "wrong requests in a stub's blocks; keep the engine's start-up log with the case (rebuilt "
+    "where it says caching was off)"
 )
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from support.cases import query, write_case
 
+from forensics.analysis import aggregate
 from forensics.casedb.dbopen import open_database
 from forensics.cli import run as cli
 from forensics.reconstruct.runstate import Limits
@@ -24,9 +25,11 @@ from forensics.reconstruct.stage import (
     ASSUMED_PAGE_SIZE,
     NO_CACHING,
     PAGED_CACHING,
+    PAGED_CACHING_UNKNOWN,
     RESTARTED,
     NotRebuilt,
     _caching_decided,
+    _not_described,
     _page_size_assumed,
 )
 from forensics.reconstruct.trace import Req
@@ -127,12 +130,24 @@ def test_caching_as_logged_else_on_only_where_a_request_was_served_a_hit() -> No
         _caching_decided(Limits(prefix_caching=None), [_req("a", 0), stub])
 
 
-def test_a_vllm_decode_node_logged_with_prefix_caching_is_not_rebuilt(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("banner", "reason"),
+    [
+        (BANNER, PAGED_CACHING),
+        (BANNER.replace("enable_prefix_caching=True, ", ""), PAGED_CACHING_UNKNOWN),
+        (BANNER.replace("enable_prefix_caching=True", "enable_prefix_caching=False"), None),
+    ],
+    ids=["logged-on", "not-logged", "logged-off"],
+)
+def test_a_vllm_decode_node_is_rebuilt_only_where_its_log_says_caching_was_off(
+    tmp_path: Path, banner: str, reason: str | None
+) -> None:
     """Its page trace is modelled without a prefix cache, which vLLM's own (freed cached
-    blocks to the free queue's tail) is not."""
+    blocks to the free queue's tail) is not; vLLM v1 turns the cache on unless told
+    otherwise, so a log that does not say is not taken as off."""
     lines = [
         "non-default args: {'model': '/m/tiny', 'block_size': 32, 'kv_transfer_config': {}}",
-        BANNER,
+        banner,
         CAPACITY,
     ]
     case = write_case(
@@ -145,8 +160,19 @@ def test_a_vllm_decode_node_logged_with_prefix_caching_is_not_rebuilt(tmp_path: 
     )
     db = tmp_path / "decode.duckdb"
     assert cli(["ingest", str(case), "--db", str(db)]) == 0
-    assert cli(["reconstruct", "--db", str(db)]) in (0, 1)
-    assert query(db, "SELECT node, reason FROM reconstruct_skipped") == [("vllm-0", PAGED_CACHING)]
+    con = open_database(db)
+    try:
+        aggregate.prepare(con)  # as reconstruct does first
+        got = _not_described(con, "vllm-0", "vllm", "decode", "vllm")
+        forced = _not_described(con, "vllm-0", "vllm", "decode", "sglang")  # --allocator vllm
+    finally:
+        con.close()
+    assert got == (reason or "")
+    assert forced == (PAGED_CACHING if reason == PAGED_CACHING else "")
+    if reason is not None:  # reconstruct says so, and rebuilds nothing
+        assert cli(["reconstruct", "--db", str(db)]) in (0, 1)
+        assert query(db, "SELECT node, reason FROM reconstruct_skipped") == [("vllm-0", reason)]
+        assert query(db, "SELECT count(*) FROM reconstructed_nodes") == [(0,)]
 
 
 def test_a_node_whose_engine_started_twice_is_not_rebuilt_as_one_pool(tmp_path: Path) -> None:
