@@ -26,6 +26,15 @@ from forensics.logs.specs import to_int
 PRIORITY = {**sglang.PRIORITY, **vllm.PRIORITY}
 _CAPACITY = ("pool_slots", "context_len")
 SCHEDULER_LIMITS = ("max_num_seqs", "max_num_batched_tokens")  # vLLM, where logged
+_TEXT_FACTS = (  # taken as written; the last four vLLM's, where logged
+    "role",
+    "model",
+    "engine_version",
+    "chunked_prefill",
+    "prefix_caching",
+    "device",
+    "data_parallel_size",
+)
 _ONCE_PER_START = {"sglang.max-total", "vllm.kv-cache-size", "vllm.gpu-blocks"}
 
 
@@ -191,7 +200,7 @@ def audit_run(index: int, run: list[Observation], engine: str | None) -> RunAudi
     for name in SCHEDULER_LIMITS:
         if chosen := _choose_number(run, name, notes):
             facts[name] = chosen
-    for name in ("role", "model", "engine_version", "chunked_prefill", "prefix_caching"):
+    for name in _TEXT_FACTS:
         if chosen_text := _choose_text(run, name):
             facts[name] = chosen_text
     if engine == "vllm" and "page_size" not in facts:

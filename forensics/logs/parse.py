@@ -40,6 +40,8 @@ FACT_KEYS = (
     "max_num_batched_tokens",
     "chunked_prefill",
     "prefix_caching",
+    "device",
+    "data_parallel_size",
 )
 
 

@@ -13,7 +13,8 @@ Formats (vLLM 0.33 and older; see docs/engines.md):
     hit rate: {h:.1f}%                    (v1 LoggingStatLogger.log, every 10 s; see below)
 The scheduler's limits (max_num_seqs, max_num_batched_tokens, chunked prefill) are read where
 logged: the engine banner's enable_chunked_prefill, the non-default args (only what the
-operator set), the chunked-prefill line.
+operator set), the chunked-prefill line; and what decides the defaults of a limit not logged:
+the banner's device_config and data_parallel_size (forensics/reconstruct/limits.py).
 """
 
 from __future__ import annotations
@@ -83,6 +84,8 @@ ENGINE_INIT = Spec(
         rx(_kv("block_size", r"(?P<page_size>\d+)")),
         rx(_kv("enable_chunked_prefill", r"(?P<chunked_prefill>True|False)")),
         rx(_kv("enable_prefix_caching", r"(?P<prefix_caching>True|False)")),
+        rx(_kv("device_config", r"(?P<device>\w+)")),
+        rx(_kv("data_parallel_size", r"(?P<data_parallel_size>\d+)")),
     ),
     starts_run=True,
 )
@@ -100,6 +103,7 @@ NON_DEFAULT_ARGS = Spec(
         rx(_kv("max_num_batched_tokens", r"(?P<max_num_batched_tokens>\d+)")),
         rx(_kv("enable_chunked_prefill", r"(?P<chunked_prefill>True|False)")),
         rx(_kv("enable_prefix_caching", r"(?P<prefix_caching>True|False)")),
+        rx(_kv("data_parallel_size", r"(?P<data_parallel_size>\d+)")),
     ),
 )
 CHUNKED_PREFILL = Spec(

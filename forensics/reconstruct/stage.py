@@ -14,7 +14,6 @@ their cross-account pairs into `reconstructed` exposures of the affected parties
 
 from __future__ import annotations
 
-from dataclasses import replace
 from functools import partial
 from typing import Any
 
@@ -37,8 +36,13 @@ from forensics.reconstruct.headline import (
     Skipped,
     reconstruct_headline,
 )
+from forensics.reconstruct.limits import (
+    NotRebuilt,
+    caching_decided,
+    engine_limits,
+    unlogged_limits_bound,
+)
 from forensics.reconstruct.paged import EnginesMissing, Pools, node_row, paged_node
-from forensics.reconstruct.runstate import Limits
 from forensics.reconstruct.store import insert_requests, store_runs
 from forensics.reconstruct.trace import NodeTrace, Req
 from forensics.reconstruct.unified import UnifiedNode
@@ -163,7 +167,7 @@ def _not_described(  # noqa: PLR0911
     con: duckdb.DuckDBPyConnection, node: str, kind: str, role: str, engine: str | None
 ) -> str:
     """Why the node's logs do not describe the engine well enough to rebuild its pages, or ''
-    (a unified vLLM node's prefix caching is decided with its requests: _caching_decided).
+    (a unified vLLM node's prefix caching is decided with its requests: limits.caching_decided).
     A vLLM prefill or decode node is modelled without a prefix cache, so it is rebuilt only
     where its log says caching was off; vLLM v1 turns it on unless told otherwise. A node
     whose engine is not named vLLM but is modelled on vLLM's pool (--allocator vllm) is taken
@@ -173,7 +177,7 @@ def _not_described(  # noqa: PLR0911
     if _restarted(con, node):
         return RESTARTED
     if kind == "vllm" and role != "unified":
-        caching = _limits(con, node).prefix_caching
+        caching = engine_limits(con, node).prefix_caching
         if caching:
             return PAGED_CACHING
         if caching is None and "vllm" in (engine or "").lower():
@@ -224,21 +228,6 @@ def _requests(
     return reqs, reasons
 
 
-def _limits(con: duckdb.DuckDBPyConnection, node: str) -> Limits:
-    """The node's scheduler limits from its engine log (node_facts); not logged: not applied."""
-    if "node_facts" not in tables(con):
-        return Limits(prefix_caching=None)
-    facts = dict(con.execute(sql("reconstruct/engine_limits"), {"node": node}).fetchall())
-    seqs, batched = facts.get("max_num_seqs"), facts.get("max_num_batched_tokens")
-    caching = facts.get("prefix_caching")
-    return Limits(
-        int(seqs) if seqs else None,
-        int(batched) if batched else None,
-        facts.get("chunked_prefill", "True") == "True",
-        None if caching is None else caching == "True",
-    )
-
-
 PAGED_CACHING = (
     "its engine's log says prefix caching was on, and a vLLM prefill or decode node's page "
     "trace is modelled without a prefix cache (vLLM puts freed cached blocks at the free "
@@ -254,36 +243,6 @@ PAGED_CACHING_UNKNOWN = (
     "wrong requests in a stub's blocks; keep the engine's start-up log with the case (rebuilt "
     "where it says caching was off)"
 )
-
-
-class NotRebuilt(Exception):
-    """A node the log does not describe well enough to rebuild: skipped, with this reason."""
-
-
-NO_CACHING = (
-    "its engine's log does not say whether prefix caching was on (the engine banner's "
-    "enable_prefix_caching) and no response reports a prefix-cache hit: vLLM frees and reuses "
-    "blocks differently with it off, so a run of the wrong kind can put the wrong requests in a "
-    "stub's blocks; keep the engine's start-up log with the case to rebuild it"
-)
-
-
-NO_LIMITS = (
-    "its engine's log names neither max_num_seqs nor max_num_batched_tokens (or no log was "
-    "given): runs without the limits can fit the log and not be the engine's (a real vLLM "
-    "served with 4 seats and a 64-token budget, rebuilt without them, cleared a true leaker); "
-    "keep the engine's start-up log with the case to rebuild it"
-)
-
-
-def _caching_decided(limits: Limits, reqs: list[Req]) -> Limits:
-    """The limits with prefix caching as logged, or on where it was not logged but a request
-    that is not a stub was served a hit (only prefix caching serves one); else NotRebuilt."""
-    if limits.prefix_caching is not None:
-        return limits
-    if any(r.cached_tokens for r in reqs if not r.stub):
-        return replace(limits, prefix_caching=True)
-    raise NotRebuilt(NO_CACHING)
 
 
 def _within(progress: ProgressFn, node: str) -> ProgressFn:
@@ -311,9 +270,9 @@ def unified_node(
     engine ran (forensics.reconstruct.unified); only runs that reproduce every logged step and
     cached_tokens."""
     reqs, reasons = _requests(con, node, role)
-    limits = _caching_decided(_limits(con, node), reqs)
-    if limits.max_num_seqs is None and limits.max_batched is None:
-        raise NotRebuilt(NO_LIMITS)
+    limits = caching_decided(engine_limits(con, node), reqs)
+    if why := unlogged_limits_bound(con, node, reqs):
+        raise NotRebuilt(why)
     try:
         drv = pools.driver()
     except UsageError as exc:

@@ -1,8 +1,16 @@
 -- A node's scheduler limits as its engine logged them at its latest start (vLLM:
--- max_num_seqs, max_num_batched_tokens, chunked_prefill); facts not logged are absent.
+-- max_num_seqs, max_num_batched_tokens, chunked_prefill, prefix_caching), with what decides
+-- the defaults of a limit not logged (device, data_parallel_size) and whether the operator's
+-- arguments were logged at all ('operator_args' = 'logged': a `non-default args` line was
+-- read, so a limit it does not name was left at vLLM's default). Facts not logged are absent.
+WITH latest AS (
+    SELECT * FROM node_facts
+    WHERE node = $node AND run = (SELECT max(run) FROM node_facts WHERE node = $node)
+)
 SELECT fact, value
-FROM node_facts
-WHERE node = $node
-  AND fact IN ('max_num_seqs', 'max_num_batched_tokens', 'chunked_prefill', 'prefix_caching')
-  AND run = (SELECT max(run) FROM node_facts WHERE node = $node)
+FROM latest
+WHERE fact IN ('max_num_seqs', 'max_num_batched_tokens', 'chunked_prefill', 'prefix_caching',
+               'device', 'data_parallel_size')
+UNION ALL
+SELECT 'operator_args', 'logged' WHERE EXISTS (SELECT 1 FROM latest WHERE source = 'vllm.args')
 ORDER BY fact;

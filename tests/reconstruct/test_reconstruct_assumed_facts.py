@@ -20,15 +20,13 @@ from support.cases import query, write_case
 from forensics.analysis import aggregate
 from forensics.casedb.dbopen import open_database
 from forensics.cli import run as cli
+from forensics.reconstruct.limits import NO_CACHING, NotRebuilt, caching_decided
 from forensics.reconstruct.runstate import Limits
 from forensics.reconstruct.stage import (
     ASSUMED_PAGE_SIZE,
-    NO_CACHING,
     PAGED_CACHING,
     PAGED_CACHING_UNKNOWN,
     RESTARTED,
-    NotRebuilt,
-    _caching_decided,
     _not_described,
     _page_size_assumed,
 )
@@ -122,12 +120,12 @@ def _req(rid: str, cached: int, stub: bool = False) -> Req:
 def test_caching_as_logged_else_on_only_where_a_request_was_served_a_hit() -> None:
     stub = _req("s", 63, stub=True)
     for logged in (True, False):
-        got = _caching_decided(Limits(prefix_caching=logged), [_req("a", 0), stub])
+        got = caching_decided(Limits(prefix_caching=logged), [_req("a", 0), stub])
         assert got.prefix_caching is logged
-    hit = _caching_decided(Limits(prefix_caching=None), [_req("a", 32), stub])
+    hit = caching_decided(Limits(prefix_caching=None), [_req("a", 32), stub])
     assert hit.prefix_caching is True
     with pytest.raises(NotRebuilt):  # only the stub's own count, which is not a hit
-        _caching_decided(Limits(prefix_caching=None), [_req("a", 0), stub])
+        caching_decided(Limits(prefix_caching=None), [_req("a", 0), stub])
 
 
 @pytest.mark.parametrize(

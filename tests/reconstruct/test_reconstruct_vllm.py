@@ -24,7 +24,8 @@ from support.vllm_serve import serve_case as _serve
 
 from forensics.cli import run as cli
 from forensics.reconstruct.delivery import measure_delivery
-from forensics.reconstruct.stage import ASSUMED_PAGE_SIZE, NO_LIMITS
+from forensics.reconstruct.limits import NO_LIMITS
+from forensics.reconstruct.stage import ASSUMED_PAGE_SIZE
 
 # The stub at request 21 under batched load, outputs sampled; then the same greedy (vLLM's CPU
 # build cannot rewind a seeded generator over a chunked prefill) under scheduling limits that
