@@ -45,6 +45,7 @@ from forensics.reconstruct.runstate import Limits, RunState, UnifiedRun, logged_
 from forensics.reconstruct.steps import (
     index_of,
     merge_gap,
+    resolution,
     shows_steps,
     spans,
     step_layouts,
@@ -151,10 +152,16 @@ class UnifiedNode:
     def unstepped(self) -> str:
         """Why the engine's steps cannot be read off the logged times, or ''."""
         if not self.marked:
-            return (
-                "the logged times do not mark the engine's steps"
-                if self.jitter_us is None
-                else "one step's outputs may be logged further apart than the logged steps"
+            if self.jitter_us is not None:
+                return "one step's outputs may be logged further apart than the logged steps"
+            times = [t for r in self.reqs for t in (r.first_token_us, r.completed_us) if t]
+            coarse = resolution(times) if times else 1
+            return "the logged times do not mark the engine's steps" + (
+                f" (they are whole multiples of {coarse / 1000:g} ms, too coarse to show one "
+                "step's outputs together; where the log was written beside the engine, with "
+                f"no server between, --delivery-jitter-ms {coarse / 1000:g} states that rounding)"
+                if coarse >= 1000
+                else ""
             )
         if len(self.clusters) > MAX_STEPS:
             return f"{len(self.clusters)} logged steps, more than {MAX_STEPS} are not explored"
