@@ -99,9 +99,12 @@ def peaks(reqs: list[Req]) -> tuple[int, int]:
     return most_n, most_t
 
 
-def unlogged_limits_bound(con: duckdb.DuckDBPyConnection, node: str, reqs: list[Req]) -> str:
-    """Why a limit the node's log does not name may have bound its scheduler, or ''."""
-    limits, facts = engine_limits(con, node), _facts(con, node)
+def unlogged_limits_bound(
+    con: duckdb.DuckDBPyConnection, node: str, limits: Limits, reqs: list[Req]
+) -> str:
+    """Why a limit the node's log does not name (limits, as engine_limits read them) may have
+    bound its scheduler, or ''."""
+    facts = _facts(con, node)
     if limits.max_num_seqs is None and limits.max_batched is None:
         return NO_LIMITS
     if limits.max_num_seqs is not None and limits.max_batched is not None:

@@ -163,7 +163,7 @@ RESTARTED = (
 )
 
 
-def _not_described(  # noqa: PLR0911
+def _not_described(
     con: duckdb.DuckDBPyConnection, node: str, kind: str, role: str, engine: str | None
 ) -> str:
     """Why the node's logs do not describe the engine well enough to rebuild its pages, or ''
@@ -271,7 +271,7 @@ def unified_node(
     cached_tokens."""
     reqs, reasons = _requests(con, node, role)
     limits = caching_decided(engine_limits(con, node), reqs)
-    if why := unlogged_limits_bound(con, node, reqs):
+    if why := unlogged_limits_bound(con, node, limits, reqs):
         raise NotRebuilt(why)
     try:
         drv = pools.driver()
