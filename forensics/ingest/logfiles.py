@@ -7,12 +7,17 @@ from __future__ import annotations
 from pathlib import Path
 
 import duckdb
+import pyarrow as pa
 
+from forensics.base.arrow import table_of
 from forensics.base.hashing import sha256_file
 from forensics.case.discover import HIDDEN, OUTSIDE, outside_case
 from forensics.case.result import FileCounts
+from forensics.casedb.sql import registered, run_script, sql
 from forensics.logs.discover import is_log_file
 from forensics.logs.load import load_logs
+
+_CUT = pa.schema([("file", pa.string()), ("line", pa.int64()), ("kinds", pa.string())])
 
 
 def log_files(case_dir: Path, follow_links: bool = False) -> list[str]:
@@ -59,6 +64,9 @@ def load_log_files(
     if not files:
         return {}
     summary = load_logs(con, case_dir, [case_dir.resolve() / rel for rel in files])
+    cut = [{"file": f.file, "line": n, "kinds": k} for f in summary.files for n, k in f.cut]
+    with registered(con, {"_log_cut": table_of(cut, _CUT)}):
+        run_script(con, sql("ingest/log_cut_lines"))
     out = {}
     for f in summary.files:
         path = Path(f.file) if Path(f.file).is_absolute() else case_dir / f.file

@@ -91,6 +91,8 @@ class FileResult:
     # tokens) as text, of every rank (forensics.logs.counters keeps the rank that logs batches)
     prefill_counts: list[tuple[int, str, Ranks, str, str, str]] = field(default_factory=list)
     stats: list[StatsLine] = field(default_factory=list)  # vLLM periodic stats lines
+    # lines cut short or damaged: (line number, which lines they began as), quarantined by ingest
+    cut: list[tuple[int, str]] = field(default_factory=list)
 
     @property
     def engine(self) -> str | None:
@@ -169,9 +171,14 @@ def _parse_line(result: FileResult, lineno: int, raw: str) -> None:
     records = split_records(clean(raw.replace("\x00", "") if damaged else raw))
     if len(records) > 1:
         result.spliced += sum(r.prefixed for r in records) > 1
-    statuses = [_parse_record(result, lineno, rec) for rec in records]
+    parsed = [_parse_record(result, lineno, rec) for rec in records]
+    statuses = [status for status, _ in parsed]
     if damaged or "truncated" in statuses:
         result.truncated += 1
+        cut = ", ".join(sorted({kind for _, kinds in parsed for kind in kinds}))
+        if damaged:
+            cut = f"NUL bytes in the line; {cut}" if cut else "NUL bytes in the line"
+        result.cut.append((lineno, cut))
     elif "parsed" in statuses:
         result.parsed += 1
     else:
@@ -192,7 +199,9 @@ def _prefix_ranks(text: str, file_ranks: Ranks) -> Ranks:
 _PREFIX_RANKS: dict[str, Ranks] = {}  # a log repeats a few prefixes
 
 
-def _parse_record(result: FileResult, lineno: int, rec: Record) -> str:
+def _parse_record(result: FileResult, lineno: int, rec: Record) -> tuple[str, list[str]]:
+    """How the record read (parsed, truncated or ignored), and the kinds of line it began as
+    but did not finish."""
     pair = evidence.room_pairs(rec.body) if "room" in rec.body else None
     if pair:
         result.rooms.setdefault(pair[1], pair[0])
@@ -200,8 +209,9 @@ def _parse_record(result: FileResult, lineno: int, rec: Record) -> str:
     for match in matches:
         _use(result, lineno, rec, match)
     if not matches:
-        return "ignored"
-    return "parsed" if all(m.complete for m in matches) else "truncated"
+        return "ignored", []
+    cut = [m.spec.kind for m in matches if not m.complete]
+    return ("truncated" if cut else "parsed"), cut
 
 
 def _count(result: FileResult, match: Match) -> None:

@@ -25,6 +25,7 @@ class FileSummary:
     spliced: int
     kinds: dict[str, int]
     truncated_kinds: dict[str, int]
+    cut: tuple[tuple[int, str], ...] = ()  # (line, kinds it began as): quarantined by ingest
 
     @classmethod
     def of(cls, res: FileResult) -> FileSummary:
@@ -39,10 +40,11 @@ class FileSummary:
             res.spliced,
             dict(sorted(res.kinds.items())),
             dict(sorted(res.truncated_kinds.items())),
+            tuple(res.cut),
         )
 
     def to_json(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        return {k: v for k, v in self.__dict__.items() if k != "cut"}
 
 
 @dataclass

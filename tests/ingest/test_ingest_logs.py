@@ -60,3 +60,32 @@ def test_relative_case_path_with_logs(cli, tmp_path, monkeypatch):
     code, out, err = cli("ingest", "case", "--db", "c.duckdb", "--json")
     assert code == 0, err
     assert any(f["path"] == "logs/prefill-0.log" for f in json.loads(out)["files"])
+
+
+def test_a_cut_log_line_is_quarantined_with_its_reason(cli, tmp_path):
+    """Every log line is loaded or quarantined with its reason: a line cut short (here a
+    SGLang capacity line and a vLLM arguments line) and one with NUL bytes each get a row in
+    quarantine naming the file, the line and what it began as, and the counts add up."""
+    root = _case(tmp_path)
+    log = root / "logs" / "prefill-0.log"
+    lines = log.read_text().splitlines()
+    capacity = next(i for i, line in enumerate(lines) if "KV Cache is allocated" in line)
+    lines[capacity] = lines[capacity][: lines[capacity].index("#tokens") + 9]
+    lines.append("[2026-03-02 10:00:00] non-default args: {'model': '/m/tiny', 'max_num")
+    lines.append("[2026-03-02 10:00:01] Prefill batch. #new-seq: 1\x00, #new-token: 4")
+    log.write_text("\n".join(lines) + "\n")
+    db = tmp_path / "c.duckdb"
+    code, out, err = cli("ingest", root, "--db", db, "--json")
+    assert code in (0, 1), err
+    got = {f["path"]: f for f in json.loads(out)["files"]}["logs/prefill-0.log"]
+    rows = query(
+        db,
+        'SELECT "row", "value", reason FROM quarantine WHERE file = \'logs/prefill-0.log\' '
+        "ORDER BY 1",
+    )
+    assert got["rows_quarantined"] == len(rows) == 3
+    assert got["rows_read"] == got["rows_loaded"] + got["rows_quarantined"] == len(lines)
+    assert [r[0] for r in rows] == [capacity + 1, len(lines) - 1, len(lines)]
+    assert rows[0][1] == "sglang.kv-allocated", rows[0]
+    assert rows[1][1] == "vllm.args" and rows[2][1].startswith("NUL bytes in the line")
+    assert all("cut short or damaged" in r[2] and "whole log" in r[2] for r in rows)
