@@ -49,6 +49,9 @@ measured their gateway would state. Without it, a node whose logged times do not
 --round-ms writes the withheld request log's times to the millisecond (cut, as a gateway that
 logs milliseconds writes them); `measured` then states 1 ms more, the rounding.
 
+BATCHED_REQUESTS and BATCHED_ACCOUNTS in the environment change the load's size (default 24
+requests of 4 accounts; tests/support/vllm_run.py).
+
 --reuse keeps a run already served in --workdir (its case folder with run.json) and only
 scores it again.
 

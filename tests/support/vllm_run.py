@@ -189,18 +189,19 @@ Special = Callable[[int, list[int], list[list[int]]], Changed | None]
 
 
 def batched_load(gw: Gateway, rng: random.Random, special: Special | None = None) -> None:
-    """24 requests of 4 accounts, each account's prompts sharing a 128-token prefix, arriving
-    every one to three engine steps so that several run at once. `special(k, prompt, prefixes)`
-    may give request k another (id, prompt, max_tokens)."""
-    prefixes = [[rng.randrange(3, 512) for _ in range(4 * BLOCK)] for _ in range(4)]
-    for k in range(24):
+    """24 requests of 4 accounts (BATCHED_REQUESTS, BATCHED_ACCOUNTS), each account's prompts
+    sharing a 128-token prefix, arriving every one to three engine steps so that several run at
+    once. `special(k, prompt, prefixes)` may give request k another (id, prompt, max_tokens)."""
+    n_accounts = int(os.environ.get("BATCHED_ACCOUNTS", "4"))
+    prefixes = [[rng.randrange(3, 512) for _ in range(4 * BLOCK)] for _ in range(n_accounts)]
+    for k in range(int(os.environ.get("BATCHED_REQUESTS", "24"))):
         suffix = [rng.randrange(3, 512) for _ in range(rng.randrange(8, 72))]
-        prompt = prefixes[k % 4] + suffix
+        prompt = prefixes[k % n_accounts] + suffix
         rid, max_tokens = f"req-{k}", rng.randrange(4, 16)
         changed = special(k, prompt, prefixes) if special else None
         if changed:
             rid, prompt, max_tokens = changed[0], changed[1], changed[2] or max_tokens
-        gw.add(rid, f"acct-{k % 4}", prompt, max_tokens)
+        gw.add(rid, f"acct-{k % n_accounts}", prompt, max_tokens)
         gw.step(rng.randrange(1, 4))
     gw.step()
 
