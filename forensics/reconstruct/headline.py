@@ -21,6 +21,7 @@ class NodeLine(TypedDict):
     orders: int  # runs explored
     unread: int  # stub first reads the kept runs could not model
     sampled: NotRequired[int]  # stub first reads over a sample of orders, not every one
+    why: NotRequired[str]  # a node no run of which fits its log: why (it clears nobody)
 
 
 class Skipped(TypedDict):
@@ -70,6 +71,7 @@ def reconstruct_headline(summary: ReconstructSummary) -> str:
                 if n.get("sampled")
                 else ""
             )
+            + (f"; nothing cleared: {n['why']}" if n.get("why") else "")
             + ")"
             for n in summary["nodes"]
         )
@@ -85,4 +87,22 @@ def reconstruct_headline(summary: ReconstructSummary) -> str:
         line += f"; {len(skipped)} node(s) not rebuilt"
         if summary["engines_missing"]:
             line += f": {ENGINES_MISSING}"
+        else:
+            line += "".join(f" ({named}: {why})" for why, named in _by_reason(skipped))
     return line
+
+
+def _by_reason(skipped: list[Skipped], shown: int = 5) -> list[tuple[str, str]]:
+    """The skipped nodes grouped by reason, in first-seen order: (reason, the nodes named,
+    `shown` at most and how many more)."""
+    groups: dict[str, list[str]] = {}
+    for s in skipped:
+        groups.setdefault(s["why"], []).append(s["node"])
+    return [
+        (
+            why,
+            ", ".join(nodes[:shown])
+            + (f" and {len(nodes) - shown} more" if len(nodes) > shown else ""),
+        )
+        for why, nodes in groups.items()
+    ]

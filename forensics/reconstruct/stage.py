@@ -97,7 +97,7 @@ def reconstruct(
             except NotRebuilt as exc:
                 _skip(con, skipped, node, str(exc))
                 continue
-            sampled = row.pop("sampled", 0)
+            sampled, why = row.pop("sampled", 0), row.pop("why", "")
             con.execute(
                 sql("reconstruct/insert_node"),
                 {
@@ -108,15 +108,16 @@ def reconstruct(
                     "consistent": row.get("consistent"),
                 },
             )
-            lines.append(
-                NodeLine(
-                    node=row["node"],
-                    allocator=row["allocator"],
-                    orders=row["orders"],
-                    unread=row["unread"],
-                    sampled=sampled,
-                )
+            line = NodeLine(
+                node=row["node"],
+                allocator=row["allocator"],
+                orders=row["orders"],
+                unread=row["unread"],
+                sampled=sampled,
             )
+            if why:
+                line["why"] = why
+            lines.append(line)
     finally:
         pools.close()
     events, pairs, cross, confirmed, cleared = con.execute(sql("reconstruct/summary")).fetchall()[0]
@@ -291,6 +292,7 @@ def unified_node(
         "variants": f"vLLM v1 Scheduler, {limits.describe()}: "
         + (kept if res.consistent else f"{kept} ({res.why})"),
         "consistent": res.consistent,
+        "why": "" if res.consistent else res.why,
     }
 
 

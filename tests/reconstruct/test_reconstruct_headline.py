@@ -40,3 +40,23 @@ def test_reads_over_a_sample_of_orders_are_counted() -> None:
     summary["nodes"][0]["sampled"] = 3
     assert "3 stub reads over a sample of orders, not every one" in reconstruct_headline(summary)
     assert "sample" not in reconstruct_headline(_summary(0))
+
+
+def test_a_node_that_clears_nothing_says_why() -> None:
+    summary = _summary(1)
+    summary["nodes"][0]["why"] = "the logged times do not mark the engine's steps"
+    line = reconstruct_headline(summary)
+    assert "nothing cleared: the logged times do not mark the engine's steps" in line
+    assert "nothing cleared" not in reconstruct_headline(_summary(1))
+
+
+def test_nodes_not_rebuilt_are_named_with_their_reasons_grouped() -> None:
+    summary = _summary(0)
+    summary["skipped"] = [{"node": f"d-{k}", "why": "no page size"} for k in range(7)] + [
+        {"node": "u-0", "why": "no limits"}
+    ]
+    line = reconstruct_headline(summary)
+    assert "8 node(s) not rebuilt (d-0, d-1, d-2, d-3, d-4 and 2 more: no page size)" in line
+    assert line.endswith(" (u-0: no limits)")
+    summary["engines_missing"] = True  # one reason for all, with the fix
+    assert "no page size" not in reconstruct_headline(summary)
