@@ -26,7 +26,7 @@ from forensics.logs.specs import to_int
 PRIORITY = {**sglang.PRIORITY, **vllm.PRIORITY}
 _CAPACITY = ("pool_slots", "context_len")
 SCHEDULER_LIMITS = ("max_num_seqs", "max_num_batched_tokens")  # vLLM, where logged
-_TEXT_FACTS = (  # taken as written; the last four vLLM's, where logged
+_TEXT_FACTS = (  # taken as written; the last five vLLM's, where logged
     "role",
     "model",
     "engine_version",
@@ -34,6 +34,7 @@ _TEXT_FACTS = (  # taken as written; the last four vLLM's, where logged
     "prefix_caching",
     "device",
     "data_parallel_size",
+    "kv_cache_groups",
 )
 _ONCE_PER_START = {"sglang.max-total", "vllm.kv-cache-size", "vllm.gpu-blocks"}
 
@@ -175,10 +176,13 @@ def _overridden_block_size(
     """vLLM v1's block size where no line names it: the KV cache size in tokens over the blocks
     --num-gpu-blocks-override made the pool of, when both were logged and divide evenly. It
     assumes one KV cache group (every layer full attention); with several (sliding-window or
-    hybrid layers) the tokens line counts one group's share and the size found is too small:
-    give such a node's page_size in the nodes file."""
+    hybrid layers, which vLLM logs as `kv cache group sizes`) the tokens line counts one group's
+    share, and nothing is derived."""
     pool, blocks = facts.get("pool_slots"), _choose_number(run, "blocks_override", notes)
     if pool is None or blocks is None or pool.source != "vllm.kv-cache-size":
+        return None
+    if "kv_cache_groups" in facts:
+        notes.append("more than one KV cache group: the block size is not derived")
         return None
     if not blocks.value or pool.value % blocks.value:
         return None

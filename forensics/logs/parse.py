@@ -42,6 +42,7 @@ FACT_KEYS = (
     "prefix_caching",
     "device",
     "data_parallel_size",
+    "kv_cache_groups",
 )
 
 

@@ -68,6 +68,17 @@ BLOCKS_OVERRIDE = Spec(
         r"Overriding num_gpu_blocks=\d+ with num_gpu_blocks_override=(?P<blocks_override>\d+)\b"
     ),
 )
+# v1 with more than one KV cache group (a hybrid model: sliding-window or Mamba layers beside
+# full attention; kv_cache_utils.resolve_kv_cache_block_sizes, 0.32 logs it only then): the
+# groups' block sizes. One group's pages are then not the node's, and the KV cache size line
+# counts one group's share.
+KV_GROUPS = Spec(
+    "vllm.kv-groups",
+    "vllm",
+    needle="kv cache group sizes",
+    head=rx(r"kv cache group sizes \("),
+    full=rx(r"kv cache group sizes \((?P<kv_cache_groups>\d+(?:, *\d+)*),?\)"),
+)
 ENGINE_INIT = Spec(
     "vllm.engine-init",
     "vllm",
@@ -153,6 +164,7 @@ SPECS: tuple[Spec, ...] = (
     MAX_CONCURRENCY,
     GPU_BLOCKS,
     BLOCKS_OVERRIDE,
+    KV_GROUPS,
     ENGINE_INIT,
     NON_DEFAULT_ARGS,
     CHUNKED_PREFILL,

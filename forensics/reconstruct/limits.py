@@ -71,6 +71,12 @@ def engine_limits(con: duckdb.DuckDBPyConnection, node: str) -> Limits:
     )
 
 
+def kv_cache_groups(con: duckdb.DuckDBPyConnection, node: str) -> str | None:
+    """The block sizes of the node's KV cache groups where its log shows more than one (a
+    hybrid model), as logged; None where it shows one."""
+    return _facts(con, node).get("kv_cache_groups")
+
+
 def caching_decided(limits: Limits, reqs: list[Req]) -> Limits:
     """The limits with prefix caching as logged, or on where it was not logged but a request
     that is not a stub was served a hit (only prefix caching serves one); else NotRebuilt."""

@@ -40,6 +40,7 @@ from forensics.reconstruct.limits import (
     NotRebuilt,
     caching_decided,
     engine_limits,
+    kv_cache_groups,
     unlogged_limits_bound,
 )
 from forensics.reconstruct.paged import EnginesMissing, Pools, node_row, paged_node
@@ -164,6 +165,15 @@ RESTARTED = (
 )
 
 
+HYBRID = (
+    "its engine's log shows more than one KV cache group (block sizes {groups}: a hybrid model, "
+    "with sliding-window or state-space layers beside full attention), and reconstruction "
+    "drives vLLM's manager with one group of full attention: each group allocates and frees "
+    "blocks of its own, so pages modelled with one are not the engine's; such a node is not "
+    "rebuilt"
+)
+
+
 def _not_described(
     con: duckdb.DuckDBPyConnection, node: str, kind: str, role: str, engine: str | None
 ) -> str:
@@ -177,6 +187,8 @@ def _not_described(
         return ASSUMED_PAGE_SIZE
     if _restarted(con, node):
         return RESTARTED
+    if kind == "vllm" and (groups := kv_cache_groups(con, node)):
+        return HYBRID.format(groups=groups)
     if kind == "vllm" and role != "unified":
         caching = engine_limits(con, node).prefix_caching
         if caching:

@@ -1,6 +1,7 @@
 -- A node's scheduler limits as its engine logged them at its latest start (vLLM:
 -- max_num_seqs, max_num_batched_tokens, chunked_prefill, prefix_caching), with what decides
--- the defaults of a limit not logged (device, data_parallel_size) and whether the operator's
+-- the defaults of a limit not logged (device, data_parallel_size), the block sizes of more than
+-- one KV cache group where logged (kv_cache_groups), and whether the operator's
 -- arguments were logged at all ('operator_args' = 'logged': a whole `non-default args` line was
 -- read, so a limit it does not name was left at vLLM's default). Facts not logged are absent.
 WITH latest AS (
@@ -10,7 +11,7 @@ WITH latest AS (
 SELECT fact, value
 FROM latest
 WHERE fact IN ('max_num_seqs', 'max_num_batched_tokens', 'chunked_prefill', 'prefix_caching',
-               'device', 'data_parallel_size')
+               'device', 'data_parallel_size', 'kv_cache_groups')
 UNION ALL
 SELECT 'operator_args', 'logged'
 WHERE EXISTS (

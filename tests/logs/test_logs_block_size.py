@@ -48,3 +48,14 @@ def test_without_either_the_size_is_only_assumed(tmp_path: Path) -> None:
     """The default stays for screening's page rule, marked 'default' so that reconstruction
     does not rebuild pages on it (tests/reconstruct/test_reconstruct_page_size.py)."""
     assert _page_size(tmp_path, [BANNER, CAPACITY]) == (16, "default", None)
+
+
+def test_nothing_is_derived_with_more_than_one_kv_cache_group(tmp_path: Path) -> None:
+    """A hybrid model (vLLM logs `kv cache group sizes` only for more than one group): the
+    tokens line counts one group's share, so the override gives no block size, and the fact
+    that says so is kept for reconstruction."""
+    groups = "kv cache group sizes (32, 64)"
+    assert _page_size(tmp_path, [BANNER, OVERRIDE, groups, CAPACITY]) == (16, "default", None)
+    path = tmp_path / "vllm-0.log"
+    (node,) = read_logs([(path, path.name, path.name)]).nodes
+    assert node.runs[-1].facts["kv_cache_groups"].value == "32, 64"

@@ -24,6 +24,7 @@ from forensics.reconstruct.limits import NO_CACHING, NotRebuilt, caching_decided
 from forensics.reconstruct.runstate import Limits
 from forensics.reconstruct.stage import (
     ASSUMED_PAGE_SIZE,
+    HYBRID,
     PAGED_CACHING,
     PAGED_CACHING_UNKNOWN,
     RESTARTED,
@@ -189,3 +190,25 @@ def test_a_node_whose_engine_started_twice_is_not_rebuilt_as_one_pool(tmp_path: 
     assert query(db, "SELECT count(*) FROM node_starts") == [(2,)]
     assert cli(["reconstruct", "--db", str(db)]) in (0, 1)
     assert query(db, "SELECT node, reason FROM reconstruct_skipped") == [("vllm-0", RESTARTED)]
+
+
+def test_a_node_of_a_hybrid_model_is_not_rebuilt(tmp_path: Path) -> None:
+    """More than one KV cache group: each allocates and frees blocks of its own, and the
+    reconstruction drives vLLM's manager with one."""
+    lines = [
+        "non-default args: {'model': '/m/tiny', 'block_size': 32}",
+        BANNER,
+        "kv cache group sizes (32, 32)",
+        CAPACITY,
+    ]
+    case = write_case(
+        tmp_path / "hybrid",
+        {"requests.csv": REQUESTS, "logs/vllm-0.log": "".join(HEAD + x + "\n" for x in lines)},
+    )
+    db = tmp_path / "hybrid.duckdb"
+    assert cli(["ingest", str(case), "--db", str(db)]) == 0
+    assert cli(["reconstruct", "--db", str(db)]) in (0, 1)
+    assert query(db, "SELECT node, reason FROM reconstruct_skipped") == [
+        ("vllm-0", HYBRID.format(groups="32, 32"))
+    ]
+    assert query(db, "SELECT count(*) FROM reconstructed_nodes") == [(0,)]
