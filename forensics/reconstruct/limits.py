@@ -107,30 +107,33 @@ def peaks(reqs: list[Req]) -> tuple[int, int]:
 
 def unlogged_limits_bound(
     con: duckdb.DuckDBPyConnection, node: str, limits: Limits, reqs: list[Req]
-) -> str:
+) -> tuple[str, str]:
     """Why a limit the node's log does not name (limits, as engine_limits read them) may have
-    bound its scheduler, or ''."""
+    bound its scheduler, or ''; and where none may, what says so of a limit left out, or ''."""
     facts = _facts(con, node)
     if limits.max_num_seqs is None and limits.max_batched is None:
-        return NO_LIMITS
+        return NO_LIMITS, ""
     if limits.max_num_seqs is not None and limits.max_batched is not None:
-        return ""
+        return "", ""
     seats, tokens = peaks(reqs)
     defaults = facts.get("operator_args") == "logged"
     if limits.max_num_seqs is None:
+        limit, held, most = "max_num_seqs", f"{seats} requests", seats
         floor = min(DEFAULT_SEATS_FLOOR, limits.max_batched or DEFAULT_SEATS_FLOOR)
-        if not defaults and seats > 1:
-            return _may_bind("max_num_seqs", f"{seats} requests", None)
-        if seats > floor:
-            return _may_bind("max_num_seqs", f"{seats} requests", floor)
-        return ""
-    usual = facts.get("device") in ("cpu", "cuda") and facts.get("data_parallel_size") == "1"
-    floor = DEFAULT_BUDGET_FLOOR if usual else ANY_BUDGET_FLOOR
+        if most <= 1:  # no limit binds one request at a time
+            return "", f"{limit} not logged, left out: one request in flight at a time"
+    else:
+        limit, held, most = "max_num_batched_tokens", f"{tokens} uncomputed prompt tokens", tokens
+        usual = facts.get("device") in ("cpu", "cuda") and facts.get("data_parallel_size") == "1"
+        floor = DEFAULT_BUDGET_FLOOR if usual else ANY_BUDGET_FLOOR
     if not defaults:
-        return _may_bind("max_num_batched_tokens", f"{tokens} uncomputed prompt tokens", None)
-    if tokens > floor:
-        return _may_bind("max_num_batched_tokens", f"{tokens} uncomputed prompt tokens", floor)
-    return ""
+        return _may_bind(limit, held, None), ""
+    if most > floor:
+        return _may_bind(limit, held, floor), ""
+    return "", (
+        f"{limit} not logged, left out: vLLM's default, at least {floor} here, was never "
+        f"reached (at most {held} in flight at once)"
+    )
 
 
 def _may_bind(limit: str, held: str, floor: int | None) -> str:

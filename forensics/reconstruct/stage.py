@@ -284,7 +284,8 @@ def unified_node(
     cached_tokens."""
     reqs, reasons = _requests(con, node, role)
     limits = caching_decided(engine_limits(con, node), reqs)
-    if why := unlogged_limits_bound(con, node, limits, reqs):
+    why, left_out = unlogged_limits_bound(con, node, limits, reqs)
+    if why:
         raise NotRebuilt(why)
     try:
         drv = pools.driver()
@@ -301,7 +302,9 @@ def unified_node(
     kept = f"{res.kept} of {res.runs} runs fit the log (its steps and cached_tokens)"
     kept += f"; {res.note}" if res.note else ""
     return node_row(trace, kind, res.ambiguous, res.runs, 0, len(unread)) | {
-        "variants": f"vLLM v1 Scheduler, {limits.describe()}: "
+        "variants": f"vLLM v1 Scheduler, {limits.describe()}"
+        + (f" ({left_out})" if left_out else "")
+        + ": "
         + (kept if res.consistent else f"{kept} ({res.why})"),
         "consistent": res.consistent,
         "why": "" if res.consistent else res.why,

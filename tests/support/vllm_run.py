@@ -15,8 +15,9 @@ run.json `stats_calls`); or `bench` (a throughput run; the tap is on when KVFORE
 is set).
 VLLM_RUN_SAMPLING=sampled samples every output (temperature 0.8, top-p 0.95, a seed per
 request); the default is greedy. VLLM_RUN_SEED (default 7) draws the prompts.
-VLLM_RUN_MAX_SEQS (default 8) and VLLM_RUN_MAX_BATCHED (default vLLM's) are the scheduler's
-max_num_seqs and max_num_batched_tokens (chunked prefill on when the budget is given).
+VLLM_RUN_MAX_SEQS (default 8; `default` for vLLM's own, which its log does not name) and
+VLLM_RUN_MAX_BATCHED (default vLLM's) are the scheduler's max_num_seqs and
+max_num_batched_tokens (chunked prefill on when the budget is given).
 Writes OUT_DIR/requests.csv (the gateway's view: times, usage with cached tokens, sampling
 settings) and accounts.csv, OUT_DIR/run.json (outputs, the injected faults and their victims,
 tokens/s, the most requests in flight). The tap itself writes where KVFORENSICS_TAP_DIR points.
@@ -289,6 +290,12 @@ MODES_BATCHED = {
 }
 
 
+def _seats() -> dict[str, int]:
+    """VLLM_RUN_MAX_SEQS: the engine's seats (default 8; `default` leaves vLLM's own, unlogged)."""
+    seats = os.environ.get("VLLM_RUN_MAX_SEQS", "8")
+    return {} if seats == "default" else {"max_num_seqs": int(seats)}
+
+
 def _budget() -> dict[str, Any]:
     """VLLM_RUN_MAX_BATCHED: a token budget per step (prompts longer than it are chunked)."""
     most = os.environ.get("VLLM_RUN_MAX_BATCHED")
@@ -313,9 +320,9 @@ def main() -> None:
         num_gpu_blocks_override=(
             (40 if mode in MODES_BATCHED else 24) * BLOCK // ENGINE_BLOCK if small else None
         ),
-        max_num_seqs=int(os.environ.get("VLLM_RUN_MAX_SEQS", "8")),
         seed=0,
         disable_log_stats=mode != "stats",
+        **_seats(),
         **_budget(),
     )
     gw = Gateway(llm.llm_engine)
