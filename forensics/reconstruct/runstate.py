@@ -45,7 +45,8 @@ def logged_at(
 
 @dataclass(frozen=True)
 class Limits:
-    """The engine's scheduling limits, from its start-up log; None: not logged, not applied."""
+    """The engine's scheduling limits, from its start-up log; None: not logged, not applied
+    (only where vLLM's default could not have bound: limits.unlogged_limits_bound)."""
 
     max_num_seqs: int | None = None
     max_batched: int | None = None

@@ -7,7 +7,8 @@ placement of those steps is run on vLLM's `Scheduler` over its `KVCacheManager`
 (forensics/engines/allocator_driver.py, `vllm-sched`), with prefix caching as the engine's
 banner says it ran (on where not logged but a response reports a hit; else the node is not
 rebuilt: stage.py) and the scheduling limits the engine logged (max_num_seqs,
-max_num_batched_tokens, chunked prefill; not applied where not logged). The scheduler decides
+max_num_batched_tokens, chunked prefill; one not logged is left out only where vLLM's default
+could not have bound, limits.py). The scheduler decides
 what each step does: running requests' decode blocks, then waiting requests first come first
 served within the seats and the token budget (a prompt longer than the budget chunked over
 steps), then the blocks of every request that finished freed (uncached ones to the free
