@@ -217,7 +217,9 @@ def test_a_log_whose_times_may_not_be_the_steps_clears_nobody_unless_stated(
     assert not unstated.consistent and not unstated.exposures and unstated.runs == 0
     assert "do not mark the engine's steps" in unstated.why, unstated.why
     assert "--delivery-jitter-ms 10 states that rounding" in unstated.why, unstated.why
-    assert explore(UnifiedNode("n", reqs, BS, 6, 1 * MS, jitter_us=0), drv).consistent
+    exact = explore(UnifiedNode("n", reqs, BS, 6, 1 * MS, jitter_us=0), drv)
+    assert exact.consistent  # and the node says the stated bound left the steps marked
+    assert "the stated 0.0 ms of delivery jitter" in exact.note, exact.note
     wide = UnifiedNode("n", reqs, BS, 6, 1 * MS, jitter_us=25 * MS)
     assert "further apart than the logged steps" in wide.unstepped()
 
