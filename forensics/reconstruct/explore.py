@@ -80,8 +80,8 @@ def explore(
         _jittered(res, node, drv, shared, progress)
     elif res.kept and node.jitter_us is not None:  # the stated bound left the steps marked
         res.note = (
-            f"steps read off the logged times: the stated {node.jitter_us / 1000:.1f} ms of "
-            "delivery jitter (--delivery-jitter-ms) is below the gap between logged steps"
+            f"the logged times mark the steps under the stated {node.jitter_us / 1000:.1f} ms "
+            "of delivery jitter (--delivery-jitter-ms), below the gap between logged steps"
         )
     res.consistent = res.kept > 0
     return res

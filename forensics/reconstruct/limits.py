@@ -19,6 +19,7 @@ until before the gateway logged its completion. vLLM 0.32's defaults
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
 
 import duckdb
@@ -52,15 +53,16 @@ NO_LIMITS = (
 )
 
 
-def _facts(con: duckdb.DuckDBPyConnection, node: str) -> dict[str, str]:
+def engine_facts(con: duckdb.DuckDBPyConnection, node: str) -> dict[str, str]:
+    """What the node's engine log says of its scheduler and KV cache at its latest start
+    (queries/reconstruct/engine_limits.sql), read once per node; empty without logs."""
     if "node_facts" not in tables(con):
         return {}
     return dict(con.execute(sql("reconstruct/engine_limits"), {"node": node}).fetchall())
 
 
-def engine_limits(con: duckdb.DuckDBPyConnection, node: str) -> Limits:
-    """The node's scheduler limits from its engine log (node_facts); not logged: not applied."""
-    facts = _facts(con, node)
+def engine_limits(facts: Mapping[str, str]) -> Limits:
+    """The node's scheduler limits from its engine facts; not logged: not applied."""
     seqs, batched = facts.get("max_num_seqs"), facts.get("max_num_batched_tokens")
     caching = facts.get("prefix_caching")
     return Limits(
@@ -69,12 +71,6 @@ def engine_limits(con: duckdb.DuckDBPyConnection, node: str) -> Limits:
         facts.get("chunked_prefill", "True") == "True",
         None if caching is None else caching == "True",
     )
-
-
-def kv_cache_groups(con: duckdb.DuckDBPyConnection, node: str) -> str | None:
-    """The block sizes of the node's KV cache groups where its log shows more than one (a
-    hybrid model), as logged; None where it shows one."""
-    return _facts(con, node).get("kv_cache_groups")
 
 
 def caching_decided(limits: Limits, reqs: list[Req]) -> Limits:
@@ -106,11 +102,11 @@ def peaks(reqs: list[Req]) -> tuple[int, int]:
 
 
 def unlogged_limits_bound(
-    con: duckdb.DuckDBPyConnection, node: str, limits: Limits, reqs: list[Req]
+    facts: Mapping[str, str], limits: Limits, reqs: list[Req]
 ) -> tuple[str, str]:
-    """Why a limit the node's log does not name (limits, as engine_limits read them) may have
-    bound its scheduler, or ''; and where none may, what says so of a limit left out, or ''."""
-    facts = _facts(con, node)
+    """Why a limit the node's log does not name (limits, as engine_limits read them from its
+    facts) may have bound its scheduler, or ''; and where none may, what says so of a limit
+    left out, or ''."""
     if limits.max_num_seqs is None and limits.max_batched is None:
         return NO_LIMITS, ""
     if limits.max_num_seqs is not None and limits.max_batched is not None:

@@ -14,6 +14,7 @@ their cross-account pairs into `reconstructed` exposures of the affected parties
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import partial
 from typing import Any
 
@@ -39,8 +40,8 @@ from forensics.reconstruct.headline import (
 from forensics.reconstruct.limits import (
     NotRebuilt,
     caching_decided,
+    engine_facts,
     engine_limits,
-    kv_cache_groups,
     unlogged_limits_bound,
 )
 from forensics.reconstruct.paged import EnginesMissing, Pools, node_row, paged_node
@@ -79,11 +80,12 @@ def reconstruct(
                 _skip(con, skipped, node, NO_SIZES)
                 continue
             kind = allocator_for(engine, rp.allocator.value)
-            if why := _not_described(con, node, kind, role, engine):
+            facts = engine_facts(con, node)
+            if why := _not_described(con, node, kind, role, engine, facts):
                 _skip(con, skipped, node, why)
                 continue
             rebuild = (
-                partial(unified_node, progress=_within(progress, node))
+                partial(unified_node, facts=facts, progress=_within(progress, node))
                 if kind == "vllm" and role == "unified"
                 else partial(paged_node, requests=_requests(con, node, role))
             )
@@ -174,8 +176,13 @@ HYBRID = (
 )
 
 
-def _not_described(
-    con: duckdb.DuckDBPyConnection, node: str, kind: str, role: str, engine: str | None
+def _not_described(  # noqa: PLR0913
+    con: duckdb.DuckDBPyConnection,
+    node: str,
+    kind: str,
+    role: str,
+    engine: str | None,
+    facts: Mapping[str, str],
 ) -> str:
     """Why the node's logs do not describe the engine well enough to rebuild its pages, or ''
     (a unified vLLM node's prefix caching is decided with its requests: limits.caching_decided).
@@ -187,10 +194,10 @@ def _not_described(
         return ASSUMED_PAGE_SIZE
     if _restarted(con, node):
         return RESTARTED
-    if kind == "vllm" and (groups := kv_cache_groups(con, node)):
+    if kind == "vllm" and (groups := facts.get("kv_cache_groups")):
         return HYBRID.format(groups=groups)
     if kind == "vllm" and role != "unified":
-        caching = engine_limits(con, node).prefix_caching
+        caching = engine_limits(facts).prefix_caching
         if caching:
             return PAGED_CACHING
         if caching is None and "vllm" in (engine or "").lower():
@@ -277,14 +284,16 @@ def unified_node(
     kind: str,
     ps: int,
     pool_slots: int,
+    *,
+    facts: Mapping[str, str],
     progress: ProgressFn = no_progress,
 ) -> dict[str, Any]:
     """A vLLM unified node: its runs on vLLM's v1 scheduler, prefix caching on or off as the
-    engine ran (forensics.reconstruct.unified); only runs that reproduce every logged step and
-    cached_tokens."""
+    engine ran (forensics.reconstruct.unified), with the limits its engine facts give
+    (limits.engine_facts); only runs that reproduce every logged step and cached_tokens."""
     reqs, reasons = _requests(con, node, role)
-    limits = caching_decided(engine_limits(con, node), reqs)
-    why, left_out = unlogged_limits_bound(con, node, limits, reqs)
+    limits = caching_decided(engine_limits(facts), reqs)
+    why, left_out = unlogged_limits_bound(facts, limits, reqs)
     if why:
         raise NotRebuilt(why)
     try:

@@ -155,7 +155,9 @@ class UnifiedNode:
         if not self.marked:
             if self.jitter_us is not None:
                 return "one step's outputs may be logged further apart than the logged steps"
-            times = [t for r in self.reqs for t in (r.first_token_us, r.completed_us) if t]
+            times = [
+                t for r in self.reqs for t in (r.first_token_us, r.completed_us) if t is not None
+            ]
             coarse = resolution(times) if times else 1
             return "the logged times do not mark the engine's steps" + (
                 f" (they are whole multiples of {coarse / 1000:g} ms, too coarse to show one "

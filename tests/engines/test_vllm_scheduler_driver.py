@@ -219,7 +219,7 @@ def test_a_log_whose_times_may_not_be_the_steps_clears_nobody_unless_stated(
     assert "--delivery-jitter-ms 10 states that rounding" in unstated.why, unstated.why
     exact = explore(UnifiedNode("n", reqs, BS, 6, 1 * MS, jitter_us=0), drv)
     assert exact.consistent  # and the node says the stated bound left the steps marked
-    assert "the stated 0.0 ms of delivery jitter" in exact.note, exact.note
+    assert "mark the steps under the stated 0.0 ms of delivery jitter" in exact.note, exact.note
     wide = UnifiedNode("n", reqs, BS, 6, 1 * MS, jitter_us=25 * MS)
     assert "further apart than the logged steps" in wide.unstepped()
 

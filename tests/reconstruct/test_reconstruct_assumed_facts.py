@@ -20,7 +20,7 @@ from support.cases import query, write_case
 from forensics.analysis import aggregate
 from forensics.casedb.dbopen import open_database
 from forensics.cli import run as cli
-from forensics.reconstruct.limits import NO_CACHING, NotRebuilt, caching_decided
+from forensics.reconstruct.limits import NO_CACHING, NotRebuilt, caching_decided, engine_facts
 from forensics.reconstruct.runstate import Limits
 from forensics.reconstruct.stage import (
     ASSUMED_PAGE_SIZE,
@@ -162,8 +162,9 @@ def test_a_vllm_decode_node_is_rebuilt_only_where_its_log_says_caching_was_off(
     con = open_database(db)
     try:
         aggregate.prepare(con)  # as reconstruct does first
-        got = _not_described(con, "vllm-0", "vllm", "decode", "vllm")
-        forced = _not_described(con, "vllm-0", "vllm", "decode", "sglang")  # --allocator vllm
+        facts = engine_facts(con, "vllm-0")
+        got = _not_described(con, "vllm-0", "vllm", "decode", "vllm", facts)
+        forced = _not_described(con, "vllm-0", "vllm", "decode", "sglang", facts)  # --allocator
     finally:
         con.close()
     assert got == (reason or "")

@@ -18,7 +18,13 @@ from support.cases import write_case
 from forensics.analysis import aggregate
 from forensics.casedb.dbopen import open_database
 from forensics.cli import run as cli
-from forensics.reconstruct.limits import NO_LIMITS, engine_limits, peaks, unlogged_limits_bound
+from forensics.reconstruct.limits import (
+    NO_LIMITS,
+    engine_facts,
+    engine_limits,
+    peaks,
+    unlogged_limits_bound,
+)
 from forensics.reconstruct.trace import Req
 
 HEAD = "(EngineCore_DP0 pid=77) INFO 12-05 17:29:56 [core.py:90] "
@@ -93,7 +99,8 @@ def _decided(tmp_path: Path, lines: list[str], requests: str) -> str:
                 "prompt_tokens, cached_tokens FROM requests"
             ).fetchall()
         ]
-        why, left_out = unlogged_limits_bound(con, "vllm-0", engine_limits(con, "vllm-0"), reqs)
+        facts = engine_facts(con, "vllm-0")
+        why, left_out = unlogged_limits_bound(facts, engine_limits(facts), reqs)
         assert not (why and left_out)
         return why or left_out
     finally:
