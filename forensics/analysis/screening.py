@@ -34,6 +34,11 @@ it). Where a complete ledger covers the suspect's decode node over the suspect's
 whole activity, the ledger decides: the suspect keeps its screening row (corroboration), gets
 no possible pairs, and a suspect the ledger shows reading nothing foreign is recorded in
 cleared_findings. A hole in the ledger (ledger_holes) leaves the requests it meets uncovered.
+
+A stub's blocks are cached under its prompt's hashes though it wrote none of its prompt: a
+later request on its node with a prefix-cache hit may be served them and read the stub's
+leakers' data. Such requests are possible receivers of the stub's possible leakers
+(queries/analysis/possible_cache_hits.sql says which requests, and when a rebuild decides).
 """
 
 from __future__ import annotations
@@ -82,11 +87,13 @@ def screen(
 
 # In order: the suspects and how the ledger covers them, the engines' token counters against
 # the billed tokens (after the other reasons: a flagged stub counts as 1 token), what positive
-# evidence cleared, the possible pairs of what is left, and the evidence each node was judged on.
+# evidence cleared, the possible pairs of what is left, the requests that may have read a stub's
+# pages through the prefix cache, and the evidence each node was judged on.
 SCREENING_QUERIES = (
     "analysis/screening",
     "analysis/token_shortfall",
     "analysis/cleared_findings",
     "analysis/possible_exposures",
+    "analysis/possible_cache_hits",
     "analysis/node_evidence",
 )

@@ -27,6 +27,8 @@ class UnifiedRun:
     branches: int = 0  # arrivals a run on the clock had to decide (timed.run_timed)
     cut: bool = False  # not a run: the runs on the clock stopped before every one was made
     same: bool = False  # not a run: one a run on the clock repeats, made elsewhere (timed.py)
+    # requests whose prefix-cache hit was served from blocks a stub was handed and never wrote
+    cache_reads: set[int] = field(default_factory=set)
 
 
 def logged_at(
@@ -91,7 +93,12 @@ class StepClock:
 
 
 class RunState:
-    """What one run has seen so far: blocks per request, last writers per slot, exposures."""
+    """What one run has seen so far: blocks per request, last writers per slot, exposures.
+
+    A stub's blocks are cached under its prompt's hashes although it wrote none of its prompt
+    (unwritten): a later request whose prefix-cache hit is served from one of them reads what
+    the block's earlier owners left there, as the stub did. Its reads of those blocks are
+    exposures too, until the block is handed out afresh and written."""
 
     def __init__(self, reqs: list[Req], ps: int, n_blocks: int, events: bool):
         self.reqs, self.ps, self.events = reqs, ps, events
@@ -100,6 +107,7 @@ class RunState:
         self.wpos = np.full(size, -1, np.int64)
         self.blocks: dict[int, list[int]] = {}
         self.done: set[int] = set()
+        self.unwritten: set[int] = set()  # blocks a stub was handed, cached but never written
         self.out = UnifiedRun()
 
     def step(self, step: dict[str, list[Any]], logged_at: Callable[[int, int], bool]) -> str:
@@ -120,10 +128,15 @@ class RunState:
             if r.stub:
                 self._read(i, np.asarray(ids, np.int64))
                 self._emit(r.received_us, r, "read", ids, 0, r.prompt)
+                self.unwritten.update(ids)
+            else:
+                self._read_cached(i, list(ids[: hits // self.ps]))
+                self.unwritten.difference_update(ids[hits // self.ps :])
         for rid, ids in step["grow"]:
             i = int(rid[1:])
             r = reqs[i]
             assert r.first_token_us is not None
+            self.unwritten.difference_update(ids)
             self._emit(r.first_token_us, r, "alloc", ids, len(self.blocks[i]))
             self.blocks[i] += ids
         for rid in step["first"]:
@@ -162,6 +175,26 @@ class RunState:
         )
         for leaker, n in zip(*np.unique(w[(w >= 0) & (w != i)], return_counts=True), strict=True):
             out.exposures[(i, int(leaker))] = int(n)
+
+    def _read_cached(self, i: int, hit: list[int]) -> None:
+        """Request i's prefix-cache hit served from these blocks: those a stub left unwritten
+        hold their earlier owners' data, read at every position as the stub would have."""
+        ps, out = self.ps, self.out
+        where = [b for b, block in enumerate(hit) if block in self.unwritten]
+        if not where:
+            return
+        pos = np.concatenate([np.arange(b * ps, (b + 1) * ps) for b in where])
+        slots = np.asarray(hit, np.int64)[pos // ps] * ps + pos % ps
+        w = self.writer[slots]
+        out.cache_reads.add(i)
+        for leaker, n in zip(*np.unique(w[(w >= 0) & (w != i)], return_counts=True), strict=True):
+            out.exposures[(i, int(leaker))] = int(n)
+        if self.events:
+            r = self.reqs[i]
+            for b in where:
+                self.out.events.append(
+                    (r.received_us, r.request_id, "read", hit[b] * ps, ps, b * ps, None)
+                )
 
     def _emit(
         self, t: int, r: Req, op: str, ids: list[int], first: int, p1: int | None = None

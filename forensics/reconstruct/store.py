@@ -20,8 +20,10 @@ def insert_requests(
     unread: set[int],
     contradicted: set[str],
     sampled: set[int],
+    followed: set[int] | None = None,
 ) -> None:
-    """reconstructed_requests: what each request was modelled as."""
+    """reconstructed_requests: what each request was modelled as. followed: the requests
+    whose prefix-cache hits every kept run followed (a unified node rebuilt whole)."""
     rows = zip(reqs, reasons, strict=True)
     con.executemany(
         sql("reconstruct/insert_request"),
@@ -35,6 +37,7 @@ def insert_requests(
                 "unread": k in unread,
                 "contradicted": r.request_id in contradicted,
                 "sampled": k in sampled,
+                "hits_followed": k in (followed or ()),
             }
             for k, (r, why) in enumerate(rows)
         ],

@@ -30,7 +30,9 @@ Per request:
   no prefix-cache lookup, all but its last prompt token taken as computed, fresh blocks for its
   whole prompt. Its first read covers positions 0 .. prompt-2 of those blocks, and their last
   writers are its exposures. Whether its own prompt shared the account's prefix (so that its
-  blocks were cached under the prefix's hashes) is explored.
+  blocks were cached under the prefix's hashes) is explored. A later request whose hit is
+  served from blocks a stub was handed and never wrote reads their last writers too
+  (runstate.RunState).
 
 A run is consistent with the log when every request was scheduled, got its first token and
 finished at its logged steps, without a preemption, and every request but the stubs had

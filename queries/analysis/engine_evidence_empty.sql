@@ -23,3 +23,12 @@ CREATE TEMP TABLE IF NOT EXISTS node_starts (
 CREATE TEMP TABLE IF NOT EXISTS log_files (
     path VARCHAR
 );
+CREATE TEMP TABLE IF NOT EXISTS node_facts (
+    node     VARCHAR,
+    fact     VARCHAR,
+    value    VARCHAR,
+    src_file VARCHAR,
+    src_line BIGINT,
+    run      INTEGER,
+    source   VARCHAR
+);

@@ -75,7 +75,11 @@ CREATE TABLE IF NOT EXISTS possible_exposures (
     node                VARCHAR NOT NULL,  -- the decode node (the leaker's where the log names
                                            -- none for the receiver; '' where neither)
     cross_account       BOOLEAN NOT NULL,  -- the accounts differ
-    basis               VARCHAR  -- concurrent | window | earlier: how near the suspect it ran
+    basis               VARCHAR  -- concurrent | window | earlier: how near the suspect it ran;
+                                 -- stub-cache-hit: the receiver's prefix-cache hit may have been
+                                 -- served from blocks a stub suspect was handed and never wrote,
+                                 -- and the leaker is one of that stub's
+                                 -- (queries/analysis/possible_cache_hits.sql)
 );
 
 -- token-shortfall's windows (queries/analysis/token_shortfall.sql): per prefill node with SGLang
@@ -109,7 +113,7 @@ CREATE TABLE IF NOT EXISTS cleared_findings (
     leaker_request_id   VARCHAR,           -- the leaker cleared; NULL: the receiver as a whole
     leaker_account_id   VARCHAR,           -- its account
     node                VARCHAR,           -- the decode node
-    evidence            VARCHAR NOT NULL,  -- ledger | replay
+    evidence            VARCHAR NOT NULL,  -- ledger | replay | reconstruction
     reason              VARCHAR NOT NULL   -- what the evidence showed, in words
 );
 

@@ -243,6 +243,24 @@ def test_the_stub_reads_what_the_last_request_left_in_the_head_blocks(
     assert dict(res.tokens) == {(2, 1): 2}
 
 
+def test_a_later_hit_on_the_stubs_blocks_reads_what_it_read(drv: EngineAllocators) -> None:
+    """Blocks 1..3, 4 slots each. a (acct-a, 12 tokens) fills 1, 2, 3, all full and cached,
+    freed to the tail in reverse: 3 2 1. The stub s (acct-c, 8 tokens) takes 3 and 2 without a
+    lookup and reads positions 0..6: a's 8..11 in 3, a's 4..6 in 2 (7 slots); it writes its
+    position 7 (slot 3 of block 2) and its blocks are cached under its prompt's hashes. r
+    (acct-c, 10 tokens, 8 logged as cached) is served both from the cache, as only a stub
+    sharing its account's prefix allows: it reads all 8 slots, a's 7 and s's 1. Without a read
+    through the cache, r would be listed nowhere."""
+    reqs = [
+        _req("a", "acct-a", 0, 10, 10, 12, 1, 0),
+        _req("s", "acct-c", 15, 20, 20, 8, 1, 7, stub=True),
+        _req("r", "acct-c", 25, 30, 30, 10, 1, 8),
+    ]
+    res = explore(UnifiedNode("n", reqs, BS, 4, 1 * MS, jitter_us=0), drv)
+    assert res.consistent and res.kept == 1 and res.runs == 2 and not res.partial
+    assert dict(res.tokens) == {(1, 0): 7, (2, 0): 7, (2, 1): 1}
+
+
 def test_a_log_the_manager_cannot_reproduce_keeps_no_run(drv: EngineAllocators) -> None:
     """b claims a 4-token hit on a prefix nobody of its account computed: no run keeps it."""
     reqs = [

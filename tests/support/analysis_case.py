@@ -85,7 +85,9 @@ def insert(con: duckdb.DuckDBPyConnection, table: str, rows: list[dict[str, Any]
     data = {c: [r.get(c) for r in rows] for c in cols}
     if "src_file" not in data:
         data["src_file"] = [f"{table}.csv"] * len(rows)
-    data["src_line" if table == "engine_evidence" else "src_row"] = list(range(1, len(rows) + 1))
+    data["src_line" if table in ("engine_evidence", "node_facts") else "src_row"] = list(
+        range(1, len(rows) + 1)
+    )
     if table == "kv_events":
         data["request_known"] = [True] * len(rows)
     con.register("_rows", pa.table(data))

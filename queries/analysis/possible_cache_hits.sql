@@ -1,0 +1,96 @@
+-- possible_cache_hits: a stub's pages reach later requests through the prefix cache. An engine
+-- that takes a stub's prompt as computed caches the blocks it handed the stub under that
+-- prompt's hashes, though nothing of the prompt was written there; a later request whose
+-- prompt begins with the same tokens is served those blocks from the cache and reads what
+-- their earlier owners left, the stub's own leakers' data. So for every stub suspect
+-- ($stub_reasons) that no complete ledger covers, every request whose prefill ran on the node
+-- holding the stub's pages (its serving prefill node is the stub's serving decode node), whose
+-- first token came after the stub was received and which reports a prefix-cache hit
+-- (cached_tokens > 0, or not logged: a hit is not ruled out) is a possible receiver of every
+-- possible leaker the stub still has (possible_exposures, after what evidence cleared), basis
+-- 'stub-cache-hit'.
+--
+-- Whose prompts begin alike the log does not say; what it shows decides how far that reaches.
+-- Requests of the stub's own account always may. Another account's may where the node shows
+-- prompts shared across accounts: a hit (cached_tokens > 0) of a request that is no suspect
+-- and that no earlier request of its own account on the node could have served (none received
+-- before its first token with a prompt at least that long), or no cached_tokens logged on the
+-- node at all. Only then can the leaking side gain a request the stub's own pairs do not put
+-- there (a leaker of the stub's account, foreign to such a receiver).
+--
+-- A node whose engine log says prefix caching was off (at every start logged) has no such
+-- read. Where the stub's node was rebuilt on vLLM's scheduler and every run fit the log
+-- (reconstructed_nodes.consistent: every logged hit reproduced with prompts that share a
+-- prefix within an account only), a request whose hit every kept run followed
+-- (reconstructed_requests.hits_followed) keeps only the pairs the runs found
+-- (reconstructed_exposures), the others go to cleared_findings.
+CREATE OR REPLACE TEMP TABLE _cache_candidates AS
+WITH flagged AS (
+    SELECT request_id FROM screening WHERE len(list_intersect(reasons, $stub_reasons)) > 0
+), shared AS (  -- nodes whose log shows prompts shared across accounts, or no hits logged
+    SELECT h.serving_prefill_node AS node FROM work.analysis_requests h
+    WHERE h.cached_tokens > 0 AND h.request_id NOT IN (SELECT request_id FROM flagged)
+      AND NOT EXISTS (
+          SELECT 1 FROM work.analysis_requests e
+          WHERE e.serving_prefill_node = h.serving_prefill_node AND e.account_id = h.account_id
+            AND e.request_id <> h.request_id AND e.prompt_tokens >= h.cached_tokens
+            AND e.received_at < coalesce(h.first_token_at, h.completed_at, h.received_at))
+    UNION
+    SELECT serving_prefill_node FROM work.analysis_requests
+    GROUP BY ALL HAVING bool_and(cached_tokens IS NULL)
+), stubs AS (
+    SELECT s.request_id, s.account_id, s.decode_node AS node, q.received_at,
+           s.decode_node IN (SELECT node FROM shared) AS shared
+    FROM screening s JOIN work.analysis_requests q USING (request_id)
+    WHERE NOT s.ledger_covered AND s.decode_node IS NOT NULL
+      AND len(list_intersect(s.reasons, $stub_reasons)) > 0
+      AND s.decode_node NOT IN (
+          SELECT node FROM node_facts WHERE fact = 'prefix_caching'
+          GROUP BY node HAVING bool_and(lower(value) = 'false'))
+), hitters AS (
+    SELECT st.request_id AS stub_id, st.node, h.request_id, h.account_id
+    FROM stubs st
+    JOIN work.analysis_requests h
+      ON h.serving_prefill_node = st.node AND h.request_id <> st.request_id
+     AND coalesce(h.cached_tokens, 1) > 0
+     AND coalesce(h.first_token_at, h.completed_at, st.received_at) >= st.received_at
+     AND (st.shared OR h.account_id = st.account_id)
+)
+SELECT DISTINCT h.request_id AS receiver_request_id, h.account_id AS receiver_account_id,
+       p.leaker_request_id, p.leaker_account_id, p.node,
+       h.account_id <> p.leaker_account_id AS cross_account, 'stub-cache-hit' AS basis,
+       coalesce(rr.hits_followed, false) AS followed
+FROM hitters h
+JOIN possible_exposures p ON p.receiver_request_id = h.stub_id AND p.node = h.node
+LEFT JOIN reconstructed_requests rr ON rr.request_id = h.request_id AND rr.node = h.node
+WHERE p.leaker_request_id <> h.request_id;
+
+INSERT INTO cleared_findings BY NAME
+SELECT DISTINCT receiver_request_id, receiver_account_id, leaker_request_id, leaker_account_id,
+       node, 'reconstruction' AS evidence,
+       'reconstruction on vLLM''s scheduler served this request''s prefix-cache hit from no '
+       || 'block a stub left holding this request''s data, in any explored run' AS reason
+FROM _cache_candidates c
+WHERE c.followed AND NOT EXISTS (
+    SELECT 1 FROM reconstructed_exposures e
+    WHERE e.receiver_request_id = c.receiver_request_id AND e.node = c.node
+      AND e.leaker_request_id = c.leaker_request_id)
+  AND NOT EXISTS (
+    SELECT 1 FROM cleared_findings f
+    WHERE f.receiver_request_id = c.receiver_request_id AND f.node = c.node
+      AND f.leaker_request_id = c.leaker_request_id)
+ORDER BY 1, 3, 5;
+
+INSERT INTO possible_exposures BY NAME
+SELECT DISTINCT * EXCLUDE (followed) FROM _cache_candidates c
+WHERE NOT EXISTS (
+    SELECT 1 FROM cleared_findings f
+    WHERE f.receiver_request_id = c.receiver_request_id AND f.node = c.node
+      AND (f.leaker_request_id IS NULL OR f.leaker_request_id = c.leaker_request_id))
+  AND NOT EXISTS (
+    SELECT 1 FROM possible_exposures p
+    WHERE p.receiver_request_id = c.receiver_request_id AND p.node = c.node
+      AND p.leaker_request_id = c.leaker_request_id)
+ORDER BY node, receiver_request_id, leaker_request_id;
+
+DROP TABLE _cache_candidates;
