@@ -45,9 +45,6 @@ class UnifiedResult:
     ambiguous: int = 0
     note: str = ""  # how the runs' steps were found, where not read off the log
     cut: bool = False  # the runs on the clock stopped before every one was made
-    # the kept runs stopped at the stubs' first reads (_jittered): later requests' prefix-cache
-    # hits were not followed, and a read of a stub's unwritten blocks there is not ruled out
-    partial: bool = False
 
 
 def explore(
@@ -169,7 +166,6 @@ def _jittered(
             "jitter keep within the logged seats and token budget"
         )
         return
-    res.partial = True
     for k, (first, until) in enumerate(groups.values()):
         if not k % 64:
             progress("runs on the engine's scheduler", k, len(groups))

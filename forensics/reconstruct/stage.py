@@ -307,12 +307,7 @@ def unified_node(
     support = {pair: n / max(res.kept, 1) for pair, n in res.exposures.items()}
     store_runs(con, trace, res.events, support, res.tokens, {})
     unread = set() if res.consistent else {k for k, r in enumerate(reqs) if r.stub}
-    followed = (
-        {k for k, r in enumerate(reqs) if not r.stub}
-        if res.consistent and not res.partial
-        else set()
-    )
-    insert_requests(con, node, reqs, reasons, set(), unread, set(), set(), followed)
+    insert_requests(con, node, reqs, reasons, set(), unread, set(), set())
     kept = f"{res.kept} of {res.runs} runs fit the log (its steps and cached_tokens)"
     kept += f"; {res.note}" if res.note else ""
     return node_row(trace, kind, res.ambiguous, res.runs, 0, len(unread)) | {

@@ -20,10 +20,8 @@ def insert_requests(
     unread: set[int],
     contradicted: set[str],
     sampled: set[int],
-    followed: set[int] | None = None,
 ) -> None:
-    """reconstructed_requests: what each request was modelled as. followed: the requests
-    whose prefix-cache hits every kept run followed (a unified node rebuilt whole)."""
+    """reconstructed_requests: what each request was modelled as."""
     rows = zip(reqs, reasons, strict=True)
     con.executemany(
         sql("reconstruct/insert_request"),
@@ -37,7 +35,6 @@ def insert_requests(
                 "unread": k in unread,
                 "contradicted": r.request_id in contradicted,
                 "sampled": k in sampled,
-                "hits_followed": k in (followed or ()),
             }
             for k, (r, why) in enumerate(rows)
         ],

@@ -19,11 +19,11 @@
 -- there (a leaker of the stub's account, foreign to such a receiver).
 --
 -- A node whose engine log says prefix caching was off (at every start logged) has no such
--- read. Where the stub's node was rebuilt on vLLM's scheduler and every run fit the log
--- (reconstructed_nodes.consistent: every logged hit reproduced with prompts that share a
--- prefix within an account only), a request whose hit every kept run followed
--- (reconstructed_requests.hits_followed) keeps only the pairs the runs found
--- (reconstructed_exposures), the others go to cleared_findings.
+-- read. Nothing here is cleared by a rebuild: the rebuild gives each account one shared prefix,
+-- and an account's second conversation (another prefix, which the stub's prompt may have
+-- begun) would have its hits served elsewhere in the model than in the engine. Where a
+-- rebuild's runs found such a read (reconstructed_exposures), the pair is listed
+-- `reconstructed` as well.
 CREATE OR REPLACE TEMP TABLE _cache_candidates AS
 WITH flagged AS (
     SELECT request_id FROM screening WHERE len(list_intersect(reasons, $stub_reasons)) > 0
@@ -58,31 +58,13 @@ WITH flagged AS (
 )
 SELECT DISTINCT h.request_id AS receiver_request_id, h.account_id AS receiver_account_id,
        p.leaker_request_id, p.leaker_account_id, p.node,
-       h.account_id <> p.leaker_account_id AS cross_account, 'stub-cache-hit' AS basis,
-       coalesce(rr.hits_followed, false) AS followed
+       h.account_id <> p.leaker_account_id AS cross_account, 'stub-cache-hit' AS basis
 FROM hitters h
 JOIN possible_exposures p ON p.receiver_request_id = h.stub_id AND p.node = h.node
-LEFT JOIN reconstructed_requests rr ON rr.request_id = h.request_id AND rr.node = h.node
 WHERE p.leaker_request_id <> h.request_id;
 
-INSERT INTO cleared_findings BY NAME
-SELECT DISTINCT receiver_request_id, receiver_account_id, leaker_request_id, leaker_account_id,
-       node, 'reconstruction' AS evidence,
-       'reconstruction on vLLM''s scheduler served this request''s prefix-cache hit from no '
-       || 'block a stub left holding this request''s data, in any explored run' AS reason
-FROM _cache_candidates c
-WHERE c.followed AND NOT EXISTS (
-    SELECT 1 FROM reconstructed_exposures e
-    WHERE e.receiver_request_id = c.receiver_request_id AND e.node = c.node
-      AND e.leaker_request_id = c.leaker_request_id)
-  AND NOT EXISTS (
-    SELECT 1 FROM cleared_findings f
-    WHERE f.receiver_request_id = c.receiver_request_id AND f.node = c.node
-      AND f.leaker_request_id = c.leaker_request_id)
-ORDER BY 1, 3, 5;
-
 INSERT INTO possible_exposures BY NAME
-SELECT DISTINCT * EXCLUDE (followed) FROM _cache_candidates c
+SELECT DISTINCT * FROM _cache_candidates c
 WHERE NOT EXISTS (
     SELECT 1 FROM cleared_findings f
     WHERE f.receiver_request_id = c.receiver_request_id AND f.node = c.node

@@ -1,5 +1,4 @@
 -- One reconstructed request on one node.
 INSERT INTO reconstructed_requests (request_id, node, stub, reasons, waited, unread, contradicted,
-                                    sampled, hits_followed)
-VALUES ($request_id, $node, $stub, $reasons, $waited, $unread, $contradicted, $sampled,
-        $hits_followed);
+                                    sampled)
+VALUES ($request_id, $node, $stub, $reasons, $waited, $unread, $contradicted, $sampled);

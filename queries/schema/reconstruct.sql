@@ -46,14 +46,10 @@ CREATE TABLE IF NOT EXISTS reconstructed_requests (
                                          -- the most likely one it is implausible): the rebuilt
                                          -- trace is not the engine's for this read
                                          -- (screening's pairs stand)
-    sampled    BOOLEAN,                  -- its first read came after the point where not
+    sampled    BOOLEAN                   -- its first read came after the point where not
                                          -- every order the timestamps leave open could be
                                          -- followed: its exposures are over the logged order
                                          -- and --orders - 1 shuffled ones, a sample
-    hits_followed BOOLEAN                -- every kept run of its vLLM unified node followed
-                                         -- its prefix-cache hit: a hit served from blocks a
-                                         -- stub was handed and never wrote is among the
-                                         -- exposures, and none there means none in any run
 );
 
 -- Nodes without a ledger that reconstruction could not rebuild, with the reason and the fix.
@@ -100,4 +96,3 @@ ALTER TABLE reconstructed_requests ADD COLUMN IF NOT EXISTS waited BOOLEAN;
 ALTER TABLE reconstructed_requests ADD COLUMN IF NOT EXISTS unread BOOLEAN;
 ALTER TABLE reconstructed_requests ADD COLUMN IF NOT EXISTS contradicted BOOLEAN;
 ALTER TABLE reconstructed_requests ADD COLUMN IF NOT EXISTS sampled BOOLEAN;
-ALTER TABLE reconstructed_requests ADD COLUMN IF NOT EXISTS hits_followed BOOLEAN;

@@ -130,85 +130,66 @@ def _put(con: duckdb.DuckDBPyConnection, table: str, rows: list[dict[str, Any]])
     con.unregister("_rows")
 
 
-def _rebuilt(con: duckdb.DuckDBPyConnection, followed: bool) -> None:
-    """The node as a consistent vLLM rebuild left it: the stub read N04; R1's hit was served
-    from the stub's blocks (it read N04 too); the others' hits were served from nothing of the
-    stub's."""
+def _rebuilt(con: duckdb.DuckDBPyConnection) -> None:
+    """The node as a consistent vLLM rebuild left it: the stub read N05 (acct-2), and one run
+    served R1's hit from the stub's blocks (R1 read N05 too)."""
     run_script(con, sql("schema/reconstruct"))
     _put(
         con,
         "reconstructed_nodes",
         [
             {
-                "node": "u1",
-                "role": "unified",
-                "allocator": "vllm",
-                "page_size": 16,
-                "pool_slots": 100_000,
-                "requests": 15,
-                "stubs": 1,
-                "ambiguous_groups": 0,
-                "orders": 2,
-                "deferred": 0,
-                "consistent": True,
+                "node": "u1", "role": "unified", "allocator": "vllm", "page_size": 16,
+                "pool_slots": 100_000, "requests": 15, "stubs": 1, "ambiguous_groups": 0,
+                "orders": 2, "deferred": 0, "consistent": True,
             }
         ],
-    )
+    )  # fmt: skip
     ids = [f"N{i:02d}" for i in range(8)] + ["E1", "S1", "R1", "R2", "Z1", "U1", "R3"]
     _put(
         con,
         "reconstructed_requests",
         [
             {
-                "request_id": rid,
-                "node": "u1",
-                "stub": rid == "S1",
+                "request_id": rid, "node": "u1", "stub": rid == "S1",
                 "reasons": ["cache-implausible"] if rid == "S1" else [],
-                "hits_followed": followed and rid != "S1",
             }
             for rid in ids
         ],
-    )
+    )  # fmt: skip
     _put(
         con,
         "reconstructed_exposures",
         [
             {
-                "receiver_request_id": receiver,
-                "receiver_account_id": "acct-1",
-                "leaker_request_id": "N04",
-                "leaker_account_id": "acct-1",
-                "node": "u1",
-                "tokens": 16,
-                "support": 1.0,
-                "read_at": at(200 * SECOND),
-                "cross_account": False,
+                "receiver_request_id": receiver, "receiver_account_id": "acct-1",
+                "leaker_request_id": "N05", "leaker_account_id": "acct-2", "node": "u1",
+                "tokens": 16, "support": support, "read_at": at(200 * SECOND),
+                "cross_account": True,
             }
-            for receiver in ("S1", "R1")
+            for receiver, support in (("S1", 1.0), ("R1", 0.5))
         ],
+    )  # fmt: skip
+
+
+def test_a_rebuild_lists_the_reads_its_runs_found_and_clears_none() -> None:
+    """On a consistent vLLM rebuild the stub keeps only N05, the leaker its runs found, and R1
+    and R3 inherit it. R1, whose read a run found, is listed as reconstructed; R3, whose read no
+    run made, stays possible: the rebuild gives each account one prefix, and a second one
+    (which the stub's prompt may have begun) would serve the hits elsewhere in the model than
+    in the engine, so it clears no such read. R2 is of another account, as before."""
+    con = _case()
+    _rebuilt(con)
+    analyze(con)
+    assert {p for p in _pairs(con) if p[0] == "S1"} == {("S1", "N05")}
+    assert _pairs(con, "stub-cache-hit") == {("R1", "N05"), ("R3", "N05")}
+    confidence = dict(
+        con.execute(
+            "SELECT request_id, confidence FROM affected_requests WHERE side = 'receiving'"
+        ).fetchall()
     )
-
-
-def test_on_a_rebuilt_node_the_runs_that_followed_a_hit_decide_its_pairs() -> None:
-    """On a consistent vLLM rebuild the stub keeps only N04, the leaker the runs found. Where
-    every run followed a request's hit its pairs are the runs': R1 keeps N04, R3 (whose hit
-    the runs served from nothing of the stub's) is cleared of it."""
-    con = _case()
-    _rebuilt(con, followed=True)
-    analyze(con)
-    assert {p for p in _pairs(con) if p[0] == "S1"} == {("S1", "N04")}
-    assert _pairs(con, "stub-cache-hit") == {("R1", "N04")}
+    assert confidence == {"S1": "reconstructed", "R1": "reconstructed", "R3": "possible"}
     cleared = con.execute(
-        "SELECT receiver_request_id, leaker_request_id, evidence FROM cleared_findings "
-        "WHERE receiver_request_id IN ('R1', 'R3')"
-    ).fetchall()
-    assert cleared == [("R3", "N04", "reconstruction")]
-
-
-def test_a_rebuilt_node_whose_runs_stopped_early_keeps_the_stubs_leakers() -> None:
-    """Runs that stopped at the stubs' first reads followed no later hit: R1 and R3 keep every
-    leaker the stub kept, and the account rule still holds."""
-    con = _case()
-    _rebuilt(con, followed=False)
-    analyze(con)
-    assert _pairs(con, "stub-cache-hit") == {("R1", "N04"), ("R3", "N04")}
+        "SELECT count(*) FROM cleared_findings WHERE receiver_request_id IN ('R1', 'R3')"
+    ).fetchone()
+    assert cleared == (0,)

@@ -72,7 +72,7 @@ def write_model(folder: Path) -> None:
     model.save_pretrained(folder, safe_serialization=True)
 
 
-FAULTY = ("faults", "batched", "batched-dup", "batched-collision", "stats")
+FAULTY = ("faults", "batched", "batched-cache-hit", "batched-dup", "batched-collision", "stats")
 if len(sys.argv) > 1 and sys.argv[1] in FAULTY:
     os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
     install_faults()
@@ -185,7 +185,8 @@ def faults(gw: Gateway, rng: random.Random) -> None:
     gw.step()
 
 
-Changed = tuple[str, list[int], int | None]  # id, prompt, max_tokens (None: as drawn)
+# id, prompt, max_tokens (None: as drawn), and optionally another account
+Changed = tuple[str, list[int], int | None] | tuple[str, list[int], int | None, str]
 Special = Callable[[int, list[int], list[list[int]]], Changed | None]
 
 
@@ -200,9 +201,11 @@ def batched_load(gw: Gateway, rng: random.Random, special: Special | None = None
         prompt = prefixes[k % n_accounts] + suffix
         rid, max_tokens = f"req-{k}", rng.randrange(4, 16)
         changed = special(k, prompt, prefixes) if special else None
+        account = f"acct-{k % n_accounts}"
         if changed:
             rid, prompt, max_tokens = changed[0], changed[1], changed[2] or max_tokens
-        gw.add(rid, f"acct-{k % n_accounts}", prompt, max_tokens)
+            account = changed[3] if len(changed) > 3 else account
+        gw.add(rid, account, prompt, max_tokens)
         gw.step(rng.randrange(1, 4))
     gw.step()
 
@@ -212,6 +215,24 @@ def batched(gw: Gateway, rng: random.Random) -> None:
     the others') runs as a stub."""
     stub_at = int(os.environ.get("BATCHED_STUB_AT", "14"))
     batched_load(gw, rng, lambda k, p, _: (f"stub-{k}", p, None) if k == stub_at else None)
+
+
+def batched_cache_hit(gw: Gateway, rng: random.Random) -> None:
+    """The stub fault read a second time through the prefix cache: the stub (`stub-…`, at
+    BATCHED_STUB_AT) is the first request of a new account (`acct-new`, a 128-token prefix of its
+    own) and the next request (`hit-…`) that account's second, sharing the prefix. The stub's
+    blocks are cached under the prefix's hashes though it wrote none of its prompt, so the
+    second is served them from the cache and reads what the stub read."""
+    stub_at = int(os.environ.get("BATCHED_STUB_AT", "14"))
+    prefix = [random.Random(rng.random()).randrange(3, 512) for _ in range(4 * BLOCK)]
+
+    def special(k: int, p: list[int], _x: list[list[int]]) -> Changed | None:
+        if k in (stub_at, stub_at + 1):
+            rid = f"stub-{k}" if k == stub_at else f"hit-{k}"
+            return rid, prefix + p[4 * BLOCK :], None, "acct-new"
+        return None
+
+    batched_load(gw, rng, special)
 
 
 def batched_dup(gw: Gateway, rng: random.Random) -> None:
@@ -283,6 +304,7 @@ def victims() -> list[str]:
 
 MODES_BATCHED = {
     "batched": batched,
+    "batched-cache-hit": batched_cache_hit,
     "batched-dup": batched_dup,
     "batched-collision": batched_collision,
     "healthy-batched": healthy_batched,
