@@ -14,6 +14,7 @@ from support.analysis_case import at, insert, new_case, timed_request
 
 from forensics.analysis.stage import analyze
 from forensics.casedb.sql import run_script, sql
+from forensics.report.explain import explain_one, render_page
 
 RATE = 10_000  # normal prefill rate, tokens per second
 SECOND = 1_000_000
@@ -193,3 +194,15 @@ def test_a_rebuild_lists_the_reads_its_runs_found_and_clears_none() -> None:
         "SELECT count(*) FROM cleared_findings WHERE receiver_request_id IN ('R1', 'R3')"
     ).fetchone()
     assert cleared == (0,)
+
+
+def test_explain_says_what_a_stub_cache_hit_pair_means_on_each_side() -> None:
+    """The explain page names the basis in words: for R1, that its hit may have been served
+    the stub's blocks; for N02 (acct-2, a leaker of the stub), that a later request may have
+    been served a stub's blocks holding its data; for Z1 (which no such pair names), nothing."""
+    con = _case()
+    analyze(con)
+    page = {rid: render_page(explain_one(con, rid)) for rid in ("R1", "N02", "Z1")}
+    assert "may have been served from blocks a stub was handed" in page["R1"]
+    assert "a later request may have been served a stub" in page["N02"]
+    assert "stub-cache-hit:" not in page["Z1"]
