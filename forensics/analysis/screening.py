@@ -40,7 +40,7 @@ cleared_findings. A hole in the ledger (ledger_holes) leaves the requests it mee
 A stub's blocks are cached under its prompt's hashes though it wrote none of its prompt: a
 later request on its node with a prefix-cache hit may be served them and read the stub's
 leakers' data. Such requests are possible receivers of the stub's possible leakers
-(queries/analysis/possible_cache_hits.sql says which requests, and when a rebuild decides).
+(queries/analysis/possible_cache_hits.sql says which requests; a rebuild clears none of them).
 """
 
 from __future__ import annotations

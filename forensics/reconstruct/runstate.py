@@ -27,8 +27,6 @@ class UnifiedRun:
     branches: int = 0  # arrivals a run on the clock had to decide (timed.run_timed)
     cut: bool = False  # not a run: the runs on the clock stopped before every one was made
     same: bool = False  # not a run: one a run on the clock repeats, made elsewhere (timed.py)
-    # requests whose prefix-cache hit was served from blocks a stub was handed and never wrote
-    cache_reads: set[int] = field(default_factory=set)
 
 
 def logged_at(
@@ -173,22 +171,23 @@ class RunState:
             None if a < 0 else (int(a), int(b))
             for a, b in zip(w.tolist(), self.wpos[slots].tolist(), strict=True)
         )
-        for leaker, n in zip(*np.unique(w[(w >= 0) & (w != i)], return_counts=True), strict=True):
-            out.exposures[(i, int(leaker))] = int(n)
+        self._expose(i, w)
+
+    def _expose(self, i: int, writers: np.ndarray) -> None:
+        """Request i read slots last written by these requests (-1: nobody): the exposures."""
+        mask = (writers >= 0) & (writers != i)
+        for leaker, n in zip(*np.unique(writers[mask], return_counts=True), strict=True):
+            self.out.exposures[(i, int(leaker))] = int(n)
 
     def _read_cached(self, i: int, hit: list[int]) -> None:
         """Request i's prefix-cache hit served from these blocks: those a stub left unwritten
         hold their earlier owners' data, read at every position as the stub would have."""
-        ps, out = self.ps, self.out
+        ps = self.ps
         where = [b for b, block in enumerate(hit) if block in self.unwritten]
         if not where:
             return
         pos = np.concatenate([np.arange(b * ps, (b + 1) * ps) for b in where])
-        slots = np.asarray(hit, np.int64)[pos // ps] * ps + pos % ps
-        w = self.writer[slots]
-        out.cache_reads.add(i)
-        for leaker, n in zip(*np.unique(w[(w >= 0) & (w != i)], return_counts=True), strict=True):
-            out.exposures[(i, int(leaker))] = int(n)
+        self._expose(i, self.writer[np.asarray(hit, np.int64)[pos // ps] * ps + pos % ps])
         if self.events:
             r = self.reqs[i]
             for b in where:
