@@ -14,9 +14,9 @@
 -- Requests of the stub's own account always may. Another account's may where the node shows
 -- prompts shared across accounts: a hit (cached_tokens > 0) of a request that is no suspect
 -- and that no earlier request of its own account on the node could have served (none received
--- before its first token with a prompt at least that long), or no cached_tokens logged on the
--- node at all. Only then can the leaking side gain a request the stub's own pairs do not put
--- there (a leaker of the stub's account, foreign to such a receiver).
+-- before it with a prompt at least that long), or no cached_tokens logged on the node at all.
+-- Only then can the leaking side gain a request the stub's own pairs do not put there (a
+-- leaker of the stub's account, foreign to such a receiver).
 --
 -- A node whose engine log says prefix caching was off (at every start logged) has no such
 -- read. Nothing here is cleared by a rebuild: the rebuild gives each account one shared prefix,
@@ -25,28 +25,30 @@
 -- rebuild's runs found such a read (reconstructed_exposures), the pair is listed
 -- `reconstructed` as well.
 CREATE OR REPLACE TEMP TABLE _cache_candidates AS
-WITH flagged AS (
-    SELECT request_id FROM screening WHERE len(list_intersect(reasons, $stub_reasons)) > 0
-), shared AS (  -- nodes whose log shows prompts shared across accounts, or no hits logged
-    SELECT h.serving_prefill_node AS node FROM work.analysis_requests h
-    WHERE h.cached_tokens > 0 AND h.request_id NOT IN (SELECT request_id FROM flagged)
-      AND NOT EXISTS (
-          SELECT 1 FROM work.analysis_requests e
-          WHERE e.serving_prefill_node = h.serving_prefill_node AND e.account_id = h.account_id
-            AND e.request_id <> h.request_id AND e.prompt_tokens >= h.cached_tokens
-            AND e.received_at < coalesce(h.first_token_at, h.completed_at, h.received_at))
-    UNION
-    SELECT serving_prefill_node FROM work.analysis_requests
-    GROUP BY ALL HAVING bool_and(cached_tokens IS NULL)
-), stubs AS (
-    SELECT s.request_id, s.account_id, s.decode_node AS node, q.received_at,
-           s.decode_node IN (SELECT node FROM shared) AS shared
+WITH stubs AS (
+    SELECT s.request_id, s.account_id, s.decode_node AS node, q.received_at
     FROM screening s JOIN work.analysis_requests q USING (request_id)
     WHERE NOT s.ledger_covered AND s.decode_node IS NOT NULL
       AND len(list_intersect(s.reasons, $stub_reasons)) > 0
       AND s.decode_node NOT IN (
           SELECT node FROM node_facts WHERE fact = 'prefix_caching'
           GROUP BY node HAVING bool_and(lower(value) = 'false'))
+), served AS (  -- on the stubs' nodes: each request, and the longest prompt of its account before
+    SELECT q.serving_prefill_node AS node, q.request_id, q.cached_tokens,
+           max(q.prompt_tokens) OVER (
+               PARTITION BY q.serving_prefill_node, q.account_id
+               ORDER BY q.received_at, q.request_id
+               ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS account_before
+    FROM work.analysis_requests q
+    WHERE q.serving_prefill_node IN (SELECT node FROM stubs)
+), shared AS (  -- nodes whose log shows prompts shared across accounts, or no hits logged
+    SELECT node FROM served
+    WHERE cached_tokens > 0 AND coalesce(account_before, 0) < cached_tokens
+      AND request_id NOT IN (
+          SELECT request_id FROM screening
+          WHERE len(list_intersect(reasons, $stub_reasons)) > 0)
+    UNION
+    SELECT node FROM served GROUP BY node HAVING bool_and(cached_tokens IS NULL)
 ), hitters AS (
     SELECT st.request_id AS stub_id, st.node, h.request_id, h.account_id
     FROM stubs st
@@ -54,7 +56,7 @@ WITH flagged AS (
       ON h.serving_prefill_node = st.node AND h.request_id <> st.request_id
      AND coalesce(h.cached_tokens, 1) > 0
      AND coalesce(h.first_token_at, h.completed_at, st.received_at) >= st.received_at
-     AND (st.shared OR h.account_id = st.account_id)
+     AND (st.node IN (SELECT node FROM shared) OR h.account_id = st.account_id)
 )
 SELECT DISTINCT h.request_id AS receiver_request_id, h.account_id AS receiver_account_id,
        p.leaker_request_id, p.leaker_account_id, p.node,
