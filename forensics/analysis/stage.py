@@ -199,6 +199,12 @@ def headline(s: AnalysisSummary) -> str:
             f"{nodeless} suspects name no serving node in the request log: every "
             "request of the case is a possible source of what they read (log the node)"
         )
+    sole = (s.get("figures") or {}).get("sole_node_requests")
+    if sole:
+        parts.append(
+            f"{sole} requests name no node in the request log and are taken as served by the "
+            "case's only engine node (if the deployment had more, list them in the nodes file)"
+        )
     if s.get("cleared_findings"):
         parts.append(f"{s['cleared_findings']} findings cleared by positive evidence")
     return "; ".join(parts)

@@ -146,8 +146,13 @@ class UnifiedNode:
     def missing(self) -> str:
         """Why the log cannot be checked against the engine's scheduler at all, or ''."""
         for r in self.reqs:
-            if r.first_token_us is None or r.completed_us is None:
-                return f"{r.request_id} has no first token or completion in the log"
+            if r.first_token_us is None:
+                return (
+                    f"{r.request_id} has no first token in the log (a gateway that does not "
+                    "stream logs none: log first_token_at)"
+                )
+            if r.completed_us is None:
+                return f"{r.request_id} has no completion in the log"
             if r.cached_tokens is None and not r.stub:
                 return f"{r.request_id} has no cached_tokens in the log"
         return ""

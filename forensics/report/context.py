@@ -57,6 +57,7 @@ class Headline:
     unscreened_requests: int  # requests without a ledger for which no stub signal exists
     unscreened_fitting_requests: int  # nor one for the stub of a prompt that fits the pool
     nodeless_suspects: int  # suspects whose serving node the request log does not name
+    sole_node_requests: int  # requests naming no node, taken as the one engine node's
 
 
 @dataclass(frozen=True)

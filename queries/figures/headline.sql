@@ -71,4 +71,9 @@ SELECT
     -- suspects whose serving node the log does not name: every request is a possible source
     -- of theirs (queries/analysis/possible_exposures.sql)
     (SELECT count(*) FROM screening
-     WHERE len(reasons) > 0 AND NOT ledger_covered AND decode_node IS NULL) AS nodeless_suspects;
+     WHERE len(reasons) > 0 AND NOT ledger_covered AND decode_node IS NULL) AS nodeless_suspects,
+    -- requests whose row names no node, taken as served by the case's one engine node
+    -- (queries/analysis/requests.sql)
+    (SELECT count(DISTINCT r.request_id) FROM requests r JOIN screening s USING (request_id)
+     WHERE r.node IS NULL AND r.prefill_node IS NULL AND r.decode_node IS NULL
+       AND s.decode_node IS NOT NULL) AS sole_node_requests;

@@ -30,7 +30,7 @@ CREATE TABLE IF NOT EXISTS work.analysis_requests (
     completion_tokens    BIGINT,       -- as in requests
     prefill_node         VARCHAR,      -- as in requests
     decode_node          VARCHAR,      -- as in requests
-    node                 VARCHAR,      -- as in requests
+    node                 VARCHAR,      -- as in requests, else the case's one engine node
     response_sha256      VARCHAR,      -- as in requests
     src_file             VARCHAR,      -- as in requests
     src_row              BIGINT,       -- as in requests

@@ -11,6 +11,7 @@ engines' environment."""
 
 from __future__ import annotations
 
+import csv
 import json
 import shutil
 from pathlib import Path
@@ -101,6 +102,8 @@ def rebuilt(
         out["unlogged"] = nolog
         for name, drop in BLOCK_SIZE_LINES.items():  # the block size named nowhere else
             out[name] = _without_block_size(case, base / name, drop)
+    if request.param == "default":  # again, the gateway's log naming no node (one engine)
+        out["nodeless"] = _without_node_column(case, base / "nodeless")
     if http:  # again, under the jitter the engine's own steps needed (from the tapped ledger)
         jitter = (needed_jitter_us(run["db"]) + JITTER_MARGIN_US) / 1000
         assert cli(["reconstruct", "--db", str(stated), "--delivery-jitter-ms", str(jitter)]) in (
@@ -134,6 +137,23 @@ def _without_block_size(case: Path, where: Path, drop: tuple[str, ...]) -> Path:
     return db
 
 
+def _without_node_column(case: Path, where: Path) -> Path:
+    """The case with its request log's `node` column taken out, ingested, rebuilt, analyzed."""
+    shutil.copytree(case, where)
+    log = where / "requests.csv"
+    with log.open(newline="") as f:
+        rows = list(csv.DictReader(f))
+    with log.open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=[k for k in rows[0] if k != "node"])
+        writer.writeheader()
+        writer.writerows({k: v for k, v in r.items() if k != "node"} for r in rows)
+    db = where.with_suffix(".duckdb")
+    assert cli(["ingest", str(where), "--db", str(db)]) == 0
+    assert cli(["reconstruct", "--db", str(db)]) in (0, 1)
+    cli(["analyze", "--db", str(db)])
+    return db
+
+
 def _affected(db: Path, unit: str) -> set[tuple[str, str]]:
     return set(_rows(db, f"SELECT side, {unit} FROM affected_{unit.split('_')[0]}s"))
 
@@ -153,6 +173,21 @@ def _node(rebuilt: dict[str, Any]) -> tuple[Any, ...]:
     )
     assert len(rows) == 1
     return rows[0]
+
+
+def test_a_log_naming_no_node_is_rebuilt_on_the_cases_only_engine(
+    rebuilt: dict[str, Any],
+) -> None:
+    """A gateway in front of one engine logs no node: the requests are taken as the one node's
+    that the nodes file and the engine log name, the node is rebuilt as when the log names it,
+    and the lists are the same, every true party on them."""
+    if "nodeless" not in rebuilt:
+        pytest.skip("the default case only")
+    db = rebuilt["nodeless"]
+    assert _rows(db, "SELECT count(*) FROM reconstructed_nodes") == [(1,)]
+    for unit in ("request_id", "account_id"):
+        assert _affected(db, unit) == _affected(rebuilt["withheld"], unit)
+        assert _affected(rebuilt["db"], unit) <= _affected(db, unit)
 
 
 def test_the_node_was_rebuilt_on_vllms_scheduler_with_the_logged_limits(

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 from support.analysis_case import insert, new_case, timed_request
 
@@ -37,10 +38,11 @@ def test_with_cached_tokens_nothing_is_said(tmp_path: Path) -> None:
     assert 'data-evidence="unscreened-fitting"' not in _summary(tmp_path, cached=True)
 
 
-def test_a_suspect_whose_node_is_not_logged_is_said(tmp_path: Path) -> None:
-    """A stub (served from a cache more than anything before it held) whose row names no node:
-    the summary says its possible sources could not be narrowed to one node."""
+def _unplaced(tmp_path: Path, nodes: list[dict[str, Any]]) -> str:
+    """The report of an earlier request and a stub (served from a cache more than anything
+    before it held), neither row naming a node, beside `nodes`."""
     con = new_case()
+    insert(con, "nodes", nodes)
     unplaced = {"prefill_node": None, "decode_node": None}
     rows = [
         timed_request("A1", "acct-1", 100, 300, 0.03, cached_tokens=0, **unplaced),
@@ -49,7 +51,24 @@ def test_a_suspect_whose_node_is_not_logged_is_said(tmp_path: Path) -> None:
     insert(con, "requests", rows)
     analyze(con)
     write_all(con, tmp_path / "out")
-    html = (tmp_path / "out" / "report.html").read_text(encoding="utf-8")
+    return (tmp_path / "out" / "report.html").read_text(encoding="utf-8")
+
+
+def test_a_suspect_whose_node_is_not_logged_is_said(tmp_path: Path) -> None:
+    """A stub (served from a cache more than anything before it held) whose row names no node:
+    the summary says its possible sources could not be narrowed to one node."""
+    html = _unplaced(tmp_path, [])
     found = re.search(r'data-evidence="nodeless">For <strong>(\d+)</strong>', html)
     assert found and found.group(1) == "1"
     assert 'data-evidence="nodeless"' not in _summary(tmp_path / "placed", cached=True)
+
+
+def test_requests_taken_as_the_only_nodes_are_said(tmp_path: Path) -> None:
+    """The same rows beside a nodes file of one engine: they are taken as its requests, and
+    the summary says for how many and what would withdraw it, and no longer that the suspect
+    could not be placed."""
+    html = _unplaced(tmp_path, [{"node": "vllm-0", "role": "unified", "pool_slots": 1000}])
+    found = re.search(r'data-evidence="sole-node">For <strong>(\d+)</strong>', html)
+    assert found and found.group(1) == "2"
+    assert "list every one in the nodes file" in html
+    assert 'data-evidence="nodeless"' not in html
