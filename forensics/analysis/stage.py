@@ -70,6 +70,17 @@ def analyze(
     return out
 
 
+def _quarantined(con: duckdb.DuckDBPyConnection) -> str:
+    """The quarantine's rows per file, with each file's first fault, as words ('' if none)."""
+    found = con.execute(sql("analysis/quarantined_first")).fetchall()
+    return "".join(
+        f"; {n} rows of {file} were quarantined (the first: row {row}"
+        + (f", {column} {value!r}" if column else "")
+        + f": {reason})"
+        for file, n, row, column, value, reason in found
+    )
+
+
 def _has_input(con: duckdb.DuckDBPyConnection) -> None:
     """A case without a request and without a ledger event stops: analysed, it would read as a
     case in which nothing happened (no finding, exit 0) where nothing was looked at."""
@@ -78,11 +89,17 @@ def _has_input(con: duckdb.DuckDBPyConnection) -> None:
     row = one_row(con.execute(sql("analysis/has_input")))
     if row is not None and row[0]:
         return
+    quarantined = _quarantined(con)
     raise InputError(
         "nothing to analyse: the case holds no request (the requests table is empty) and no KV "
         "ledger event (kv_events is empty); a case in which nothing was loaded is not a case in "
-        "which nothing happened",
-        fix="give the case folder that holds the gateway log (requests.csv, .jsonl or .parquet) "
+        "which nothing happened" + quarantined,
+        fix=(
+            "mend the quarantined rows as each reason says and ingest again; "
+            if quarantined
+            else ""
+        )
+        + "give the case folder that holds the gateway log (requests.csv, .jsonl or .parquet) "
         "or the ledger (kv_events/...); ingest lists each file it skipped and each row it "
         "quarantined, with the reason",
     )

@@ -169,3 +169,23 @@ def test_json_lines_parsed_in_small_chunks_give_the_same_rows(case, cli, tmp_pat
         results.append((query(db, tables), _quarantine(db)))
     assert results[0] == results[1]
     assert len(results[1][0]) == 2  # lines 2 and 10 (the unknown request) are loaded
+
+
+def test_a_case_whose_every_row_was_quarantined_says_why(case, cli, tmp_path) -> None:
+    """Times in epoch seconds with a fraction (outside the contract): every request row is
+    quarantined, and investigate, which then has nothing to analyse and writes no output
+    folder, names the file, how many rows, the first one's column, value and reason."""
+    rows = "".join(f"R{i},acct-{i},m,{1787824800 + i}.25,200,4\n" for i in range(3))
+    folder = case(
+        {
+            "requests.csv": "request_id,account_id,model,received_at,http_status,"
+            "prompt_tokens\n" + rows
+        }
+    )
+    out = tmp_path / "out"
+    code, _stdout, stderr = cli("investigate", str(folder), "--out", str(out))
+    words = " ".join(stderr.split())
+    assert code == 2 and not out.exists()
+    assert "3 rows of requests.csv were quarantined (the first: row 1, received_at" in words
+    assert "'1787824800.25': not a timestamp" in words
+    assert "Fix: mend the quarantined rows" in words
