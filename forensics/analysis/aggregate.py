@@ -13,8 +13,8 @@ import duckdb
 
 from forensics.analysis.codes import code_lists
 from forensics.analysis.reasons import SUSPECT_REASONS
-from forensics.casedb.sql import one_row, run_script, sql
-from forensics.ledger.store import ledger_meta
+from forensics.casedb.sql import run_script, sql
+from forensics.ledger.store import ledger_loaded
 
 LEDGER_QUERIES = (
     "analysis/exposures",
@@ -31,15 +31,6 @@ def prepare(con: duckdb.DuckDBPyConnection) -> None:
     run_script(con, sql("schema/work"))
     run_script(con, sql("schema/reconstruct"))
     run_script(con, sql("analysis/requests"), {"ledger": ledger_loaded(con)})
-
-
-def ledger_loaded(con: duckdb.DuckDBPyConnection) -> bool:
-    """Whether the case has a KV ledger: kept outside the database (known from its metadata,
-    without reading its files, which may be remote or damaged) or loaded into it."""
-    if ledger_meta(con) is not None:
-        return True
-    row = one_row(con.execute(sql("analysis/ledger_loaded")))
-    return bool(row and row[0])
 
 
 def ledger_tables(con: duckdb.DuckDBPyConnection, piece_events: bool = True) -> None:

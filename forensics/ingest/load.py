@@ -38,17 +38,20 @@ from forensics.db import BOOKKEEPING_TABLES, INPUT_TABLES, connect, derived_tabl
 from forensics.errors import InputError, interrupted
 from forensics.ingest.batched import batches, load_batch
 from forensics.ingest.chunks import jsonl_parts
+from forensics.ingest.codeid import ingest_code_digest
 from forensics.ingest.logfiles import load_log_files, log_files, logs_skipped
 from forensics.ingest.readers import stage_file
 from forensics.ingest.tapfiles import load_tap, tap_files, unfinished_parts
 from forensics.ledger.store import (
     ExternalLedger,
     detach,
+    ledger_loaded,
     ledger_meta,
     ledger_table,
     validate_ledger,
     without_ledger,
 )
+from forensics.logs.load import NODE_MAP_NAME
 
 
 def ingest_case(
@@ -173,6 +176,9 @@ def _load(
         discovery.skipped[:] = sorted(set(discovery.skipped) | set(links))
     if ledger is None:  # an external ledger's checks already warned of unknown requests
         run_script(con, sql("ingest/unknown_requests"))
+        # a ledger names nodes of its own, a mapping file is the operator's word
+        if not ledger_loaded(con) and not (case_dir / "logs" / NODE_MAP_NAME).is_file():
+            run_script(con, sql("ingest/pair_log_node"))
     run_script(con, sql("ingest/request_times"))
     columns.warn_ignored(con)
     result = IngestResult(
@@ -324,6 +330,7 @@ def _record(
         "case_dir": result.case_dir,
         "ingest_params": json.dumps(params, sort_keys=True),
         "tool_version": __version__,
+        "ingest_code": ingest_code_digest(),
         "skipped": json.dumps(result.skipped),
     }
     for key, value in meta.items():
@@ -338,9 +345,10 @@ def _stored_result(
     params: dict[str, bool],
     queries: QueryLog,
 ) -> IngestResult | None:
-    """The last ingest's result when it read exactly these files with these parameters and
-    loaded the ledger too (its queries then count as used by this run); None otherwise, also
-    when the last ingest kept the ledger outside the case: this one loads it."""
+    """The last ingest's result when this same code (ingest_code_digest) read exactly these
+    files with these parameters and loaded the ledger too (its queries then count as used by
+    this run); None otherwise, also when the last ingest kept the ledger outside the case: this
+    one loads it."""
     rows = con.execute(sql("ingest/stored_files")).fetchall()
     stored = [FileCounts(*r) for r in rows]
     meta = dict(con.execute(sql("ingest/case_meta_all")).fetchall())
@@ -349,6 +357,7 @@ def _stored_result(
         and meta.get("ingest_params") == json.dumps(params, sort_keys=True)
         and bool(stored)
         and ledger_meta(con) is None
+        and meta.get("ingest_code") == ingest_code_digest()  # loaded by this very code
     )
     if not same:
         return None
@@ -369,6 +378,7 @@ def input_notes(con: duckdb.DuckDBPyConnection) -> list[str]:
     events ordered by ts), columns not in the contract (not loaded), what the tap's reports say
     it could not record."""
     order = [r[0] for r in con.execute(sql("ingest/order_notes")).fetchall()]
+    order += [r[0] for r in con.execute(sql("ingest/log_node_notes")).fetchall()]
     tap = (
         [r[0] for r in con.execute(sql("ingest/tap_notes")).fetchall()]
         if "tap_reports" in tables(con)

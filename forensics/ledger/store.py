@@ -30,7 +30,7 @@ from forensics.casedb.dbopen import (
     thread_share,
 )
 from forensics.casedb.scratch import ScratchDatabases
-from forensics.casedb.sql import append_rows, literal, run, run_script, sql, template
+from forensics.casedb.sql import append_rows, literal, one_row, run, run_script, sql, template
 from forensics.errors import first_line
 from forensics.ledger.check import PartitionCheck, check_partition
 from forensics.ledger.external import (
@@ -216,6 +216,15 @@ def ledger_meta(con: duckdb.DuckDBPyConnection) -> dict[str, Any] | None:
     except duckdb.Error:
         return None
     return json.loads(rows[0][0]) if rows and rows[0][0] else None
+
+
+def ledger_loaded(con: duckdb.DuckDBPyConnection) -> bool:
+    """Whether the case has a KV ledger: kept outside the database (known from its metadata,
+    without reading its files, which may be remote or damaged) or loaded into it."""
+    if ledger_meta(con) is not None:
+        return True
+    row = one_row(con.execute(sql("ledger/loaded")))
+    return bool(row and row[0])
 
 
 def ledger_files(con: duckdb.DuckDBPyConnection) -> list[LedgerFile]:

@@ -152,3 +152,18 @@ def test_a_killed_first_ingest_is_not_taken_for_a_case(case, cli, tmp_path):
     assert code == 0
     code, _, _ = cli("analyze", "--db", db)
     assert code in (0, 1)
+
+
+def test_a_case_loaded_by_other_code_is_loaded_again(case, cli, tmp_path, monkeypatch):
+    """The same files, but ingest's code changed since they were loaded (another version, a
+    check added): the stored result is stale and the case is loaded anew, not reused."""
+    import forensics.ingest.load as load
+
+    root = _case(case, 5)
+    db = tmp_path / "c.duckdb"
+    cli("ingest", root, "--db", db)
+    monkeypatch.setattr(load, "ingest_code_digest", lambda: "another version's code")
+    code, out, _ = cli("ingest", root, "--db", db, "--json")
+    assert code == 0 and json.loads(out)["unchanged"] is False
+    code, out, _ = cli("ingest", root, "--db", db, "--json")
+    assert code == 0 and json.loads(out)["unchanged"] is True  # now recorded as this code's
