@@ -324,6 +324,16 @@ def _budget() -> dict[str, Any]:
     return {"max_num_batched_tokens": int(most), "enable_chunked_prefill": True} if most else {}
 
 
+def _pool_blocks(mode: str, small: bool) -> int | None:
+    """VLLM_RUN_POOL_BLOCKS: the pool in blocks of BLOCK tokens (default 40 for the batched
+    modes, 24 for the others; `default` leaves the engine's own, sized from the memory it is
+    given)."""
+    blocks = os.environ.get("VLLM_RUN_POOL_BLOCKS", str(40 if mode in MODES_BATCHED else 24))
+    if blocks == "default" or not small:
+        return None
+    return int(blocks) * BLOCK // ENGINE_BLOCK
+
+
 def main() -> None:
     mode, model_dir, out_dir = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3])
     if not (model_dir / "config.json").is_file():
@@ -339,9 +349,7 @@ def main() -> None:
         enable_prefix_caching=os.environ.get("VLLM_RUN_PREFIX_CACHING", "1") == "1",
         enforce_eager=True,
         max_model_len=512,
-        num_gpu_blocks_override=(
-            (40 if mode in MODES_BATCHED else 24) * BLOCK // ENGINE_BLOCK if small else None
-        ),
+        num_gpu_blocks_override=_pool_blocks(mode, small),
         seed=0,
         disable_log_stats=mode != "stats",
         **_seats(),
