@@ -18,6 +18,11 @@
 -- Only then can the leaking side gain a request the stub's own pairs do not put there (a
 -- leaker of the stub's account, foreign to such a receiver).
 --
+-- A stub whose row names no node (a log without node columns, several engines) may have been
+-- on any: every request with a hit after it, on whichever node, may have read its blocks, and
+-- pairs with the stub's leakers on that node or on none the log names; prompts count as shared
+-- across accounts where any node, or the requests that name none, show it.
+--
 -- A node whose engine log says prefix caching was off (at every start logged) has no such
 -- read. Nothing here is cleared by a rebuild: the rebuild gives each account one shared prefix,
 -- and an account's second conversation (another prefix, which the stub's prompt may have
@@ -28,11 +33,11 @@ CREATE OR REPLACE TEMP TABLE _cache_candidates AS
 WITH stubs AS (
     SELECT s.request_id, s.account_id, s.decode_node AS node, q.received_at
     FROM screening s JOIN work.analysis_requests q USING (request_id)
-    WHERE NOT s.ledger_covered AND s.decode_node IS NOT NULL
+    WHERE NOT s.ledger_covered
       AND len(list_intersect(s.reasons, $stub_reasons)) > 0
-      AND s.decode_node NOT IN (
+      AND (s.decode_node IS NULL OR s.decode_node NOT IN (
           SELECT node FROM node_facts WHERE fact = 'prefix_caching'
-          GROUP BY node HAVING bool_and(lower(value) = 'false'))
+          GROUP BY node HAVING bool_and(lower(value) = 'false')))
 ), served AS (  -- on the stubs' nodes: each request, and the longest prompt of its account before
     SELECT q.serving_prefill_node AS node, q.request_id, q.cached_tokens,
            max(q.prompt_tokens) OVER (
@@ -41,6 +46,7 @@ WITH stubs AS (
                ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS account_before
     FROM work.analysis_requests q
     WHERE q.serving_prefill_node IN (SELECT node FROM stubs)
+       OR EXISTS (SELECT 1 FROM stubs WHERE node IS NULL)  -- a nodeless stub: every node's
 ), shared AS (  -- nodes whose log shows prompts shared across accounts, or no hits logged
     SELECT node FROM served
     WHERE cached_tokens > 0 AND coalesce(account_before, 0) < cached_tokens
@@ -50,19 +56,27 @@ WITH stubs AS (
     UNION
     SELECT node FROM served GROUP BY node HAVING bool_and(cached_tokens IS NULL)
 ), hitters AS (
-    SELECT st.request_id AS stub_id, st.node, h.request_id, h.account_id
+    SELECT st.request_id AS stub_id, st.node, h.serving_prefill_node AS hit_node,
+           h.request_id, h.account_id
     FROM stubs st
     JOIN work.analysis_requests h
-      ON h.serving_prefill_node = st.node AND h.request_id <> st.request_id
+      ON (h.serving_prefill_node = st.node OR st.node IS NULL)
+     AND h.request_id <> st.request_id
      AND coalesce(h.cached_tokens, 1) > 0
      AND coalesce(h.first_token_at, h.completed_at, st.received_at) >= st.received_at
-     AND (st.node IN (SELECT node FROM shared) OR h.account_id = st.account_id)
+     AND (st.node IN (SELECT node FROM shared)
+          OR st.node IS NULL AND EXISTS (SELECT 1 FROM shared)
+          OR h.account_id = st.account_id)
 )
 SELECT DISTINCT h.request_id AS receiver_request_id, h.account_id AS receiver_account_id,
-       p.leaker_request_id, p.leaker_account_id, p.node,
+       p.leaker_request_id, p.leaker_account_id,
+       CASE WHEN p.node = '' THEN coalesce(h.hit_node, '') ELSE p.node END AS node,
        h.account_id <> p.leaker_account_id AS cross_account, 'stub-cache-hit' AS basis
 FROM hitters h
-JOIN possible_exposures p ON p.receiver_request_id = h.stub_id AND p.node = h.node
+JOIN possible_exposures p
+  ON p.receiver_request_id = h.stub_id
+ AND (p.node = h.node  -- the stub's node; a nodeless stub's leakers on the hit's node or none
+      OR h.node IS NULL AND (p.node = '' OR h.hit_node IS NULL OR p.node = h.hit_node))
 WHERE p.leaker_request_id <> h.request_id;
 
 INSERT INTO possible_exposures BY NAME

@@ -206,3 +206,21 @@ def test_explain_says_what_a_stub_cache_hit_pair_means_on_each_side() -> None:
     assert "may have been served from blocks a stub was handed" in page["R1"]
     assert "a later request may have been served a stub" in page["N02"]
     assert "stub-cache-hit:" not in page["Z1"]
+
+
+def test_a_stub_whose_row_names_no_node_may_have_been_read_again_on_any() -> None:
+    """The same log naming no node, beside two engines (so none is inferred): the stub may
+    have been on either, and its account's later requests with a hit (R1, R3) get its possible
+    leakers, on whichever node; without a hit (Z1) or served before it (E1) they do not."""
+    con = _case()
+    con.execute("UPDATE requests SET node = NULL")
+    insert(con, "nodes", [{"node": "u2", "role": "unified", "pool_slots": 100_000}])
+    analyze(con)
+    (node,) = con.execute("SELECT decode_node FROM screening WHERE request_id = 'S1'").fetchone()
+    assert node is None
+    second = _pairs(con, "stub-cache-hit")
+    assert {r for r, _ in second} == {"R1", "R3"}
+    stub = {leaker for receiver, leaker in _pairs(con) if receiver == "S1"}
+    for receiver in ("R1", "R3"):
+        assert {leaker for r, leaker in second if r == receiver} == stub - {receiver}
+    assert {"S1", "R1", "R3"} <= _receiving(con)
