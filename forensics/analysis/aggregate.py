@@ -30,7 +30,7 @@ def prepare(con: duckdb.DuckDBPyConnection) -> None:
     run_script(con, sql("schema/analysis"))
     run_script(con, sql("schema/work"))
     run_script(con, sql("schema/reconstruct"))
-    run_script(con, sql("analysis/requests"), {"ledger": ledger_loaded(con)})
+    run_script(con, sql("analysis/requests"), {"ledger_loaded": ledger_loaded(con)})
 
 
 def ledger_tables(con: duckdb.DuckDBPyConnection, piece_events: bool = True) -> None:

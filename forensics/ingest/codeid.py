@@ -15,9 +15,10 @@ from forensics import __version__
 from forensics.casedb.resources import resource_dir
 
 _PACKAGE = Path(__file__).resolve().parents[1]  # the forensics package
-# The Python packages and SQL folders whose contents decide what ingest loads.
-_PACKAGES = ("base", "case", "casedb", "ingest", "ledger", "logs", "tap")
-_QUERY_FOLDERS = ("ingest", "ledger", "logs", "schema")
+# The Python packages and SQL folders whose contents decide what ingest loads (folders, so
+# written with their slash).
+_PACKAGES = ("base/", "case/", "casedb/", "ingest/", "ledger/", "logs/", "tap/")
+_QUERY_FOLDERS = ("ingest/", "ledger/", "logs/", "schema/")
 
 
 @cache

@@ -4,7 +4,7 @@
 -- A request whose row names no node at all is taken as served by the case's one engine node
 -- where there is exactly one: the nodes file, the engine logs (both in `nodes`) and the request
 -- log together name a single node, no row calls it a prefill or decode half, and no KV ledger
--- is loaded ($ledger: a ledger names its requests' nodes itself). That node is written into `node`
+-- is loaded ($ledger_loaded: a ledger names its requests' nodes itself). That node is written into `node`
 -- (queries/figures/headline.sql counts these requests: sole_node_requests). With two nodes or
 -- more, or none, nothing is inferred and the request stays one whose serving node is unknown.
 CREATE SCHEMA IF NOT EXISTS work;  -- the analysis' working tables, apart from results
@@ -20,7 +20,7 @@ WITH named AS (
     WHERE node IS NOT NULL
     HAVING count(DISTINCT node) = 1
        AND bool_and(coalesce(lower(role), 'unified') = 'unified')
-       AND NOT $ledger
+       AND NOT $ledger_loaded
 ), logged AS (
     SELECT r.* REPLACE (
                CASE WHEN r.prefill_node IS NULL AND r.decode_node IS NULL AND r.node IS NULL

@@ -47,7 +47,7 @@ def _case() -> duckdb.DuckDBPyConnection:
             "requests",
             [request_row(r, a) for r, a in ACCOUNTS.items() if a is not None],
         )
-        run_script(con, sql("analysis/requests"), {"ledger": True})
+        run_script(con, sql("analysis/requests"), {"ledger_loaded": True})
         con.execute(
             "CREATE OR REPLACE TABLE work.analysis_request_codes AS SELECT request_id, "
             "CAST(row_number() OVER (ORDER BY request_id) - 1 AS INTEGER) AS req_code "
