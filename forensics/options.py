@@ -181,6 +181,9 @@ class ScreeningParams:
     mad_k: float = 4.0
     min_prompt: int = 256
     min_normal: int = 5
+    # the most (second reader, leaker) pairs through a stub's cached pages listed one by one;
+    # beyond it they are condensed to what the lists need (queries/analysis/possible_cache_hits.sql)
+    second_read_pairs: int = 2_000_000
 
 
 @dataclass(frozen=True)

@@ -51,7 +51,7 @@ import duckdb
 
 from forensics.analysis.fetch import make_ledger_nodes
 from forensics.analysis.reasons import STUB_REASONS, SUSPECT_REASONS
-from forensics.casedb.sql import run_script, sql, tables
+from forensics.casedb.sql import one_row, run_script, sql, tables
 from forensics.ledger.external import is_url
 from forensics.ledger.store import ledger_meta
 from forensics.options import ScreeningParams
@@ -85,17 +85,32 @@ def screen(
         run_script(con, sql("analysis/ledger_holes_tap"))
     for name in SCREENING_QUERIES:
         run_script(con, sql(name), {**bound, "external": external, "remote": remote})
+        if name == SECOND_READERS:
+            _second_reads(con, params.second_read_pairs)
+
+
+def _second_reads(con: duckdb.DuckDBPyConnection, most: int) -> None:
+    """The second readers' pairs with their stubs' leakers into possible_exposures: one by one
+    while they number at most `most`, condensed to what the lists need beyond (queries/analysis/
+    cache_hits_full.sql, cache_hits_condensed.sql)."""
+    row = one_row(con.execute(sql("analysis/cache_hit_pairs")))
+    pairs = int(row[0]) if row else 0
+    run_script(
+        con, sql("analysis/cache_hits_full" if pairs <= most else "analysis/cache_hits_condensed")
+    )
+    run_script(con, sql("analysis/cache_hits_insert"))
 
 
 # In order: the suspects and how the ledger covers them, the engines' token counters against
 # the billed tokens (after the other reasons: a flagged stub counts as 1 token), what positive
 # evidence cleared, the possible pairs of what is left, the requests that may have read a stub's
 # pages through the prefix cache, and the evidence each node was judged on.
+SECOND_READERS = "analysis/possible_cache_hits"  # then their pairs (_second_reads)
 SCREENING_QUERIES = (
     "analysis/screening",
     "analysis/token_shortfall",
     "analysis/cleared_findings",
     "analysis/possible_exposures",
-    "analysis/possible_cache_hits",
+    SECOND_READERS,
     "analysis/node_evidence",
 )

@@ -222,6 +222,13 @@ def headline(s: AnalysisSummary) -> str:
             f"{sole} requests name no node in the request log and are taken as served by the "
             "case's only engine node (if the deployment had more, list them in the nodes file)"
         )
+    if s.get("condensed_second_reads"):
+        parts.append(
+            f"{s['condensed_second_reads']} requests that may have been served a stub's pages "
+            "by the prefix cache are listed with one counterpart each: their pairs with every "
+            "leaker of the stub would number more than the analysis expands (prompts shared "
+            "across accounts on the node); who is listed is the same, the counts are not full"
+        )
     if s.get("cleared_findings"):
         parts.append(f"{s['cleared_findings']} findings cleared by positive evidence")
     return "; ".join(parts)

@@ -29,7 +29,13 @@
 -- begun) would have its hits served elsewhere in the model than in the engine. Where a
 -- rebuild's runs found such a read (reconstructed_exposures), the pair is listed
 -- `reconstructed` as well.
-CREATE OR REPLACE TEMP TABLE _cache_candidates AS
+--
+-- This script finds the second readers (_cache_hitters: per stub, each request that may have
+-- hit its blocks). forensics.analysis.screening then counts their pairs with the stubs' leakers
+-- (cache_hit_pairs.sql) and lists them one by one up to $second_read_pairs
+-- (cache_hits_full.sql), condensed beyond (cache_hits_condensed.sql); cache_hits_insert.sql
+-- adds them to possible_exposures.
+CREATE OR REPLACE TEMP TABLE _cache_hitters AS
 WITH stubs AS (
     SELECT s.request_id, s.account_id, s.decode_node AS node, q.received_at
     FROM screening s JOIN work.analysis_requests q USING (request_id)
@@ -56,8 +62,8 @@ WITH stubs AS (
     UNION
     SELECT node FROM served GROUP BY node HAVING bool_and(cached_tokens IS NULL)
 ), hitters AS (
-    SELECT st.request_id AS stub_id, st.node, h.serving_prefill_node AS hit_node,
-           h.request_id, h.account_id
+    SELECT st.request_id AS stub_id, st.account_id AS stub_account_id, st.node,
+           h.serving_prefill_node AS hit_node, h.request_id, h.account_id
     FROM stubs st
     JOIN work.analysis_requests h
       ON (h.serving_prefill_node = st.node OR st.node IS NULL)
@@ -68,27 +74,4 @@ WITH stubs AS (
           OR st.node IS NULL AND EXISTS (SELECT 1 FROM shared)
           OR h.account_id = st.account_id)
 )
-SELECT DISTINCT h.request_id AS receiver_request_id, h.account_id AS receiver_account_id,
-       p.leaker_request_id, p.leaker_account_id,
-       CASE WHEN p.node = '' THEN coalesce(h.hit_node, '') ELSE p.node END AS node,
-       h.account_id <> p.leaker_account_id AS cross_account, 'stub-cache-hit' AS basis
-FROM hitters h
-JOIN possible_exposures p
-  ON p.receiver_request_id = h.stub_id
- AND (p.node = h.node  -- the stub's node; a nodeless stub's leakers on the hit's node or none
-      OR h.node IS NULL AND (p.node = '' OR h.hit_node IS NULL OR p.node = h.hit_node))
-WHERE p.leaker_request_id <> h.request_id;
-
-INSERT INTO possible_exposures BY NAME
-SELECT DISTINCT * FROM _cache_candidates c
-WHERE NOT EXISTS (
-    SELECT 1 FROM cleared_findings f
-    WHERE f.receiver_request_id = c.receiver_request_id AND f.node = c.node
-      AND (f.leaker_request_id IS NULL OR f.leaker_request_id = c.leaker_request_id))
-  AND NOT EXISTS (
-    SELECT 1 FROM possible_exposures p
-    WHERE p.receiver_request_id = c.receiver_request_id AND p.node = c.node
-      AND p.leaker_request_id = c.leaker_request_id)
-ORDER BY node, receiver_request_id, leaker_request_id;
-
-DROP TABLE _cache_candidates;
+SELECT * FROM hitters;

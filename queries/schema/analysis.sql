@@ -79,7 +79,11 @@ CREATE TABLE IF NOT EXISTS possible_exposures (
                                  -- stub-cache-hit: the receiver's prefix-cache hit may have been
                                  -- served from blocks a stub suspect was handed and never wrote,
                                  -- and the leaker is one of that stub's
-                                 -- (queries/analysis/possible_cache_hits.sql)
+                                 -- (queries/analysis/possible_cache_hits.sql);
+                                 -- stub-cache-hit-condensed: the same, where
+                                 -- such pairs were too many to list: one pair
+                                 -- stands for the receiver's read (or for the
+                                 -- leaker's), the stub's page lists the rest
 );
 
 -- token-shortfall's windows (queries/analysis/token_shortfall.sql): per prefill node with SGLang

@@ -14,6 +14,7 @@ from support.analysis_case import at, insert, new_case, timed_request
 
 from forensics.analysis.stage import analyze
 from forensics.casedb.sql import run_script, sql
+from forensics.options import AnalysisOptions, ScreeningParams
 from forensics.report.explain import explain_one, render_page
 
 RATE = 10_000  # normal prefill rate, tokens per second
@@ -224,3 +225,35 @@ def test_a_stub_whose_row_names_no_node_may_have_been_read_again_on_any() -> Non
     for receiver in ("R1", "R3"):
         assert {leaker for r, leaker in second if r == receiver} == stub - {receiver}
     assert {"S1", "R1", "R3"} <= _receiving(con)
+
+
+def _lists(con: duckdb.DuckDBPyConnection) -> set[tuple[str, str]]:
+    return set(con.execute("SELECT side, request_id FROM affected_requests").fetchall()) | set(
+        con.execute("SELECT side, account_id FROM affected_accounts").fetchall()
+    )
+
+
+def test_too_many_second_read_pairs_are_condensed_to_what_the_lists_need(monkeypatch) -> None:
+    """Prompts shared across accounts: every later hit may have read the stub's blocks, and
+    its pairs with every leaker of the stub grow as hits times leakers. Over the budget, each
+    second reader keeps one pair with a leaker foreign to it and each leaker of the stub's own
+    account one with a foreign second reader: the same requests and accounts are listed on
+    both sides, with far fewer pairs, and the analyze line says the counts are not full."""
+    more = [_unified("X1", "acct-3", 180, 256)]
+    full = _case([], more)
+    analyze(full)
+    full_pairs = _pairs(full, "stub-cache-hit")
+    monkeypatch.setattr(
+        AnalysisOptions, "screening", lambda _self: ScreeningParams(second_read_pairs=1)
+    )
+    condensed = _case([], more)
+    summary = analyze(condensed)
+    kept = _pairs(condensed, "stub-cache-hit-condensed")
+    assert not _pairs(condensed, "stub-cache-hit") and kept < full_pairs
+    assert {r for r, _ in kept} == {r for r, _ in full_pairs} == {"R1", "R2", "R3", "U1"}
+    assert _lists(condensed) == _lists(full)
+    assert summary["condensed_second_reads"] == 4
+    assert "are listed with one counterpart each" in str(summary["headline"])
+    page = render_page(explain_one(condensed, "R2"))
+    assert "may have been served from blocks a stub was handed" in page
+    assert "too many on this node to pair one by one" in page
