@@ -49,6 +49,10 @@ measured their gateway would state. Without it, a node whose logged times do not
 --round-ms writes the withheld request log's times to the millisecond (cut, as a gateway that
 logs milliseconds writes them); `measured` then states 1 ms more, the rounding.
 
+--unnamed writes the withheld case as a gateway and an engine that name nothing alike would: the
+request log without its `node` column, the engine's log as `logs/engine.log`, and no nodes
+file (the tap writes it), so that the one engine is known only from its log.
+
 BATCHED_REQUESTS and BATCHED_ACCOUNTS in the environment change the load's size (default 24
 requests of 4 accounts; tests/support/vllm_run.py).
 
@@ -199,6 +203,21 @@ def to_the_ms(log: Path) -> None:
         writer.writerows(rows)
 
 
+def unnamed(case: Path) -> None:
+    """The case's request log without its node column, its engine log renamed engine.log, its
+    nodes file removed, in place (one engine: the case has one log)."""
+    log = case / "requests.csv"
+    with log.open(newline="") as f:
+        rows = list(csv.DictReader(f))
+    with log.open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=[k for k in rows[0] if k != "node"])
+        writer.writeheader()
+        writer.writerows({k: v for k, v in r.items() if k != "node"} for r in rows)
+    (engine_log,) = (case / "logs").iterdir()
+    engine_log.rename(case / "logs" / "engine.log")
+    shutil.rmtree(case / "nodes", ignore_errors=True)
+
+
 def rebuilt(jitter: float | None) -> str:
     return "no delivery jitter stated" if jitter is None else f"{jitter:.2f} ms of jitter stated"
 
@@ -253,6 +272,9 @@ def main() -> None:
         "from its tapped ledger, plus 0.5 ms); default: none stated",
     )
     ap.add_argument("--round-ms", action="store_true", help="log times to the millisecond")
+    ap.add_argument(
+        "--unnamed", action="store_true", help="no node column, the log as engine.log, no nodes"
+    )
     args = ap.parse_args()
     work = args.workdir or Path(tempfile.mkdtemp(prefix="kvf-ledger-free-"))
     model = work / "tiny-llama"
@@ -276,6 +298,8 @@ def main() -> None:
             shutil.copytree(run / "case", withheld, ignore=shutil.ignore_patterns(*WITHHELD))
             if args.round_ms:
                 to_the_ms(withheld / "requests.csv")
+            if args.unnamed:
+                unnamed(withheld)
             print(f"{mode} seed {seed}: engine {seconds:.0f} s; {rebuilt(jitter)}", flush=True)
             print(f"  truth: {named(truth)}", flush=True)
             for method, rebuild in (("screening", False), ("reconstructed", True)):
