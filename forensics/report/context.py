@@ -58,6 +58,7 @@ class Headline:
     unscreened_fitting_requests: int  # nor one for the stub of a prompt that fits the pool
     nodeless_suspects: int  # suspects whose serving node the request log does not name
     sole_node_requests: int  # requests naming no node, taken as the one engine node's
+    condensed_second_reads: int  # possible second readers whose pairs were condensed
 
 
 @dataclass(frozen=True)

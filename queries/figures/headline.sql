@@ -76,4 +76,8 @@ SELECT
     -- (queries/analysis/requests.sql)
     (SELECT count(DISTINCT r.request_id) FROM requests r JOIN screening s USING (request_id)
      WHERE r.node IS NULL AND r.prefill_node IS NULL AND r.decode_node IS NULL
-       AND s.decode_node IS NOT NULL) AS sole_node_requests;
+       AND s.decode_node IS NOT NULL) AS sole_node_requests,
+    -- requests listed as possible second readers of a stub's pages with their pairs condensed
+    -- (queries/analysis/cache_hits_condensed.sql): their counterpart counts are not full
+    (SELECT count(DISTINCT receiver_request_id) FROM possible_exposures
+     WHERE basis = 'stub-cache-hit-condensed') AS condensed_second_reads;

@@ -6,6 +6,8 @@ rule by hand."""
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
 from typing import Any
 
 import duckdb
@@ -16,6 +18,7 @@ from forensics.analysis.stage import analyze
 from forensics.casedb.sql import run_script, sql
 from forensics.options import AnalysisOptions, ScreeningParams
 from forensics.report.explain import explain_one, render_page
+from forensics.report.stage import write_all
 
 RATE = 10_000  # normal prefill rate, tokens per second
 SECOND = 1_000_000
@@ -227,13 +230,20 @@ def test_a_stub_whose_row_names_no_node_may_have_been_read_again_on_any() -> Non
     assert {"S1", "R1", "R3"} <= _receiving(con)
 
 
+def _report(con: duckdb.DuckDBPyConnection, out: Path) -> str:
+    write_all(con, out)
+    return (out / "report.html").read_text(encoding="utf-8")
+
+
 def _lists(con: duckdb.DuckDBPyConnection) -> set[tuple[str, str]]:
     return set(con.execute("SELECT side, request_id FROM affected_requests").fetchall()) | set(
         con.execute("SELECT side, account_id FROM affected_accounts").fetchall()
     )
 
 
-def test_too_many_second_read_pairs_are_condensed_to_what_the_lists_need(monkeypatch) -> None:
+def test_too_many_second_read_pairs_are_condensed_to_what_the_lists_need(
+    monkeypatch, tmp_path
+) -> None:
     """Prompts shared across accounts: every later hit may have read the stub's blocks, and
     its pairs with every leaker of the stub grow as hits times leakers. Over the budget, each
     second reader keeps one pair with a leaker foreign to it and each leaker of the stub's own
@@ -252,8 +262,11 @@ def test_too_many_second_read_pairs_are_condensed_to_what_the_lists_need(monkeyp
     assert not _pairs(condensed, "stub-cache-hit") and kept < full_pairs
     assert {r for r, _ in kept} == {r for r, _ in full_pairs} == {"R1", "R2", "R3", "U1"}
     assert _lists(condensed) == _lists(full)
-    assert summary["condensed_second_reads"] == 4
+    assert summary["condensed_second_reads"] == summary["figures"]["condensed_second_reads"] == 4
     assert "are listed with one counterpart each" in str(summary["headline"])
     page = render_page(explain_one(condensed, "R2"))
     assert "may have been served from blocks a stub was handed" in page
     assert "too many on this node to pair one by one" in page
+    report = _report(condensed, tmp_path / "out")
+    assert re.search(r'data-evidence="condensed">For <strong>4</strong>', report)
+    assert 'data-evidence="condensed"' not in _report(full, tmp_path / "full")
