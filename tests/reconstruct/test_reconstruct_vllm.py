@@ -12,8 +12,10 @@ engines' environment."""
 from __future__ import annotations
 
 import csv
+import datetime as dt
 import json
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -95,15 +97,12 @@ def rebuilt(
     if limits:  # again, with the engine's log (the only source of its limits) withheld too
         unlogged = base / "unlogged"
         shutil.copytree(case, unlogged, ignore=shutil.ignore_patterns("logs"))
-        nolog = base / "unlogged.duckdb"
-        assert cli(["ingest", str(unlogged), "--db", str(nolog)]) == 0
-        assert cli(["reconstruct", "--db", str(nolog)]) in (0, 1)
-        cli(["analyze", "--db", str(nolog)])
-        out["unlogged"] = nolog
+        out["unlogged"] = _analysed(unlogged)
         for name, drop in BLOCK_SIZE_LINES.items():  # the block size named nowhere else
             out[name] = _without_block_size(case, base / name, drop)
     if request.param == "default":  # again, the gateway's log naming no node (one engine)
         out["nodeless"] = _without_node_column(case, base / "nodeless")
+        out["two_engines"] = _two_engines_one_log(case, base / "two-engines")
     if http:  # again, under the jitter the engine's own steps needed (from the tapped ledger)
         jitter = (needed_jitter_us(run["db"]) + JITTER_MARGIN_US) / 1000
         assert cli(["reconstruct", "--db", str(stated), "--delivery-jitter-ms", str(jitter)]) in (
@@ -130,28 +129,55 @@ def _without_block_size(case: Path, where: Path, drop: tuple[str, ...]) -> Path:
         lines = log.read_text().splitlines(keepends=True)
         kept = [ln.replace(drop[0], "") for ln in lines if not any(d in ln for d in drop[1:])]
         log.write_text("".join(kept))
+    return _analysed(where)
+
+
+def _analysed(where: Path) -> Path:
+    """The case folder ingested, rebuilt and analyzed beside it; its database."""
     db = where.with_suffix(".duckdb")
     assert cli(["ingest", str(where), "--db", str(db)]) == 0
     assert cli(["reconstruct", "--db", str(db)]) in (0, 1)
     cli(["analyze", "--db", str(db)])
     return db
+
+
+def _requests_without_node(where: Path, more: Callable[[list[dict[str, str]]], list]) -> None:
+    """The case's request log rewritten without its `node` column, with the rows `more` adds."""
+    log = where / "requests.csv"
+    with log.open(newline="") as f:
+        rows = list(csv.DictReader(f))
+    merged = sorted(rows + more(rows), key=lambda r: (r["received_at"], r["request_id"]))
+    with log.open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=[k for k in rows[0] if k != "node"])
+        writer.writeheader()
+        writer.writerows({k: v for k, v in r.items() if k != "node"} for r in merged)
 
 
 def _without_node_column(case: Path, where: Path) -> Path:
     """The case with its request log's `node` column taken out, ingested, rebuilt, analyzed."""
     shutil.copytree(case, where)
-    log = where / "requests.csv"
-    with log.open(newline="") as f:
-        rows = list(csv.DictReader(f))
-    with log.open("w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=[k for k in rows[0] if k != "node"])
-        writer.writeheader()
-        writer.writerows({k: v for k, v in r.items() if k != "node"} for r in rows)
-    db = where.with_suffix(".duckdb")
-    assert cli(["ingest", str(where), "--db", str(db)]) == 0
-    assert cli(["reconstruct", "--db", str(db)]) in (0, 1)
-    cli(["analyze", "--db", str(db)])
-    return db
+    _requests_without_node(where, lambda _rows: [])
+    return _analysed(where)
+
+
+def _second_engine(rows: list[dict[str, str]]) -> list[dict[str, str]]:
+    """The rows again 7 ms later under other request and account ids: a second engine's load."""
+    later = dt.timedelta(milliseconds=7)
+    times = ("received_at", "first_token_at", "completed_at")
+    return [
+        r
+        | {"request_id": f"e2-{r['request_id']}", "account_id": f"e2-{r['account_id']}"}
+        | {k: (dt.datetime.fromisoformat(r[k]) + later).isoformat() for k in times}
+        for r in rows
+    ]
+
+
+def _two_engines_one_log(case: Path, where: Path) -> Path:
+    """Two engines behind one gateway that logs no node, only the first engine's log kept (and
+    no nodes file): ingested, rebuilt, analyzed."""
+    shutil.copytree(case, where, ignore=shutil.ignore_patterns("nodes"))
+    _requests_without_node(where, _second_engine)
+    return _analysed(where)
 
 
 def _affected(db: Path, unit: str) -> set[tuple[str, str]]:
@@ -187,6 +213,20 @@ def test_a_log_naming_no_node_is_rebuilt_on_the_cases_only_engine(
     assert _rows(db, "SELECT count(*) FROM reconstructed_nodes") == [(1,)]
     for unit in ("request_id", "account_id"):
         assert _affected(db, unit) == _affected(rebuilt["withheld"], unit)
+        assert _affected(rebuilt["db"], unit) <= _affected(db, unit)
+
+
+def test_two_engines_taken_as_the_one_logged_clear_nobody(rebuilt: dict[str, Any]) -> None:
+    """The risk the inference takes: a second engine's requests, its log not collected, are
+    taken as the one logged engine's. Its rebuild must then find no run that fits the log, so
+    that nothing is cleared and every true party stays listed."""
+    if "two_engines" not in rebuilt:
+        pytest.skip("the default case only")
+    db = rebuilt["two_engines"]
+    assert _rows(db, "SELECT consistent FROM reconstructed_nodes") == [(False,)]
+    cleared = "SELECT count(*) FROM cleared_findings WHERE evidence = 'reconstruction'"
+    assert _rows(db, cleared) == [(0,)]
+    for unit in ("request_id", "account_id"):
         assert _affected(rebuilt["db"], unit) <= _affected(db, unit)
 
 
