@@ -68,7 +68,6 @@ class LedgerSummary(TypedDict):
     ledger_holes: int
     accounts_by_confidence: dict[str, int]  # "<side> <Confidence value>" -> accounts
     cleared_findings: int
-    condensed_second_reads: int  # receivers whose second-read pairs were condensed
 
 
 def summary(con: duckdb.DuckDBPyConnection) -> LedgerSummary:

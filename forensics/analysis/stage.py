@@ -222,9 +222,10 @@ def headline(s: AnalysisSummary) -> str:
             f"{sole} requests name no node in the request log and are taken as served by the "
             "case's only engine node (if the deployment had more, list them in the nodes file)"
         )
-    if s.get("condensed_second_reads"):
+    condensed = (s.get("figures") or {}).get("condensed_second_reads")
+    if condensed:
         parts.append(
-            f"{s['condensed_second_reads']} requests that may have been served a stub's pages "
+            f"{condensed} requests that may have been served a stub's pages "
             "by the prefix cache are listed with one counterpart each: their pairs with every "
             "leaker of the stub would number more than the analysis expands (prompts shared "
             "across accounts on the node); who is listed is the same, the counts are not full"

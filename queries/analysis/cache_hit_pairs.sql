@@ -9,7 +9,4 @@ WITH per_node AS (
 )
 SELECT coalesce(sum(c.pairs), 0)
 FROM _cache_hitters h
-JOIN per_node c
-  ON c.stub_id = h.stub_id
- AND (c.node = h.node  -- the stub's node; a nodeless stub's leakers on the hit's node or none
-      OR h.node IS NULL AND (c.node = '' OR h.hit_node IS NULL OR c.node = h.hit_node));
+JOIN per_node c ON c.stub_id = h.stub_id AND kvf_second_read_on(h.node, h.hit_node, c.node);

@@ -7,7 +7,8 @@
 --   each leaker of the stub's own account with the first second reader of another account
 --   (on a node where the pair is possible), so that it is listed as leaking.
 -- Basis 'stub-cache-hit-condensed'. Who is listed is the same as pair by pair; how many
--- counterparts each has is not counted in full, and the analyze line and explain say so.
+-- counterparts each has is not counted in full, and the analyze line, the report and explain
+-- say so.
 CREATE OR REPLACE TEMP TABLE _cache_leakers AS
 SELECT p.receiver_request_id AS stub_id, p.node, p.leaker_request_id, p.leaker_account_id,
        q.received_at
@@ -33,10 +34,7 @@ WITH latest AS (  -- per stub and node: its latest leaker, and the latest of ano
                AS leaker_request_id,
            CASE WHEN l.node = '' THEN coalesce(h.hit_node, '') ELSE l.node END AS node
     FROM _cache_hitters h
-    JOIN latest2 l
-      ON l.stub_id = h.stub_id
-     AND (l.node = h.node
-          OR h.node IS NULL AND (l.node = '' OR h.hit_node IS NULL OR l.node = h.hit_node))
+    JOIN latest2 l ON l.stub_id = h.stub_id AND kvf_second_read_on(h.node, h.hit_node, l.node)
 ), first_foreign AS (  -- per stub and hit node: its first second reader of another account
     SELECT stub_id, hit_node, min(request_id) AS request_id
     FROM _cache_hitters WHERE account_id <> stub_account_id
@@ -48,9 +46,7 @@ WITH latest AS (  -- per stub and node: its latest leaker, and the latest of ano
     JOIN (SELECT DISTINCT stub_id, stub_account_id, node FROM _cache_hitters) s
       ON s.stub_id = c.stub_id AND c.leaker_account_id = s.stub_account_id
     JOIN first_foreign f
-      ON f.stub_id = c.stub_id
-     AND (c.node = s.node
-          OR s.node IS NULL AND (c.node = '' OR f.hit_node IS NULL OR c.node = f.hit_node))
+      ON f.stub_id = c.stub_id AND kvf_second_read_on(s.node, f.hit_node, c.node)
     WHERE f.request_id <> c.leaker_request_id
 ), kept AS (
     SELECT receiver_request_id, leaker_request_id, node FROM readers

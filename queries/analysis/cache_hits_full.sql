@@ -9,7 +9,5 @@ SELECT DISTINCT h.request_id AS receiver_request_id, h.account_id AS receiver_ac
        h.account_id <> p.leaker_account_id AS cross_account, 'stub-cache-hit' AS basis
 FROM _cache_hitters h
 JOIN possible_exposures p
-  ON p.receiver_request_id = h.stub_id
- AND (p.node = h.node
-      OR h.node IS NULL AND (p.node = '' OR h.hit_node IS NULL OR p.node = h.hit_node))
+  ON p.receiver_request_id = h.stub_id AND kvf_second_read_on(h.node, h.hit_node, p.node)
 WHERE p.leaker_request_id <> h.request_id;

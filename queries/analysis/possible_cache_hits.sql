@@ -35,6 +35,13 @@
 -- (cache_hit_pairs.sql) and lists them one by one up to $second_read_pairs
 -- (cache_hits_full.sql), condensed beyond (cache_hits_condensed.sql); cache_hits_insert.sql
 -- adds them to possible_exposures.
+-- Whether a stub's pair on leaker_node may have been read by a second reader on hit_node: on
+-- the stub's node; a nodeless stub's on the hit's node or on none the log names (''). Used by
+-- the scripts that pair the second readers (cache_hit_pairs.sql, cache_hits_*.sql).
+CREATE OR REPLACE TEMP MACRO kvf_second_read_on(stub_node, hit_node, leaker_node) AS
+    leaker_node = stub_node
+    OR stub_node IS NULL AND (leaker_node = '' OR hit_node IS NULL OR leaker_node = hit_node);
+
 CREATE OR REPLACE TEMP TABLE _cache_hitters AS
 WITH stubs AS (
     SELECT s.request_id, s.account_id, s.decode_node AS node, q.received_at

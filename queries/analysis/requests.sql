@@ -4,9 +4,9 @@
 -- A request whose row names no node at all is taken as served by the case's one engine node
 -- where there is exactly one: the nodes file, the engine logs (both in `nodes`) and the request
 -- log together name a single node, no row calls it a prefill or decode half, and no KV ledger
--- is loaded ($ledger_loaded: a ledger names its requests' nodes itself). That node is written into `node`
--- (queries/figures/headline.sql counts these requests: sole_node_requests). With two nodes or
--- more, or none, nothing is inferred and the request stays one whose serving node is unknown.
+-- is loaded ($ledger_loaded: a ledger names its requests' nodes itself). That node is written
+-- into `node` (queries/figures/headline.sql counts these requests: sole_node_requests). With
+-- two nodes or more, or none, nothing is inferred and the request's serving node stays unknown.
 CREATE SCHEMA IF NOT EXISTS work;  -- the analysis' working tables, apart from results
 
 CREATE OR REPLACE TABLE work.analysis_requests AS

@@ -28,6 +28,4 @@ SELECT
     (SELECT coalesce(map_from_entries(list({'k': side || ' ' || confidence, 'v': n})), MAP {})
        FROM (SELECT side, confidence, count(*) AS n FROM affected_accounts GROUP BY ALL))
         AS accounts_by_confidence,
-    (SELECT count(*) FROM cleared_findings) AS cleared_findings,
-    (SELECT count(DISTINCT receiver_request_id) FROM possible_exposures
-     WHERE basis = 'stub-cache-hit-condensed') AS condensed_second_reads;
+    (SELECT count(*) FROM cleared_findings) AS cleared_findings;

@@ -8,20 +8,18 @@
 -- that names either node, nothing is renamed.
 CREATE OR REPLACE TEMP TABLE _log_pair AS
 WITH from_log AS (
-    SELECT DISTINCT node FROM log_files
-), named AS (
-    SELECT prefill_node AS node FROM requests
-    UNION SELECT decode_node FROM requests
-    UNION SELECT node FROM requests
+    SELECT count(DISTINCT node) AS n, min(node) AS node FROM log_files
 ), served AS (
-    SELECT node FROM named WHERE node IS NOT NULL
+    SELECT count(DISTINCT node) AS n, min(node) AS node
+    FROM (SELECT prefill_node AS node FROM requests
+          UNION ALL SELECT decode_node FROM requests
+          UNION ALL SELECT node FROM requests)
 )
-SELECT (SELECT min(node) FROM from_log) AS log_node, (SELECT min(node) FROM served) AS node
-WHERE (SELECT count(*) FROM from_log) = 1
-  AND (SELECT count(*) FROM served) = 1
-  AND (SELECT min(node) FROM from_log) <> (SELECT min(node) FROM served)
-  AND (SELECT min(node) FROM served) NOT IN (SELECT node FROM nodes)
-  AND (SELECT min(node) FROM from_log) NOT IN (  -- a nodes file's row keeps its name
+SELECT l.node AS log_node, s.node
+FROM from_log l, served s
+WHERE l.n = 1 AND s.n = 1 AND l.node <> s.node
+  AND s.node NOT IN (SELECT node FROM nodes)
+  AND l.node NOT IN (  -- a nodes file's row keeps its name
       SELECT node FROM nodes WHERE src_file NOT IN (SELECT path FROM log_files));
 
 INSERT INTO ingest_warnings BY NAME
