@@ -16,6 +16,18 @@ import numpy as np
 import pyarrow as pa
 
 _INTEGERS = {pa.int8(), pa.int16(), pa.int32(), pa.int64()}
+# The numpy type of each number column (pyarrow's to_pandas_dtype imported pandas before 16).
+_NUMPY: dict[pa.DataType, np.dtype] = {
+    pa.int8(): np.dtype(np.int8),
+    pa.int16(): np.dtype(np.int16),
+    pa.int32(): np.dtype(np.int32),
+    pa.int64(): np.dtype(np.int64),
+    pa.float64(): np.dtype(np.float64),
+}
+_BOUNDS: dict[np.dtype, tuple[int, int]] = {
+    np.dtype(t): (int(np.iinfo(t).min), int(np.iinfo(t).max))
+    for t in (np.int8, np.int16, np.int32, np.int64)
+}
 
 # The largest text column that fits pa.string()'s 32-bit offsets; a larger one goes through
 # pyarrow, which splits it into chunks.
@@ -43,7 +55,7 @@ def whole_numpy(column: pa.ChunkedArray) -> np.ndarray:
     query that found no rows."""
     parts = [as_numpy(chunk) for chunk in column.chunks]
     if not parts:
-        return np.empty(0, np.dtype(column.type.to_pandas_dtype()))
+        return np.empty(0, _NUMPY.get(column.type) or np.dtype(column.type.to_pandas_dtype()))
     return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
 
@@ -66,7 +78,9 @@ def repeated(text: str, n: int) -> pa.Array:
     are 64-bit (large_string) where the text would pass 32-bit ones."""
     data = text.encode()
     wide = n * len(data) > TEXT_BYTES_32
-    offsets = np.arange(n + 1, dtype=np.int64 if wide else np.int32) * len(data)
+    offsets = (np.arange(n + 1, dtype=np.int64) * len(data)).astype(
+        np.int64 if wide else np.int32, copy=False
+    )
     kind = pa.large_string() if wide else pa.string()
     return pa.Array.from_buffers(kind, n, [None, pa.py_buffer(offsets), pa.py_buffer(data * n)])
 
@@ -89,8 +103,8 @@ def column_of(values: Sequence[Any], kind: pa.DataType) -> pa.Array:
     valid = np.fromiter((v is not None for v in values), bool, len(values))
     nulls = len(values) - int(valid.sum())
     bitmap = pa.py_buffer(np.packbits(valid, bitorder="little")) if nulls else None
-    if kind in _INTEGERS or kind == pa.float64():
-        dtype = np.dtype(kind.to_pandas_dtype())
+    if kind in _NUMPY:
+        dtype = _NUMPY[kind]
         data = np.array([_number(v, dtype) for v in values], dtype)
         return pa.Array.from_buffers(kind, len(values), [bitmap, pa.py_buffer(data)], nulls)
     if kind == pa.bool_():
@@ -116,11 +130,16 @@ def _number(v: Any, dtype: np.dtype) -> Any:
         return 0
     if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
         raise TypeError(f"expected a number for a {dtype} column, got {type(v).__name__}: {v!r}")
-    if dtype.kind == "i" and not isinstance(v, (int, np.integer)):
-        if not float(v).is_integer():  # as pyarrow: a whole float is taken, a fraction is not
-            raise TypeError(f"expected an integer for a {dtype} column, got {v!r}")
-        return int(v)
-    return v
+    if dtype.kind != "i":
+        return v
+    if not isinstance(v, (int, np.integer)) and not float(v).is_integer():
+        # as pyarrow: a whole float is taken, a fraction is not
+        raise TypeError(f"expected an integer for a {dtype} column, got {v!r}")
+    whole = int(v)
+    low, high = _BOUNDS[dtype]
+    if not low <= whole <= high:  # numpy before 2.0 would wrap it round without a word
+        raise OverflowError(f"{v!r} is out of range for a {dtype} column")
+    return whole
 
 
 def _boolean(v: Any) -> bool:

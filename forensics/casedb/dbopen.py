@@ -38,6 +38,12 @@ STORAGE_COMPATIBILITY = "v1.1.0"
 # opens the file. An existing database keeps the format it was created with.
 STORAGE_VERSIONS = ("v1.1.0", "v1.2.0", "v1.3.0", "latest")
 
+# The oldest DuckDB the project runs on (pyproject.toml asks for the same). Older releases fail
+# on its SQL (a parameter as a COPY target, relations' to_arrow_reader) or change its answers
+# (timestamps out of range, time-zone-aware values fetched through pytz), so they are refused
+# before a case database is opened rather than left to fail half way.
+MIN_DUCKDB = (2, 0, 1)
+
 
 def open_database(
     path: Path | str,
@@ -51,6 +57,7 @@ def open_database(
     (schema=False: settings and macros only, for a scratch connection that checks files).
     spill_beside: for an in-memory connection, the case database it works for on this machine
     (it then spills beside it; see scratch_spill_folder)."""
+    check_duckdb_version(duckdb.__version__)
     config: dict[str, str | bool | int | float | list[str]] = (
         {} if read_only else {"storage_compatibility_version": storage_version()}
     )
@@ -167,6 +174,19 @@ def database_file(con: duckdb.DuckDBPyConnection) -> Path | None:
     """The file of the connection's database; None for an in-memory one."""
     rows = con.execute(sql("schema/database_file")).fetchall()
     return Path(rows[0][0]) if rows and rows[0][0] else None
+
+
+def check_duckdb_version(found: str) -> None:
+    """Refuse a DuckDB older than MIN_DUCKDB (a UsageError naming the fix)."""
+    parts = re.findall(r"\d+", found)[:3]
+    if tuple(int(p) for p in parts) >= MIN_DUCKDB:
+        return
+    need = ".".join(map(str, MIN_DUCKDB))
+    raise UsageError(
+        f"DuckDB {found} is installed; kvforensics needs DuckDB {need} or later (older releases "
+        f"reject its SQL or read timestamps differently); fix: pip install -U 'duckdb>={need}' "
+        "in the environment that runs kvforensics"
+    )
 
 
 def storage_version() -> str:

@@ -3,8 +3,10 @@ environment and run a command that loads queries from the installed package."""
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
+import re
 import subprocess
 import sys
 import sysconfig
@@ -114,6 +116,28 @@ def _documented_tap_install() -> list[str]:
     return [line.split("#", 1)[0].strip() for line in block.splitlines() if line.strip()]
 
 
+def _lent_entries() -> list[Path]:
+    """pyarrow's folder and metadata, and those of what that pyarrow itself requires (numpy,
+    before pyarrow 18): what pip would install beside it in an engine's environment."""
+    entries = []
+    for name in ["pyarrow", *_own_requirements("pyarrow")]:
+        module = importlib.import_module(name)
+        folder = Path(module.__file__ or "").resolve().parent
+        entries += [folder, *folder.parent.glob(f"{name}-*.dist-info")]
+    return entries
+
+
+def _own_requirements(dist: str) -> list[str]:
+    """The distributions `dist` requires outside any extra, by import name."""
+    import importlib.metadata as metadata
+
+    found = []
+    for req in metadata.requires(dist) or []:
+        if "extra ==" not in req:
+            found.append(re.split(r"[ <>=!;~\[(]", req, maxsplit=1)[0].replace("-", "_"))
+    return found
+
+
 def test_the_documented_tap_install_works_with_only_pyarrow(wheel, tmp_path):
     """docs/guides/recording-a-ledger.md's install lines, run as written: the wheel (built by the
     fixture with the documented `pip wheel . -w dist --no-deps`, plus --no-build-isolation so
@@ -126,10 +150,7 @@ def test_the_documented_tap_install_works_with_only_pyarrow(wheel, tmp_path):
     # folder that holds only it: nothing else of kvforensics' requirements is importable there.
     lent = tmp_path / "only-pyarrow"
     lent.mkdir()
-    import pyarrow
-
-    arrow_dir = Path(pyarrow.__file__).resolve().parent
-    for entry in [arrow_dir, *arrow_dir.parent.glob("pyarrow-*.dist-info")]:
+    for entry in _lent_entries():
         (lent / entry.name).symlink_to(entry)
     python = _environment_lent(env_dir, lent)
     install = INSTALL_LINE.split()
