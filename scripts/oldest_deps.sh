@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Run the test suite on the oldest release of every runtime dependency that pyproject.toml
-# admits (each `name>=X` taken as `name==X`), in a virtual environment of its own, so that a
-# lower bound the project states is one it was seen to work on.
+# admits, and of the replay extra's (each `name>=X` taken as `name==X`), in a virtual
+# environment of its own, so that a lower bound the project states is one it was seen to work on.
 #
 #   scripts/oldest_deps.sh [DIR] [-- PYTEST ARGS]   (default DIR: .venv-oldest at the top)
 #
-# The extras the README's test command installs come at their usual releases (torch 2.13.0 as
-# there: its oldest admitted release is a CUDA build of several GB). Needs the package index;
-# takes as long as the suite, plus the install.
+# torch stays 2.13.0, as in the README's test command (its oldest admitted release is a CUDA
+# build of several GB), and the other extras that command installs come at their usual
+# releases. Needs the package index; takes as long as the suite, plus the install.
 set -euo pipefail
 top="$(cd "$(dirname "$0")/.." && pwd)"
 dir="$top/.venv-oldest"
@@ -18,10 +18,11 @@ fi
 [ "${1:-}" = "--" ] && shift
 pins="$(python3 - "$top/pyproject.toml" <<'EOF'
 import re, sys, tomllib
-deps = tomllib.load(open(sys.argv[1], "rb"))["project"]["dependencies"]
+project = tomllib.load(open(sys.argv[1], "rb"))["project"]
+deps = project["dependencies"] + project["optional-dependencies"]["replay"]
 for dep in deps:
     m = re.fullmatch(r"([A-Za-z0-9_.-]+)>=([0-9][0-9A-Za-z.]*)", dep.split(";")[0].strip())
-    if m:
+    if m and m[1] != "torch":
         print(f"{m[1]}=={m[2]}")
 EOF
 )"
