@@ -135,6 +135,9 @@ def paged_node(
         sampled |= ex.sampled
         if ex.why:
             notes.append(_stopped(combos[c], ex, trace))
+    unread, elsewhere = _unread(reqs, unread, total)
+    if elsewhere:
+        notes.append(elsewhere)
     verdicts: dict[tuple[int, int], str] = {}
     if decider is not None:
         for receiver in sorted(total.layouts):
@@ -168,6 +171,23 @@ def _logged_order(trace: NodeTrace, pool: PagePool) -> tuple[PageRun, Reads]:
         run.step(op)
     run.close()
     return run, reads
+
+
+def _unread(reqs: list[Req], waiting: set[int], total: Reads) -> tuple[set[int], str]:
+    """The stubs no explored run read (left waiting for pages at their first token in every
+    run: their candidates stay possible), and a note for the stubs the logged order left
+    waiting but other explored orders read: those runs agree with the log there (the engine
+    had given the stub its pages), so the stub's candidates are cleared over them."""
+    unread = {i for i in waiting if not reqs[i].stub or total.reads[i] == 0}
+    elsewhere = sorted(i for i in waiting - unread)
+    if not elsewhere:
+        return unread, ""
+    runs = sum(total.reads[i] for i in elsewhere)
+    return unread, (
+        f"{len(elsewhere)} stub read(s) the logged order left waiting for pages (the first: "
+        f"{reqs[elsewhere[0]].request_id}) taken over the {runs:,} explored runs that read "
+        "them"
+    )
 
 
 def _stopped(combo: Combo, ex: Explored, trace: NodeTrace) -> str:

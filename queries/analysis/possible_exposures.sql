@@ -30,10 +30,12 @@
 -- (reconstructed_nodes.consistent; the stub's read of fresh blocks modelled as the engine
 -- does it): an inconsistent or unchecked unified node clears nothing. A candidate found in none of them did not write those pages
 -- under any explored run: the pair goes to cleared_findings (evidence 'reconstruction')
--- instead of this table. Where some run still had the stub waiting for pages at its first
--- token (reconstructed_requests.unread: the runs lost the engine's state in a burst), only
--- candidates from before the window (basis 'earlier', whose pages every run reused or kept
--- alike) are cleared; the window's and the concurrent ones stay possible. Where replay ran
+-- instead of this table. A run that left the stub waiting for pages at its first token
+-- contradicts the log (the engine had given it pages) and made no read: the pairs are those
+-- of the runs that read it. Where no run read it (reconstructed_requests.unread: every run lost
+-- the engine's state in a burst), only candidates from before the window (basis 'earlier',
+-- whose pages every run reused or kept alike) are cleared; the window's and the concurrent ones
+-- stay possible. Where replay ran
 -- and no explored layout explained the delivered output (reconstructed_requests.contradicted)
 -- the rebuilt trace is not the engine's for that read and nothing is cleared. A read after the
 -- point where not every order of events could be followed (reconstructed_requests.sampled)

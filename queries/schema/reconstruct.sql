@@ -22,8 +22,8 @@ CREATE TABLE IF NOT EXISTS reconstructed_nodes (
                                          -- to each distinct run (1 each when the timestamps
                                          -- decide); unified node: runs made
     deferred       BIGINT NOT NULL,      -- allocations that waited for a free (pool full)
-    unread         BIGINT,               -- requests still waiting at their first token, whose
-                                         -- first read is not modelled
+    unread         BIGINT,               -- requests still waiting at their first token in
+                                         -- every explored run: first read not modelled
     variants       VARCHAR,              -- the scheduler and pool variants kept: those whose
                                          -- timestamps' order left fewest requests unread
     consistent     BOOLEAN               -- vLLM unified node: some explored run of vLLM's v1
@@ -39,8 +39,9 @@ CREATE TABLE IF NOT EXISTS reconstructed_requests (
     stub       BOOLEAN NOT NULL,         -- prefill processed one token; decode read the rest
     reasons    VARCHAR[] NOT NULL,       -- the screening reasons that made it a stub
     waited     BOOLEAN,                  -- its allocation waited for a free (the pool was full)
-    unread     BOOLEAN,                  -- still waiting at its first token: its first read is
-                                         -- not modelled (screening's possible pairs stand)
+    unread     BOOLEAN,                  -- still waiting at its first token in every explored
+                                         -- run: its first read is not modelled (screening's
+                                         -- possible pairs stand)
     contradicted BOOLEAN,                -- replay explained its delivered output by none of
                                          -- the explored layouts (none reproduces it and under
                                          -- the most likely one it is implausible): the rebuilt
