@@ -157,7 +157,8 @@ def paged_node(
         "(--skew-ms; kvforensics jitter measures it)"
     )
     variants = "; ".join(_variant_name(combos[c]) for c in kept) + f"; {skew}"
-    return node_row(traces[kept[0]], kind, groups, orders, first.deferred, len(unread)) | {
+    stubs_unread = sum(reqs[i].stub for i in unread)  # a plain request's read clears nothing
+    return node_row(traces[kept[0]], kind, groups, orders, first.deferred, stubs_unread) | {
         "variants": "; ".join([variants, *notes]),
         "sampled": len(sampled),
     }

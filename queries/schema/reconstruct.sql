@@ -22,8 +22,8 @@ CREATE TABLE IF NOT EXISTS reconstructed_nodes (
                                          -- to each distinct run (1 each when the timestamps
                                          -- decide); unified node: runs made
     deferred       BIGINT NOT NULL,      -- allocations that waited for a free (pool full)
-    unread         BIGINT,               -- requests still waiting at their first token in
-                                         -- every explored run: first read not modelled
+    unread         BIGINT,               -- stubs still waiting at their first token in every
+                                         -- explored run: first read not modelled
     variants       VARCHAR,              -- the scheduler and pool variants kept: those whose
                                          -- timestamps' order left fewest requests unread
     consistent     BOOLEAN               -- vLLM unified node: some explored run of vLLM's v1
