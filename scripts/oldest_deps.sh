@@ -26,6 +26,11 @@ for dep in deps:
         print(f"{m[1]}=={m[2]}")
 EOF
 )"
+# DIR is replaced only where it is a virtual environment (or absent): never another folder.
+if [ -e "$dir" ] && [ ! -f "$dir/pyvenv.cfg" ]; then
+  echo "oldest_deps.sh: $dir exists and is not a virtual environment; give another DIR" >&2
+  exit 2
+fi
 rm -rf "$dir"
 python3 -m venv "$dir"
 # shellcheck disable=SC2086  # one pin per word

@@ -15,7 +15,6 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-_INTEGERS = {pa.int8(), pa.int16(), pa.int32(), pa.int64()}
 # The numpy type of each number column (pyarrow's to_pandas_dtype imported pandas before 16).
 _NUMPY: dict[pa.DataType, np.dtype] = {
     pa.int8(): np.dtype(np.int8),
@@ -24,9 +23,11 @@ _NUMPY: dict[pa.DataType, np.dtype] = {
     pa.int64(): np.dtype(np.int64),
     pa.float64(): np.dtype(np.float64),
 }
+_INTEGERS = {kind for kind, dtype in _NUMPY.items() if dtype.kind == "i"}
 _BOUNDS: dict[np.dtype, tuple[int, int]] = {
-    np.dtype(t): (int(np.iinfo(t).min), int(np.iinfo(t).max))
-    for t in (np.int8, np.int16, np.int32, np.int64)
+    dtype: (int(np.iinfo(dtype).min), int(np.iinfo(dtype).max))
+    for dtype in _NUMPY.values()
+    if dtype.kind == "i"
 }
 
 # The largest text column that fits pa.string()'s 32-bit offsets; a larger one goes through
@@ -55,7 +56,8 @@ def whole_numpy(column: pa.ChunkedArray) -> np.ndarray:
     query that found no rows."""
     parts = [as_numpy(chunk) for chunk in column.chunks]
     if not parts:
-        return np.empty(0, _NUMPY.get(column.type) or np.dtype(column.type.to_pandas_dtype()))
+        kind = column.type
+        return np.empty(0, _NUMPY[kind] if kind in _NUMPY else np.dtype(kind.to_pandas_dtype()))
     return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
 
