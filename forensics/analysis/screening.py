@@ -11,7 +11,10 @@ A request is a *possible receiver* when (queries/analysis/screening.sql):
   exp(mad_k * 1.4826 * MAD of the log rates)); nodes with fewer than min_normal normal
   requests give no verdict; a request computing fewer than min_prompt tokens gets none either
   (fixed costs and the gateway's timing noise, not its prompt, decide its time to first
-  token). Defaults: ttft_factor 10, mad_k 4, min_prompt 256, min_normal 5;
+  token). Defaults: ttft_factor 10, mad_k 4, min_prompt 256, min_normal 5. A request counts
+  as looked at by this signal only where its stub would stand out: the 95th percentile of the
+  node's short prompts' times less their computing (at least min_normal of them) is below its
+  flagging time;
 - cache-implausible: the response reports more prompt tokens served from the prefix cache
   (cached_tokens) than a cache can serve: all of the prompt, not whole pages, more than any
   earlier request on the node held, or all but the last token and more than any earlier

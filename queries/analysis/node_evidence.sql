@@ -112,7 +112,8 @@ SELECT node, role, requests, ledger_events, ledger_first_ts, ledger_last_ts, hol
                ELSE '' END
        || CASE WHEN blind > 0
                THEN format('; for {} request(s) it decoded without a ledger, stubs could not be '
-                           'looked for at all: give the prefill node''s pool size (nodes.csv '
+                           'looked for at all (nor would their times to first token tell a '
+                           'stub apart): give the prefill node''s pool size (nodes.csv '
                            'pool_slots, or its start-up log in logs/), the responses'' cached '
                            'tokens (requests.csv cached_tokens), or its engine log', blind)
                ELSE '' END
@@ -121,7 +122,10 @@ SELECT node, role, requests, ledger_events, ledger_first_ts, ledger_last_ts, hol
                            'that fits the pool (an engine computing less than it was given) '
                            'could not be looked for: neither the responses'' cached tokens '
                            '(requests.csv cached_tokens), nor a time model of its prefill node '
-                           '(at least 5 ordinary timed requests of 256 computed tokens or more), '
+                           'that would tell its stub apart (at least 5 ordinary timed requests '
+                           'of 256 computed tokens or more, and its short prompts'' times, less '
+                           'their computing, nearly all below the time the model flags: noisy '
+                           'gateway times or queueing hide a stub of a prompt quick to compute), '
                            'nor its prefill node''s own token counters (the SGLang log''s '
                            'prefill batch lines, logs/)',
                            blind_fitting)

@@ -15,6 +15,16 @@
 --               to first token (under 10 ms of noise on each logged time, ordinary prompts of
 --               9 to 147 tokens were measured faster than a tenth of their expected time, some
 --               below zero); such a request is not counted as looked at by this signal;
+--               nor is one whose stub would not stand out: what a stub's time to first token
+--               may be is read from the node's answered requests computing fewer than
+--               min_prompt tokens (at least min_normal of them), each time less what computing
+--               its prompt took at the node's rate (fixed costs, queueing, batching and the
+--               gateway's noise remain), and a request whose flagging time (expected / factor)
+--               is not above the 95th percentile of those would let more than one stub in
+--               twenty pass unflagged (10 ms of noise on each logged time: 700-token prompts
+--               flagged below 3.5 ms, 3 of 5 true stubs unflagged; 1 ms of noise: 2 of 9 true
+--               stubs queued for over a second); such a request is still flagged where its
+--               time is below its flagging time, but not counted as looked at by this signal;
 --   cache-implausible  status 200 and the engine reported more prompt tokens served from its
 --               prefix cache (cached_tokens) than a cache can serve: all of the prompt (an
 --               engine computes at least its last token), a count that is not whole pages of
@@ -36,9 +46,10 @@
 -- says which: ledger, ledger-hole, outside-ledger (the node has a ledger that does not reach
 -- the request) or no-ledger. signals: the stub signals that could be looked for at all for the
 -- request (over-pool: its prefill node's pool is known; fast-ttft: that node has enough normal
--- requests; cache-implausible: the log reports its cached tokens; engine-log: that node's
--- engine log was read; token-counters, added by analysis/token_shortfall.sql: its prefill
--- node's prefill batch counters were compared), so that what could not be looked for is said,
+-- requests and a stub of the request would stand out from its short prompts' times;
+-- cache-implausible: the log reports its cached tokens; engine-log: that node's engine log was
+-- read; token-counters, added by analysis/token_shortfall.sql: its prefill node's prefill batch
+-- counters were compared), so that what could not be looked for is said,
 -- over the requests that may have decoded (answered: a first token logged, or status 200 with
 -- completion tokens billed or not logged, so that a log without first-token times is not
 -- taken to have nothing to look at).
@@ -104,13 +115,26 @@ WITH pool AS (
            greatest($ttft_factor, exp($mad_k * 1.4826 * median(abs(normal.log_rate - med.med))))
                AS factor
     FROM med JOIN normal USING (node) GROUP BY med.node, med.n, med.med
+), stub_time AS (
+    -- what a stub's time to first token may be on the node: its short prompts' times less
+    -- what computing their prompt took at the node's rate (fixed costs, queueing, batching and
+    -- the gateway's noise remain), the 95th percentile
+    SELECT m.node, quantile_cont(r.ttft_ms - (r.computed_tokens - 1) / exp(m.med) * 1000.0,
+                                 0.95) AS floor_ms
+    FROM r JOIN model m ON m.node = r.serving_prefill_node
+    WHERE r.http_status = 200 AND r.ttft_ms IS NOT NULL AND r.computed_tokens < $min_prompt
+      AND NOT coalesce(r.over_pool, false) AND NOT coalesce(r.cache_implausible, false)
+    GROUP BY m.node HAVING count(*) >= $min_normal
 ), judged AS (
     SELECT r.*, r.computed_tokens / exp(m.med) * 1000.0 AS expected_ttft_ms,
            m.n >= $min_normal AND r.computed_tokens >= $min_prompt
            AND r.ttft_ms < r.computed_tokens / exp(m.med) * 1000.0 / m.factor AS fast_ttft,
            coalesce(m.n >= $min_normal, false) AND r.computed_tokens >= $min_prompt
-           AND r.ttft_ms IS NOT NULL AS ttft_judged
+           AND r.ttft_ms IS NOT NULL
+           AND coalesce(r.computed_tokens / exp(m.med) * 1000.0 / m.factor > f.floor_ms, true)
+               AS ttft_judged
     FROM r LEFT JOIN model m ON m.node = r.serving_prefill_node
+    LEFT JOIN stub_time f ON f.node = r.serving_prefill_node
 ), evidence AS (
     SELECT e.request_id,
            list(DISTINCT CASE WHEN e.kind IN ('exceeds-max-tokens', 'input-too-long')

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -122,6 +123,29 @@ def test_a_stub_the_logged_order_left_waiting_is_cleared_over_the_runs_that_read
     receiving, leaking = _parties(truth)
     assert leaking <= {a for (a,) in con.execute(_LEAKING).fetchall()}
     assert receiving <= {a for (a,) in con.execute(_LISTED, ["receiving"]).fetchall()}
+
+
+def test_without_pool_sizes_every_true_stub_is_flagged_or_said_unseen(burst_case, tmp_path):
+    """nodes.csv withheld: no pool size, so over-pool cannot fire, and under 10 ms of noise on
+    every gateway time only some stubs' times stand out. Judged by the generator's truth: each
+    true stub is either flagged or counted among the requests stubs could not be looked for
+    in, so the case never reads as looked at and clean where a stub went unseen (before, 3 of
+    this case's 5 true stubs went unflagged yet counted as looked at)."""
+    folder, truth = burst_case
+    bare = tmp_path / "case"
+    shutil.copytree(folder, bare)
+    (bare / "nodes.csv").unlink()
+    ingest_case(bare, tmp_path / "case.duckdb")
+    con = connect(tmp_path / "case.duckdb")
+    summary = analyze(con)
+    rows = con.execute(
+        "SELECT request_id, reasons, signals FROM screening WHERE request_id IN ?", [list(truth)]
+    ).fetchall()
+    assert len(rows) == len(truth)
+    unflagged = [rid for rid, reasons, _ in rows if not reasons]
+    assert unflagged  # the noise hides some: the case tests what is said of them
+    assert all(not signals for rid, _, signals in rows if rid in unflagged)
+    assert summary["unscreened_requests"] >= len(unflagged) and summary["unexamined"]
 
 
 _WAITED = re.compile(r"stub read\(s\) the logged order left waiting for pages \(the first: (\S+)\)")
