@@ -73,6 +73,20 @@ def load(
     return LoadedModel(model, identity, ",".join(devices) if device_map else resolved)
 
 
+def identify(spec: str, served_model: str | None = None) -> ModelIdentity:
+    """What `load` would record of the model named by `spec`, without loading it (the test
+    model is built on the CPU to hash its weights)."""
+    if spec == TEST_MODEL:
+        identity = _test_identity(build_test_model("cpu"))
+    else:
+        folder, hub_name = resolve_folder(spec)
+        identity = folder_identity(spec, folder, hub_name or folder.name)
+    if served_model:
+        identity.served_model = served_model
+        identity.served_explicit = True
+    return identity
+
+
 def load_model(spec: str, device: str = "auto", device_map: str | None = None) -> Any:
     """'test' -> the test model; otherwise a local model folder or an org/name in the local
     Hugging Face cache. Never downloads."""

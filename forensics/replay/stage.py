@@ -161,7 +161,8 @@ class ReplaySummary(TypedDict):
 
 
 class ReplayNote(TypedDict):
-    """stages.replay when replay did not run: why (status unavailable or skipped)."""
+    """stages.replay when replay did not run: why (status unavailable, skipped, or repeat: the
+    case's latest run was made with the same inputs, suspects, model and device)."""
 
     status: str
     headline: str
@@ -245,6 +246,9 @@ def replay_stage(ctx: RunContext) -> StageResult:
         note = ReplayNote(status="skipped", headline=skipped)
         return StageResult(note, headline=skipped)
     options = ctx.params
+    repeat = _repeat(ctx)
+    if repeat is not None:
+        return repeat
     run = run_case_replay(
         ctx.con,
         options.replay_model,
@@ -260,3 +264,30 @@ def replay_stage(ctx: RunContext) -> StageResult:
         findings=bool(summary["findings"]),
         tables=tuple(run.updated_tables),
     )
+
+
+def _repeat(ctx: RunContext) -> StageResult | None:
+    """The stage's result when this run would only repeat the case's latest replay run
+    (forensics.replay.repeat): its verdicts stand, and the analysis' fresh tables get their
+    confirmations back."""
+    from forensics.replay.repeat import repeated_run
+    from forensics.replay.store import confirm_findings
+
+    if ctx.ingest is None or not ctx.ingest.unchanged:
+        return None
+    options = ctx.params
+    suspects = find_suspects(ctx.con)
+    model = options.replay_model or default_model(ctx.con, suspects)[0]
+    latest = repeated_run(
+        ctx.con, model, options.replay_device.value, suspects, options.served_model
+    )
+    if latest is None:
+        return None
+    updated = confirm_findings(ctx.con)
+    text = (
+        f"{len(suspects)} suspect(s), the model and the device are those of {latest.run_id} "
+        f"on unchanged inputs: its verdicts stand ({latest.confirmed} confirmed); "
+        "kvforensics replay runs them again"
+    )
+    note = ReplayNote(status="repeat", headline=text)
+    return StageResult(note, headline=text, findings=latest.confirmed > 0, tables=tuple(updated))

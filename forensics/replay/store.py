@@ -51,7 +51,7 @@ def store_run(con: duckdb.DuckDBPyConnection, run: ReplayRun) -> list[str]:
             sql("replay/earlier_confirmed"), {"run_id": run.run_id, "request_ids": ids}
         ).fetchall()
     ]
-    return _confirm(con)
+    return confirm_findings(con)
 
 
 def _run_row(run: ReplayRun) -> dict[str, object]:
@@ -116,7 +116,9 @@ def evidence_columns(evidence: Evidence | None) -> dict[str, object]:
     }
 
 
-def _confirm(con: duckdb.DuckDBPyConnection) -> list[str]:
+def confirm_findings(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """Raise the findings of suspects a run with the request log's model confirmed to
+    `confirmed`; returns the tables updated."""
     present = set(tables(con, views=True))
     if "affected_requests" in present:  # keeps confirmations of reconstructed layouts
         con.execute(sql("schema/reconstruct"))
