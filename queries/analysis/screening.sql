@@ -24,7 +24,9 @@
 --               twenty pass unflagged (10 ms of noise on each logged time: 700-token prompts
 --               flagged below 3.5 ms, 3 of 5 true stubs unflagged; 1 ms of noise: 2 of 9 true
 --               stubs queued for over a second); such a request is still flagged where its
---               time is below its flagging time, but not counted as looked at by this signal;
+--               time is below its flagging time, but not counted as looked at by this signal
+--               (a node with fewer than min_normal timed short prompts gives no such reading:
+--               its time model counts as looking, as before);
 --   cache-implausible  status 200 and the engine reported more prompt tokens served from its
 --               prefix cache (cached_tokens) than a cache can serve: all of the prompt (an
 --               engine computes at least its last token), a count that is not whole pages of
