@@ -189,13 +189,16 @@ def _not_described(  # noqa: PLR0913
     A vLLM prefill or decode node is modelled without a prefix cache, so it is rebuilt only
     where its log says caching was off; vLLM v1 turns it on unless told otherwise. A node
     whose engine is not named vLLM but is modelled on vLLM's pool (--allocator vllm) is taken
-    as the responder states it."""
+    as the responder states it. A node modelled on SGLang's pool is rebuilt only as a
+    disaggregated prefill or decode node, the only kind the model describes."""
     if _page_size_assumed(con, node):
         return ASSUMED_PAGE_SIZE
     if _restarted(con, node):
         return RESTARTED
     if kind == "vllm" and (groups := facts.get("kv_cache_groups")):
         return HYBRID.format(groups=groups)
+    if kind == "sglang" and role == "unified":
+        return SGLANG_UNIFIED
     if kind == "vllm" and role != "unified":
         caching = engine_limits(facts).prefix_caching
         if caching:
@@ -246,6 +249,17 @@ def _requests(
         )
         reasons.append(list(why))
     return reqs, reasons
+
+
+SGLANG_UNIFIED = (
+    "it serves both prefill and decode (SGLang without disaggregation), and SGLang's pages are "
+    "modelled as its disaggregated nodes take them: a decode node pre-allocating the billed "
+    "prompt when the request arrives, and freed pages staged and merged back sorted (need_sort, "
+    "which SGLang turns on only for a disaggregated node); without disaggregation SGLang frees "
+    "pages unsorted, schedules prefills itself and keeps finished requests' pages in its radix "
+    "cache, so pages modelled so can put the wrong requests in a stub's pages; such a node is "
+    "not rebuilt"
+)
 
 
 PAGED_CACHING = (

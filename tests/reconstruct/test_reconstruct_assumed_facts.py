@@ -28,6 +28,7 @@ from forensics.reconstruct.stage import (
     PAGED_CACHING,
     PAGED_CACHING_UNKNOWN,
     RESTARTED,
+    SGLANG_UNIFIED,
     _not_described,
     _page_size_assumed,
 )
@@ -213,3 +214,45 @@ def test_a_node_of_a_hybrid_model_is_not_rebuilt(tmp_path: Path) -> None:
         ("vllm-0", HYBRID.format(groups="32, 32"))
     ]
     assert query(db, "SELECT count(*) FROM reconstructed_nodes") == [(0,)]
+
+
+@pytest.mark.parametrize(
+    ("role", "columns", "reason"),
+    [
+        ("unified", "node", SGLANG_UNIFIED),
+        ("decode", "decode_node", ""),
+        ("prefill", "prefill_node", ""),
+    ],
+)
+def test_an_sglang_node_is_rebuilt_only_as_a_disaggregated_one(
+    tmp_path: Path, role: str, columns: str, reason: str
+) -> None:
+    """SGLang's pages are modelled as its disaggregated nodes take them (the billed prompt
+    pre-allocated at arrival, freed pages merged back sorted: need_sort, which SGLang turns on
+    only for a disaggregated prefill or decode node). Serving both itself, SGLang frees pages
+    unsorted, schedules its own prefills and keeps finished requests' pages in its radix cache:
+    such a node was rebuilt on the disaggregated model all the same, and can put the wrong
+    requests in a stub's pages. Now it is not rebuilt, and says why; its lists are
+    screening's: the over-pool stub (prompt 1,400 of a 1,280-token pool) is listed."""
+    requests = REQUESTS.replace("node,cached_tokens", f"{columns},cached_tokens").replace(
+        ",200,150,4,vllm-0,", ",200,1400,4,vllm-0,"
+    )
+    nodes = "node,role,engine,engine_version,page_size,pool_slots\n"
+    nodes += f"vllm-0,{role},sglang,0.5.9,16,1280\n"
+    case = write_case(tmp_path / role, {"requests.csv": requests, "nodes.csv": nodes})
+    db = tmp_path / f"{role}.duckdb"
+    assert cli(["ingest", str(case), "--db", str(db)]) == 0
+    con = open_database(db)
+    try:
+        aggregate.prepare(con)
+        got = _not_described(con, "vllm-0", "sglang", role, "sglang", {})
+    finally:
+        con.close()
+    assert got == reason
+    if reason:
+        assert cli(["reconstruct", "--db", str(db)]) in (0, 1)
+        assert query(db, "SELECT node, reason FROM reconstruct_skipped") == [("vllm-0", reason)]
+        assert query(db, "SELECT count(*) FROM reconstructed_nodes") == [(0,)]
+        assert cli(["analyze", "--db", str(db)]) == 1
+        over = "SELECT request_id FROM screening WHERE list_contains(reasons, 'over-pool')"
+        assert ("req-1",) in query(db, over)
