@@ -26,7 +26,7 @@ from forensics.logs.specs import to_int
 PRIORITY = {**sglang.PRIORITY, **vllm.PRIORITY}
 _CAPACITY = ("pool_slots", "context_len")
 SCHEDULER_LIMITS = ("max_num_seqs", "max_num_batched_tokens")  # vLLM, where logged
-_TEXT_FACTS = (  # taken as written; the last five vLLM's, where logged
+_TEXT_FACTS = (  # taken as written; chunked_prefill to kv_cache_groups vLLM's, where logged
     "role",
     "model",
     "engine_version",
@@ -35,6 +35,7 @@ _TEXT_FACTS = (  # taken as written; the last five vLLM's, where logged
     "device",
     "data_parallel_size",
     "kv_cache_groups",
+    "decode_radix_cache",  # SGLang's, where logged
 )
 _ONCE_PER_START = {"sglang.max-total", "vllm.kv-cache-size", "vllm.gpu-blocks"}
 

@@ -43,6 +43,7 @@ FACT_KEYS = (
     "device",
     "data_parallel_size",
     "kv_cache_groups",
+    "decode_radix_cache",
 )
 
 

@@ -81,6 +81,13 @@ SERVER_ARGS = Spec(
         rx(_arg("context_length", r"(?P<context_len>\d+)")),
         rx(_arg("model_path", r"['\"](?P<model>[^'\"]+)['\"]")),
         rx(_arg("disaggregation_mode", r"['\"](?P<role>\w+)['\"]")),
+        # a disaggregated decode node's own radix cache (off unless the operator turns it on)
+        rx(
+            _arg(
+                "disaggregation_decode_enable_radix_cache",
+                r"(?P<decode_radix_cache>True|False)",
+            )
+        ),
     ),
     starts_run=True,
 )

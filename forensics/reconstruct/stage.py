@@ -199,6 +199,8 @@ def _not_described(  # noqa: PLR0913
         return HYBRID.format(groups=groups)
     if kind == "sglang" and role == "unified":
         return SGLANG_UNIFIED
+    if kind == "sglang" and role == "decode" and facts.get("decode_radix_cache") == "True":
+        return SGLANG_DECODE_RADIX
     if kind == "vllm" and role != "unified":
         caching = engine_limits(facts).prefix_caching
         if caching:
@@ -259,6 +261,14 @@ SGLANG_UNIFIED = (
     "pages unsorted, schedules prefills itself and keeps finished requests' pages in its radix "
     "cache, so pages modelled so can put the wrong requests in a stub's pages; such a node is "
     "not rebuilt"
+)
+
+
+SGLANG_DECODE_RADIX = (
+    "its engine's log says the decode node kept a radix cache of its own "
+    "(disaggregation_decode_enable_radix_cache=True): finished requests' pages stay in it until "
+    "evicted, and a decode node's pages are modelled without one, freed when the request ends; "
+    "pages modelled so can put the wrong requests in a stub's pages; such a node is not rebuilt"
 )
 
 

@@ -1,7 +1,8 @@
 -- A node's scheduler limits as its engine logged them at its latest start (vLLM:
 -- max_num_seqs, max_num_batched_tokens, chunked_prefill, prefix_caching), with what decides
 -- the defaults of a limit not logged (device, data_parallel_size), the block sizes of more than
--- one KV cache group where logged (kv_cache_groups), and whether the operator's
+-- one KV cache group where logged (kv_cache_groups), whether an SGLang decode node kept a radix
+-- cache of its own (decode_radix_cache), and whether the operator's
 -- arguments were logged at all ('operator_args' = 'logged': a whole `non-default args` line was
 -- read, so a limit it does not name was left at vLLM's default). Facts not logged are absent.
 WITH latest AS (
@@ -11,7 +12,7 @@ WITH latest AS (
 SELECT fact, value
 FROM latest
 WHERE fact IN ('max_num_seqs', 'max_num_batched_tokens', 'chunked_prefill', 'prefix_caching',
-               'device', 'data_parallel_size', 'kv_cache_groups')
+               'device', 'data_parallel_size', 'kv_cache_groups', 'decode_radix_cache')
 UNION ALL
 SELECT 'operator_args', 'logged'
 WHERE EXISTS (

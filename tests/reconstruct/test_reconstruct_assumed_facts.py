@@ -28,6 +28,7 @@ from forensics.reconstruct.stage import (
     PAGED_CACHING,
     PAGED_CACHING_UNKNOWN,
     RESTARTED,
+    SGLANG_DECODE_RADIX,
     SGLANG_UNIFIED,
     _not_described,
     _page_size_assumed,
@@ -216,6 +217,20 @@ def test_a_node_of_a_hybrid_model_is_not_rebuilt(tmp_path: Path) -> None:
     assert query(db, "SELECT count(*) FROM reconstructed_nodes") == [(0,)]
 
 
+def _sglang_judged(db: Path, files: dict[str, str], role: str) -> tuple[dict[str, str], str]:
+    """Ingest a case of node vllm-0 into `db`; its engine facts and why it is not rebuilt as
+    an SGLang `role` node ('' where it is)."""
+    case = write_case(db.with_suffix(""), files)
+    assert cli(["ingest", str(case), "--db", str(db)]) == 0
+    con = open_database(db)
+    try:
+        aggregate.prepare(con)  # as reconstruct does first
+        facts = engine_facts(con, "vllm-0")
+        return facts, _not_described(con, "vllm-0", "sglang", role, "sglang", facts)
+    finally:
+        con.close()
+
+
 @pytest.mark.parametrize(
     ("role", "columns", "reason"),
     [
@@ -239,15 +254,8 @@ def test_an_sglang_node_is_rebuilt_only_as_a_disaggregated_one(
     )
     nodes = "node,role,engine,engine_version,page_size,pool_slots\n"
     nodes += f"vllm-0,{role},sglang,0.5.9,16,1280\n"
-    case = write_case(tmp_path / role, {"requests.csv": requests, "nodes.csv": nodes})
     db = tmp_path / f"{role}.duckdb"
-    assert cli(["ingest", str(case), "--db", str(db)]) == 0
-    con = open_database(db)
-    try:
-        aggregate.prepare(con)
-        got = _not_described(con, "vllm-0", "sglang", role, "sglang", {})
-    finally:
-        con.close()
+    _, got = _sglang_judged(db, {"requests.csv": requests, "nodes.csv": nodes}, role)
     assert got == reason
     if reason:
         assert cli(["reconstruct", "--db", str(db)]) in (0, 1)
@@ -256,3 +264,28 @@ def test_an_sglang_node_is_rebuilt_only_as_a_disaggregated_one(
         assert cli(["analyze", "--db", str(db)]) == 1
         over = "SELECT request_id FROM screening WHERE list_contains(reasons, 'over-pool')"
         assert ("req-1",) in query(db, over)
+
+
+SGL = "[2026-12-05 17:29:50] "
+SGL_ARGS = (
+    "server_args=ServerArgs(model_path='/m/tiny', page_size=16, context_length=1049, "
+    "disaggregation_mode='decode', disaggregation_decode_enable_radix_cache={on})"
+)
+SGL_POOL = "max_total_num_tokens=1440, max_prefill_tokens=16384, max_running_requests=64, "
+SGL_POOL += "context_len=1049"
+
+
+@pytest.mark.parametrize(("on", "reason"), [("True", SGLANG_DECODE_RADIX), ("False", "")])
+def test_an_sglang_decode_node_with_a_radix_cache_of_its_own_is_not_rebuilt(
+    tmp_path: Path, on: str, reason: str
+) -> None:
+    """SGLang can keep a radix cache on a disaggregated decode node
+    (--disaggregation-decode-enable-radix-cache; off unless turned on). Finished requests'
+    pages then stay in it until evicted, while the rebuild frees them when the request ends.
+    Its server_args line says which, and a node that kept one is not rebuilt."""
+    log = SGL + SGL_ARGS.format(on=on) + "\n" + SGL + SGL_POOL + "\n"
+    requests = REQUESTS.replace("node,cached_tokens", "decode_node,cached_tokens")
+    db = tmp_path / f"{on}.duckdb"
+    facts, got = _sglang_judged(db, {"requests.csv": requests, "logs/vllm-0.log": log}, "decode")
+    assert facts.get("decode_radix_cache") == on
+    assert got == reason
