@@ -87,11 +87,20 @@ class NodeTrace:
 
     def find_groups(self, skew_us: int) -> None:
         """Runs of operations each closer than skew_us to the previous one, with at least two
-        requests: the timestamps do not order them."""
+        requests: the timestamps do not order them. Decode-page operations sit at modelled
+        times (one per page a step reaches: with one-token pages, one per token), so they do
+        not chain logged operations: a logged operation further than skew_us from the previous
+        logged one starts a run of its own, whatever decode pages fall between."""
         self.groups = []
         start = 0
+        logged = self.ops[0][0] if self.ops else 0  # the last logged operation's time
         for k in range(1, len(self.ops) + 1):
-            if k == len(self.ops) or self.ops[k][0] - self.ops[k - 1][0] >= skew_us:
+            far = (
+                k < len(self.ops) and self.ops[k][1] != PAGE and self.ops[k][0] - logged >= skew_us
+            )
+            if k < len(self.ops) and self.ops[k][1] != PAGE:
+                logged = self.ops[k][0]
+            if k == len(self.ops) or far or self.ops[k][0] - self.ops[k - 1][0] >= skew_us:
                 if len({o[2] for o in self.ops[start:k]}) > 1:
                     self.groups.append((start, k))
                 start = k

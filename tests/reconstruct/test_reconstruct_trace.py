@@ -8,7 +8,7 @@ from support.traces import MS, req
 from forensics.engines.pools import PagePool
 from forensics.reconstruct.orders import shuffled
 from forensics.reconstruct.pagerun import PageRun, Reads
-from forensics.reconstruct.trace import NodeTrace, Req, runs
+from forensics.reconstruct.trace import ALLOC, PAGE, NodeTrace, Req, runs
 
 Op = tuple[int, int, int]
 
@@ -91,3 +91,22 @@ def test_full_pool_defers_the_allocation_to_the_next_free() -> None:
     run, reads = replay(trace, trace.ops, PagePool(80, 16))
     assert run.deferred == 1
     assert reads.tokens == {(1, 0): 43}
+
+
+def test_modelled_decode_pages_do_not_chain_logged_operations_into_one_group() -> None:
+    """Decode-page operations are placed at modelled times, one per page a step reaches: with
+    pages of one token, one per token. Taken like logged times, their chain joined operations
+    logged seconds apart into one group, whose sampled orders then swapped them (an independent
+    SGLang case with one-token pages: leaking accounts 142 listed for 108 true; 121 after). A
+    logged operation further than the skew from the previous logged one starts a group of its
+    own, whatever decode pages fall between; logged operations closer than it stay one group."""
+    long = req("a", "acct-0", 0, 10, 400, 1, 40)  # a page every 10 ms from 10 to 400 ms
+    trace = NodeTrace("decode-0", "decode", 1, 400, [long, req("b", "acct-1", 200, 210, 260, 1, 5)])
+    trace.find_groups(25 * MS)
+    in_groups = {k for a, b in trace.groups for k in range(a, b)}
+    kinds = {(trace.ops[k][1], trace.ops[k][2]): k for k in range(len(trace.ops))}
+    assert kinds[(ALLOC, 0)] not in in_groups  # a's arrival: before, chained to b's by pages
+    for a, b in trace.groups:  # each group: logged operations closer than the skew
+        times = [trace.ops[k][0] for k in range(a, b) if trace.ops[k][1] != PAGE]
+        assert all(y - x < 25 * MS for x, y in zip(times, times[1:], strict=False))
+    assert any(kinds[(ALLOC, 1)] in range(a, b) for a, b in trace.groups)  # b's own stretch
