@@ -95,12 +95,11 @@ class NodeTrace:
         start = 0
         logged = self.ops[0][0] if self.ops else 0  # the last logged operation's time
         for k in range(1, len(self.ops) + 1):
-            far = (
-                k < len(self.ops) and self.ops[k][1] != PAGE and self.ops[k][0] - logged >= skew_us
-            )
+            cut = k == len(self.ops) or self.ops[k][0] - self.ops[k - 1][0] >= skew_us
             if k < len(self.ops) and self.ops[k][1] != PAGE:
+                cut = cut or self.ops[k][0] - logged >= skew_us
                 logged = self.ops[k][0]
-            if k == len(self.ops) or far or self.ops[k][0] - self.ops[k - 1][0] >= skew_us:
+            if cut:
                 if len({o[2] for o in self.ops[start:k]}) > 1:
                     self.groups.append((start, k))
                 start = k
