@@ -8,6 +8,10 @@ screening alone and for screening plus reconstruction (`reconstruct`, then `anal
 
     PYTHONPATH=. python benchmarks/bench_independent.py [--requests 1500] [--accounts 1000]
         [--seeds 1 2 3] [--bursts 0.3] [--jitter-us 1000] [--skew-ms 25] [--orders 8]
+        [--page-size 16]
+
+--page-size is the tokens per page SGLang was started with (1 is its default: every decode
+token is an allocation of its own, and the rebuild follows each one).
 """
 
 from __future__ import annotations
@@ -35,7 +39,7 @@ GENERATOR = Path(__file__).resolve().parents[1] / "tests" / "support" / "sglang_
 
 def make_case(out: Path, seed: int, args: argparse.Namespace) -> None:
     cmd = [str(engines_python()), str(GENERATOR), str(out), "--seed", str(seed)]
-    for k in ("requests", "accounts", "bursts", "jitter_us"):
+    for k in ("requests", "accounts", "bursts", "jitter_us", "page_size"):
         cmd += [f"--{k.replace('_', '-')}", str(getattr(args, k))]
     subprocess.run(cmd, check=True)
 
@@ -100,6 +104,7 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
     ap.add_argument("--bursts", type=float, default=0.3)
     ap.add_argument("--jitter-us", type=int, default=1000)
+    ap.add_argument("--page-size", type=int, default=16)
     ap.add_argument("--skew-ms", type=float, default=ReconstructOptions().skew_ms)
     ap.add_argument("--orders", type=int, default=ReconstructOptions().orders)
     args = ap.parse_args()
@@ -110,7 +115,10 @@ def main() -> None:
                 for (side, unit), t in res.items():
                     for j, v in enumerate(t):
                         total[(method, side, unit)][j] += v
-    print(f"\n{args.requests} requests, {args.accounts} accounts, seeds {args.seeds}\n")
+    print(
+        f"\n{args.requests} requests, {args.accounts} accounts, seeds {args.seeds}, "
+        f"{args.page_size}-token pages\n"
+    )
     print("| method | side | unit | found | true | precision | recall |")
     print("|---|---|---|---:|---:|---:|---:|")
     for (method, side, unit), (hit, got, want) in total.items():

@@ -3,10 +3,13 @@ virtual environment (scripts/engines_venv.sh), never imported by the project's o
 
 Standard library plus the engine package only. One process serves any number of pools, each
 named by a small integer. Requests are text lines on stdin; only `A` and `V` answer, so frees
-can be sent ahead in one batch:
+can be sent ahead in one batch
+(`M` answers once for a stretch of allocations with no free between them):
 
     N pool kind n_pages page_size need_sort   create (or replace) a pool; kind: sglang | vllm
     A pool k                                  allocate k pages -> "p1 p2 ..." or "-" (too few)
+    M pool k1 k2 ...                          allocate k1 pages, then k2, ... in one request
+                                                 -> each answer as A gives it, joined by ","
     F pool p1 p2 ...                          free these pages (one call, in this order)
     C pool new                                copy pool (sglang, vllm) as pool new
     K pool                                    -> a digest of the pool's state: equal digests,
@@ -300,6 +303,10 @@ def versions() -> dict[str, str | None]:
     return out
 
 
+def _pages(got: list[int] | None) -> str:
+    return "-" if got is None else " ".join(map(str, got))
+
+
 def serve(inp: Any, out: Any) -> None:
     pools: dict[int, Any] = {}
     for line in inp:
@@ -311,7 +318,11 @@ def serve(inp: Any, out: Any) -> None:
             pools[int(parts[1])].free([int(p) for p in parts[2:]])
         elif op == "A":
             got = pools[int(parts[1])].alloc(int(parts[2]))
-            out.write(("-" if got is None else " ".join(map(str, got))) + "\n")
+            out.write(_pages(got) + "\n")
+            out.flush()
+        elif op == "M":
+            pool_ = pools[int(parts[1])]
+            out.write(",".join(_pages(pool_.alloc(int(k))) for k in parts[2:]) + "\n")
             out.flush()
         elif op == "N":
             pool, kind, n_pages, ps, need_sort, *config = parts[1:]

@@ -93,6 +93,13 @@ class EngineAllocators:
         reply = self._ask(f"A {pool} {k}\n")
         return None if reply == "-" else [int(p) for p in reply.split()]
 
+    def alloc_many(self, pool: int, ks: list[int]) -> list[list[int] | None]:
+        """alloc(pool, k) for each k in turn, in one exchange with the driver."""
+        if not ks:
+            return []
+        reply = self._ask(f"M {pool} {' '.join(map(str, ks))}\n")
+        return [None if a == "-" else [int(p) for p in a.split()] for a in reply.split(",")]
+
     def free(self, pool: int, pages: list[int]) -> None:
         """Give these pages back in one call, in this order (sent with the next request)."""
         if pages:

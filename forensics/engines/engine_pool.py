@@ -44,6 +44,26 @@ class EnginePagePool(PagePool):
         self.top -= k
         return pages
 
+    def alloc_many(self, ks: list[int]) -> list[np.ndarray | None]:
+        """alloc(k) for each k in turn, in one exchange with the driver: the allocations
+        that fit the free pages counted here are sent together (the driver makes them in
+        order), the rest answered as alloc answers them."""
+        fit, free = 0, self.top
+        while fit < len(ks) and ks[fit] <= free:
+            free -= ks[fit]
+            fit += 1
+        if fit < 2:
+            return [self.alloc(k) for k in ks]
+        out: list[np.ndarray | None] = []
+        for k, got in zip(ks[:fit], self.drv.alloc_many(self.pool, ks[:fit]), strict=True):
+            if got is None:
+                raise RuntimeError(f"engine allocator refused {k} pages with {self.top} free")
+            pages = np.asarray(got, dtype=np.int64)
+            self.refs[pages] += 1
+            self.top -= k
+            out.append(pages)
+        return out + [self.alloc(k) for k in ks[fit:]]
+
     def release(self, pages: np.ndarray) -> None:
         pages = np.asarray(pages, dtype=np.int64)
         np.subtract.at(self.refs, pages, 1)

@@ -46,6 +46,10 @@ class PagePool:
         self.top -= k
         return pages
 
+    def alloc_many(self, ks: list[int]) -> list[np.ndarray | None]:
+        """alloc(k) for each k in turn (a stretch of allocations with no free between)."""
+        return [self.alloc(k) for k in ks]
+
     def take(self, page: int) -> None:
         """Add a holder to a page that is already in use (the double-allocation bug)."""
         self.refs[page] += 1

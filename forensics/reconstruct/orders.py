@@ -68,9 +68,8 @@ def explore_orders(trace: NodeTrace, new_pool: Callable[[], PagePool], samples: 
     pos, stop = 0, len(trace.ops)
     try:
         for a, b in trace.groups:
-            for op in trace.ops[pos:a]:
-                for run in frontier:
-                    run.step(op)
+            for run in frontier:
+                run.steps(trace.ops[pos:a])
             res.steps += (a - pos) * len(frontier)
             part = trace.ops[a:b]
             before = fixed(part)
@@ -91,9 +90,8 @@ def explore_orders(trace: NodeTrace, new_pool: Callable[[], PagePool], samples: 
             for run in frontier[1:]:
                 run.close()
             frontier = frontier[:1]
-        for op in trace.ops[pos:]:
-            for run in frontier:
-                run.step(op)
+        for run in frontier:
+            run.steps(trace.ops[pos:])
     finally:
         for run in frontier:
             run.close()
@@ -112,8 +110,7 @@ def _sample(
     for k in range(1, samples):
         run = PageRun(trace, new_pool(), reads, events=False)
         try:
-            for op in shuffled(trace, k):
-                run.step(op)
+            run.steps(shuffled(trace, k))
         finally:
             run.close()
         res.orders += 1
@@ -149,8 +146,7 @@ def _branch(
     for run in frontier:
         for order in interleavings(part, before):
             copy = run.copy()
-            for op in order:
-                copy.step(op)
+            copy.steps(order)
             res.orders += 1
             res.steps += len(order) + 1 + copy.nbytes // COPY_BYTES_PER_STEP
             key = copy.key()

@@ -168,8 +168,7 @@ def _logged_order(trace: NodeTrace, pool: PagePool) -> tuple[PageRun, Reads]:
     """The run in the timestamps' order, its events kept."""
     reads = Reads()
     run = PageRun(trace, pool, reads, events=True)
-    for op in trace.ops:
-        run.step(op)
+    run.steps(trace.ops)
     run.close()
     return run, reads
 

@@ -11,6 +11,7 @@ every run of one exploration."""
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -121,6 +122,26 @@ class PageRun:
         else:
             self._free(t, i)
 
+    def steps(self, ops: Sequence[tuple[int, int, int]]) -> None:
+        """step() each operation in turn; a stretch of decode-page operations (one per token
+        with one-token pages) is one call to the pool, with no free between its allocations."""
+        j = 0
+        while j < len(ops):
+            k = j
+            while k < len(ops) and ops[k][1] == PAGE:
+                k += 1
+            if k == j:
+                self.step(ops[j])
+                j += 1
+                continue
+            growing = [(t, i) for t, _, i in ops[j:k] if i in self.held]
+            growing = growing[: self.pool.free_pages]  # one page each while any is free
+            for (t, i), extra in zip(
+                growing, self.pool.alloc_many([1] * len(growing)), strict=True
+            ):
+                self._add_pages(i, t, extra)
+            j = k
+
     def _need(self, i: int) -> int:
         r = self.trace.reqs[i]
         n = r.processed if self.trace.role == "prefill" else r.prompt
@@ -200,14 +221,18 @@ class PageRun:
 
     def _grow_pages(self, i: int, t: int, k: int) -> None:
         """k more pages for request i's decode steps (as many as are free), and their writes."""
-        r, pages, ps = self.trace.reqs[i], self.held[i], self.trace.page_size
         k = min(max(k, 0), self.pool.free_pages)
-        extra = self.pool.alloc(k) if k else None
-        if extra is not None:
-            self._emit(t, i, "alloc", extra, 0, k * ps, None, first=len(pages))
-            self.held[i] = np.concatenate((pages, extra))
-            end = min(r.prompt + max(r.n_out - 1, 0), len(self.held[i]) * ps)
-            self._emit(t, i, "write", self.held[i], max(r.prompt, len(pages) * ps), end, "decode")
+        self._add_pages(i, t, self.pool.alloc(k) if k else None)
+
+    def _add_pages(self, i: int, t: int, extra: np.ndarray | None) -> None:
+        """Pages allocated for request i's decode steps, held and written."""
+        if extra is None:
+            return
+        r, pages, ps = self.trace.reqs[i], self.held[i], self.trace.page_size
+        self._emit(t, i, "alloc", extra, 0, len(extra) * ps, None, first=len(pages))
+        self.held[i] = np.concatenate((pages, extra))
+        end = min(r.prompt + max(r.n_out - 1, 0), len(self.held[i]) * ps)
+        self._emit(t, i, "write", self.held[i], max(r.prompt, len(pages) * ps), end, "decode")
 
     def _free(self, t: int, i: int) -> None:
         if i in self.waiting:

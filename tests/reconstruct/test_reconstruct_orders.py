@@ -29,12 +29,13 @@ from forensics.reconstruct.headline import reconstruct_headline
 from forensics.reconstruct.orders import count_orders, explore_orders
 from forensics.reconstruct.pagerun import PageRun, Reads
 from forensics.reconstruct.stage import reconstruct
-from forensics.reconstruct.trace import NodeTrace, Req, fixed, interleavings
+from forensics.reconstruct.trace import PAGE, NodeTrace, Req, fixed, interleavings
 from forensics.simulate.run import simulate
 
 Op = tuple[int, int, int]
 Pair = tuple[int, int]
 PS, PAGES = 16, 12
+SLOTS = 64  # one-token pages: a pool smaller than the busiest moment of _case
 
 
 def _allowed(part: list[Op], perm: tuple[Op, ...]) -> bool:
@@ -192,6 +193,31 @@ def test_every_order_followed_finds_the_naive_pairs_on_the_engines_allocators(
             got = explore_orders(trace, pool, 8)
             assert not got.why
             assert set(got.reads.support) == want, seed
+
+
+@pytest.mark.parametrize("kind", ["sglang", pytest.param("vllm", marks=pytest.mark.slow)])
+def test_decode_pages_sent_as_one_stretch_run_as_one_operation_at_a_time(kind: str) -> None:
+    """PageRun.steps sends a stretch of decode-page allocations to the engine in one call;
+    the oracle is step() per operation on a pool of its own. One-token pages and a pool of
+    SLOTS slots: stretches run out of free pages midway, and stubs read."""
+    with EngineAllocators(engines_python()) as drv:
+        for seed in range(6):
+            base = _case(seed)
+            trace = NodeTrace("decode-0", "decode", 1, SLOTS, base.reqs)
+            pages = sum(kind == PAGE for _, kind, _ in trace.ops)
+            one, many = Reads(), Reads()
+            a = PageRun(trace, EnginePagePool(SLOTS, 1, drv, kind), one, events=True)
+            b = PageRun(trace, EnginePagePool(SLOTS, 1, drv, kind), many, events=True)
+            for op in trace.ops:
+                a.step(op)
+            b.steps(trace.ops)
+            assert pages > 100 and b.deferred > 0, seed  # long stretches, a pool that ran out
+            assert a.key() == b.key(), seed
+            assert (a.writer == b.writer).all() and (a.wpos == b.wpos).all(), seed
+            assert a.events == b.events and a.deferred == b.deferred, seed
+            assert one == many and one.reads, seed
+            a.close()
+            b.close()
 
 
 @pytest.mark.parametrize("kind", ["sglang", pytest.param("vllm", marks=pytest.mark.slow)])

@@ -2,7 +2,7 @@
 project's simulator and reconstruction: an independent generator of ledger-free cases.
 
     python tests/support/sglang_cases.py OUT_DIR [--requests 1500] [--accounts 1000] [--seed 1]
-        [--days 1] [--bursts 0.3]
+        [--days 1] [--bursts 0.3] [--jitter-us 1000] [--page-size 16]
 
 Runs in the engines' environment (scripts/engines_venv.sh): the standard library, torch and
 sglang only, nothing of the project. A disaggregated cluster of two prefill and two decode
@@ -39,7 +39,7 @@ from typing import Any
 import torch
 from sglang.srt.mem_cache.allocator import PagedTokenToKVPoolAllocator
 
-PAGE = 16
+PAGE = 16  # tokens per page, as SGLang is started with --page-size (its default is 1)
 PREFILL_POOL, DECODE_POOL, CONTEXT = 688, 1440, 1049
 START = dt.datetime(2026, 9, 1, tzinfo=dt.UTC)
 ARRIVE, FIRST, STEP, DONE = 0, 1, 2, 3
@@ -48,26 +48,26 @@ ARRIVE, FIRST, STEP, DONE = 0, 1, 2, 3
 class Decode:
     """One decode node: SGLang's allocator, the slots' last writers, a prealloc queue."""
 
-    def __init__(self, name: str):
-        self.name = name
+    def __init__(self, name: str, page: int):
+        self.name, self.ps = name, page
         self.alloc = PagedTokenToKVPoolAllocator(
-            DECODE_POOL, PAGE, torch.bfloat16, "cpu", None, True
+            DECODE_POOL, page, torch.bfloat16, "cpu", None, True
         )
         self.writer: dict[int, int] = {}
         self.pages: dict[int, list[int]] = {}
         self.queue: deque[int] = deque()
 
     def take(self, n_pages: int) -> list[int] | None:
-        got = self.alloc.alloc(n_pages * PAGE)
-        return None if got is None else (got[::PAGE] // PAGE).tolist()
+        got = self.alloc.alloc(n_pages * self.ps)
+        return None if got is None else (got[:: self.ps] // self.ps).tolist()
 
     def free(self, i: int) -> None:
         pages = self.pages.pop(i)
-        slots = (torch.tensor(pages)[:, None] * PAGE + torch.arange(PAGE)).reshape(-1)
+        slots = (torch.tensor(pages)[:, None] * self.ps + torch.arange(self.ps)).reshape(-1)
         self.alloc.free(slots)
 
     def slot(self, i: int, pos: int) -> int:
-        return self.pages[i][pos // PAGE] * PAGE + pos % PAGE
+        return self.pages[i][pos // self.ps] * self.ps + pos % self.ps
 
 
 def traffic(args: argparse.Namespace, rng: random.Random) -> list[dict[str, Any]]:
@@ -95,8 +95,8 @@ def traffic(args: argparse.Namespace, rng: random.Random) -> list[dict[str, Any]
     return reqs
 
 
-def run(reqs: list[dict[str, Any]], rng: random.Random) -> dict[str, Any]:
-    nodes = [Decode("decode-0"), Decode("decode-1")]
+def run(reqs: list[dict[str, Any]], rng: random.Random, page: int = PAGE) -> dict[str, Any]:
+    nodes = [Decode("decode-0", page), Decode("decode-1", page)]
     heap: list[tuple[int, int, int, int]] = [(r["t"], ARRIVE, i, 0) for i, r in enumerate(reqs)]
     heapq.heapify(heap)
     truth: dict[int, dict[int, int]] = {}
@@ -115,7 +115,7 @@ def run(reqs: list[dict[str, Any]], rng: random.Random) -> dict[str, Any]:
     def admit(node: Decode, t: int) -> None:
         while node.queue:
             i = node.queue[0]
-            got = node.take(-(-reqs[i]["prompt"] // PAGE))
+            got = node.take(-(-reqs[i]["prompt"] // node.ps))
             if got is None:
                 return
             node.queue.popleft()
@@ -142,7 +142,7 @@ def run(reqs: list[dict[str, Any]], rng: random.Random) -> dict[str, Any]:
                 node.free(i)
                 admit(node, t)
                 continue
-            if pos % PAGE == 0 and pos // PAGE >= len(node.pages[i]):
+            if pos % node.ps == 0 and pos // node.ps >= len(node.pages[i]):
                 extra = node.take(1)
                 if extra is None:  # out of pages: the output is cut here
                     r["out"] = k + 1
@@ -168,7 +168,9 @@ def iso(t_us: int, rng: random.Random, jitter: int) -> str:
     return t.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def write(out: Path, reqs: list[dict[str, Any]], truth: dict[str, Any], jitter: int) -> None:
+def write(
+    out: Path, reqs: list[dict[str, Any]], truth: dict[str, Any], jitter: int, page: int = PAGE
+) -> None:
     out.mkdir(parents=True, exist_ok=True)
     rng = random.Random(len(reqs))
     rid = [f"r{i:05d}" for i in range(len(reqs))]
@@ -197,9 +199,9 @@ def write(out: Path, reqs: list[dict[str, Any]], truth: dict[str, Any], jitter: 
     with open(out / "nodes.csv", "w", newline="") as fh:
         fh.write("node,role,engine,engine_version,page_size,pool_slots,context_len\n")
         for k in range(2):
-            fh.write(f"prefill-{k},prefill,sglang,0.5.9,{PAGE},{PREFILL_POOL},{CONTEXT}\n")
+            fh.write(f"prefill-{k},prefill,sglang,0.5.9,{page},{PREFILL_POOL},{CONTEXT}\n")
         for k in range(2):
-            fh.write(f"decode-{k},decode,sglang,0.5.9,{PAGE},{DECODE_POOL},{CONTEXT}\n")
+            fh.write(f"decode-{k},decode,sglang,0.5.9,{page},{DECODE_POOL},{CONTEXT}\n")
     accounts = sorted({r["account"] for r in reqs})
     with open(out / "accounts.csv", "w", newline="") as fh:
         fh.write("account_id,name\n" + "".join(f"{a},{a}\n" for a in accounts))
@@ -222,11 +224,12 @@ def main() -> None:
     ap.add_argument("--days", type=float, default=1.0)
     ap.add_argument("--bursts", type=float, default=0.3)
     ap.add_argument("--jitter-us", type=int, default=1_000)
+    ap.add_argument("--page-size", type=int, default=PAGE)
     args = ap.parse_args()
     rng = random.Random(args.seed)
     reqs = traffic(args, rng)
-    truth = run(reqs, rng)
-    write(args.out, reqs, truth, args.jitter_us)
+    truth = run(reqs, rng, args.page_size)
+    write(args.out, reqs, truth, args.jitter_us, args.page_size)
 
 
 if __name__ == "__main__":
