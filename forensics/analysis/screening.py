@@ -14,7 +14,9 @@ A request is a *possible receiver* when (queries/analysis/screening.sql):
   token). Defaults: ttft_factor 10, mad_k 4, min_prompt 256, min_normal 5. A request counts
   as looked at by this signal only where its stub would stand out: the 95th percentile of the
   node's short prompts' times less their computing (at least min_normal of them) is below its
-  flagging time;
+  flagging time. Where it would not, the request is flagged only if its time less its
+  computing is also below what the gateway's noise leaves those short prompts (their 1st
+  percentile less the spread from it to their median), else noise alone flags it;
 - cache-implausible: the response reports more prompt tokens served from the prefix cache
   (cached_tokens) than a cache can serve: all of the prompt, not whole pages, more than any
   earlier request on the node held, or all but the last token and more than any earlier

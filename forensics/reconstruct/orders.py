@@ -27,7 +27,7 @@ import numpy as np
 
 from forensics.engines.pools import PagePool
 from forensics.reconstruct.pagerun import PageRun, Reads, StateKey
-from forensics.reconstruct.trace import GROW, NodeTrace, Op, fixed, interleavings
+from forensics.reconstruct.trace import FREE, GROW, NodeTrace, Op, fixed, interleavings
 
 MOST_RUNS = 256  # distinct runs followed at once; more: the later reads are sampled
 MOST_BYTES = 2 << 30  # the slot state of the runs followed at once (a big pool: fewer runs)
@@ -105,12 +105,13 @@ def explore_orders(trace: NodeTrace, new_pool: Callable[[], PagePool], samples: 
 def _sample(
     res: Explored, trace: NodeTrace, new_pool: Callable[[], PagePool], samples: int
 ) -> None:
-    """The sampled stubs' reads over samples - 1 shuffled orders more."""
+    """The sampled stubs' reads over samples - 1 shuffled orders more, and the order that
+    frees first in every group."""
     reads = Reads()
-    for k in range(1, samples):
+    for order in [shuffled(trace, k) for k in range(1, samples)] + [frees_first(trace)]:
         run = PageRun(trace, new_pool(), reads, events=False)
         try:
-            run.steps(shuffled(trace, k))
+            run.steps(order)
         finally:
             run.close()
         res.orders += 1
@@ -121,10 +122,28 @@ def shuffled(trace: NodeTrace, k: int) -> list[Op]:
     """Sampled order k (k >= 1): every ambiguous group shuffled at random, each request's own
     operations kept in their order."""
     rng = np.random.default_rng([k, len(trace.ops)])
+    return _regrouped(trace, lambda part: rng.random(len(part)))
+
+
+def frees_first(trace: NodeTrace) -> list[Op]:
+    """Every ambiguous group with its frees first, as far as each request's own operations
+    allow: a stub whose first token was logged just before the frees that made room for its
+    pages reads them in this order (at random its line can stay waiting in every sample, and
+    its read is then not modelled at all)."""
+
+    def keys(part: list[Op]) -> np.ndarray:  # frees, then the rest, each in the logged order
+        return np.array([(op[1] != FREE) * len(part) + j for j, op in enumerate(part)], float)
+
+    return _regrouped(trace, keys)
+
+
+def _regrouped(trace: NodeTrace, keys_of: Callable[[list[Op]], np.ndarray]) -> list[Op]:
+    """trace.ops with every ambiguous group sorted by keys_of(group), each request's own
+    operations kept in their order (they take its keys in sorted order)."""
     ops = list(trace.ops)
     for a, b in trace.groups:
         part = ops[a:b]
-        keys = rng.random(len(part))
+        keys = keys_of(part)
         by_req: dict[int, list[int]] = {}
         for j, op in enumerate(part):
             by_req.setdefault(op[2], []).append(j)

@@ -120,23 +120,35 @@ WITH pool AS (
 ), stub_time AS (
     -- what a stub's time to first token may be on the node: its short prompts' times less
     -- what computing their prompt took at the node's rate (fixed costs, queueing, batching and
-    -- the gateway's noise remain), the 95th percentile
+    -- the gateway's noise remain), the 95th percentile; and how far below them noise alone
+    -- may take a time: the 1st percentile less the spread from it to the median again
     SELECT m.node, quantile_cont(r.ttft_ms - (r.computed_tokens - 1) / exp(m.med) * 1000.0,
-                                 0.95) AS floor_ms
+                                 0.95) AS floor_ms,
+           2 * quantile_cont(r.ttft_ms - (r.computed_tokens - 1) / exp(m.med) * 1000.0, 0.01)
+           - quantile_cont(r.ttft_ms - (r.computed_tokens - 1) / exp(m.med) * 1000.0, 0.5)
+               AS low_ms
     FROM r JOIN model m ON m.node = r.serving_prefill_node
     WHERE r.http_status = 200 AND r.ttft_ms IS NOT NULL AND r.computed_tokens < $min_prompt
       AND NOT coalesce(r.over_pool, false) AND NOT coalesce(r.cache_implausible, false)
     GROUP BY m.node HAVING count(*) >= $min_normal
-), judged AS (
+), timed AS (
     SELECT r.*, r.computed_tokens / exp(m.med) * 1000.0 AS expected_ttft_ms,
-           m.n >= $min_normal AND r.computed_tokens >= $min_prompt
-           AND r.ttft_ms < r.computed_tokens / exp(m.med) * 1000.0 / m.factor AS fast_ttft,
-           coalesce(m.n >= $min_normal, false) AND r.computed_tokens >= $min_prompt
-           AND r.ttft_ms IS NOT NULL
-           AND coalesce(r.computed_tokens / exp(m.med) * 1000.0 / m.factor > f.floor_ms, true)
-               AS ttft_judged
+           coalesce(m.n >= $min_normal, false) AND r.computed_tokens >= $min_prompt AS modelled,
+           r.ttft_ms < r.computed_tokens / exp(m.med) * 1000.0 / m.factor AS fast,
+           coalesce(r.computed_tokens / exp(m.med) * 1000.0 / m.factor > f.floor_ms, true)
+               AS stands_out,
+           r.ttft_ms - (r.computed_tokens - 1) / exp(m.med) * 1000.0 < f.low_ms AS below_noise
     FROM r LEFT JOIN model m ON m.node = r.serving_prefill_node
     LEFT JOIN stub_time f ON f.node = r.serving_prefill_node
+), judged AS (
+    -- fast-ttft: faster than its prompt allows; where the node's times are too noisy for a
+    -- stub to stand out, only if faster than the noise leaves any of its short prompts too
+    -- (else the gateway's noise alone flags it; such requests are counted as not looked at)
+    SELECT t.* EXCLUDE (modelled, fast, stands_out, below_noise),
+           t.modelled AND t.fast AND (t.stands_out OR coalesce(t.below_noise, false))
+               AS fast_ttft,
+           t.modelled AND t.ttft_ms IS NOT NULL AND t.stands_out AS ttft_judged
+    FROM timed t
 ), evidence AS (
     SELECT e.request_id,
            list(DISTINCT CASE WHEN e.kind IN ('exceeds-max-tokens', 'input-too-long')

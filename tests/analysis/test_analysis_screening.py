@@ -492,3 +492,31 @@ def test_a_time_model_too_noisy_to_tell_a_stub_apart_is_not_counted_as_looking(
         assert "their times would not tell a stub apart" in summary["headline"]
         note = summary["evidence_notes"]["d1"]
         assert "would their times to first token tell a stub apart" in note
+
+
+def test_noise_alone_does_not_flag_a_prompt_whose_stub_would_not_stand_out() -> None:
+    """Under noise of ±28 ms on the gateway's times some short prompts' first tokens are
+    logged before they arrived. An ordinary 300-token prompt logged 1 ms after it arrived is
+    below a tenth of its 30 ms, but no further below its computing than the noise takes the
+    short prompts: not flagged (noise alone; before, it was, and the rebuild modelled it as a
+    stub whose reads listed leakers), and counted as not looked at. A stub of a 1,000-token
+    prompt at 1 ms is 99 ms below its computing, far past the noise: flagged."""
+    con = new_case()
+    insert(con, "nodes", [{"node": "p1", "role": "prefill"}])
+    rows = [
+        _request(f"N{i:02d}", "acct-1", 100 + i, 1000, 0.1 * (1 + 0.05 * (i % 3)))
+        for i in range(20)
+    ]
+    noise_ms = [-28, -20, -12, -4, 4, 12, 20, 28]
+    rows += [
+        _request(f"Q{i}", "acct-2", 200 + i, 100, 0.01 + e / 1000) for i, e in enumerate(noise_ms)
+    ]
+    rows += [_request("F", "acct-3", 300, 300, 0.001), _request("S1", "acct-9", 310, 1000, 0.001)]
+    insert(con, "requests", rows)
+    analyze(con)
+    got = {
+        r[0]: (r[1], r[2])
+        for r in con.execute("SELECT request_id, reasons, signals FROM screening").fetchall()
+    }
+    assert {rid for rid, (reasons, _) in got.items() if "fast-ttft" in reasons} == {"S1"}
+    assert "fast-ttft" not in got["F"][1]  # said: a stub of it could not be looked for

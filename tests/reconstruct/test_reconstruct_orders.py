@@ -195,6 +195,31 @@ def test_every_order_followed_finds_the_naive_pairs_on_the_engines_allocators(
             assert set(got.reads.support) == want, seed
 
 
+def test_a_stub_logged_just_before_the_free_that_made_room_is_read_in_the_sample(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The stub's first token is logged 2 ms before the free that gave it its pages (within
+    the skew). Past the limit only a sample of orders is run: the logged order leaves the stub
+    waiting at its first token (its read not modelled), and the order that frees first in
+    every group reads it, with the freeing request as its leaker, even with no shuffle."""
+    monkeypatch.setattr(orders, "MOST_INTERLEAVINGS", 1)
+    reqs = [
+        req("a", "acct-0", 0, 5, 100, 64, 1),  # holds all four pages
+        req("s", "acct-1", 50, 98, 150, 64, 1, True),
+    ]
+    trace = NodeTrace("decode-0", "decode", PS, 5 * PS, reqs)
+    trace.find_groups(5 * MS)
+    head = _run(trace, trace.ops, PagePool(5 * PS, PS))
+    assert 1 in head.unread  # the logged order: still waiting at its first token
+    got = explore_orders(trace, lambda: PagePool(5 * PS, PS), 1)
+    assert got.sampled == {1}
+    assert set(got.reads.support) == {(1, 0)}
+    first = orders.frees_first(trace)
+    assert sorted(first) == sorted(trace.ops)
+    for i in range(len(reqs)):  # each request's own operations in their order
+        assert [op for op in first if op[2] == i] == [op for op in trace.ops if op[2] == i]
+
+
 @pytest.mark.parametrize("kind", ["sglang", pytest.param("vllm", marks=pytest.mark.slow)])
 def test_decode_pages_sent_as_one_stretch_run_as_one_operation_at_a_time(kind: str) -> None:
     """PageRun.steps sends a stretch of decode-page allocations to the engine in one call;
