@@ -76,6 +76,12 @@ def explore(
         if res.cut:  # a sample of the runs on the clock: the engine's may be another
             why = f"more than {TIMED_RUNS} runs on the clock per stub sharing; none is kept"
             res = UnifiedResult(res.runs, why=f"{why}, so nothing is cleared", cut=True)
+    if not unstepped and not res.cut and not _merged(res, node, drv, shared):
+        res = UnifiedResult(
+            res.runs,
+            why=f"more than {SCHEDULES} decode-block schedules fit "
+            "the log with its doubtful steps merged, so nothing is cleared",
+        )
     if not res.kept and (unstepped or node.jitter_us is not None):
         _jittered(res, node, drv, shared, progress)
     elif res.kept and node.jitter_us is not None:  # the stated bound left the steps marked
@@ -85,6 +91,36 @@ def explore(
         )
     res.consistent = res.kept > 0
     return res
+
+
+def _merged(
+    res: UnifiedResult, node: UnifiedNode, drv: EngineAllocators, shared: tuple[bool, ...]
+) -> bool:
+    """The runs of the node with its doubtful logged steps (steps.doubtful) taken as one,
+    every set of them, kept beside the others: where an output logged apart from its step
+    reads as a step of its own, the engine's run is among these. False where a set gives more
+    schedules than are run."""
+    variants = node.merged_variants()
+    for alt in variants:
+        if alt.unstepped() or alt.unplaced():
+            continue  # no count of steps fits with these merged
+        schedules = alt.schedules(SCHEDULES)
+        if len(schedules) > SCHEDULES:
+            return False
+        res.ambiguous += len(schedules)
+        _keep(res, (alt.run(drv, gaps, s, res.kept == 0) for gaps in schedules for s in shared))
+    if variants:
+        res.note = "; ".join(
+            n
+            for n in (
+                res.note,
+                f"{len(node.doubtful)} logged prefill step(s) closer to the one before than a "
+                "third of a token's time, each also run as the step before's outputs logged apart "
+                f"({len(variants)} more step layouts)",
+            )
+            if n
+        )
+    return True
 
 
 def _jittered(

@@ -8,6 +8,8 @@ tokens, so the steps the log does not show are counted into the gaps between log
 
 from __future__ import annotations
 
+import bisect
+
 import numpy as np
 
 from forensics.reconstruct.trace import Req
@@ -68,6 +70,45 @@ def steps(reqs: list[Req], merge_us: int) -> list[int]:
     for t in times:
         if not out or t - out[-1] >= merge_us:
             out.append(t)
+    return out
+
+
+PREFILL_TOKENS = 64  # a prefill this long takes more than a decode step (doubtful)
+
+
+def doubtful(reqs: list[Req], clusters: list[int]) -> list[int]:
+    """The boundaries between logged steps k and k + 1 (k listed) that may be one step's
+    outputs logged apart: step k + 1 logs the first token of a request that computed
+    PREFILL_TOKENS or more of its prompt, so it would have prefilled them, yet it came sooner
+    after step k than a third of the shortest time per output token of the requests decoding
+    across the boundary. A process held up while it logs one step's outputs (a loaded
+    machine) puts the rest milliseconds after the others, and they then read as a step of
+    their own: seen on a real vLLM, a 187-token prefill 1.4 ms after the step before, where
+    the requests took 5.7 ms per token and every other prefill step of the log 6 ms or more;
+    the rebuild prefilled the request a step late and cleared the stub's true leakers. A
+    short step that prefilled less (a stub computes one token, a prefix-cache hit few) is
+    taken as it is: decode steps are that short."""
+    times = sorted({t for r in reqs for t in (r.first_token_us, r.completed_us) if t is not None})
+    firsts = sorted(
+        r.first_token_us
+        for r in reqs
+        if r.first_token_us is not None and r.prompt - (r.cached_tokens or 0) >= PREFILL_TOKENS
+    )
+    per_token = decoding(reqs)
+    longest = max((s for *_, s in per_token), default=0)
+    out = []
+    for k in range(len(clusters) - 1):
+        end = times[bisect.bisect_left(times, clusters[k + 1]) - 1]
+        gap = clusters[k + 1] - end
+        if 3 * gap >= longest:
+            continue
+        after = clusters[k + 2] if k + 2 < len(clusters) else times[-1] + 1
+        j = bisect.bisect_left(firsts, clusters[k + 1])
+        if j == len(firsts) or firsts[j] >= after:
+            continue  # no prefill of PREFILL_TOKENS or more in step k + 1
+        across = [s for a, b, s in per_token if a <= end and b >= clusters[k + 1]]
+        if across and 3 * gap < min(across):
+            out.append(k)
     return out
 
 

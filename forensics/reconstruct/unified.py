@@ -41,11 +41,14 @@ marked inconsistent and clears nothing)."""
 
 from __future__ import annotations
 
+from itertools import combinations
+
 import numpy as np
 
 from forensics.engines.client import EngineAllocators
 from forensics.reconstruct.runstate import Limits, RunState, UnifiedRun, logged_at
 from forensics.reconstruct.steps import (
+    doubtful,
     index_of,
     merge_gap,
     resolution,
@@ -61,6 +64,7 @@ BLOCK, ARRIVE, FINISH = 0, 1, 2  # what reaches the scheduler in a step, in its 
 STEP_LAYOUTS = 20_000  # the most placements of unlogged steps enumerated
 MAX_STEPS = 5_000  # logged steps of a node explored; more: none kept
 SCHEDULES = 128  # the most distinct decode-block schedules they give, run; more: none kept
+MOST_DOUBTFUL = 6  # logged steps that may be one step's outputs, each both ways; more: none
 
 
 def prompt_tokens(acct: int, i: int, prompt: int, shared_blocks: int, ps: int) -> list[int]:
@@ -84,8 +88,10 @@ class UnifiedNode:
         merge_us: int,
         limits: Limits | None = None,
         jitter_us: int | None = None,
+        merged: frozenset[int] = frozenset(),
     ):
         self.node, self.reqs, self.ps, self.n_blocks = node, reqs, ps, n_blocks
+        self.merge_us = merge_us
         self.limits = limits or Limits()
         # the most one step's outputs can be logged apart, as stated (--delivery-jitter-ms);
         # None: not known, and only what the logged times show is taken as the steps
@@ -93,6 +99,11 @@ class UnifiedNode:
         gap = merge_gap(reqs, merge_us)
         self.clusters = steps(reqs, gap)
         self.marked = jitter_us < gap if jitter_us is not None else shows_steps(reqs, gap)
+        # logged steps that may be one step's outputs logged apart (steps.doubtful); this
+        # node's runs take the boundaries in `merged` as one step
+        self.doubtful = doubtful(reqs, self.clusters) if self.marked else []
+        self.merged = merged
+        self.clusters = [c for k, c in enumerate(self.clusters) if k - 1 not in merged]
         accounts = sorted({r.account_id for r in reqs})
         self.acct = [accounts.index(r.account_id) for r in reqs]
         self.longest: dict[int, int] = {}  # account -> longest logged hit, in blocks
@@ -143,6 +154,27 @@ class UnifiedNode:
                 out.append(gaps)
         return out
 
+    def merged_variants(self) -> list[UnifiedNode]:
+        """The node with each nonempty set of its doubtful boundaries taken as one step: the
+        runs of every one that fits the log are kept beside this one's (none, past
+        MOST_DOUBTFUL boundaries: unstepped says so)."""
+        if self.merged or len(self.doubtful) > MOST_DOUBTFUL:
+            return []
+        return [
+            UnifiedNode(
+                self.node,
+                self.reqs,
+                self.ps,
+                self.n_blocks,
+                self.merge_us,
+                self.limits,
+                self.jitter_us,
+                frozenset(ks),
+            )
+            for n in range(1, len(self.doubtful) + 1)
+            for ks in combinations(self.doubtful, n)
+        ]
+
     def missing(self) -> str:
         """Why the log cannot be checked against the engine's scheduler at all, or ''."""
         for r in self.reqs:
@@ -175,6 +207,13 @@ class UnifiedNode:
             )
         if len(self.clusters) > MAX_STEPS:
             return f"{len(self.clusters)} logged steps, more than {MAX_STEPS} are not explored"
+        if len(self.doubtful) > MOST_DOUBTFUL:
+            return (
+                f"{len(self.doubtful)} logged prefill steps closer to the one before than a "
+                "third of a token's time, each maybe one step's outputs logged apart (a loaded "
+                "machine); "
+                f"more than {MOST_DOUBTFUL} are not explored"
+            )
         if self.spans is None:
             return (  # the log cannot tell a preemption from one step's outputs spread apart
                 "a request spans more logged steps than it has output tokens (a preemption, or "
