@@ -1,5 +1,6 @@
 """Which runs of a vLLM unified node's engine scheduler (unified.py) fit its log, and what
-their stubs read: the placements of the unlogged steps first, then runs on the clock, then
+their stubs read: the placements of the unlogged steps first, then runs on the clock, and the
+placements with the log's doubtful steps taken as the step before's (steps.doubtful), then
 first-token steps the times allow with delivery jitter (jitter.py); only consistent runs are
 kept, and their exposures are the node's."""
 

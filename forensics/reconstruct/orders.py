@@ -13,10 +13,10 @@ pool so big that their slot state would pass MOST_BYTES), a group's orders withi
 MOST_INTERLEAVINGS and the work within MOST_WORK whole runs' worth of operations. On a busy
 node they do not for long: runs that hand two requests each other's pages stay apart while
 both hold them, and such swaps multiply. From the group where the limit is hit, the stubs read
-later are `sampled`: their exposures are those of the logged order and of `samples - 1` orders
-that shuffle every group at random (`shuffled`), a union over a sample that can miss the order
-the engine took; the node's note and each such
-request say so."""
+later are `sampled`: their exposures are those of the logged order, of `samples - 1` orders
+that shuffle every group at random (`shuffled`) and of the order that takes every group's frees
+first (`frees_first`), a union over a sample that can miss the order the engine took; the
+node's note and each such request say so."""
 
 from __future__ import annotations
 

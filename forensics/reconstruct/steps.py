@@ -14,6 +14,8 @@ import numpy as np
 
 from forensics.reconstruct.trace import Req
 
+PREFILL_TOKENS = 64  # a prefill this long takes more than a decode step (doubtful)
+
 
 def decoding(reqs: list[Req]) -> list[tuple[int, int, int]]:
     """Per request with two output tokens or more: (first token, completion, the logged time
@@ -71,9 +73,6 @@ def steps(reqs: list[Req], merge_us: int) -> list[int]:
         if not out or t - out[-1] >= merge_us:
             out.append(t)
     return out
-
-
-PREFILL_TOKENS = 64  # a prefill this long takes more than a decode step (doubtful)
 
 
 def doubtful(reqs: list[Req], clusters: list[int]) -> list[int]:
