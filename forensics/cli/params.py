@@ -244,7 +244,8 @@ Orders = Annotated[
         "--orders",
         callback=checked("--orders"),
         help="Where a node's runs over every order the timestamps leave open grow past its "
-        "limit, the orders sampled for the reads after that point (the logged one and shuffles).",
+        "limit, the orders sampled for the reads after that point (the logged one and shuffles; "
+        "the order that takes each group's frees first is run besides).",
     ),
 ]
 SkewMs = Annotated[

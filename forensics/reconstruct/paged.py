@@ -195,8 +195,8 @@ def _stopped(combo: Combo, ex: Explored, trace: NodeTrace) -> str:
     first = f" (the first: {_earliest(trace, ex.sampled)})" if ex.sampled else ""
     return (
         f"{_variant_name(combo)}: every order followed only up to {ex.why}; the "
-        f"{len(ex.sampled)} stub read(s) after it{first} over the logged order and "
-        "--orders - 1 shuffled ones, a sample"
+        f"{len(ex.sampled)} stub read(s) after it{first} over the logged order, "
+        "--orders - 1 shuffled ones and the one that frees first, a sample"
     )
 
 

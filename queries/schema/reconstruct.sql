@@ -49,8 +49,9 @@ CREATE TABLE IF NOT EXISTS reconstructed_requests (
                                          -- (screening's pairs stand)
     sampled    BOOLEAN                   -- its first read came after the point where not
                                          -- every order the timestamps leave open could be
-                                         -- followed: its exposures are over the logged order
-                                         -- and --orders - 1 shuffled ones, a sample
+                                         -- followed: its exposures are over the logged order,
+                                         -- --orders - 1 shuffled ones and the one that takes
+                                         -- every group's frees first, a sample
 );
 
 -- Nodes without a ledger that reconstruction could not rebuild, with the reason and the fix.
