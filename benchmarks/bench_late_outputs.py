@@ -31,6 +31,7 @@ from pathlib import Path
 
 import duckdb
 
+from forensics.casedb.sql import sql
 from forensics.cli import run as cli
 
 COLUMNS = ("first_token_at", "completed_at")
@@ -48,7 +49,7 @@ def _iso(us: int) -> str:
 def _affected(db: Path) -> set[tuple[str, str, str]]:
     con = duckdb.connect(str(db), read_only=True)
     try:
-        rows = con.execute("SELECT side, request_id, account_id FROM affected_requests").fetchall()
+        rows = con.execute(sql("bench/found_pairs")).fetchall()
     finally:
         con.close()
     return {(s, r, a) for s, r, a in rows}
@@ -97,9 +98,7 @@ def rebuilt(case: Path, db: Path) -> tuple[set[tuple[str, str, str]], bool]:
             cli([*args, "--db", str(db)])
     con = duckdb.connect(str(db), read_only=True)
     try:
-        kept = bool(
-            con.execute("SELECT bool_and(consistent) FROM reconstructed_nodes").fetchall()[0][0]
-        )
+        kept = bool(con.execute(sql("bench/nodes_consistent")).fetchall()[0][0])
     finally:
         con.close()
     return _affected(db), kept

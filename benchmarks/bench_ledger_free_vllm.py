@@ -79,6 +79,7 @@ from pathlib import Path
 import duckdb
 
 from forensics.analysis.stage import analyze
+from forensics.casedb.sql import sql
 from forensics.db import connect
 from forensics.engines.client import engines_python
 from forensics.ingest.load import ingest_case
@@ -139,7 +140,7 @@ def serve(  # noqa: PLR0913
 
 def listed(db: Path) -> dict[tuple[str, str], set[str]]:
     with duckdb.connect(str(db), read_only=True) as con:
-        rows = con.execute("SELECT side, request_id, account_id FROM affected_requests").fetchall()
+        rows = con.execute(sql("bench/found_pairs")).fetchall()
     out: dict[tuple[str, str], set[str]] = {(s, u): set() for s in SIDES for u in UNITS}
     for side, request, account in rows:
         out[(side, "requests")].add(request)

@@ -36,7 +36,10 @@ class EnginePagePool(PagePool):
             if self.probe:  # the call reaches the allocator: SGLang's merges its staged frees
                 self.drv.alloc(self.pool, k)
             return None
-        got = self.drv.alloc(self.pool, k)
+        return self._taken(k, self.drv.alloc(self.pool, k))
+
+    def _taken(self, k: int, got: list[int] | None) -> np.ndarray:
+        """The driver's answer to an allocation of k pages that fit: held and counted."""
         if got is None:
             raise RuntimeError(f"engine allocator refused {k} pages with {self.top} free")
         pages = np.asarray(got, dtype=np.int64)
@@ -54,14 +57,10 @@ class EnginePagePool(PagePool):
             fit += 1
         if fit < 2:
             return [self.alloc(k) for k in ks]
-        out: list[np.ndarray | None] = []
-        for k, got in zip(ks[:fit], self.drv.alloc_many(self.pool, ks[:fit]), strict=True):
-            if got is None:
-                raise RuntimeError(f"engine allocator refused {k} pages with {self.top} free")
-            pages = np.asarray(got, dtype=np.int64)
-            self.refs[pages] += 1
-            self.top -= k
-            out.append(pages)
+        answers = self.drv.alloc_many(self.pool, ks[:fit])
+        out: list[np.ndarray | None] = [
+            self._taken(k, got) for k, got in zip(ks[:fit], answers, strict=True)
+        ]
         return out + [self.alloc(k) for k in ks[fit:]]
 
     def release(self, pages: np.ndarray) -> None:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from itertools import chain
 
 import numpy as np
 
@@ -108,7 +109,8 @@ def _sample(
     """The sampled stubs' reads over samples - 1 shuffled orders more, and the order that
     frees first in every group."""
     reads = Reads()
-    for order in [shuffled(trace, k) for k in range(1, samples)] + [frees_first(trace)]:
+    orders = chain((shuffled(trace, k) for k in range(1, samples)), (frees_first(trace),))
+    for order in orders:
         run = PageRun(trace, new_pool(), reads, events=False)
         try:
             run.steps(order)

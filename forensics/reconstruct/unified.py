@@ -101,7 +101,7 @@ class UnifiedNode:
         self.marked = jitter_us < gap if jitter_us is not None else shows_steps(reqs, gap)
         # logged steps that may be one step's outputs logged apart (steps.doubtful); this
         # node's runs take the boundaries in `merged` as one step
-        self.doubtful = doubtful(reqs, self.clusters) if self.marked else []
+        self.doubtful = doubtful(reqs, self.clusters) if self.marked and not merged else []
         self.merged = merged
         self.clusters = [c for k, c in enumerate(self.clusters) if k - 1 not in merged]
         accounts = sorted({r.account_id for r in reqs})

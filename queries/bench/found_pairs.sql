@@ -1,2 +1,3 @@
--- bench_reconstruct: every affected request per side, as the analysis lists it.
+-- bench_reconstruct, bench_ledger_free_vllm, bench_late_outputs: every affected request per
+-- side, as the analysis lists it.
 SELECT side, request_id, account_id FROM affected_requests;
