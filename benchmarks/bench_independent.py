@@ -8,10 +8,13 @@ screening alone and for screening plus reconstruction (`reconstruct`, then `anal
 
     PYTHONPATH=. python benchmarks/bench_independent.py [--requests 1500] [--accounts 1000]
         [--seeds 1 2 3] [--bursts 0.3] [--jitter-us 1000] [--skew-ms 25] [--orders 8]
-        [--page-size 16]
+        [--page-size 16] [--allocator paged|token] [--need-sort 1|0]
+        [--sglang-free-list any|staged|front|back]
 
 --page-size is the tokens per page SGLang was started with (1 is its default: every decode
-token is an allocation of its own, and the rebuild follows each one).
+token is an allocation of its own, and the rebuild follows each one). --allocator and
+--need-sort build the generator's allocator as SGLang builds it elsewhere (the generator's
+docstring); --sglang-free-list is what reconstruction is told of it (any: every way).
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from benchmarks.bench_reconstruct import SIDES, _ingested, found, print_case, sc
 from forensics.analysis.stage import analyze
 from forensics.casedb.sql import sql
 from forensics.engines.client import engines_python
-from forensics.options import ReconstructOptions
+from forensics.options import FreeList, ReconstructOptions
 from forensics.reconstruct.stage import reconstruct
 
 GENERATOR = Path(__file__).resolve().parents[1] / "tests" / "support" / "sglang_cases.py"
@@ -39,7 +42,16 @@ GENERATOR = Path(__file__).resolve().parents[1] / "tests" / "support" / "sglang_
 
 def make_case(out: Path, seed: int, args: argparse.Namespace) -> None:
     cmd = [str(engines_python()), str(GENERATOR), str(out), "--seed", str(seed)]
-    for k in ("requests", "accounts", "bursts", "jitter_us", "page_size"):
+    for k in (
+        "requests",
+        "accounts",
+        "bursts",
+        "jitter_us",
+        "page_size",
+        "allocator",
+        "need_sort",
+        "reserved_decode_tokens",
+    ):
         cmd += [f"--{k.replace('_', '-')}", str(getattr(args, k))]
     subprocess.run(cmd, check=True)
 
@@ -82,7 +94,12 @@ def run_case(work: Path, seed: int, args: argparse.Namespace) -> dict[str, dict]
     analyze(con)
     results = {"screening": {k: score(v, want[k]) for k, v in found(con).items()}}
     started = time.perf_counter()
-    options = ReconstructOptions(skew_ms=args.skew_ms, orders=args.orders, replay_budget=0)
+    options = ReconstructOptions(
+        skew_ms=args.skew_ms,
+        orders=args.orders,
+        replay_budget=0,
+        free_list=args.sglang_free_list,
+    )
     reconstruct(con, options)
     seconds = time.perf_counter() - started
     sampled, stubs = con.execute(sql("bench/sampled_stubs")).fetchall()[0]
@@ -105,6 +122,15 @@ def main() -> None:
     ap.add_argument("--bursts", type=float, default=0.3)
     ap.add_argument("--jitter-us", type=int, default=1000)
     ap.add_argument("--page-size", type=int, default=16)
+    ap.add_argument("--allocator", choices=["paged", "token"], default="paged")
+    ap.add_argument("--need-sort", type=int, choices=[0, 1], default=1)
+    ap.add_argument("--reserved-decode-tokens", type=int, default=0)
+    ap.add_argument(
+        "--sglang-free-list",
+        choices=[f.value for f in FreeList],
+        default=FreeList.ANY.value,
+        help="the way reconstruction takes the allocator to put freed pages back",
+    )
     ap.add_argument("--skew-ms", type=float, default=ReconstructOptions().skew_ms)
     ap.add_argument("--orders", type=int, default=ReconstructOptions().orders)
     args = ap.parse_args()
@@ -117,7 +143,9 @@ def main() -> None:
                         total[(method, side, unit)][j] += v
     print(
         f"\n{args.requests} requests, {args.accounts} accounts, seeds {args.seeds}, "
-        f"{args.page_size}-token pages\n"
+        f"{args.page_size}-token pages, the generator's allocator {args.allocator} "
+        f"(need_sort {args.need_sort}), reconstruction told --sglang-free-list "
+        f"{args.sglang_free_list}\n"
     )
     print("| method | side | unit | found | true | precision | recall |")
     print("|---|---|---|---:|---:|---:|---:|")

@@ -38,6 +38,16 @@ class Allocator(StrEnum):
     VLLM = "vllm"
 
 
+class FreeList(StrEnum):
+    """Where an SGLang node's allocator puts freed pages back: every way it has been built
+    (any), or the one stated."""
+
+    ANY = "any"
+    STAGED = "staged"  # staged, merged back sorted when the free list runs short (need_sort)
+    FRONT = "front"  # at the front: the most recently freed handed out first
+    BACK = "back"  # at the end (page size 1): the least recently freed handed out first
+
+
 class SimAllocator(StrEnum):
     """The page pool of the simulator: its own LIFO pool, or an engine's real allocator."""
 
@@ -210,6 +220,7 @@ class ReconstructOptions:
     """`kvforensics reconstruct`: how ledger-less nodes' page traces are rebuilt."""
 
     allocator: Allocator = Allocator.AUTO
+    free_list: FreeList = FreeList.ANY  # SGLang nodes: how freed pages go back
     orders: int = 8  # orders sampled for reads past the limit of every order followed
     # operations closer than this are not ordered by their timestamps: 25 ms, since 5 ms let a
     # gateway with 20 ms of noise clear a true leaker (docs/guides/without-a-ledger.md)
@@ -223,6 +234,8 @@ class ReconstructOptions:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "allocator", _enum(Allocator, self.allocator, "--allocator"))
+        free_list = _enum(FreeList, self.free_list, "--sglang-free-list")
+        object.__setattr__(self, "free_list", free_list)
         if self.delivery_jitter_ms is not None:
             check_number("--delivery-jitter-ms", self.delivery_jitter_ms)
         device = _enum(Device, self.replay_device, "--replay-device")
@@ -313,6 +326,7 @@ class InvestigateOptions:
     replay_device: Device = Device.AUTO
     served_model: str | None = None
     delivery_jitter_ms: float | None = None  # as ReconstructOptions
+    free_list: FreeList = FreeList.ANY  # as ReconstructOptions
     rules: Path | None = None  # notification rules replacing or adding to the shipped ones
     follow_links: bool = False
     ray: str | None = None  # Ray cluster address, or "local"; None: the local engine
@@ -341,6 +355,8 @@ class InvestigateOptions:
         object.__setattr__(self, "templates", templates)
         if self.delivery_jitter_ms is not None:
             check_number("--delivery-jitter-ms", self.delivery_jitter_ms)
+        free_list = _enum(FreeList, self.free_list, "--sglang-free-list")
+        object.__setattr__(self, "free_list", free_list)
 
     def parameters(self) -> dict[str, Any]:
         """What the manifest and the report record (the rules file with its SHA-256, so the
@@ -361,6 +377,7 @@ class InvestigateOptions:
             "templates": str(self.templates) if self.templates else None,
             "ledger_load": True if self.ledger_load else None,
             "delivery_jitter_ms": self.delivery_jitter_ms,
+            "sglang_free_list": None if self.free_list is FreeList.ANY else self.free_list.value,
         }
         scope = self.scope()
         out = {**out, **{k: v for k, v in extra.items() if v is not None}}
@@ -377,4 +394,5 @@ class InvestigateOptions:
             replay_model=self.replay_model,
             replay_device=self.replay_device,
             delivery_jitter_ms=self.delivery_jitter_ms,
+            free_list=self.free_list,
         )

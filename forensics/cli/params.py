@@ -24,6 +24,7 @@ from forensics.options import (
     Bug,
     Device,
     Engine,
+    FreeList,
     Mix,
     OutputModel,
     SimAllocator,
@@ -255,6 +256,19 @@ SkewMs = Annotated[
         callback=checked("--skew-ms"),
         help="Operations closer than this (clock resolution and skew between the gateway and "
         "the nodes) are not ordered by their timestamps.",
+    ),
+]
+SglangFreeList = Annotated[
+    FreeList,
+    typer.Option(
+        "--sglang-free-list",
+        help="Where an SGLang node's allocator puts freed pages back, which no request log "
+        "shows: staged (merged back sorted when the free list runs short: a disaggregated "
+        "node of a recent SGLang), front (the most recently freed handed out first: a paged "
+        "allocator built without staging), back (the least recently freed first: SGLang's "
+        "allocator for a page size of 1 without staging). Default any: every way the node's "
+        "page size allows is followed, and a read any of them makes is listed. State it only "
+        "where the engine's build is known: a wrong one can clear a true leaker.",
     ),
 ]
 DeliveryJitterMs = Annotated[

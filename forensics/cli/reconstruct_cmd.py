@@ -14,6 +14,7 @@ from forensics.cli.params import (
     ReplayBudget,
     ReplayDevice,
     ReplayModel,
+    SglangFreeList,
     SkewMs,
 )
 from forensics.cli.progress import run_on_case
@@ -28,6 +29,7 @@ def reconstruct(
     orders: Orders = ReconstructOptions.orders,
     skew_ms: SkewMs = ReconstructOptions.skew_ms,
     delivery_jitter_ms: DeliveryJitterMs = ReconstructOptions.delivery_jitter_ms,
+    sglang_free_list: SglangFreeList = ReconstructOptions.free_list,
     replay_model: ReplayModel = ReconstructOptions.replay_model,
     replay_device: ReplayDevice = ReconstructOptions.replay_device,
     replay_budget: ReplayBudget = ReconstructOptions.replay_budget,
@@ -44,6 +46,7 @@ def reconstruct(
         orders=orders,
         skew_ms=skew_ms,
         delivery_jitter_ms=delivery_jitter_ms,
+        free_list=sglang_free_list,
         replay_budget=replay_budget,
         replay_model=replay_model,
         replay_device=replay_device,

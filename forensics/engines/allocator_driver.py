@@ -6,7 +6,8 @@ named by a small integer. Requests are text lines on stdin; only `A` and `V` ans
 can be sent ahead in one batch
 (`M` answers once for a stretch of allocations with no free between them):
 
-    N pool kind n_pages page_size need_sort   create (or replace) a pool; kind: sglang | vllm
+    N pool kind n_pages page_size need_sort   create (or replace) a pool; kind: sglang |
+                                                 sglang-token | vllm
     A pool k                                  allocate k pages -> "p1 p2 ..." or "-" (too few)
     M pool k1 k2 ...                          allocate k1 pages, then k2, ... in one request
                                                  -> each answer as A gives it, joined by ","
@@ -33,7 +34,11 @@ n_pages pages hands out 1 .. n_pages-1.
 - sglang: `PagedTokenToKVPoolAllocator(size=(n_pages-1)*page_size, page_size, ...)` on the CPU;
   `alloc(k*page_size)` and `free(slot ids of the pages)`, exactly what the scheduler calls.
   need_sort is what SGLang passes for a disaggregated prefill or decode node (freed pages are
-  staged and merged back sorted when the free list runs short).
+  staged and merged back sorted when the free list runs short); without it freed pages go
+  back at the front of the free list (the most recently freed are handed out first).
+- sglang-token: `TokenToKVPoolAllocator(size=n_pages-1, ...)`, what SGLang builds for a page
+  size of 1: with need_sort as above, without it freed slots go back at the end of the free
+  list (the least recently freed are handed out first).
 - vllm: `BlockPool(n_pages, enable_caching=False, hash_block_size=page_size)`;
   `get_new_blocks(k)` and `free_blocks` with a request's blocks in reverse order, as vLLM's
   KV cache manager frees them (the last block becomes the first to be reused).
@@ -96,6 +101,25 @@ class SglangPool:
         a = self.alloc_
         staged = sorted(p for t in a.staged_pages for p in t.tolist())
         return _digest(a.free_pages.tolist(), staged)
+
+
+class SglangTokenPool(SglangPool):
+    """SGLang's allocator for a page size of 1 (`TokenToKVPoolAllocator`): a page is a slot."""
+
+    def __init__(self, n_pages: int, page_size: int, need_sort: bool):
+        import torch
+        from sglang.srt.mem_cache.allocator import TokenToKVPoolAllocator
+
+        if page_size != 1:
+            raise ValueError(f"sglang-token pools hold one token per page, not {page_size}")
+        self.torch = torch
+        self.ps = 1
+        self.alloc_ = TokenToKVPoolAllocator(n_pages - 1, torch.bfloat16, "cpu", None, need_sort)
+
+    def key(self) -> str:
+        """The free list in its order, then the staged frees as a set (merged back sorted)."""
+        a = self.alloc_
+        return _digest(a.free_pages.tolist(), sorted(a.release_pages.tolist()))
 
 
 class VllmPool:
@@ -290,7 +314,12 @@ _TINY_LLAMA = {
 }
 
 
-KINDS: dict[str, Any] = {"sglang": SglangPool, "vllm": VllmPool, "vllm-sched": VllmScheduler}
+KINDS: dict[str, Any] = {
+    "sglang": SglangPool,
+    "sglang-token": SglangTokenPool,
+    "vllm": VllmPool,
+    "vllm-sched": VllmScheduler,
+}
 
 
 def versions() -> dict[str, str | None]:

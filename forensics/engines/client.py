@@ -17,7 +17,7 @@ from typing import IO, Any
 from forensics.errors import UsageError
 
 DRIVER = Path(__file__).with_name("allocator_driver.py")
-KINDS = ("sglang", "vllm", "vllm-sched")
+KINDS = ("sglang", "sglang-token", "vllm", "vllm-sched")
 
 
 def engines_python() -> Path:

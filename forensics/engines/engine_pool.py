@@ -5,7 +5,9 @@ allocation and free to the real class (SGLang's `PagedTokenToKVPoolAllocator`, v
 `BlockPool` and its free-block queue) in a driver process (forensics.engines); the simulator
 keeps only the holder counts (prefix-cache sharing, the double-allocation bug) and sends a
 page back when nobody holds it any more. Every node of the simulated cluster is a
-disaggregated prefill or decode node, so SGLang's pools stage their frees (need_sort)."""
+disaggregated prefill or decode node, so SGLang's pools stage their frees (need_sort);
+reconstruction also builds them without it, and SGLang's allocator for a page size of 1
+(`sglang-token`), since which one a node ran is not in its request log."""
 
 from __future__ import annotations
 
@@ -21,12 +23,20 @@ ALLOCATORS = ("lifo", "sglang", "vllm")
 class EnginePagePool(PagePool):
     """A PagePool whose free list lives in a real engine allocator."""
 
-    def __init__(self, pool_slots: int, page_size: int, drv: EngineAllocators, kind: str):
+    def __init__(
+        self,
+        pool_slots: int,
+        page_size: int,
+        drv: EngineAllocators,
+        kind: str,
+        need_sort: bool = True,
+    ):
         # SGLang's pool size (max_total_num_tokens, as its log states it) leaves out its padding
         # page 0, which it keeps beside the pool; vLLM's block count includes its null block 0.
-        super().__init__(pool_slots + (page_size if kind == "sglang" else 0), page_size)
+        padding = page_size if kind.startswith("sglang") else 0
+        super().__init__(pool_slots + padding, page_size)
         self.drv = drv
-        self.pool = drv.new_pool(kind, self.n_pages, page_size, need_sort=True)
+        self.pool = drv.new_pool(kind, self.n_pages, page_size, need_sort=need_sort)
         self.stack = np.empty(0, np.int64)  # unused: the engine keeps the free list
         self.top = self.n_pages - 1  # free pages, counted here
         self.probe = False  # whether an allocation too big for the free pages is still tried

@@ -14,7 +14,7 @@ from forensics.engines.client import EngineAllocators
 from forensics.engines.engine_pool import EnginePagePool
 from forensics.engines.pools import PagePool
 from forensics.errors import UsageError
-from forensics.options import ReconstructOptions
+from forensics.options import FreeList, ReconstructOptions
 from forensics.reconstruct.decide import Decider
 from forensics.reconstruct.orders import Explored, explore_orders
 from forensics.reconstruct.pagerun import PageRun, Reads
@@ -34,7 +34,9 @@ VARIANTS: list[tuple[str, str, bool]] = [
     ("bulk", "fit", False),
     ("bulk", "fifo", True),
 ]
-Combo = tuple[tuple[str, str, bool], tuple[str, int]]
+# An allocator explored: (driver kind, pool slots, need_sort).
+Pool = tuple[str, int, bool]
+Combo = tuple[tuple[str, str, bool], Pool]
 
 
 class EnginesMissing(Exception):
@@ -48,7 +50,9 @@ class Pools:
         self.drv: EngineAllocators | None = None
         self.versions: dict[str, str | None] = {}
 
-    def new(self, kind: str, pool_slots: int, page_size: int, probe: bool) -> PagePool:
+    def new(
+        self, kind: str, pool_slots: int, page_size: int, probe: bool, need_sort: bool = True
+    ) -> PagePool:
         if kind == "lifo":
             return PagePool(pool_slots, page_size)
         if self.drv is None:
@@ -57,7 +61,7 @@ class Pools:
             except UsageError as exc:
                 raise EnginesMissing(str(exc)) from exc
             self.versions = self.drv.versions()
-        pool = EnginePagePool(pool_slots, page_size, self.drv, kind)
+        pool = EnginePagePool(pool_slots, page_size, self.drv, kind, need_sort)
         pool.probe = probe
         return pool
 
@@ -80,15 +84,37 @@ class Pools:
             self.drv.close()
 
 
-def pools_explored(kind: str, pool_slots: int, ps: int) -> list[tuple[str, int]]:
-    """The (allocator, pool size) pairs explored. SGLang states its pool as
-    max_total_num_tokens, its padding page 0 kept beside it; a pool size counted from a ledger
-    or a page table includes page 0; the nodes table does not say which it holds, so for SGLang
-    both are explored."""
-    out = [(kind, pool_slots)]
+def pools_explored(kind: str, pool_slots: int, ps: int, free_list: FreeList) -> list[Pool]:
+    """The allocators explored: (driver kind, pool size, need_sort).
+
+    SGLang states its pool as max_total_num_tokens, its padding page 0 kept beside it; a pool
+    size counted from a ledger or a page table includes page 0; the nodes table does not say
+    which it holds, so for SGLang both are explored. Where SGLang's allocator puts freed pages
+    back depends on how the server built it, and no request log shows it: a disaggregated node
+    of a recent SGLang stages them and merges them back sorted (need_sort); a paged allocator
+    built without that puts them at the front of the free list, and the allocator for a page
+    size of 1 (`TokenToKVPoolAllocator`) at its end. The pages a stub reads differ between
+    them, so every one the page size allows is explored (free_list any) or the one stated."""
+    sizes = [pool_slots]
     if kind == "sglang" and pool_slots > 2 * ps:
-        out.append((kind, pool_slots - ps))
-    return out
+        sizes.append(pool_slots - ps)
+    if kind != "sglang":
+        return [(kind, slots, True) for slots in sizes]
+    ways = {
+        FreeList.STAGED: ("sglang", True),
+        FreeList.FRONT: ("sglang", False),
+        FreeList.BACK: ("sglang-token", False),
+    }
+    if free_list is FreeList.ANY:
+        chosen = [w for w in ways if w is not FreeList.BACK or ps == 1]
+    elif free_list is FreeList.BACK and ps != 1:
+        raise UsageError(
+            f"--sglang-free-list back is SGLang's allocator for a page size of 1, and this "
+            f"node's pages hold {ps} tokens: state staged or front, or leave it at any"
+        )
+    else:
+        chosen = [free_list]
+    return [(ways[w][0], slots, ways[w][1]) for w in chosen for slots in sizes]
 
 
 def paged_node(
@@ -106,13 +132,13 @@ def paged_node(
     """Rebuild one node; its reconstructed_* rows written, its reconstructed_nodes row
     returned."""
     reqs, reasons = requests
-    combos: list[Combo] = list(product(VARIANTS, pools_explored(kind, pool_slots, ps)))
+    combos = _combos(kind, pool_slots, ps, rp.free_list)
     traces, heads = [], []
-    for (growth, policy, probe), (alloc, slots) in combos:
+    for (growth, policy, probe), (alloc, slots, need_sort) in combos:
         trace = NodeTrace(node, role, ps, pool_slots, reqs, growth, policy)
         trace.find_groups(int(rp.skew_ms * 1000))
         traces.append(trace)
-        heads.append(_logged_order(trace, pools.new(alloc, slots, ps, probe)))
+        heads.append(_logged_order(trace, pools.new(alloc, slots, ps, probe, need_sort)))
     # A run that leaves a request waiting for pages at its first token contradicts the log (the
     # engine had given it pages): the combinations that contradict it least are kept.
     least = min(len(reads.unread) for _, reads in heads)
@@ -121,11 +147,11 @@ def paged_node(
     total, sampled, unread, notes = Reads(), set[int](), set[int](), []
     orders = groups = 0
     for c in kept:
-        (_, _, probe), (alloc, slots) = combos[c]
+        (_, _, probe), (alloc, slots, need_sort) = combos[c]
         trace = traces[c]
         groups = max(groups, len(trace.groups))
         if trace.groups and any(r.stub for r in reqs) and role != "prefill":
-            fresh = partial(pools.new, alloc, slots, ps, probe)
+            fresh = partial(pools.new, alloc, slots, ps, probe, need_sort)
             ex = explore_orders(trace, fresh, rp.orders)
         else:  # one order, or no stub read for the orders to change
             ex = Explored(reads=heads[c][1])
@@ -225,7 +251,28 @@ def node_row(
     }
 
 
+def _combos(kind: str, pool_slots: int, ps: int, free_list: FreeList) -> list[Combo]:
+    """Every scheduler variant on every allocator explored; an allocation too big for the free
+    pages that still reaches the allocator changes only one that stages its frees, so the
+    others take it once."""
+    out: list[Combo] = []
+    explored = pools_explored(kind, pool_slots, ps, free_list)
+    for (growth, policy, probe), pool in product(VARIANTS, explored):
+        combo = ((growth, policy, probe and pool[2]), pool)
+        if combo not in out:
+            out.append(combo)
+    return out
+
+
 def _variant_name(combo: Combo) -> str:
-    (growth, policy, probe), (alloc, slots) = combo
+    (growth, policy, probe), (alloc, slots, need_sort) = combo
     tries = ", tried" if probe else ""
-    return f"{growth} decode pages, {policy} line{tries}, {alloc} pool of {slots}"
+    frees = _FREES.get((alloc, need_sort), "")
+    return f"{growth} decode pages, {policy} line{tries}, {alloc} pool of {slots}{frees}"
+
+
+_FREES = {
+    ("sglang", True): ", frees staged and sorted",
+    ("sglang", False): ", frees to the front",
+    ("sglang-token", False): ", frees to the back",
+}

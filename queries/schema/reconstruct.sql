@@ -25,7 +25,9 @@ CREATE TABLE IF NOT EXISTS reconstructed_nodes (
     unread         BIGINT,               -- stubs still waiting at their first token in every
                                          -- explored run: first read not modelled
     variants       VARCHAR,              -- the scheduler and pool variants kept: those whose
-                                         -- timestamps' order left fewest requests unread
+                                         -- timestamps' order left fewest requests unread;
+                                         -- for SGLang each names where its pool put freed
+                                         -- pages back (--sglang-free-list)
     consistent     BOOLEAN               -- vLLM unified node: some explored run of vLLM's v1
                                          -- scheduler reproduced every request's logged first
                                          -- token, completion and cached_tokens (NULL on

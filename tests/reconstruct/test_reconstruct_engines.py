@@ -29,14 +29,17 @@ from forensics.simulate.run import SimOptions, simulate
 SCRIPT = [("A", 3), ("A", 2), ("F", 0), ("A", 2), ("A", 2), ("F", 1), ("F", 3), ("A", 3), ("A", 1)]
 N_PAGES, PS = 9, 16
 
-# Direct use of the real classes, written apart from forensics/engines/allocator_driver.py.
-DIRECT = {
-    "sglang": """
+# SGLang's allocator built each way a server builds it, written apart from the driver: the
+# paged class with or without need_sort, and the class for one token per page.
+DIRECT_SGLANG = """
 import json, sys, torch
-from sglang.srt.mem_cache.allocator import PagedTokenToKVPoolAllocator
+from sglang.srt.mem_cache import allocator as A
 script, n_pages, ps = json.loads(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
-# a pool of n_pages * ps slots as SGLang states it (max_total_num_tokens): pages 1 .. n_pages
-a = PagedTokenToKVPoolAllocator(n_pages * ps, ps, torch.float16, "cpu", None, True)
+cls, sort = sys.argv[4], sys.argv[5] == "1"
+if cls == "token":
+    a = A.TokenToKVPoolAllocator(n_pages, torch.float16, "cpu", None, sort)
+else:
+    a = A.PagedTokenToKVPoolAllocator(n_pages * ps, ps, torch.float16, "cpu", None, sort)
 got = []
 for op, arg in script:
     if op == "A":
@@ -46,7 +49,11 @@ for op, arg in script:
         pages = torch.tensor(got[arg])
         a.free((pages[:, None] * ps + torch.arange(ps)).reshape(-1))
 print(json.dumps(got))
-""",
+"""
+
+# Direct use of the real classes, written apart from forensics/engines/allocator_driver.py.
+DIRECT = {
+    "sglang": DIRECT_SGLANG,  # built as a disaggregated node builds it: paged, need_sort
     "vllm": """
 import json, sys
 from vllm.v1.core.block_pool import BlockPool
@@ -63,6 +70,18 @@ for op, arg in script:
 print(json.dumps(got))
 """,
 }
+
+
+def _direct(code: str, ps: int, *args: str) -> list[list[int]]:
+    """SCRIPT run on the real class in the engines' environment, written apart from the driver."""
+    done = subprocess.run(
+        [str(engines_python()), "-c", code, json.dumps(SCRIPT), str(N_PAGES), str(ps), *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=True,
+    )
+    return json.loads(done.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
 
 
 def _through(pool: PagePool) -> list[list[int]]:
@@ -83,20 +102,32 @@ def _through(pool: PagePool) -> list[list[int]]:
 )
 def test_simulator_pools_follow_the_real_classes(kind: str) -> None:
     python = engines_python()
-    done = subprocess.run(
-        [str(python), "-c", DIRECT[kind], json.dumps(SCRIPT), str(N_PAGES), str(PS)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=True,
-    )
-    direct = json.loads(done.stdout.strip().splitlines()[-1])
+    direct = _direct(DIRECT[kind], PS, "paged", "1")
     with EngineAllocators(python) as drv:
         assert _through(EnginePagePool(N_PAGES * PS, PS, drv, kind)) == direct
     lifo = _through(PagePool(N_PAGES * PS, PS))
     assert direct != lifo
     if kind == "sglang":  # fresh pages before freed ones; LIFO reuses the freed ones at once
         assert direct[2] == [6, 7] and lifo[2] == [1, 2]
+
+
+@pytest.mark.parametrize(
+    ("kind", "ps", "need_sort", "third"),
+    [
+        ("sglang", PS, True, [6, 7]),  # staged: fresh pages before the freed ones
+        ("sglang", PS, False, [1, 2]),  # at the front: the freed ones at once
+        ("sglang-token", 1, True, [6, 7]),
+        ("sglang-token", 1, False, [6, 7]),  # at the end: behind the fresh ones
+    ],
+)
+def test_every_way_sglang_builds_its_allocator_is_driven_as_the_real_class(
+    kind: str, ps: int, need_sort: bool, third: list[int]
+) -> None:
+    cls = "token" if kind == "sglang-token" else "paged"
+    direct = _direct(DIRECT_SGLANG, ps, cls, str(int(need_sort)))
+    with EngineAllocators(engines_python()) as drv:
+        assert _through(EnginePagePool(N_PAGES * ps, ps, drv, kind, need_sort)) == direct
+    assert direct[2] == third
 
 
 def _truth(folder: Path, side: str) -> tuple[set[str], set[str]]:

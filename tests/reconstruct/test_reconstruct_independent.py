@@ -18,8 +18,9 @@ from support.paths import REPO
 
 from forensics.analysis.stage import analyze
 from forensics.db import connect
+from forensics.errors import UsageError
 from forensics.ingest.load import ingest_case
-from forensics.options import ReconstructOptions
+from forensics.options import FreeList, ReconstructOptions
 from forensics.reconstruct.stage import reconstruct
 
 
@@ -45,6 +46,14 @@ def burst_case(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
     out = tmp_path_factory.mktemp("independent-burst") / "case"
     args = ["--requests", "200", "--accounts", "100", "--seed", "5", "--bursts", "0.8"]
     return _made(out, *args, "--jitter-us", "10000")
+
+
+@pytest.fixture(scope="module")
+def front_case(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
+    """SGLang's paged allocator built without need_sort: freed pages back at the front of the
+    free list, the most recently freed handed out first."""
+    out = tmp_path_factory.mktemp("independent-front") / "case"
+    return _made(out, "--requests", "400", "--accounts", "200", "--seed", "5", "--need-sort", "0")
 
 
 def _parties(truth: dict) -> tuple[set[str], set[str]]:
@@ -81,7 +90,8 @@ def test_lists_name_every_true_party_and_clear_none(case, tmp_path, monkeypatch)
     # the log chose the generator's own scheduler and pool among the variants
     kept = con.execute("SELECT variants FROM reconstructed_nodes WHERE role = 'decode'").fetchall()
     assert kept and all(
-        "paged decode pages, fifo line, tried, sglang pool of 1440" in v.split("; ")
+        "paged decode pages, fifo line, tried, sglang pool of 1440, frees staged and sorted"
+        in v.split("; ")
         and "bulk decode pages, fit line, lifo pool of 1440" not in v.split("; ")
         for (v,) in kept
     )
@@ -146,6 +156,55 @@ def test_without_pool_sizes_every_true_stub_is_flagged_or_said_unseen(burst_case
     assert unflagged  # the noise hides some: the case tests what is said of them
     assert all(not signals for rid, _, signals in rows if rid in unflagged)
     assert summary["unscreened_requests"] >= len(unflagged) and summary["unexamined"]
+
+
+def _rebuilt(folder: Path, db: Path, free_list: FreeList) -> tuple[set[str], set[tuple[str, str]]]:
+    """The leaking accounts listed, and the (receiver, leaker) pairs reconstruction cleared."""
+    ingest_case(folder, db)
+    con = connect(db)
+    analyze(con)
+    reconstruct(con, ReconstructOptions(replay_budget=0, free_list=free_list))
+    analyze(con)
+    listed = {a for (a,) in con.execute(_LEAKING).fetchall()}
+    cleared = con.execute(
+        "SELECT receiver_request_id, leaker_request_id FROM cleared_findings "
+        "WHERE evidence = 'reconstruction'"
+    ).fetchall()
+    con.close()
+    return listed, set(cleared)
+
+
+def test_every_way_sglang_puts_freed_pages_back_is_followed(front_case, tmp_path, monkeypatch):
+    """Where SGLang's allocator puts freed pages back is not in the request log. On a case
+    whose allocator put them at the front, a rebuild on the staged free list alone (all it
+    followed before) lists leakers that are not the stubs' and clears true ones; by default
+    every way is followed and every true leaking account stays listed, and stating the way
+    the engine ran narrows the lists without losing one."""
+    folder, truth = front_case
+    monkeypatch.setenv("KVFORENSICS_ENGINES_VENV", str(engines_dir()))
+    _, leaking = _parties(truth)
+    true_pairs = {(s, r) for s, v in truth.items() for r, _ in v["leakers"]}
+    runs = {
+        way: _rebuilt(folder, tmp_path / f"{way.value}.duckdb", way)
+        for way in (FreeList.STAGED, FreeList.ANY, FreeList.FRONT)
+    }
+    staged, _ = runs[FreeList.STAGED]
+    assert not leaking <= staged  # the wrong way loses true leakers
+    for way in (FreeList.ANY, FreeList.FRONT):
+        listed, cleared = runs[way]
+        assert leaking <= listed, way
+        assert cleared and not cleared & true_pairs, way
+    assert runs[FreeList.FRONT][0] < runs[FreeList.ANY][0]
+
+
+def test_back_is_refused_for_pages_of_more_than_one_token(case, tmp_path, monkeypatch):
+    folder, _ = case
+    monkeypatch.setenv("KVFORENSICS_ENGINES_VENV", str(engines_dir()))
+    ingest_case(folder, tmp_path / "case.duckdb")
+    con = connect(tmp_path / "case.duckdb")
+    analyze(con)
+    with pytest.raises(UsageError, match="--sglang-free-list back .* pages hold 16 tokens"):
+        reconstruct(con, ReconstructOptions(replay_budget=0, free_list=FreeList.BACK))
 
 
 _WAITED = re.compile(r"stub read\(s\) the logged order left waiting for pages \(the first: (\S+)\)")

@@ -3,6 +3,7 @@ project's simulator and reconstruction: an independent generator of ledger-free 
 
     python tests/support/sglang_cases.py OUT_DIR [--requests 1500] [--accounts 1000] [--seed 1]
         [--days 1] [--bursts 0.3] [--jitter-us 1000] [--page-size 16]
+        [--allocator paged|token] [--need-sort 1|0]
 
 Runs in the engines' environment (scripts/engines_venv.sh): the standard library, torch and
 sglang only, nothing of the project. A disaggregated cluster of two prefill and two decode
@@ -19,6 +20,13 @@ nodes; on a decode node, as SGLang's disaggregated decode does:
 - the allocator is `PagedTokenToKVPoolAllocator(size=max_total_num_tokens, page_size, ...,
   need_sort=True)`, as SGLang builds it for disaggregated nodes, and `nodes.csv` gives
   `pool_slots` as SGLang's log does (`max_total_num_tokens`, page 0 not counted).
+  `--need-sort 0` builds it as SGLang does without disaggregation (freed pages go back at the
+  front of the free list, the most recently freed handed out first); `--allocator token` (one
+  token per page only) is `TokenToKVPoolAllocator`, which SGLang builds for a page size of 1
+  (without need_sort, freed slots go back at the end of the free list);
+- `--reserved-decode-tokens R` admits a pre-allocation only while the free slots less R for
+  every request holding pages cover it, as SGLang's prealloc queue keeps
+  `--num-reserved-decode-tokens` of headroom for the running requests (default 0: no headroom).
 
 The gateway log's times carry up to `--jitter-us` of noise. Truth (`truth.json`): for every
 stub, each request whose data it read on its decode node (slot -> last writer), with accounts.
@@ -37,7 +45,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from sglang.srt.mem_cache.allocator import PagedTokenToKVPoolAllocator
+from sglang.srt.mem_cache.allocator import PagedTokenToKVPoolAllocator, TokenToKVPoolAllocator
 
 PAGE = 16  # tokens per page, as SGLang is started with --page-size (its default is 1)
 PREFILL_POOL, DECODE_POOL, CONTEXT = 688, 1440, 1049
@@ -48,11 +56,15 @@ ARRIVE, FIRST, STEP, DONE = 0, 1, 2, 3
 class Decode:
     """One decode node: SGLang's allocator, the slots' last writers, a prealloc queue."""
 
-    def __init__(self, name: str, page: int):
+    def __init__(self, name: str, page: int, allocator: str = "paged", need_sort: bool = True):
         self.name, self.ps = name, page
-        self.alloc = PagedTokenToKVPoolAllocator(
-            DECODE_POOL, page, torch.bfloat16, "cpu", None, True
-        )
+        if allocator == "token":
+            assert page == 1, "TokenToKVPoolAllocator has one token per page"
+            self.alloc = TokenToKVPoolAllocator(DECODE_POOL, torch.bfloat16, "cpu", None, need_sort)
+        else:
+            self.alloc = PagedTokenToKVPoolAllocator(
+                DECODE_POOL, page, torch.bfloat16, "cpu", None, need_sort
+            )
         self.writer: dict[int, int] = {}
         self.pages: dict[int, list[int]] = {}
         self.queue: deque[int] = deque()
@@ -95,8 +107,15 @@ def traffic(args: argparse.Namespace, rng: random.Random) -> list[dict[str, Any]
     return reqs
 
 
-def run(reqs: list[dict[str, Any]], rng: random.Random, page: int = PAGE) -> dict[str, Any]:
-    nodes = [Decode("decode-0", page), Decode("decode-1", page)]
+def run(
+    reqs: list[dict[str, Any]],
+    rng: random.Random,
+    page: int = PAGE,
+    allocator: str = "paged",
+    need_sort: bool = True,
+    reserved: int = 0,
+) -> dict[str, Any]:
+    nodes = [Decode(f"decode-{k}", page, allocator, need_sort) for k in range(2)]
     heap: list[tuple[int, int, int, int]] = [(r["t"], ARRIVE, i, 0) for i, r in enumerate(reqs)]
     heapq.heapify(heap)
     truth: dict[int, dict[int, int]] = {}
@@ -115,7 +134,11 @@ def run(reqs: list[dict[str, Any]], rng: random.Random, page: int = PAGE) -> dic
     def admit(node: Decode, t: int) -> None:
         while node.queue:
             i = node.queue[0]
-            got = node.take(-(-reqs[i]["prompt"] // node.ps))
+            need = -(-reqs[i]["prompt"] // node.ps)
+            held = reserved * len(node.pages)  # headroom kept for the requests holding pages
+            if held and node.alloc.available_size() - held < need * node.ps:
+                return
+            got = node.take(need)
             if got is None:
                 return
             node.queue.popleft()
@@ -225,10 +248,15 @@ def main() -> None:
     ap.add_argument("--bursts", type=float, default=0.3)
     ap.add_argument("--jitter-us", type=int, default=1_000)
     ap.add_argument("--page-size", type=int, default=PAGE)
+    ap.add_argument("--allocator", choices=["paged", "token"], default="paged")
+    ap.add_argument("--need-sort", type=int, choices=[0, 1], default=1)
+    ap.add_argument("--reserved-decode-tokens", type=int, default=0)
     args = ap.parse_args()
     rng = random.Random(args.seed)
     reqs = traffic(args, rng)
-    truth = run(reqs, rng, args.page_size)
+    truth = run(
+        reqs, rng, args.page_size, args.allocator, bool(args.need_sort), args.reserved_decode_tokens
+    )
     write(args.out, reqs, truth, args.jitter_us, args.page_size)
 
 
