@@ -172,6 +172,8 @@ def _value(command: str, option: Any, f: dict[str, Any]) -> list[Any]:
         ("reconstruct", "--replay-device"): "cpu",
         ("reconstruct", "--delivery-jitter-ms"): "3.5",
         ("investigate", "--delivery-jitter-ms"): "3.5",
+        ("reconstruct", "--sglang-free-list"): "front",
+        ("investigate", "--sglang-free-list"): "front",
         ("jitter", "--db"): f["tmp"] / "copy.duckdb",
         ("tap", "--dir"): f["tmp"] / "tapdir",
         ("tap", "--node"): "node-x",
