@@ -19,20 +19,27 @@ from forensics.reconstruct.decide import Decider
 from forensics.reconstruct.orders import Explored, explore_orders
 from forensics.reconstruct.pagerun import PageRun, Reads
 from forensics.reconstruct.store import insert_requests, store_runs
-from forensics.reconstruct.trace import NodeTrace, Req
+from forensics.reconstruct.trace import RESERVED_DECODE_TOKENS, NodeTrace, Req
 
 # The scheduler variants explored: (decode growth, waiting line, whether an allocation too big
 # for the free pages still reaches the allocator, where SGLang's merges its staged frees). The
 # engines' own first: SGLang's prealloc queue is a strict line that checks the free pages
 # before it allocates, and its decode steps take their pages one by one; then a scheduler that
 # tries the allocation and waits on failure; the simulator's (decode pages reserved at the first
-# step, a fitting request passing the line); and reservation at the first step with a strict
-# line that tries.
+# step, a fitting request passing the line); reservation at the first step with a strict
+# line that tries; and SGLang's line keeping its decode headroom free (512 tokens, its
+# default, or 256 or 128, for every request holding pages and for the one admitted, as its prealloc
+# queue does), or the headroom of the requests holding pages only.
+_HEADROOM = {
+    "reserve": "tokens free per request and one more",
+    "reserve-held": "tokens free per request",
+}
 VARIANTS: list[tuple[str, str, bool]] = [
     ("paged", "fifo", False),
     ("paged", "fifo", True),
     ("bulk", "fit", False),
     ("bulk", "fifo", True),
+    *[("paged", f"{line}:{n}", False) for n in RESERVED_DECODE_TOKENS for line in _HEADROOM],
 ]
 # An allocator explored: (driver kind, pool slots, need_sort).
 Pool = tuple[str, int, bool]
@@ -132,7 +139,7 @@ def paged_node(
     """Rebuild one node; its reconstructed_* rows written, its reconstructed_nodes row
     returned."""
     reqs, reasons = requests
-    combos = _combos(kind, pool_slots, ps, rp.free_list)
+    combos = _combos(kind, role, pool_slots, ps, rp.free_list)
     traces, heads = [], []
     for (growth, policy, probe), (alloc, slots, need_sort) in combos:
         trace = NodeTrace(node, role, ps, pool_slots, reqs, growth, policy)
@@ -251,13 +258,15 @@ def node_row(
     }
 
 
-def _combos(kind: str, pool_slots: int, ps: int, free_list: FreeList) -> list[Combo]:
+def _combos(kind: str, role: str, pool_slots: int, ps: int, free_list: FreeList) -> list[Combo]:
     """Every scheduler variant on every allocator explored; an allocation too big for the free
     pages that still reaches the allocator changes only one that stages its frees, so the
-    others take it once."""
+    others take it once, and a prefill node keeps no decode headroom."""
     out: list[Combo] = []
     explored = pools_explored(kind, pool_slots, ps, free_list)
     for (growth, policy, probe), pool in product(VARIANTS, explored):
+        if role == "prefill" and policy.startswith("reserve"):
+            continue
         combo = ((growth, policy, probe and pool[2]), pool)
         if combo not in out:
             out.append(combo)
@@ -268,7 +277,9 @@ def _variant_name(combo: Combo) -> str:
     (growth, policy, probe), (alloc, slots, need_sort) = combo
     tries = ", tried" if probe else ""
     frees = _FREES.get((alloc, need_sort), "")
-    return f"{growth} decode pages, {policy} line{tries}, {alloc} pool of {slots}{frees}"
+    line, _, tokens = policy.partition(":")
+    kept = f"fifo line keeping {tokens} {_HEADROOM[line]}" if tokens else f"{policy} line"
+    return f"{growth} decode pages, {kept}{tries}, {alloc} pool of {slots}{frees}"
 
 
 _FREES = {

@@ -148,7 +148,11 @@ class PageRun:
         return -(-n // self.trace.page_size)
 
     def _place(self, i: int, t: int) -> bool:
-        pages = self.pool.alloc(self._need(i))
+        need, ps = self._need(i), self.trace.page_size
+        headroom = self.trace.headroom(len(self.held))
+        if headroom and (self.pool.free_pages - need) * ps < headroom:
+            return False  # checked before the allocator is called, as SGLang's queue does
+        pages = self.pool.alloc(need)
         if pages is None:
             return False
         self.held[i] = pages
@@ -160,16 +164,16 @@ class PageRun:
         return True
 
     def _admit(self, t: int) -> None:
-        """Waiting allocations after a free: in line until one does not fit (fifo), or every
-        one that fits, in line (fit)."""
+        """Waiting allocations after a free: in line until one does not fit (fifo, reserve),
+        or every one that fits, in line (fit)."""
         for i in list(self.waiting):
             if self._place(i, t):
                 self.waiting.remove(i)
-            elif self.trace.policy == "fifo":
+            elif self.trace.strict:
                 return
 
     def _alloc(self, t: int, i: int) -> None:
-        if self.waiting and self.trace.policy == "fifo":
+        if self.waiting and self.trace.strict:
             self.waiting.append(i)  # in line behind the waiting ones, which try again first
             self._admit(t)
         elif not self._place(i, t):

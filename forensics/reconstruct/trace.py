@@ -25,6 +25,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 FREE, ALLOC, GROW, PAGE = 0, 1, 2, 3  # rank at equal times: frees first
+# The decode headroom (tokens per request) a line may keep: SGLang's default
+# --num-reserved-decode-tokens, and smaller settings of it
+RESERVED_DECODE_TOKENS = (512, 256, 128)
 Op = tuple[int, int, int]  # (time in microseconds, kind, request index)
 
 
@@ -53,9 +56,25 @@ class NodeTrace:
     pool_slots: int
     reqs: list[Req]
     growth: str = "paged"  # decode pages: one by one as the steps reach them, or all at once
-    policy: str = "fifo"  # waiting allocations: strictly in line, or any that fits goes first
+    # waiting allocations: strictly in line (fifo), any that fits goes first (fit), or in line
+    # keeping decode headroom free (reserve:N: N tokens for every request holding pages and for
+    # the one admitted, as SGLang's prealloc queue keeps --num-reserved-decode-tokens;
+    # reserve-held:N: for the requests holding pages only)
+    policy: str = "fifo"
     ops: list[tuple[int, int, int]] = field(init=False)  # (t, kind, request index)
     groups: list[tuple[int, int]] = field(init=False)  # [start, end) of ambiguous groups
+
+    @property
+    def strict(self) -> bool:
+        """Whether waiting allocations keep their line (only `fit` lets one pass)."""
+        return self.policy != "fit"
+
+    def headroom(self, holders: int) -> int:
+        """The slots a decode node's line leaves free when holders requests hold pages."""
+        if self.role == "prefill" or not self.policy.startswith("reserve"):
+            return 0
+        line, tokens = self.policy.split(":")
+        return int(tokens) * (holders + 1 if line == "reserve" else holders)
 
     def __post_init__(self) -> None:
         self.ops = sorted(self._ops(), key=lambda o: (o[0], o[1], self.reqs[o[2]].request_id))

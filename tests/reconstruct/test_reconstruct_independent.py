@@ -56,6 +56,15 @@ def front_case(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
     return _made(out, "--requests", "400", "--accounts", "200", "--seed", "5", "--need-sort", "0")
 
 
+@pytest.fixture(scope="module")
+def headroom_case(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
+    """A decode node that keeps 512 tokens of headroom for every request holding pages before
+    it admits a pre-allocation, as SGLang's prealloc queue does."""
+    out = tmp_path_factory.mktemp("independent-headroom") / "case"
+    args = ["--requests", "400", "--accounts", "200", "--seed", "5"]
+    return _made(out, *args, "--reserved-decode-tokens", "512")
+
+
 def _parties(truth: dict) -> tuple[set[str], set[str]]:
     receiving, leaking = set(), set()
     for s in truth.values():
@@ -197,6 +206,26 @@ def test_every_way_sglang_puts_freed_pages_back_is_followed(front_case, tmp_path
     assert runs[FreeList.FRONT][0] < runs[FreeList.ANY][0]
 
 
+def test_a_line_that_keeps_decode_headroom_is_among_the_variants(
+    headroom_case, tmp_path, monkeypatch
+):
+    """A decode node that keeps headroom pre-allocates later than one that does not, after
+    more frees, and so hands a stub other pages; a rebuild whose lines keep none admitted the
+    stubs early and cleared a true leaking account of this case. With the lines that keep
+    SGLang's headroom among the variants, every true leaking account stays listed, nothing
+    cleared is a true pair, and the log keeps a line that keeps headroom."""
+    folder, truth = headroom_case
+    monkeypatch.setenv("KVFORENSICS_ENGINES_VENV", str(engines_dir()))
+    _, leaking = _parties(truth)
+    listed, cleared = _rebuilt(folder, tmp_path / "case.duckdb", FreeList.ANY)
+    assert leaking <= listed
+    true_pairs = {(s, r) for s, v in truth.items() for r, _ in v["leakers"]}
+    assert cleared and not cleared & true_pairs
+    con = connect(tmp_path / "case.duckdb")
+    notes = [v for (v,) in con.execute(_DECODE_VARIANTS).fetchall()]
+    assert any("tokens free per request" in v for v in notes), notes
+
+
 def test_back_is_refused_for_pages_of_more_than_one_token(case, tmp_path, monkeypatch):
     folder, _ = case
     monkeypatch.setenv("KVFORENSICS_ENGINES_VENV", str(engines_dir()))
@@ -207,6 +236,7 @@ def test_back_is_refused_for_pages_of_more_than_one_token(case, tmp_path, monkey
         reconstruct(con, ReconstructOptions(replay_budget=0, free_list=FreeList.BACK))
 
 
+_DECODE_VARIANTS = "SELECT variants FROM reconstructed_nodes WHERE role = 'decode'"
 _WAITED = re.compile(r"stub read\(s\) the logged order left waiting for pages \(the first: (\S+)\)")
 _UNREAD = "SELECT bool_or(unread) FROM reconstructed_requests WHERE request_id = ? AND stub"
 _MODELLED = "SELECT leaker_request_id FROM reconstructed_exposures WHERE receiver_request_id = ?"
