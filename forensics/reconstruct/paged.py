@@ -261,12 +261,12 @@ def node_row(
 def _combos(kind: str, role: str, pool_slots: int, ps: int, free_list: FreeList) -> list[Combo]:
     """Every scheduler variant on every allocator explored; an allocation too big for the free
     pages that still reaches the allocator changes only one that stages its frees, so the
-    others take it once, and a prefill node keeps no decode headroom."""
+    others take it once, and only an SGLang decode node keeps decode headroom."""
     out: list[Combo] = []
     explored = pools_explored(kind, pool_slots, ps, free_list)
     for (growth, policy, probe), pool in product(VARIANTS, explored):
-        if role == "prefill" and policy.startswith("reserve"):
-            continue
+        if policy.startswith("reserve") and (role == "prefill" or kind != "sglang"):
+            continue  # the headroom is SGLang's decode queue's
         combo = ((growth, policy, probe and pool[2]), pool)
         if combo not in out:
             out.append(combo)
