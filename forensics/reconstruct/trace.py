@@ -63,6 +63,7 @@ class NodeTrace:
     policy: str = "fifo"
     ops: list[tuple[int, int, int]] = field(init=False)  # (t, kind, request index)
     groups: list[tuple[int, int]] = field(init=False)  # [start, end) of ambiguous groups
+    _headroom: tuple[int, int] = field(init=False)  # reserve:N tokens, and per one more request
 
     @property
     def strict(self) -> bool:
@@ -70,14 +71,14 @@ class NodeTrace:
         return self.policy != "fit"
 
     def headroom(self, holders: int) -> int:
-        """The slots a decode node's line leaves free when holders requests hold pages."""
-        if self.role == "prefill" or not self.policy.startswith("reserve"):
-            return 0
-        line, tokens = self.policy.split(":")
-        return int(tokens) * (holders + 1 if line == "reserve" else holders)
+        """The slots the line leaves free when holders requests hold pages."""
+        tokens, more = self._headroom
+        return tokens * (holders + more) if tokens else 0
 
     def __post_init__(self) -> None:
         self.ops = sorted(self._ops(), key=lambda o: (o[0], o[1], self.reqs[o[2]].request_id))
+        line, _, tokens = self.policy.partition(":")  # reserve:N, reserve-held:N
+        self._headroom = (int(tokens), int(line == "reserve")) if tokens else (0, 0)
 
     def _ops(self) -> Iterator[tuple[int, int, int]]:
         for i, r in enumerate(self.reqs):
