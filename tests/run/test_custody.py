@@ -75,7 +75,11 @@ def test_an_external_part_rewritten_while_it_is_checked_stops_the_ingest(
 
     def step(*args: Any, **kwargs: Any) -> Any:
         found = real(*args, **kwargs)
-        part.write_bytes(part.read_bytes())  # the same bytes written again: its stamp moves
+        # the same bytes written again, whole (a reader never sees the file half written):
+        # its stamp moves
+        fresh = part.with_suffix(".rewrite")
+        fresh.write_bytes(part.read_bytes())
+        fresh.replace(part)
         return found
 
     monkeypatch.setattr(check, "_check_batch", step)
