@@ -40,9 +40,11 @@ class Allocator(StrEnum):
 
 class FreeList(StrEnum):
     """Where an SGLang node's allocator puts freed pages back: every way it has been built
-    (any), or the one stated."""
+    (any), the one the node's SGLang release builds for its role (version), or the one
+    stated."""
 
     ANY = "any"
+    VERSION = "version"  # as the node's release builds it (reconstruct/freelist.py)
     STAGED = "staged"  # staged, merged back sorted when the free list runs short (need_sort)
     FRONT = "front"  # at the front: the most recently freed handed out first
     BACK = "back"  # at the end (page size 1): the least recently freed handed out first

@@ -266,8 +266,11 @@ SglangFreeList = Annotated[
         "shows: staged (merged back sorted when the free list runs short: a disaggregated "
         "node of a recent SGLang), front (the most recently freed handed out first: a paged "
         "allocator built without staging), back (the least recently freed first: SGLang's "
-        "allocator for a page size of 1 without staging). Default any: every way the node's "
-        "page size allows is followed, and a read any of them makes is listed. State it only "
+        "allocator for a page size of 1 without staging), or version (the way the SGLang release "
+        "the nodes table names builds for the node's role: before 0.4.9.post4 front or back, "
+        "then staged, from 0.5.0rc2 staged only on a disaggregated node). Default any: every "
+        "way the node's page size allows is followed, and a read any of them makes is listed; "
+        "the reconstruct line says how many leaking accounts each names alone. State it only "
         "where the engine's build is known: a wrong one can clear a true leaker.",
     ),
 ]

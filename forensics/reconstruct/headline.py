@@ -34,6 +34,7 @@ class ReconstructParameters(TypedDict):
     orders: int
     skew_ms: float
     delivery_jitter_ms: float | None  # None: not stated
+    sglang_free_list: str  # any | version | staged | front | back
     replay_budget: int
 
 
@@ -51,6 +52,8 @@ class ReconstructSummary(TypedDict):
     cleared: int
     layouts_replayed: int
     findings: bool
+    free_lists: dict[str, int]  # SGLang: leaking accounts named per free list and over any
+    release_free_list: str | None  # the way the SGLang release the nodes name builds, if one
     parameters: ReconstructParameters
     headline: NotRequired[str]  # added by the investigate stage
 
@@ -82,6 +85,8 @@ def reconstruct_headline(summary: ReconstructSummary) -> str:
         f"pairs, {summary['cross_account_pairs']} cross-account; replay confirmed "
         f"{summary['confirmed']} and cleared {summary['cleared']}"
     )
+    line += _ways(summary["free_lists"], summary["release_free_list"])
+    line += _release(summary["parameters"], summary["release_free_list"])
     skipped = summary["skipped"]
     if skipped:
         line += f"; {len(skipped)} node(s) not rebuilt"
@@ -90,6 +95,33 @@ def reconstruct_headline(summary: ReconstructSummary) -> str:
         else:
             line += "".join(f" ({named}: {why})" for why, named in _by_reason(skipped))
     return line
+
+
+def _ways(named: dict[str, int], release: str | None) -> str:
+    """Where more than one free list was followed on SGLang nodes: how many leaking accounts
+    each names alone against all of them, and the option that narrows the lists."""
+    alone = {way: n for way, n in named.items() if way != "any"}
+    if len(alone) < 2:
+        return ""
+    each = ", ".join(f"{way} alone {n}" for way, n in alone.items())
+    hint = (
+        f"; --sglang-free-list version takes the way the nodes' SGLang release builds: {release}"
+        if release
+        else ""
+    )
+    return (
+        f"; no log shows where SGLang's allocator put freed pages back, so every way was "
+        f"followed: the rebuilt reads name {named['any']} leaking accounts, {each} (state the "
+        f"engine's way with --sglang-free-list{hint})"
+    )
+
+
+def _release(parameters: ReconstructParameters, release: str | None) -> str:
+    """Where the free list was taken from the nodes' SGLang release: which way."""
+    if parameters["sglang_free_list"] != "version":
+        return ""
+    way = release or "not one way for every node (reconstructed_nodes.variants names each)"
+    return f"; SGLang free lists as the nodes' release builds them: {way}"
 
 
 def _by_reason(skipped: list[Skipped], shown: int = 5) -> list[tuple[str, str]]:

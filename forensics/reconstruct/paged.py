@@ -16,6 +16,7 @@ from forensics.engines.pools import PagePool
 from forensics.errors import UsageError
 from forensics.options import FreeList, ReconstructOptions
 from forensics.reconstruct.decide import Decider
+from forensics.reconstruct.freelist import release_free_list
 from forensics.reconstruct.orders import Explored, explore_orders
 from forensics.reconstruct.pagerun import PageRun, Reads
 from forensics.reconstruct.store import insert_requests, store_runs
@@ -135,11 +136,13 @@ def paged_node(
     ps: int,
     pool_slots: int,
     requests: tuple[list[Req], list[list[str]]],
+    version: str | None = None,
 ) -> dict[str, Any]:
     """Rebuild one node; its reconstructed_* rows written, its reconstructed_nodes row
     returned."""
     reqs, reasons = requests
-    combos = _combos(kind, role, pool_slots, ps, rp.free_list)
+    free_list, release = _free_list(rp.free_list, kind, version, role, ps)
+    combos = _combos(kind, role, pool_slots, ps, free_list)
     traces, heads = [], []
     for (growth, policy, probe), (alloc, slots, need_sort) in combos:
         trace = NodeTrace(node, role, ps, pool_slots, reqs, growth, policy)
@@ -151,7 +154,8 @@ def paged_node(
     least = min(len(reads.unread) for _, reads in heads)
     kept = [c for c, (_, reads) in enumerate(heads) if len(reads.unread) == least]
     first = heads[kept[0]][0]
-    total, sampled, unread, notes = Reads(), set[int](), set[int](), []
+    total, sampled, unread, notes = Reads(), set[int](), set[int](), [n for n in [release] if n]
+    ways: dict[tuple[int, int], set[str]] = {}  # SGLang pair -> the free lists that read it
     orders = groups = 0
     for c in kept:
         (_, _, probe), (alloc, slots, need_sort) = combos[c]
@@ -164,6 +168,9 @@ def paged_node(
             ex = Explored(reads=heads[c][1])
         orders += ex.orders + 1
         total.add(ex.reads)
+        if way := _WAYS.get((alloc, need_sort)):
+            for pair in ex.reads.support:
+                ways.setdefault(pair, set()).add(way)
         unread |= heads[c][1].unread  # the logged order's (as the variants were chosen)
         sampled |= ex.sampled
         if ex.why:
@@ -179,7 +186,7 @@ def paged_node(
             verdicts |= {(receiver, leaker): v for leaker, v in got.items()}
     support = {pair: total.share(pair) for pair in total.support}
     assert first.events is not None
-    store_runs(con, traces[kept[0]], first.events, support, total.tokens, verdicts)
+    store_runs(con, traces[kept[0]], first.events, support, total.tokens, verdicts, ways)
     against = decider.contradicted if decider is not None else set()
     flags = (total.waited, unread, against, sampled)
     insert_requests(con, node, reqs, reasons, *flags)
@@ -282,6 +289,31 @@ def _variant_name(combo: Combo) -> str:
     return f"{growth} decode pages, {kept}{tries}, {alloc} pool of {slots}{frees}"
 
 
+def _free_list(
+    stated: FreeList, kind: str, version: str | None, role: str, ps: int
+) -> tuple[FreeList, str]:
+    """The free list followed, and a note where it was taken from the node's release."""
+    if stated is not FreeList.VERSION or kind != "sglang":
+        return stated, ""
+    way = release_free_list(version, role, ps)
+    if way is None:
+        return FreeList.ANY, (
+            f"--sglang-free-list version: no SGLang release named for this node "
+            f"({version or 'none'}), so every way its allocator may put freed pages back is "
+            "followed"
+        )
+    return way, (
+        f"--sglang-free-list version: SGLang {version} builds a {role} node's allocator to put "
+        f"freed pages back {_TAKEN[way]}, and only that way is followed"
+    )
+
+
+_TAKEN = {
+    FreeList.STAGED: "staged and merged sorted",
+    FreeList.FRONT: "at the front",
+    FreeList.BACK: "at the end",
+}
+_WAYS = {("sglang", True): "staged", ("sglang", False): "front", ("sglang-token", False): "back"}
 _FREES = {
     ("sglang", True): ", frees staged and sorted",
     ("sglang", False): ", frees to the front",

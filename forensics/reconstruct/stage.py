@@ -27,9 +27,10 @@ from forensics.casedb.schema_docs import main_tables
 from forensics.casedb.sql import one_row, run_script, sql, tables
 from forensics.context import RunContext, StageResult
 from forensics.errors import UsageError
-from forensics.options import ReconstructOptions, ScreeningParams
+from forensics.options import FreeList, ReconstructOptions, ScreeningParams
 from forensics.reconstruct.decide import Decider, load_decider
 from forensics.reconstruct.explore import explore
+from forensics.reconstruct.freelist import release_free_list
 from forensics.reconstruct.headline import (
     NodeLine,
     ReconstructParameters,
@@ -71,6 +72,7 @@ def reconstruct(
     engines_missing = False
     lines: list[NodeLine] = []
     skipped: list[Skipped] = []
+    releases: set[FreeList | None] = set()  # the ways the SGLang nodes' releases build
     decider = load_decider(con, rp.replay_model, rp.replay_device.value, rp.replay_budget)
     try:
         nodes = con.execute(sql("reconstruct/nodes")).fetchall()
@@ -87,8 +89,10 @@ def reconstruct(
             rebuild = (
                 partial(unified_node, facts=facts, progress=_within(progress, node))
                 if kind == "vllm" and role == "unified"
-                else partial(paged_node, requests=_requests(con, node, role))
+                else partial(paged_node, requests=_requests(con, node, role), version=version)
             )
+            if kind == "sglang":
+                releases.add(release_free_list(version, role, int(page_size)))
             try:
                 row = rebuild(
                     con, pools, rp, decider, node, role, kind, int(page_size), int(pool_slots)
@@ -124,6 +128,7 @@ def reconstruct(
     finally:
         pools.close()
     events, pairs, cross, confirmed, cleared = con.execute(sql("reconstruct/summary")).fetchall()[0]
+    named = dict(con.execute(sql("reconstruct/free_lists")).fetchall())
     return ReconstructSummary(
         nodes=lines,
         skipped=skipped,
@@ -135,14 +140,24 @@ def reconstruct(
         cleared=cleared,
         layouts_replayed=decider.replayed if decider is not None else 0,
         findings=bool(cross),
+        free_lists=named,
+        release_free_list=_release_way(releases),
         parameters=ReconstructParameters(
             allocator=rp.allocator.value,
             orders=rp.orders,
             skew_ms=rp.skew_ms,
             delivery_jitter_ms=rp.delivery_jitter_ms,
+            sglang_free_list=rp.free_list.value,
             replay_budget=rp.replay_budget,
         ),
     )
+
+
+def _release_way(releases: set[FreeList | None]) -> str | None:
+    """The one way every rebuilt SGLang node's release builds (None where they differ or one
+    names no release)."""
+    way = next(iter(releases)) if len(releases) == 1 else None
+    return way.value if way is not None else None
 
 
 NO_SIZES = (

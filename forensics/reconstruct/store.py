@@ -48,9 +48,11 @@ def store_runs(
     support: Mapping[tuple[int, int], float],
     tokens: dict[tuple[int, int], int],
     verdicts: dict[tuple[int, int], str],
+    ways: Mapping[tuple[int, int], set[str]] | None = None,
 ) -> None:
     """reconstructed_events (the logged order's run) and reconstructed_exposures (over the
-    runs; support: the share of the runs that made the receiver's read that have the pair)."""
+    runs; support: the share of the runs that made the receiver's read that have the pair;
+    ways: on an SGLang node, the free lists whose runs have it)."""
     ordered = sorted(enumerate(events), key=lambda e: (e[1][0], e[0]))
     ev = pa.table(
         {
@@ -83,6 +85,10 @@ def store_runs(
                 [rq[a].account_id != rq[b].account_id for a, b in pairs], pa.bool_()
             ),
             "verdict": pa.array([verdicts.get(p) for p in pairs], pa.string()),
+            "free_lists": pa.array(
+                [sorted(ways[p]) if ways and p in ways else None for p in pairs],
+                pa.list_(pa.string()),
+            ),
         }
     )
     con.register("_rc_events", ev)

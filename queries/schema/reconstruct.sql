@@ -88,11 +88,15 @@ CREATE TABLE IF NOT EXISTS reconstructed_exposures (
                                           -- receiver's read in which the pair appears
     read_at             TIMESTAMPTZ NOT NULL,  -- the receiver's first token (UTC)
     cross_account       BOOLEAN NOT NULL,  -- the accounts differ
-    verdict             VARCHAR           -- replay: confirmed | cleared; NULL: not decided
+    verdict             VARCHAR,          -- replay: confirmed | cleared; NULL: not decided
+    free_lists          VARCHAR[]         -- SGLang node: the ways its allocator may put freed
+                                          -- pages back (staged, front, back) under which a
+                                          -- run has the pair; NULL on other nodes
 );
 
 -- Case databases reconstructed before replay decided get the verdict column.
 ALTER TABLE reconstructed_exposures ADD COLUMN IF NOT EXISTS verdict VARCHAR;
+ALTER TABLE reconstructed_exposures ADD COLUMN IF NOT EXISTS free_lists VARCHAR[];
 ALTER TABLE reconstructed_nodes ADD COLUMN IF NOT EXISTS unread BIGINT;
 ALTER TABLE reconstructed_nodes ADD COLUMN IF NOT EXISTS variants VARCHAR;
 ALTER TABLE reconstructed_nodes ADD COLUMN IF NOT EXISTS consistent BOOLEAN;

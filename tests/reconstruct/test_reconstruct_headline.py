@@ -18,11 +18,14 @@ def _summary(unread: int) -> ReconstructSummary:
         "cleared": 0,
         "layouts_replayed": 0,
         "findings": False,
+        "free_lists": {},
+        "release_free_list": None,
         "parameters": {
             "allocator": "auto",
             "orders": 8,
             "skew_ms": 25.0,
             "delivery_jitter_ms": None,
+            "sglang_free_list": "any",
             "replay_budget": 4,
         },
     }
@@ -60,3 +63,24 @@ def test_nodes_not_rebuilt_are_named_with_their_reasons_grouped() -> None:
     assert line.endswith(" (u-0: no limits)")
     summary["engines_missing"] = True  # one reason for all, with the fix
     assert "no page size" not in reconstruct_headline(summary)
+
+
+def test_every_free_list_followed_says_what_each_names_alone_and_how_to_narrow() -> None:
+    summary = _summary(0)
+    summary["free_lists"] = {"any": 41, "front": 27, "staged": 32}
+    line = reconstruct_headline(summary)
+    assert "every way was followed: the rebuilt reads name 41 leaking accounts" in line
+    assert "front alone 27, staged alone 32" in line
+    assert "--sglang-free-list version" not in line  # no release named
+    summary["release_free_list"] = "staged"
+    assert "the nodes' SGLang release builds: staged" in reconstruct_headline(summary)
+    summary["free_lists"] = {"any": 27, "front": 27}  # one way followed: nothing to narrow
+    assert "every way" not in reconstruct_headline(summary)
+
+
+def test_free_lists_taken_from_the_release_are_named() -> None:
+    summary = _summary(0)
+    summary["parameters"]["sglang_free_list"] = "version"
+    assert "as the nodes' release builds them: not one way" in reconstruct_headline(summary)
+    summary["release_free_list"] = "front"
+    assert reconstruct_headline(summary).endswith("as the nodes' release builds them: front")

@@ -204,6 +204,48 @@ def test_every_way_sglang_puts_freed_pages_back_is_followed(front_case, tmp_path
         assert leaking <= listed, way
         assert cleared and not cleared & true_pairs, way
     assert runs[FreeList.FRONT][0] < runs[FreeList.ANY][0]
+    # What each way names alone, as the default run tags its pairs, is what a run on that way
+    # alone finds: the reconstruct line's per-way counts are what stating the way would give.
+    for way in (FreeList.STAGED, FreeList.FRONT):
+        alone = _pairs(tmp_path / f"{way.value}.duckdb")
+        assert _pairs(tmp_path / "any.duckdb", way.value) == alone, way
+    assert _pairs(tmp_path / "any.duckdb") == _pairs(tmp_path / "any.duckdb", "staged") | (
+        _pairs(tmp_path / "any.duckdb", "front")
+    )
+
+
+@pytest.mark.parametrize(("release", "way"), [("0.4.9", "front"), ("0.5.9", "staged")])
+def test_the_free_list_taken_from_the_release_is_the_one_it_builds(
+    front_case, tmp_path, monkeypatch, release, way
+):
+    """--sglang-free-list version follows the way the release in nodes.csv builds for a
+    decode node: at the front before 0.4.9.post4, staged since (disaggregated nodes)."""
+    folder, _ = front_case
+    monkeypatch.setenv("KVFORENSICS_ENGINES_VENV", str(engines_dir()))
+    named = tmp_path / "case"
+    shutil.copytree(folder, named)
+    nodes = (named / "nodes.csv").read_text()
+    (named / "nodes.csv").write_text(nodes.replace(",sglang,0.5.9,", f",sglang,{release},"))
+    _rebuilt(named, tmp_path / "version.duckdb", FreeList.VERSION)
+    _rebuilt(folder, tmp_path / "stated.duckdb", FreeList(way))
+    assert _pairs(tmp_path / "version.duckdb") == _pairs(tmp_path / "stated.duckdb")
+    assert _pairs(tmp_path / "version.duckdb", way) == _pairs(tmp_path / "version.duckdb")
+    con = connect(tmp_path / "version.duckdb")
+    notes = " ".join(v for (v,) in con.execute(_DECODE_VARIANTS).fetchall())
+    con.close()
+    assert f"SGLang {release} builds a decode node's allocator" in notes
+
+
+def _pairs(db: Path, way: str | None = None) -> set[tuple[str, str]]:
+    """The cross-account pairs the rebuilt reads name, under one free list or any."""
+    con = connect(db)
+    rows = con.execute(
+        "SELECT receiver_request_id, leaker_request_id FROM reconstructed_exposures "
+        "WHERE cross_account AND (? IS NULL OR list_contains(free_lists, ?))",
+        [way, way],
+    ).fetchall()
+    con.close()
+    return set(rows)
 
 
 def test_a_line_that_keeps_decode_headroom_is_among_the_variants(
