@@ -9,6 +9,7 @@ screening alone and for screening plus reconstruction (`reconstruct`, then `anal
     PYTHONPATH=. python benchmarks/bench_independent.py [--requests 1500] [--accounts 1000]
         [--seeds 1 2 3] [--bursts 0.3] [--jitter-us 1000] [--skew-ms 25] [--orders 8]
         [--page-size 16] [--allocator paged|token] [--need-sort 1|0]
+        [--reserved-decode-tokens R [--logged-headroom]]
         [--sglang-free-list any|version|staged|front|back]
 
 --page-size is the tokens per page SGLang was started with (1 is its default: every decode
@@ -90,6 +91,21 @@ def model_pairs(con: duckdb.DuckDBPyConnection) -> dict[tuple[str, str], set[str
     }
 
 
+def log_headroom(case: Path, tokens: int, page_size: int) -> None:
+    """Give each decode node the start-up lines SGLang writes, its server_args naming the
+    headroom the generator kept (--num-reserved-decode-tokens), as a responder with the
+    engines' logs has them."""
+    (case / "logs").mkdir()
+    for k in range(2):
+        (case / "logs" / f"decode-{k}.log").write_text(
+            "[2026-08-31 23:00:00] server_args=ServerArgs(model_path='/m/tiny', page_size="
+            f"{page_size}, context_length=1049, disaggregation_mode='decode', "
+            f"num_reserved_decode_tokens={tokens})\n"
+            "[2026-08-31 23:00:01] max_total_num_tokens=1440, chunked_prefill_size=8192, "
+            "max_prefill_tokens=16384, max_running_requests=64, context_len=1049\n"
+        )
+
+
 def ways(args: argparse.Namespace) -> list[tuple[str, int]]:
     """The allocators SGLang builds for this page size: (--allocator, --need-sort)."""
     return [("paged", 1), ("paged", 0)] + ([("token", 0)] if args.page_size == 1 else [])
@@ -119,6 +135,8 @@ def run_case(work: Path, seed: int, args: argparse.Namespace) -> dict[str, dict]
     case = work / f"case-{seed}"
     make_case(case, seed, args)
     want = truth(case)
+    if args.logged_headroom:
+        log_headroom(case, args.reserved_decode_tokens, args.page_size)
     true, union = ceiling(work, seed, args, want[("leaking", "accounts")])
     print(
         f"seed {seed}: {true} true leaking accounts, {union} over every way SGLang may free "
@@ -163,6 +181,11 @@ def main() -> None:
     ap.add_argument("--allocator", choices=["paged", "token"], default="paged")
     ap.add_argument("--need-sort", type=int, choices=[0, 1], default=1)
     ap.add_argument("--reserved-decode-tokens", type=int, default=0)
+    ap.add_argument(
+        "--logged-headroom",
+        action="store_true",
+        help="give the decode nodes SGLang's server_args line naming the headroom kept",
+    )
     ap.add_argument(
         "--sglang-free-list",
         choices=[f.value for f in FreeList],

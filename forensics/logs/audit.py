@@ -36,6 +36,7 @@ _TEXT_FACTS = (  # taken as written; chunked_prefill to kv_cache_groups vLLM's, 
     "data_parallel_size",
     "kv_cache_groups",
     "decode_radix_cache",  # SGLang's, where logged
+    "reserved_decode_tokens",  # SGLang's --num-reserved-decode-tokens, where logged
 )
 _ONCE_PER_START = {"sglang.max-total", "vllm.kv-cache-size", "vllm.gpu-blocks"}
 

@@ -44,6 +44,7 @@ FACT_KEYS = (
     "data_parallel_size",
     "kv_cache_groups",
     "decode_radix_cache",
+    "reserved_decode_tokens",
 )
 
 

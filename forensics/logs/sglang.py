@@ -81,6 +81,8 @@ SERVER_ARGS = Spec(
         rx(_arg("context_length", r"(?P<context_len>\d+)")),
         rx(_arg("model_path", r"['\"](?P<model>[^'\"]+)['\"]")),
         rx(_arg("disaggregation_mode", r"['\"](?P<role>\w+)['\"]")),
+        # the decode headroom a disaggregated decode node's prealloc queue keeps free
+        rx(_arg("num_reserved_decode_tokens", r"(?P<reserved_decode_tokens>\d+)")),
         # a disaggregated decode node's own radix cache (off unless the operator turns it on)
         rx(
             _arg(

@@ -4,6 +4,7 @@ log best, then in every order the timestamps leave open (orders.py)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import partial
 from itertools import product
 from typing import Any
@@ -137,12 +138,14 @@ def paged_node(
     pool_slots: int,
     requests: tuple[list[Req], list[list[str]]],
     version: str | None = None,
+    facts: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """Rebuild one node; its reconstructed_* rows written, its reconstructed_nodes row
     returned."""
     reqs, reasons = requests
     free_list, release = _free_list(rp.free_list, kind, version, role, ps)
-    combos = _combos(kind, role, pool_slots, ps, free_list)
+    headroom = _logged_headroom(facts or {}, kind, role)
+    combos = _combos(kind, role, pool_slots, ps, free_list, headroom)
     traces, heads = [], []
     for (growth, policy, probe), (alloc, slots, need_sort) in combos:
         trace = NodeTrace(node, role, ps, pool_slots, reqs, growth, policy)
@@ -154,7 +157,8 @@ def paged_node(
     least = min(len(reads.unread) for _, reads in heads)
     kept = [c for c, (_, reads) in enumerate(heads) if len(reads.unread) == least]
     first = heads[kept[0]][0]
-    total, sampled, unread, notes = Reads(), set[int](), set[int](), [n for n in [release] if n]
+    notes = [n for n in [release, _headroom_note(headroom)] if n]
+    total, sampled, unread = Reads(), set[int](), set[int]()
     ways: dict[tuple[int, int], set[str]] = {}  # SGLang pair -> the free lists that read it
     orders = groups = 0
     for c in kept:
@@ -265,13 +269,23 @@ def node_row(
     }
 
 
-def _combos(kind: str, role: str, pool_slots: int, ps: int, free_list: FreeList) -> list[Combo]:
+def _combos(
+    kind: str, role: str, pool_slots: int, ps: int, free_list: FreeList, headroom: int | None = None
+) -> list[Combo]:
     """Every scheduler variant on every allocator explored; an allocation too big for the free
     pages that still reaches the allocator changes only one that stages its frees, so the
-    others take it once, and only an SGLang decode node keeps decode headroom."""
+    others take it once, and only an SGLang decode node keeps decode headroom: where its log
+    names the headroom (`headroom`), only the lines that keep that much (none: those that keep
+    none), since a line that admits a request before the engine's headroom allows is not the
+    engine's."""
     out: list[Combo] = []
     explored = pools_explored(kind, pool_slots, ps, free_list)
-    for (growth, policy, probe), pool in product(VARIANTS, explored):
+    variants = VARIANTS
+    if headroom == 0:
+        variants = [v for v in VARIANTS if not v[1].startswith("reserve")]
+    elif headroom is not None:
+        variants = [("paged", f"{line}:{headroom}", False) for line in _HEADROOM]
+    for (growth, policy, probe), pool in product(variants, explored):
         if policy.startswith("reserve") and (role == "prefill" or kind != "sglang"):
             continue  # the headroom is SGLang's decode queue's
         combo = ((growth, policy, probe and pool[2]), pool)
@@ -287,6 +301,25 @@ def _variant_name(combo: Combo) -> str:
     line, _, tokens = policy.partition(":")
     kept = f"fifo line keeping {tokens} {_HEADROOM[line]}" if tokens else f"{policy} line"
     return f"{growth} decode pages, {kept}{tries}, {alloc} pool of {slots}{frees}"
+
+
+def _logged_headroom(facts: Mapping[str, str], kind: str, role: str) -> int | None:
+    """The decode headroom an SGLang decode node's server_args line names
+    (--num-reserved-decode-tokens); None where it names none or the node is another kind."""
+    value = facts.get("reserved_decode_tokens")
+    if kind != "sglang" or role != "decode" or value is None or not value.isdigit():
+        return None
+    return int(value)
+
+
+def _headroom_note(headroom: int | None) -> str:
+    if headroom is None:
+        return ""
+    return (
+        f"its server_args line names --num-reserved-decode-tokens {headroom}: only the lines "
+        + ("that keep no decode headroom" if headroom == 0 else f"that keep {headroom} tokens")
+        + " are followed"
+    )
 
 
 def _free_list(

@@ -89,7 +89,9 @@ def reconstruct(
             rebuild = (
                 partial(unified_node, facts=facts, progress=_within(progress, node))
                 if kind == "vllm" and role == "unified"
-                else partial(paged_node, requests=_requests(con, node, role), version=version)
+                else partial(
+                    paged_node, requests=_requests(con, node, role), version=version, facts=facts
+                )
             )
             if kind == "sglang":
                 releases.add(release_free_list(version, role, int(page_size)))

@@ -177,6 +177,7 @@ class ReportContext:
     notes: list[str] = field(default_factory=list)  # other remarks for the reader
     reconstructed_nodes: list[rows.ReconstructedNodeRow] = field(default_factory=list)
     reconstructed: list[rows.ReconstructedPairRow] = field(default_factory=list)
+    free_lists: list[rows.FreeListRow] = field(default_factory=list)  # SGLang: per way
     node_evidence: list[rows.NodeEvidenceRow] = field(default_factory=list)  # per node, by name
     holes: list[rows.HoleRow] = field(default_factory=list)  # known holes in the ledgers
     cleared: list[rows.ClearedRow] = field(default_factory=list)  # what positive evidence cleared

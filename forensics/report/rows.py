@@ -129,6 +129,15 @@ class ReconstructedNodeRow:
 
 
 @dataclass(frozen=True)
+class FreeListRow:
+    """Leaking accounts the rebuilt SGLang reads name under one free list, or over every one
+    followed (way 'any') (queries/reconstruct/free_lists.sql)."""
+
+    way: str
+    accounts: int
+
+
+@dataclass(frozen=True)
 class ReconstructedPairRow:
     """A reconstructed cross-account pair (queries/report/reconstructed_pairs.sql)."""
 

@@ -33,7 +33,7 @@ CREATE TABLE IF NOT EXISTS node_disagreements (
 -- found in a node's logs (0 = first); `source` names the kind of line, or 'default'.
 CREATE TABLE IF NOT EXISTS node_facts (
     node     VARCHAR NOT NULL,  -- engine instance
-    fact     VARCHAR NOT NULL,   -- pool_slots | context_len | page_size | role | model | engine | engine_version | fits | max_num_seqs | max_num_batched_tokens | chunked_prefill | prefix_caching | device | data_parallel_size | kv_cache_groups (vLLM, where logged) | decode_radix_cache (SGLang, where logged)
+    fact     VARCHAR NOT NULL,   -- pool_slots | context_len | page_size | role | model | engine | engine_version | fits | max_num_seqs | max_num_batched_tokens | chunked_prefill | prefix_caching | device | data_parallel_size | kv_cache_groups (vLLM, where logged) | decode_radix_cache | reserved_decode_tokens (SGLang, where logged)
     value    VARCHAR,  -- the value as read
     src_file VARCHAR,  -- log file (NULL for a derived fact)
     src_line BIGINT,  -- line in that file

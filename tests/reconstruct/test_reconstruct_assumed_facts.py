@@ -289,3 +289,21 @@ def test_an_sglang_decode_node_with_a_radix_cache_of_its_own_is_not_rebuilt(
     facts, got = _sglang_judged(db, {"requests.csv": requests, "logs/vllm-0.log": log}, "decode")
     assert facts.get("decode_radix_cache") == on
     assert got == reason
+
+
+@pytest.mark.parametrize(
+    ("args", "headroom"), [(", num_reserved_decode_tokens=300", "300"), ("", None)]
+)
+def test_the_decode_headroom_an_sglang_log_names_is_read(
+    tmp_path: Path, args: str, headroom: str | None
+) -> None:
+    """SGLang's server_args line holds --num-reserved-decode-tokens, the headroom a
+    disaggregated decode node's prealloc queue keeps free: read as reserved_decode_tokens,
+    absent where the line does not name it."""
+    line = SGL_ARGS.format(on="False").replace(")", f"{args})")
+    log = SGL + line + "\n" + SGL + SGL_POOL + "\n"
+    requests = REQUESTS.replace("node,cached_tokens", "decode_node,cached_tokens")
+    facts, _ = _sglang_judged(
+        tmp_path / "c.duckdb", {"requests.csv": requests, "logs/vllm-0.log": log}, "decode"
+    )
+    assert facts.get("reserved_decode_tokens") == headroom

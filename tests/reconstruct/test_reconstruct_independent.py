@@ -265,7 +265,31 @@ def test_a_line_that_keeps_decode_headroom_is_among_the_variants(
     assert cleared and not cleared & true_pairs
     con = connect(tmp_path / "case.duckdb")
     notes = [v for (v,) in con.execute(_DECODE_VARIANTS).fetchall()]
+    con.close()
     assert any("tokens free per request" in v for v in notes), notes
+    # The decode nodes' server_args lines name the headroom: only the lines that keep it are
+    # followed, and the lists narrow without losing a true account or clearing a true pair.
+    logged = tmp_path / "logged"
+    shutil.copytree(folder, logged)
+    (logged / "logs").mkdir()
+    for k in range(2):
+        (logged / "logs" / f"decode-{k}.log").write_text(_SGLANG_DECODE_LOG)
+    narrowed, cleared = _rebuilt(logged, tmp_path / "logged.duckdb", FreeList.ANY)
+    assert leaking <= narrowed < listed
+    assert not cleared & true_pairs
+    con = connect(tmp_path / "logged.duckdb")
+    notes = [v for (v,) in con.execute(_DECODE_VARIANTS).fetchall()]
+    con.close()
+    assert all("names --num-reserved-decode-tokens 512" in v for v in notes), notes
+    assert all("fifo line," not in v for v in notes), notes  # no line that keeps none
+
+
+_SGLANG_DECODE_LOG = (
+    "[2026-08-31 23:00:00] server_args=ServerArgs(model_path='/m/tiny', page_size=16, "
+    "context_length=1049, disaggregation_mode='decode', num_reserved_decode_tokens=512)\n"
+    "[2026-08-31 23:00:01] max_total_num_tokens=1440, chunked_prefill_size=8192, "
+    "max_prefill_tokens=16384, max_running_requests=64, context_len=1049\n"
+)
 
 
 def test_back_is_refused_for_pages_of_more_than_one_token(case, tmp_path, monkeypatch):

@@ -362,3 +362,60 @@ def test_timeline_bucket_follows_the_span(span_s: int, unit: str) -> None:
         last_exposure_at = first + timedelta(seconds=span_s)
 
     assert _bucket_unit(Span()) == unit  # type: ignore[arg-type]
+
+
+def _rebuilt_pair(receiver: str, leaker: str, account: str, ways: list[str]) -> dict:
+    return {
+        "receiver_request_id": receiver,
+        "receiver_account_id": "acct-r",
+        "leaker_request_id": leaker,
+        "leaker_account_id": account,
+        "node": "decode-0",
+        "tokens": 16,
+        "support": 1.0,
+        "read_at": t("2026-08-27T10:00:05Z"),
+        "cross_account": True,
+        "free_lists": ways,
+    }
+
+
+def test_what_each_free_list_names_alone_is_shown_where_several_were_followed(tmp_path):
+    """Leaking accounts counted by hand: staged names acct-1 and acct-2, front acct-2 and
+    acct-3, every way all three; a replay-cleared pair counts under no way."""
+    tables = add_rows(
+        seq_tables(),
+        "reconstructed_exposures",
+        [
+            _rebuilt_pair("S", "L1", "acct-1", ["staged"]),
+            _rebuilt_pair("S", "L2", "acct-2", ["front", "staged"]),
+            _rebuilt_pair("S", "L3", "acct-3", ["front"]),
+            {**_rebuilt_pair("S", "L4", "acct-4", ["front"]), "verdict": "cleared"},
+        ],
+    )
+    add_rows(tables, "reconstructed_nodes", [_rebuilt_node()])
+    text = re.sub(r"<[^>]+>", " ", _report(tmp_path / "several", tables))
+    text = re.sub(r"\s+", " ", text)
+    assert "followed and the lists hold the reads of each (3 leaking accounts" in text
+    assert "the most recently freed handed out first 2 " in text
+    assert "(a disaggregated node of a recent release) 2 " in text
+    one = add_rows(
+        add_rows(seq_tables(), "reconstructed_nodes", [_rebuilt_node()]),
+        "reconstructed_exposures",
+        [_rebuilt_pair("S", "L1", "acct-1", ["staged"])],
+    )
+    assert "freed pages back</h3>" not in _report(tmp_path / "one", one)  # nothing to narrow
+
+
+def _rebuilt_node() -> dict:
+    return {
+        "node": "decode-0",
+        "role": "decode",
+        "allocator": "sglang",
+        "page_size": 16,
+        "pool_slots": 1440,
+        "requests": 4,
+        "stubs": 1,
+        "ambiguous_groups": 0,
+        "orders": 1,
+        "deferred": 0,
+    }
