@@ -274,17 +274,13 @@ def _combos(
 ) -> list[Combo]:
     """Every scheduler variant on every allocator explored; an allocation too big for the free
     pages that still reaches the allocator changes only one that stages its frees, so the
-    others take it once, and only an SGLang decode node keeps decode headroom: where its log
-    names the headroom (`headroom`), only the lines that keep that much (none: those that keep
-    none), since a line that admits a request before the engine's headroom allows is not the
-    engine's."""
+    others take it once, and only an SGLang decode node keeps decode headroom (the lines that
+    keep the headroom its log names, `headroom`, added where they are not among them)."""
     out: list[Combo] = []
     explored = pools_explored(kind, pool_slots, ps, free_list)
     variants = VARIANTS
-    if headroom == 0:
-        variants = [v for v in VARIANTS if not v[1].startswith("reserve")]
-    elif headroom is not None:
-        variants = [("paged", f"{line}:{headroom}", False) for line in _HEADROOM]
+    if headroom and headroom not in RESERVED_DECODE_TOKENS:
+        variants = [*VARIANTS, *[("paged", f"{line}:{headroom}", False) for line in _HEADROOM]]
     for (growth, policy, probe), pool in product(variants, explored):
         if policy.startswith("reserve") and (role == "prefill" or kind != "sglang"):
             continue  # the headroom is SGLang's decode queue's
@@ -313,12 +309,16 @@ def _logged_headroom(facts: Mapping[str, str], kind: str, role: str) -> int | No
 
 
 def _headroom_note(headroom: int | None) -> str:
+    """The headroom the node's log names adds its lines where the variants lack them, and
+    narrows nothing: the lines model SGLang's admission only in part (it also counts requests
+    still in transfer and the running requests' own needs), and a log can name a headroom its
+    engine did not keep as the lines do; taken as the only lines, one that did so cleared true
+    leakers (docs/guides/without-a-ledger.md)."""
     if headroom is None:
         return ""
     return (
-        f"its server_args line names --num-reserved-decode-tokens {headroom}: only the lines "
-        + ("that keep no decode headroom" if headroom == 0 else f"that keep {headroom} tokens")
-        + " are followed"
+        f"its server_args line names --num-reserved-decode-tokens {headroom}: lines keeping "
+        f"{headroom} tokens are among the variants, beside the others"
     )
 
 

@@ -42,3 +42,13 @@ def test_a_stated_free_list_is_the_only_one_followed():
     assert _ways(_combos("sglang", "decode", 1440, 1, FreeList.BACK)) == {("sglang-token", False)}
     with pytest.raises(UsageError, match="pages hold 16 tokens"):
         _combos("sglang", "decode", 1440, 16, FreeList.BACK)
+
+
+def test_a_logged_headroom_adds_its_lines_and_removes_none():
+    every = _lines(_combos("sglang", "decode", 1440, 16, FreeList.ANY))
+    logged = _lines(_combos("sglang", "decode", 1440, 16, FreeList.ANY, 300))
+    assert logged == every | {"reserve:300", "reserve-held:300"}
+    assert _lines(_combos("sglang", "decode", 1440, 16, FreeList.ANY, 512)) == every
+    assert _lines(_combos("sglang", "decode", 1440, 16, FreeList.ANY, 0)) == every
+    prefill = _lines(_combos("sglang", "prefill", 1440, 16, FreeList.ANY, 300))
+    assert not any(p.startswith("reserve") for p in prefill)
