@@ -332,13 +332,20 @@ def _free_list(
     if way is None:
         return FreeList.ANY, (
             f"--sglang-free-list version: no SGLang release named for this node "
-            f"({version or 'none'}), so every way its allocator may put freed pages back is "
+            f"({_shown(version)}), so every way its allocator may put freed pages back is "
             "followed"
         )
     return way, (
         f"--sglang-free-list version: SGLang {version} builds a {role} node's allocator to put "
         f"freed pages back {_TAKEN[way]}, and only that way is followed"
     )
+
+
+def _shown(version: str | None, most: int = 40) -> str:
+    """A version string as a note quotes it: none, or at most `most` characters."""
+    if not version:
+        return "none"
+    return repr(version if len(version) <= most else version[:most] + "...")
 
 
 _TAKEN = {
