@@ -85,7 +85,8 @@ def reconstruct_headline(summary: ReconstructSummary) -> str:
         f"pairs, {summary['cross_account_pairs']} cross-account; replay confirmed "
         f"{summary['confirmed']} and cleared {summary['cleared']}"
     )
-    line += _ways(summary["free_lists"], summary["release_free_list"])
+    if summary["parameters"]["sglang_free_list"] == "any":
+        line += _ways(summary["free_lists"], summary["release_free_list"])
     line += _release(summary["parameters"], summary["release_free_list"])
     skipped = summary["skipped"]
     if skipped:

@@ -17,7 +17,6 @@ from forensics.engines.pools import PagePool
 from forensics.errors import UsageError
 from forensics.options import FreeList, ReconstructOptions
 from forensics.reconstruct.decide import Decider
-from forensics.reconstruct.freelist import release_free_list
 from forensics.reconstruct.orders import Explored, explore_orders
 from forensics.reconstruct.pagerun import PageRun, Reads
 from forensics.reconstruct.store import insert_requests, store_runs
@@ -137,13 +136,14 @@ def paged_node(
     ps: int,
     pool_slots: int,
     requests: tuple[list[Req], list[list[str]]],
-    version: str | None = None,
+    release: tuple[str | None, FreeList | None] = (None, None),
     facts: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """Rebuild one node; its reconstructed_* rows written, its reconstructed_nodes row
-    returned."""
+    returned. `release`: the engine version the node names, and the way that SGLang release
+    builds its allocator (freelist.py; None where it names none)."""
     reqs, reasons = requests
-    free_list, release = _free_list(rp.free_list, kind, version, role, ps)
+    free_list, taken = _free_list(rp.free_list, kind, release, role)
     headroom = _logged_headroom(facts or {}, kind, role)
     combos = _combos(kind, role, pool_slots, ps, free_list, headroom)
     traces, heads = [], []
@@ -157,7 +157,7 @@ def paged_node(
     least = min(len(reads.unread) for _, reads in heads)
     kept = [c for c, (_, reads) in enumerate(heads) if len(reads.unread) == least]
     first = heads[kept[0]][0]
-    notes = [n for n in [release, _headroom_note(headroom)] if n]
+    notes = [n for n in [taken, _headroom_note(headroom)] if n]
     total, sampled, unread = Reads(), set[int](), set[int]()
     ways: dict[tuple[int, int], set[str]] = {}  # SGLang pair -> the free lists that read it
     orders = groups = 0
@@ -323,12 +323,12 @@ def _headroom_note(headroom: int | None) -> str:
 
 
 def _free_list(
-    stated: FreeList, kind: str, version: str | None, role: str, ps: int
+    stated: FreeList, kind: str, release: tuple[str | None, FreeList | None], role: str
 ) -> tuple[FreeList, str]:
     """The free list followed, and a note where it was taken from the node's release."""
     if stated is not FreeList.VERSION or kind != "sglang":
         return stated, ""
-    way = release_free_list(version, role, ps)
+    version, way = release
     if way is None:
         return FreeList.ANY, (
             f"--sglang-free-list version: no SGLang release named for this node "

@@ -86,15 +86,17 @@ def reconstruct(
             if why := _not_described(con, node, kind, role, engine, facts):
                 _skip(con, skipped, node, why)
                 continue
+            release = release_free_list(version, role, int(page_size))  # SGLang's way
             rebuild = (
                 partial(unified_node, facts=facts, progress=_within(progress, node))
                 if kind == "vllm" and role == "unified"
                 else partial(
-                    paged_node, requests=_requests(con, node, role), version=version, facts=facts
+                    paged_node,
+                    requests=_requests(con, node, role),
+                    release=(version, release),
+                    facts=facts,
                 )
             )
-            if kind == "sglang":
-                releases.add(release_free_list(version, role, int(page_size)))
             try:
                 row = rebuild(
                     con, pools, rp, decider, node, role, kind, int(page_size), int(pool_slots)
@@ -107,6 +109,8 @@ def reconstruct(
                 _skip(con, skipped, node, str(exc))
                 continue
             sampled, why = row.pop("sampled", 0), row.pop("why", "")
+            if kind == "sglang":
+                releases.add(release)
             con.execute(
                 sql("reconstruct/insert_node"),
                 {

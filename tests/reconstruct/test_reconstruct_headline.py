@@ -76,6 +76,9 @@ def test_every_free_list_followed_says_what_each_names_alone_and_how_to_narrow()
     assert "the nodes' SGLang release builds: staged" in reconstruct_headline(summary)
     summary["free_lists"] = {"any": 27, "front": 27}  # one way followed: nothing to narrow
     assert "every way" not in reconstruct_headline(summary)
+    summary["free_lists"] = {"any": 41, "front": 27, "staged": 32}  # nodes of two releases
+    summary["parameters"]["sglang_free_list"] = "version"
+    assert "every way" not in reconstruct_headline(summary)
 
 
 def test_free_lists_taken_from_the_release_are_named() -> None:

@@ -395,7 +395,7 @@ def test_what_each_free_list_names_alone_is_shown_where_several_were_followed(tm
     add_rows(tables, "reconstructed_nodes", [_rebuilt_node()])
     text = re.sub(r"<[^>]+>", " ", _report(tmp_path / "several", tables))
     text = re.sub(r"\s+", " ", text)
-    assert "followed and the lists hold the reads of each (3 leaking accounts" in text
+    assert "was followed, the lists hold the reads of each (3 leaking accounts" in text
     assert "the most recently freed handed out first 2 " in text
     assert "(a disaggregated node of a recent release) 2 " in text
     one = add_rows(
