@@ -115,7 +115,7 @@ def _merged(
             n
             for n in (
                 res.note,
-                f"{len(node.doubtful)} logged prefill step(s) closer to the one before than a "
+                f"{len(node.doubtful)} logged step(s) closer to the one before than a "
                 "third of a token's time, each also run as the step before's outputs logged apart "
                 f"({len(variants)} more step layouts)",
             )

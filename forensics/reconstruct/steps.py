@@ -14,8 +14,6 @@ import numpy as np
 
 from forensics.reconstruct.trace import Req
 
-PREFILL_TOKENS = 64  # a prefill this long takes more than a decode step (doubtful)
-
 
 def decoding(reqs: list[Req]) -> list[tuple[int, int, int]]:
     """Per request with two output tokens or more: (first token, completion, the logged time
@@ -77,22 +75,18 @@ def steps(reqs: list[Req], merge_us: int) -> list[int]:
 
 def doubtful(reqs: list[Req], clusters: list[int]) -> list[int]:
     """The boundaries between logged steps k and k + 1 (k listed) that may be one step's
-    outputs logged apart: step k + 1 logs the first token of a request that computed
-    PREFILL_TOKENS or more of its prompt, so it would have prefilled them, yet it came sooner
-    after step k than a third of the shortest time per output token of the requests decoding
-    across the boundary. A process held up while it logs one step's outputs (a loaded
-    machine) puts the rest milliseconds after the others, and they then read as a step of
-    their own: seen on a real vLLM, a 187-token prefill 1.4 ms after the step before, where
-    the requests took 5.7 ms per token and every other prefill step of the log 6 ms or more;
-    the rebuild prefilled the request a step late and cleared the stub's true leakers. A
-    short step that prefilled less (a stub computes one token, a prefix-cache hit few) is
-    taken as it is: decode steps are that short."""
+    outputs logged apart: step k + 1 came sooner after step k than a third of the shortest
+    time per output token of the requests decoding across the boundary. A process held up
+    while it logs one step's outputs (a loaded machine) puts the rest milliseconds after the
+    others, and they then read as a step of their own: seen on a real vLLM, a 187-token
+    prefill 1.4 ms after the step before, where the requests took 5.7 ms per token; the
+    rebuild prefilled the request a step late and cleared the stub's true leakers. A first
+    token or a completion so delayed moves a prefill or a free a step late alike (on real
+    runs each delayed by 1.4 ms: the stub's first token, another request's first token
+    after a 128-token prefix hit, a completion), so any logged step that close is doubtful,
+    whatever it logs. Taking a real short step as doubtful costs only the runs it adds; a
+    delay as long as a step is not told from one (only --delivery-jitter-ms covers it)."""
     times = sorted({t for r in reqs for t in (r.first_token_us, r.completed_us) if t is not None})
-    firsts = sorted(
-        r.first_token_us
-        for r in reqs
-        if r.first_token_us is not None and r.prompt - (r.cached_tokens or 0) >= PREFILL_TOKENS
-    )
     per_token = decoding(reqs)
     longest = max((s for *_, s in per_token), default=0)
     out = []
@@ -101,10 +95,6 @@ def doubtful(reqs: list[Req], clusters: list[int]) -> list[int]:
         gap = clusters[k + 1] - end
         if 3 * gap >= longest:
             continue
-        after = clusters[k + 2] if k + 2 < len(clusters) else times[-1] + 1
-        j = bisect.bisect_left(firsts, clusters[k + 1])
-        if j == len(firsts) or firsts[j] >= after:
-            continue  # no prefill of PREFILL_TOKENS or more in step k + 1
         across = [s for a, b, s in per_token if a <= end and b >= clusters[k + 1]]
         if across and 3 * gap < min(across):
             out.append(k)

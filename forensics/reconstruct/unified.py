@@ -209,7 +209,7 @@ class UnifiedNode:
             return f"{len(self.clusters)} logged steps, more than {MAX_STEPS} are not explored"
         if len(self.doubtful) > MOST_DOUBTFUL:
             return (
-                f"{len(self.doubtful)} logged prefill steps closer to the one before than a "
+                f"{len(self.doubtful)} logged steps closer to the one before than a "
                 "third of a token's time, each maybe one step's outputs logged apart (a loaded "
                 "machine); "
                 f"more than {MOST_DOUBTFUL} are not explored"

@@ -1,6 +1,7 @@
 """A logged step that may be one step's outputs logged apart (steps.doubtful) is also run as
-such, and a real vLLM run logged on a loaded machine (tests/data/vllm-loaded, truth from its
-tapped ledger) lists every true party. Needs the engines environment for the second."""
+such, and real vLLM runs with an output logged late (tests/data/vllm-loaded: on a loaded
+machine; tests/data/vllm-delayed: a short prefill's first token moved 1.4 ms by hand; truth
+from their tapped ledgers) list every true party. Needs the engines environment for those."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import shutil
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
 from support.engines import engines_python
 from support.paths import REPO
 from support.traces import MS, req
@@ -17,7 +19,7 @@ from forensics.cli import run as cli
 from forensics.db import connect
 from forensics.reconstruct.steps import doubtful, merge_gap, steps
 
-CASE = REPO / "tests" / "data" / "vllm-loaded"
+CASES = [REPO / "tests" / "data" / name for name in ("vllm-loaded", "vllm-delayed")]
 
 
 def test_an_output_logged_late_within_a_step_is_doubtful_and_a_step_is_not() -> None:
@@ -37,15 +39,24 @@ def test_an_output_logged_late_within_a_step_is_doubtful_and_a_step_is_not() -> 
     k = clusters.index(30 * MS)
     assert clusters[k + 1 : k + 3] == [30 * MS + 1_400, 37 * MS]
     assert doubtful(reqs, clusters) == [k]
-    # the same step prefilling one token (a stub, the rest counted cached) is taken as a step
+    # a delayed output moves its request a step late whatever the step computed: a one-token
+    # prefill (a stub, the rest counted cached) or a completion is as doubtful
     reqs[4] = replace(reqs[4], cached_tokens=199)
-    assert doubtful(reqs, clusters) == []
+    assert doubtful(reqs, clusters) == [k]
+    reqs[4] = late  # logged with its step; `c`'s completion logged 1.4 ms late instead
+    reqs[2] = replace(reqs[2], completed_us=30 * MS + 1_400)
+    clusters = steps(reqs, merge_gap(reqs, 5 * MS))
+    assert clusters[k + 1 : k + 3] == [30 * MS + 1_400, 37 * MS]
+    assert doubtful(reqs, clusters) == [k]
 
 
-def test_a_real_run_logged_on_a_loaded_machine_lists_every_true_party(tmp_path: Path) -> None:
+@pytest.mark.parametrize("data", CASES, ids=lambda p: p.name)
+def test_a_real_run_with_an_output_logged_late_lists_every_true_party(
+    data: Path, tmp_path: Path
+) -> None:
     engines_python()
     case = tmp_path / "case"
-    shutil.copytree(CASE / "case", case)
+    shutil.copytree(data / "case", case)
     db = tmp_path / "case.duckdb"
     assert cli(["ingest", str(case), "--db", str(db)]) == 0
     assert cli(["reconstruct", "--db", str(db)]) in (0, 1)
@@ -56,6 +67,6 @@ def test_a_real_run_logged_on_a_loaded_machine_lists_every_true_party(tmp_path: 
     )
     (variants,) = con.execute("SELECT variants FROM reconstructed_nodes").fetchall()[0]
     con.close()
-    truth = {tuple(r) for r in json.loads((CASE / "truth.json").read_text())["affected"]}
+    truth = {tuple(r) for r in json.loads((data / "truth.json").read_text())["affected"]}
     assert truth <= listed, truth - listed
     assert "also run as the step before's outputs logged apart" in variants
