@@ -77,7 +77,8 @@ def explore(
         if res.cut:  # a sample of the runs on the clock: the engine's may be another
             why = f"more than {TIMED_RUNS} runs on the clock per stub sharing; none is kept"
             res = UnifiedResult(res.runs, why=f"{why}, so nothing is cleared", cut=True)
-    if not unstepped and not res.cut and not _merged(res, node, drv, shared):
+    mergeable = not unstepped or node.split_step()
+    if mergeable and not res.cut and not _merged(res, node, drv, shared):
         res = UnifiedResult(
             res.runs,
             why=f"more than {SCHEDULES} decode-block schedules fit "

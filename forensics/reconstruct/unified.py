@@ -189,6 +189,19 @@ class UnifiedNode:
                 return f"{r.request_id} has no cached_tokens in the log"
         return ""
 
+    def split_step(self) -> bool:
+        """Whether the steps are read off the log, but a request spans more of them than it
+        has output tokens where doubtful steps may be one step's outputs logged apart: taken
+        as one (merged_variants), the log may fit. A preemption also spans more steps: a run
+        in which the driven scheduler preempts is not kept (runstate), and a merged run that
+        fits without one is a run the log allows."""
+        return (
+            self.marked
+            and self.spans is None
+            and 0 < len(self.doubtful) <= MOST_DOUBTFUL
+            and len(self.clusters) <= MAX_STEPS
+        )
+
     def unstepped(self) -> str:
         """Why the engine's steps cannot be read off the logged times, or ''."""
         if not self.marked:

@@ -1,7 +1,9 @@
 """A logged step that may be one step's outputs logged apart (steps.doubtful) is also run as
 such, and real vLLM runs with an output logged late (tests/data/vllm-loaded: on a loaded
-machine; tests/data/vllm-delayed: a short prefill's first token moved 1.4 ms by hand; truth
-from their tapped ledgers) list every true party. Needs the engines environment for those."""
+machine; tests/data/vllm-delayed: a short prefill's first token moved 1.4 ms by hand;
+tests/data/vllm-split-step: a completion so moved, which read as it is fits no run; truth
+from their tapped ledgers) list every true party, from runs kept. Needs the engines
+environment for those."""
 
 from __future__ import annotations
 
@@ -19,7 +21,9 @@ from forensics.cli import run as cli
 from forensics.db import connect
 from forensics.reconstruct.steps import doubtful, merge_gap, steps
 
-CASES = [REPO / "tests" / "data" / name for name in ("vllm-loaded", "vllm-delayed")]
+CASES = [
+    REPO / "tests" / "data" / name for name in ("vllm-loaded", "vllm-delayed", "vllm-split-step")
+]
 
 
 def test_an_output_logged_late_within_a_step_is_doubtful_and_a_step_is_not() -> None:
@@ -65,8 +69,11 @@ def test_a_real_run_with_an_output_logged_late_lists_every_true_party(
     listed = set(
         con.execute("SELECT side, request_id, account_id FROM affected_requests").fetchall()
     )
-    (variants,) = con.execute("SELECT variants FROM reconstructed_nodes").fetchall()[0]
+    variants, kept = con.execute("SELECT variants, consistent FROM reconstructed_nodes").fetchall()[
+        0
+    ]
     con.close()
     truth = {tuple(r) for r in json.loads((data / "truth.json").read_text())["affected"]}
     assert truth <= listed, truth - listed
     assert "also run as the step before's outputs logged apart" in variants
+    assert kept, variants
