@@ -86,7 +86,8 @@ def reconstruct(
             if why := _not_described(con, node, kind, role, engine, facts):
                 _skip(con, skipped, node, why)
                 continue
-            release = release_free_list(version, role, int(page_size))  # SGLang's way
+            # the way the node's SGLang release builds its allocator (an SGLang node only)
+            release = release_free_list(version, role, int(page_size)) if kind == "sglang" else None
             rebuild = (
                 partial(unified_node, facts=facts, progress=_within(progress, node))
                 if kind == "vllm" and role == "unified"
