@@ -65,6 +65,23 @@ def headroom_case(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]
     return _made(out, *args, "--reserved-decode-tokens", "512")
 
 
+@pytest.fixture(scope="module")
+def front_rebuilt(
+    front_case: tuple[Path, dict], tmp_path_factory: pytest.TempPathFactory
+) -> dict[FreeList, tuple[Path, set[str], set[tuple[str, str]]]]:
+    """The front case rebuilt on the staged free list alone, on every way, and on the front
+    alone: per way, its database, the leaking accounts listed and the pairs cleared."""
+    folder, _ = front_case
+    base = tmp_path_factory.mktemp("front-rebuilt")
+    rebuilt = {}
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("KVFORENSICS_ENGINES_VENV", str(engines_dir()))
+        for way in (FreeList.STAGED, FreeList.ANY, FreeList.FRONT):
+            db = base / f"{way.value}.duckdb"
+            rebuilt[way] = (db, *_rebuilt(folder, db, way))
+    return rebuilt
+
+
 def _parties(truth: dict) -> tuple[set[str], set[str]]:
     receiving, leaking = set(), set()
     for s in truth.values():
@@ -183,40 +200,33 @@ def _rebuilt(folder: Path, db: Path, free_list: FreeList) -> tuple[set[str], set
     return listed, set(cleared)
 
 
-def test_every_way_sglang_puts_freed_pages_back_is_followed(front_case, tmp_path, monkeypatch):
+def test_every_way_sglang_puts_freed_pages_back_is_followed(front_case, front_rebuilt):
     """Where SGLang's allocator puts freed pages back is not in the request log. On a case
     whose allocator put them at the front, a rebuild on the staged free list alone (all it
     followed before) lists leakers that are not the stubs' and clears true ones; by default
     every way is followed and every true leaking account stays listed, and stating the way
     the engine ran narrows the lists without losing one."""
-    folder, truth = front_case
-    monkeypatch.setenv("KVFORENSICS_ENGINES_VENV", str(engines_dir()))
+    _, truth = front_case
     _, leaking = _parties(truth)
     true_pairs = {(s, r) for s, v in truth.items() for r, _ in v["leakers"]}
-    runs = {
-        way: _rebuilt(folder, tmp_path / f"{way.value}.duckdb", way)
-        for way in (FreeList.STAGED, FreeList.ANY, FreeList.FRONT)
-    }
-    staged, _ = runs[FreeList.STAGED]
+    _, staged, _ = front_rebuilt[FreeList.STAGED]
     assert not leaking <= staged  # the wrong way loses true leakers
     for way in (FreeList.ANY, FreeList.FRONT):
-        listed, cleared = runs[way]
+        _, listed, cleared = front_rebuilt[way]
         assert leaking <= listed, way
         assert cleared and not cleared & true_pairs, way
-    assert runs[FreeList.FRONT][0] < runs[FreeList.ANY][0]
+    assert front_rebuilt[FreeList.FRONT][1] < front_rebuilt[FreeList.ANY][1]
     # What each way names alone, as the default run tags its pairs, is what a run on that way
     # alone finds: the reconstruct line's per-way counts are what stating the way would give.
+    every = front_rebuilt[FreeList.ANY][0]
     for way in (FreeList.STAGED, FreeList.FRONT):
-        alone = _pairs(tmp_path / f"{way.value}.duckdb")
-        assert _pairs(tmp_path / "any.duckdb", way.value) == alone, way
-    assert _pairs(tmp_path / "any.duckdb") == _pairs(tmp_path / "any.duckdb", "staged") | (
-        _pairs(tmp_path / "any.duckdb", "front")
-    )
+        assert _pairs(every, way.value) == _pairs(front_rebuilt[way][0]), way
+    assert _pairs(every) == _pairs(every, "staged") | _pairs(every, "front")
 
 
 @pytest.mark.parametrize(("release", "way"), [("0.4.9", "front"), ("0.5.9", "staged")])
 def test_the_free_list_taken_from_the_release_is_the_one_it_builds(
-    front_case, tmp_path, monkeypatch, release, way
+    front_case, front_rebuilt, tmp_path, monkeypatch, release, way
 ):
     """--sglang-free-list version follows the way the release in nodes.csv builds for a
     decode node: at the front before 0.4.9.post4, staged since (disaggregated nodes)."""
@@ -227,8 +237,8 @@ def test_the_free_list_taken_from_the_release_is_the_one_it_builds(
     nodes = (named / "nodes.csv").read_text()
     (named / "nodes.csv").write_text(nodes.replace(",sglang,0.5.9,", f",sglang,{release},"))
     _rebuilt(named, tmp_path / "version.duckdb", FreeList.VERSION)
-    _rebuilt(folder, tmp_path / "stated.duckdb", FreeList(way))
-    assert _pairs(tmp_path / "version.duckdb") == _pairs(tmp_path / "stated.duckdb")
+    stated = front_rebuilt[FreeList(way)][0]
+    assert _pairs(tmp_path / "version.duckdb") == _pairs(stated)
     assert _pairs(tmp_path / "version.duckdb", way) == _pairs(tmp_path / "version.duckdb")
     con = connect(tmp_path / "version.duckdb")
     notes = " ".join(v for (v,) in con.execute(_DECODE_VARIANTS).fetchall())
