@@ -202,15 +202,15 @@ def headline(s: AnalysisSummary) -> str:
     if s.get("unscreened_requests"):
         parts.append(
             f"stubs could not be looked for in {s['unscreened_requests']} requests without a "
-            "ledger (no pool size, cached tokens or engine log for them, and their times "
-            "would not tell a stub apart)"
+            "ledger (no pool size, engine log, or cached tokens from an engine named as one "
+            "that counts a stub as cached, for them, and their times would not tell a stub apart)"
         )
     if s.get("unscreened_fitting_requests"):
         parts.append(
             f"a stub of a prompt that fits the pool could not be looked for in "
             f"{s['unscreened_fitting_requests']} requests without a ledger (neither cached "
-            "tokens, a time model that would tell a stub apart, nor the engine's token counters "
-            "for them)"
+            "tokens from an engine that counts a stub as cached (vLLM), a time model that would "
+            "tell a stub apart, nor the engine's token counters for them)"
         )
     nodeless = (s.get("figures") or {}).get("nodeless_suspects")
     if nodeless:

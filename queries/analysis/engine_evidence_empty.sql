@@ -14,6 +14,7 @@ CREATE TEMP TABLE IF NOT EXISTS engine_evidence (
 -- Likewise for the engine starts and the log files.
 CREATE TEMP TABLE IF NOT EXISTS node_starts (
     node        VARCHAR,
+    engine      VARCHAR,
     page_size   BIGINT,
     pool_slots  BIGINT,
     started_at  TIMESTAMPTZ,

@@ -115,13 +115,17 @@ SELECT node, role, requests, ledger_events, ledger_first_ts, ledger_last_ts, hol
                            'looked for at all (nor would their times to first token tell a '
                            'stub apart): give the prefill node''s pool size (nodes.csv '
                            'pool_slots, or its start-up log in logs/), the responses'' cached '
-                           'tokens (requests.csv cached_tokens), or its engine log', blind)
+                           'tokens (requests.csv cached_tokens) with its engine named as vLLM '
+                           '(nodes.csv engine, or its start-up log), or its engine log', blind)
                ELSE '' END
        || CASE WHEN blind_fitting > blind
                THEN format('; for {} request(s) it decoded without a ledger, a stub of a prompt '
                            'that fits the pool (an engine computing less than it was given) '
                            'could not be looked for: neither the responses'' cached tokens '
-                           '(requests.csv cached_tokens), nor a time model of its prefill node '
+                           '(requests.csv cached_tokens) from an engine that counts a stub as '
+                           'cached (vLLM, named in nodes.csv engine or by its start-up log; '
+                           'SGLang''s stub is a prompt cut to one token, whose cached tokens '
+                           'look like any other''s), nor a time model of its prefill node '
                            'that would tell its stub apart (at least 5 ordinary timed requests '
                            'of 256 computed tokens or more, and its short prompts'' times, less '
                            'their computing, nearly all below the time the model flags: noisy '

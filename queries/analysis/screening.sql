@@ -49,9 +49,10 @@
 -- the request) or no-ledger. signals: the stub signals that could be looked for at all for the
 -- request (over-pool: its prefill node's pool is known; fast-ttft: that node has enough normal
 -- requests and a stub of the request would stand out from its short prompts' times;
--- cache-implausible: the log reports its cached tokens; engine-log: that node's engine log was
--- read; token-counters, added by analysis/token_shortfall.sql: its prefill node's prefill batch
--- counters were compared), so that what could not be looked for is said,
+-- cache-implausible: the log reports its cached tokens and its prefill node's engine (nodes, or
+-- its start-up log) is vLLM, which counts a stub as cached; engine-log: that node's engine log
+-- was read; token-counters, added by analysis/token_shortfall.sql: its prefill node's prefill
+-- batch counters were compared), so that what could not be looked for is said,
 -- over the requests that may have decoded (answered: a first token logged, or status 200 with
 -- completion tokens billed or not logged, so that a log without first-token times is not
 -- taken to have nothing to look at).
@@ -158,6 +159,14 @@ WITH pool AS (
     SELECT node, first_ts, last_ts FROM temp.analysis_ledger_nodes
 ), logged AS (
     SELECT request_id, node FROM temp.analysis_request_nodes
+), cached_stub_nodes AS (
+    -- nodes whose engine counts a stub's uncomputed prompt as cached: vLLM takes a prompt it
+    -- did not compute as computed only through its prefix-cache lookup, and reports the lookup's
+    -- count as the response's cached tokens; SGLang's stub is a prompt cut to one token, which
+    -- its cache serves no more of than any other (its cached tokens cannot show it)
+    SELECT node FROM (SELECT node, engine FROM nodes UNION ALL SELECT node, engine FROM node_starts)
+    WHERE engine IS NOT NULL
+    GROUP BY node HAVING bool_and(lower(engine) LIKE '%vllm%')
 ), placed AS (
     SELECT j.*, ev.kinds, s.node AS ledger_node,
            (s.node IS NOT NULL AND j.received_at BETWEEN s.first_ts AND s.last_ts)
@@ -190,7 +199,9 @@ SELECT j.request_id, j.account_id, j.serving_prefill_node AS prefill_node,
        list_filter(
            [CASE WHEN j.pool_slots IS NOT NULL THEN 'over-pool' END,
             CASE WHEN j.ttft_judged THEN 'fast-ttft' END,
-            CASE WHEN j.cached_tokens IS NOT NULL THEN 'cache-implausible' END,
+            CASE WHEN j.cached_tokens IS NOT NULL
+                      AND j.serving_prefill_node IN (SELECT node FROM cached_stub_nodes)
+                 THEN 'cache-implausible' END,
             CASE WHEN j.serving_prefill_node IN (SELECT node FROM node_starts)
                  THEN 'engine-log' END],
            lambda x: x IS NOT NULL) AS signals,

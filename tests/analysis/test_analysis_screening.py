@@ -409,7 +409,10 @@ def test_a_stub_of_a_fitting_prompt_that_could_not_be_looked_for_is_said() -> No
     """The pool size is known, so over-pool looks at every request, but it sees only a stub of
     a prompt the pool cannot hold: with no cached tokens and too few requests for a time model,
     a stub of a prompt that fits could not be seen, and the headline and the node's note say so
-    rather than reading as an all-clear. With the responses' cached tokens it could be seen."""
+    rather than reading as an all-clear. With the responses' cached tokens it could be seen on
+    vLLM, which counts a stub's uncomputed prompt as cached; not on SGLang, whose stub is a
+    prompt cut to one token (its cached tokens look like anyone's), nor where the engine is not
+    known."""
     con = new_case()
     insert(con, "nodes", [{"node": "p1", "role": "prefill", "pool_slots": 100_000}])
     insert(con, "requests", [_request(f"R{i}", "acct-1", 100 + i, 300, 0.03) for i in range(3)])
@@ -423,17 +426,27 @@ def test_a_stub_of_a_fitting_prompt_that_could_not_be_looked_for_is_said() -> No
     )
     assert "a stub of a prompt that fits the pool" in summary["evidence_notes"]["d1"]
 
-    con = new_case()
-    insert(con, "nodes", [{"node": "p1", "role": "prefill", "pool_slots": 100_000}])
     rows = [
         dict(_request(f"R{i}", "acct-1", 100 + i, 300, 0.03), cached_tokens=0) for i in range(3)
     ]
+    for engine, unseen in [("vllm", 0), ("sglang", 3), (None, 3)]:
+        con = new_case()
+        node = {"node": "p1", "role": "prefill", "pool_slots": 100_000, "engine": engine}
+        insert(con, "nodes", [node])
+        insert(con, "requests", rows)
+        summary = analyze(con)
+        assert summary["unscreened_fitting_requests"] == unseen, engine
+        assert not summary["findings"], engine  # nothing found either way
+        assert summary["unexamined"] == bool(unseen), engine
+        said = "a stub of a prompt that fits the pool" in summary["evidence_notes"].get("d1", "")
+        assert said == bool(unseen), engine
+    # the engine named by the node's start-up log alone counts as well
+    con = new_case()
+    insert(con, "nodes", [{"node": "p1", "role": "prefill", "pool_slots": 100_000}])
+    start = {"node": "p1", "engine": "vllm", "src_file": "logs/p1.log", "src_row": 1}
+    insert(con, "node_starts", [start])
     insert(con, "requests", rows)
-    summary = analyze(con)
-    assert summary["unscreened_fitting_requests"] == 0
-    assert not summary["unexamined"] and not summary["findings"]  # looked, found nothing
-    assert "fits the pool" not in summary["headline"]
-    assert "fits the pool" not in summary["evidence_notes"].get("d1", "")
+    assert analyze(con)["unscreened_fitting_requests"] == 0
 
 
 def _timed_node(short_extra_s: list[float]) -> list[dict]:

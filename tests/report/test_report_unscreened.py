@@ -15,9 +15,10 @@ from forensics.analysis.stage import analyze
 from forensics.report.stage import write_all
 
 
-def _summary(tmp_path: Path, cached: bool) -> str:
+def _summary(tmp_path: Path, cached: bool, engine: str | None = "vllm") -> str:
     con = new_case()
-    insert(con, "nodes", [{"node": "p1", "role": "prefill", "pool_slots": 100_000}])
+    node = {"node": "p1", "role": "prefill", "pool_slots": 100_000, "engine": engine}
+    insert(con, "nodes", [node])
     extra = {"cached_tokens": 0} if cached else {}
     rows = [timed_request(f"R{i}", "acct-1", 100 + i, 300, 0.03, **extra) for i in range(3)]
     insert(con, "requests", rows)
@@ -36,6 +37,18 @@ def test_a_fitting_stub_that_could_not_be_looked_for_is_said(tmp_path: Path) -> 
 
 def test_with_cached_tokens_nothing_is_said(tmp_path: Path) -> None:
     assert 'data-evidence="unscreened-fitting"' not in _summary(tmp_path, cached=True)
+
+
+def test_cached_tokens_do_not_count_as_looking_where_the_engine_does_not_count_a_stub_cached(
+    tmp_path: Path,
+) -> None:
+    """SGLang's stub is a prompt cut to one token, and its cached tokens look like anyone's:
+    on an SGLang node, or one whose engine is not known, the responses' cached tokens do not
+    count as looking for the stub of a prompt that fits, and the summary says so."""
+    for engine in ("sglang", None):
+        html = _summary(tmp_path / str(engine), cached=True, engine=engine)
+        found = re.search(r'data-evidence="unscreened-fitting">For <strong>(\d+)</strong>', html)
+        assert found and found.group(1) == "3", engine
 
 
 def _unplaced(tmp_path: Path, nodes: list[dict[str, Any]]) -> str:
