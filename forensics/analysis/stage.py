@@ -202,8 +202,9 @@ def headline(s: AnalysisSummary) -> str:
     if s.get("unscreened_requests"):
         parts.append(
             f"stubs could not be looked for in {s['unscreened_requests']} requests without a "
-            "ledger (no pool size, engine log, or cached tokens from an engine named as one "
-            "that counts a stub as cached, for them, and their times would not tell a stub apart)"
+            "ledger (for them no pool size, no engine log and no cached tokens from an engine "
+            "named as one that counts a stub as cached, and their times would not tell a stub "
+            "apart)"
         )
     if s.get("unscreened_fitting_requests"):
         parts.append(
