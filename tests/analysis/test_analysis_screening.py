@@ -440,6 +440,7 @@ def test_a_stub_of_a_fitting_prompt_that_could_not_be_looked_for_is_said() -> No
         assert summary["unexamined"] == bool(unseen), engine
         said = "a stub of a prompt that fits the pool" in summary["evidence_notes"].get("d1", "")
         assert said == bool(unseen), engine
+        assert ("fits the pool" in summary["headline"]) == bool(unseen), engine
     # the engine named by the node's start-up log alone counts as well
     con = new_case()
     insert(con, "nodes", [{"node": "p1", "role": "prefill", "pool_slots": 100_000}])
