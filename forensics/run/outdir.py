@@ -72,6 +72,8 @@ def _siblings(out: Path, kind: str) -> list[tuple[Path, int]]:
 
 
 def _alive(pid: int) -> bool:
+    """Whether the run of this pid may still be working: a process that has exited but is not
+    yet reaped (a zombie, as a killed run is for a moment) is not."""
     if pid == os.getpid():
         return False
     try:
@@ -80,7 +82,11 @@ def _alive(pid: int) -> bool:
         return False
     except PermissionError:
         return True
-    return True
+    try:  # Linux: the state follows the command name in parentheses
+        state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+    except (OSError, IndexError):
+        return True
+    return state not in ("Z", "X")
 
 
 def check_out(out: Path) -> Path:

@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -289,3 +290,27 @@ def test_names_an_earlier_manifest_lists_are_ours(cli, tmp_path):
     (out / "extra-output" / "x.csv").write_text("")
     assert cli("investigate", case, "--out", out)[0] == 1
     assert not (out / "extra-output").exists()
+
+
+def test_a_killed_runs_staging_is_removed_while_it_is_still_a_zombie(tmp_path):
+    """A run killed a moment ago can still hold its pid as an unreaped process; its staging
+    folder is a dead run's all the same, and the next run's recovery removes it (before, it
+    was taken for a live run's and left beside OUT)."""
+    from forensics.run.outdir import STAGING, recover
+
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    deadline = 50
+    while Path(f"/proc/{child.pid}/stat").read_text().rpartition(")")[2].split()[0] != "Z":
+        deadline -= 1
+        assert deadline, "the child never exited"
+        time.sleep(0.1)
+    out = tmp_path / "out"
+    out.mkdir()
+    staging = tmp_path / f".out{STAGING}{child.pid}"
+    staging.mkdir()
+    live = tmp_path / f".out{STAGING}{1}"  # pid 1 is alive
+    live.mkdir()
+    recover(out)
+    child.wait()
+    assert not staging.exists()
+    assert live.exists()
