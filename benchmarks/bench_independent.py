@@ -10,13 +10,16 @@ screening alone and for screening plus reconstruction (`reconstruct`, then `anal
         [--seeds 1 2 3] [--bursts 0.3] [--jitter-us 1000] [--skew-ms 25] [--orders 8]
         [--page-size 16] [--allocator paged|token] [--need-sort 1|0]
         [--reserved-decode-tokens R [--logged-headroom]]
-        [--sglang-free-list any|version|staged|front|back]
+        [--engine-version V] [--sglang-free-list version|any|staged|front|back]
 
 --page-size is the tokens per page SGLang was started with (1 is its default: every decode
 token is an allocation of its own, and the rebuild follows each one). --allocator and
 --need-sort build the generator's allocator as SGLang builds it elsewhere (the generator's
-docstring); --sglang-free-list is what reconstruction is told of it (any: every way;
-version: the way the release the generator's nodes.csv names builds, staged). Each seed's log
+docstring), and nodes.csv names a release that builds it so (--engine-version names another:
+a nodes table that misnames the engine). --sglang-free-list is what reconstruction is told of
+it (version, the default: the lists take the way the named release builds, the pairs only the
+other ways have kept apart, and each seed's line says how many of the true leaking accounts
+the lists miss are among those kept apart; any: every way listed). Each seed's log
 is also made on the other allocators of its page size, to print the best leaking-account
 precision a list can have that keeps every true account whichever of them ran.
 """
@@ -59,6 +62,8 @@ def make_case(out: Path, seed: int, args: argparse.Namespace) -> None:
         "reserved_decode_tokens",
     ):
         cmd += [f"--{k.replace('_', '-')}", str(getattr(args, k))]
+    if args.engine_version:
+        cmd += ["--engine-version", args.engine_version]
     subprocess.run(cmd, check=True)
 
 
@@ -162,9 +167,14 @@ def run_case(work: Path, seed: int, args: argparse.Namespace) -> dict[str, dict]
     analyze(con)
     results["reconstructed"] = {k: score(v, want[k]) for k, v in found(con).items()}
     results["model pairs"] = {k: score(v, want[k]) for k, v in model_pairs(con).items()}
+    listed = found(con)[("leaking", "accounts")]
+    apart = {a for (a,) in con.execute(sql("bench/other_ways_accounts")).fetchall()} - listed
     con.close()
+    missed = want[("leaking", "accounts")] - listed
     print_case(
-        f"seed {seed}: reconstruct {seconds:.1f} s, {sampled} of {stubs} stub reads sampled",
+        f"seed {seed}: reconstruct {seconds:.1f} s, {sampled} of {stubs} stub reads sampled; "
+        f"kept apart (only the ways the named release does not build): {len(apart)} leaking "
+        f"accounts, {len(apart & missed)} of the {len(missed)} true ones the lists miss",
         results,
     )
     return results
@@ -182,6 +192,11 @@ def main() -> None:
     ap.add_argument("--need-sort", type=int, choices=[0, 1], default=1)
     ap.add_argument("--reserved-decode-tokens", type=int, default=0)
     ap.add_argument(
+        "--engine-version",
+        default=None,
+        help="the SGLang release nodes.csv names (default: one that builds the allocator made)",
+    )
+    ap.add_argument(
         "--logged-headroom",
         action="store_true",
         help="give the decode nodes SGLang's server_args line naming the headroom kept",
@@ -189,7 +204,7 @@ def main() -> None:
     ap.add_argument(
         "--sglang-free-list",
         choices=[f.value for f in FreeList],
-        default=FreeList.ANY.value,
+        default=ReconstructOptions().free_list.value,
         help="the way reconstruction takes the allocator to put freed pages back",
     )
     ap.add_argument("--skew-ms", type=float, default=ReconstructOptions().skew_ms)

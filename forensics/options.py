@@ -222,7 +222,7 @@ class ReconstructOptions:
     """`kvforensics reconstruct`: how ledger-less nodes' page traces are rebuilt."""
 
     allocator: Allocator = Allocator.AUTO
-    free_list: FreeList = FreeList.ANY  # SGLang nodes: how freed pages go back
+    free_list: FreeList = FreeList.VERSION  # SGLang nodes: how freed pages go back
     orders: int = 8  # orders sampled for reads past the limit of every order followed
     # operations closer than this are not ordered by their timestamps: 25 ms, since 5 ms let a
     # gateway with 20 ms of noise clear a true leaker (docs/guides/without-a-ledger.md)
@@ -328,7 +328,7 @@ class InvestigateOptions:
     replay_device: Device = Device.AUTO
     served_model: str | None = None
     delivery_jitter_ms: float | None = None  # as ReconstructOptions
-    free_list: FreeList = FreeList.ANY  # as ReconstructOptions
+    free_list: FreeList = FreeList.VERSION  # as ReconstructOptions
     rules: Path | None = None  # notification rules replacing or adding to the shipped ones
     follow_links: bool = False
     ray: str | None = None  # Ray cluster address, or "local"; None: the local engine
@@ -379,7 +379,9 @@ class InvestigateOptions:
             "templates": str(self.templates) if self.templates else None,
             "ledger_load": True if self.ledger_load else None,
             "delivery_jitter_ms": self.delivery_jitter_ms,
-            "sglang_free_list": None if self.free_list is FreeList.ANY else self.free_list.value,
+            "sglang_free_list": (
+                None if self.free_list is FreeList.VERSION else self.free_list.value
+            ),
         }
         scope = self.scope()
         out = {**out, **{k: v for k, v in extra.items() if v is not None}}

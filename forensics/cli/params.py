@@ -263,15 +263,15 @@ SglangFreeList = Annotated[
     typer.Option(
         "--sglang-free-list",
         help="Where an SGLang node's allocator puts freed pages back, which no request log "
-        "shows: staged (merged back sorted when the free list runs short: a disaggregated "
-        "node of a recent SGLang), front (the most recently freed handed out first: a paged "
-        "allocator built without staging), back (the least recently freed first: SGLang's "
-        "allocator for a page size of 1 without staging), or version (the way the SGLang release "
-        "the nodes table names builds for the node's role: before 0.4.9.post4 front or back, "
-        "then staged, from 0.5.0rc2 staged only on a disaggregated node). Default any: every "
-        "way the node's page size allows is followed, and a read any of them makes is listed; "
-        "the reconstruct line says how many leaking accounts each names alone. State it only "
-        "where the engine's build is known: a wrong one can clear a true leaker.",
+        "shows. Default version: every way the node's page size allows is followed, and the "
+        "lists take the way the SGLang release its nodes table or start-up log names builds for "
+        "its role (before 0.4.9.post4 front or back, then staged, from 0.5.0rc2 staged only on "
+        "a disaggregated node); a pair only the other ways' runs have is kept apart "
+        "(reconstructed_other_ways, and the report), unless replay confirms it; a node that "
+        "names no release, or whose log that way fits worse than another, is listed over "
+        "every way. any: every way's reads listed. staged (merged back sorted when the free "
+        "list runs short), front (the most recently freed handed out first) or back (the "
+        "least recently freed first, a page size of 1): only that way followed.",
     ),
 ]
 DeliveryJitterMs = Annotated[

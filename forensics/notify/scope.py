@@ -23,6 +23,7 @@ SCOPED = (
     "exposures",
     "exposure_tokens",
     "reconstructed_exposures",
+    "reconstructed_other_ways",
     "possible_exposures",
     "screening",
 )
@@ -61,7 +62,7 @@ def scoped(con: duckdb.DuckDBPyConnection, scope: Scope) -> Iterator[None]:
     try:
         run_script(con, sql("notify/scope_macro"))
         recount = bool(con.execute(sql("notify/scope_recountable")).fetchall()[0][0])
-        for name in SCOPED if recount else SCOPED[:3]:
+        for name in SCOPED if recount else SCOPED[:4]:
             con.execute(sql(f"notify/scope_{name}"), params)
             _put(con, name, made)
         if recount:

@@ -11,8 +11,9 @@ Read from the released SGLang packages (`sglang/srt/mem_cache/allocator.py` of e
   node only: those stage and sort, any other node frees to the front (paged) or the end (a page
   size of 1), as before 0.4.9.post4.
 
-`--sglang-free-list version` takes the way this gives for the version the nodes table or the
-engine's log names; a version it cannot read gives none, and every way is followed."""
+`--sglang-free-list version` (the default) lists the reads of the way this gives for the version
+the nodes table or the engine's log names, and keeps what only the other ways read apart
+(ways.py); a version it cannot read gives none, and every way's reads are listed."""
 
 from __future__ import annotations
 

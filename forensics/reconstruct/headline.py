@@ -13,6 +13,9 @@ ENGINES_MISSING = (
 )
 
 
+MIXED = "mixed"  # release_free_list where the SGLang nodes' releases build different ways
+
+
 class NodeLine(TypedDict):
     """One rebuilt node in the summary."""
 
@@ -53,7 +56,8 @@ class ReconstructSummary(TypedDict):
     layouts_replayed: int
     findings: bool
     free_lists: dict[str, int]  # SGLang: leaking accounts named per free list and over any
-    release_free_list: str | None  # the way the SGLang release the nodes name builds, if one
+    release_free_list: str | None  # the way the SGLang nodes' release builds (MIXED: not one)
+    other_ways: int  # leaking accounts only the ways kept apart name (--sglang-free-list version)
     parameters: ReconstructParameters
     headline: NotRequired[str]  # added by the investigate stage
 
@@ -85,9 +89,13 @@ def reconstruct_headline(summary: ReconstructSummary) -> str:
         f"pairs, {summary['cross_account_pairs']} cross-account; replay confirmed "
         f"{summary['confirmed']} and cleared {summary['cleared']}"
     )
-    if summary["parameters"]["sglang_free_list"] == "any":
-        line += _ways(summary["free_lists"], summary["release_free_list"])
-    line += _release(summary["parameters"], summary["release_free_list"])
+    mode, release = summary["parameters"]["sglang_free_list"], summary["release_free_list"]
+    if mode == "any" or (mode == "version" and release is None):
+        line += _ways(
+            summary["free_lists"], release if mode == "any" and release != MIXED else None
+        )
+    if mode == "version":
+        line += _release(release, summary["other_ways"])
     skipped = summary["skipped"]
     if skipped:
         line += f"; {len(skipped)} node(s) not rebuilt"
@@ -117,12 +125,21 @@ def _ways(named: dict[str, int], release: str | None) -> str:
     )
 
 
-def _release(parameters: ReconstructParameters, release: str | None) -> str:
-    """Where the free list was taken from the nodes' SGLang release: which way."""
-    if parameters["sglang_free_list"] != "version":
+def _release(release: str | None, apart: int) -> str:
+    """Where the lists took the way the nodes' SGLang release builds: which, and the leaking
+    accounts only the other ways name, kept apart."""
+    if release is None:
         return ""
-    way = release or "not one way for every node (reconstructed_nodes.variants names each)"
-    return f"; SGLang free lists as the nodes' release builds them: {way}"
+    if release == MIXED:
+        release = "not one way for every node (reconstructed_nodes.variants names each)"
+    line = f"; SGLang free lists as the nodes' release builds them: {release}"
+    if apart:
+        line += (
+            f"; {apart} leaking account(s) only the other ways name are kept apart, not listed: "
+            "possible leakers were the nodes not built as their release builds them "
+            "(reconstructed_other_ways; --sglang-free-list any lists them)"
+        )
+    return line
 
 
 def _by_reason(skipped: list[Skipped], shown: int = 5) -> list[tuple[str, str]]:

@@ -19,8 +19,9 @@ from forensics.options import FreeList, ReconstructOptions
 from forensics.reconstruct.decide import Decider
 from forensics.reconstruct.orders import Explored, explore_orders
 from forensics.reconstruct.pagerun import PageRun, Reads
-from forensics.reconstruct.store import insert_requests, store_runs
+from forensics.reconstruct.store import insert_requests, store_other_ways, store_runs
 from forensics.reconstruct.trace import RESERVED_DECODE_TOKENS, NodeTrace, Req
+from forensics.reconstruct.ways import WAYS, chosen, unfitted
 
 # The scheduler variants explored: (decode growth, waiting line, whether an allocation too big
 # for the free pages still reaches the allocator, where SGLang's merges its staged frees). The
@@ -143,9 +144,9 @@ def paged_node(
     returned. `release`: the engine version the node names, and the way that SGLang release
     builds its allocator (freelist.py; None where it names none)."""
     reqs, reasons = requests
-    free_list, taken = _free_list(rp.free_list, kind, release, role)
+    choice = chosen(rp.free_list, kind, release, role)
     headroom = _logged_headroom(facts or {}, kind, role)
-    combos = _combos(kind, role, pool_slots, ps, free_list, headroom)
+    combos = _combos(kind, role, pool_slots, ps, choice.explored, headroom)
     traces, heads = [], []
     for (growth, policy, probe), (alloc, slots, need_sort) in combos:
         trace = NodeTrace(node, role, ps, pool_slots, reqs, growth, policy)
@@ -156,9 +157,14 @@ def paged_node(
     # engine had given it pages): the combinations that contradict it least are kept.
     least = min(len(reads.unread) for _, reads in heads)
     kept = [c for c, (_, reads) in enumerate(heads) if len(reads.unread) == least]
-    first = heads[kept[0]][0]
-    notes = [n for n in [taken, _headroom_note(headroom)] if n]
-    total, sampled, unread = Reads(), set[int](), set[int]()
+    notes = [n for n in [choice.note, _headroom_note(headroom)] if n]
+    listed = [c for c in kept if choice.listed in (None, WAYS.get(_pool_way(combos[c])))]
+    listed_way = choice.listed
+    if not listed:  # the release's way fits the log worse than another way
+        listed, listed_way = kept, None
+        notes.append(unfitted(release[0], str(choice.listed)))
+    first = heads[listed[0]][0]
+    total, apart, sampled, unread = Reads(), Reads(), set[int](), set[int]()
     ways: dict[tuple[int, int], set[str]] = {}  # SGLang pair -> the free lists that read it
     orders = groups = 0
     for c in kept:
@@ -171,26 +177,29 @@ def paged_node(
         else:  # one order, or no stub read for the orders to change
             ex = Explored(reads=heads[c][1])
         orders += ex.orders + 1
-        total.add(ex.reads)
-        if way := _WAYS.get((alloc, need_sort)):
+        (total if c in listed else apart).add(ex.reads)
+        if way := WAYS.get((alloc, need_sort)):
             for pair in ex.reads.support:
                 ways.setdefault(pair, set()).add(way)
-        unread |= heads[c][1].unread  # the logged order's (as the variants were chosen)
-        sampled |= ex.sampled
+        if c in listed:
+            unread |= heads[c][1].unread  # the logged order's (as the variants were chosen)
+            sampled |= ex.sampled
         if ex.why:
             notes.append(_stopped(combos[c], ex, trace))
     unread, elsewhere = _unread(reqs, unread, total)
     if elsewhere:
         notes.append(elsewhere)
-    verdicts: dict[tuple[int, int], str] = {}
-    if decider is not None:
-        for receiver in sorted(total.layouts):
-            shield = total.unweighed.get(receiver, set())
-            got = decider.decide(reqs, receiver, total.layouts[receiver], shield)
-            verdicts |= {(receiver, leaker): v for leaker, v in got.items()}
+    verdicts = _decided(decider, reqs, total, apart)
     support = {pair: total.share(pair) for pair in total.support}
+    tokens, aside = dict(total.tokens), {}
+    for pair in apart.support.keys() - total.support.keys():
+        if pair in verdicts:  # replay weighed it: listed, or cleared, on its own evidence
+            support[pair], tokens[pair] = apart.share(pair), apart.tokens[pair]
+        else:
+            aside[pair] = apart.share(pair)
     assert first.events is not None
-    store_runs(con, traces[kept[0]], first.events, support, total.tokens, verdicts, ways)
+    store_runs(con, traces[listed[0]], first.events, support, tokens, verdicts, ways)
+    store_other_ways(con, traces[listed[0]], aside, apart.tokens, ways)
     against = decider.contradicted if decider is not None else set()
     flags = (total.waited, unread, against, sampled)
     insert_requests(con, node, reqs, reasons, *flags)
@@ -205,7 +214,32 @@ def paged_node(
     return node_row(traces[kept[0]], kind, groups, orders, first.deferred, stubs_unread) | {
         "variants": "; ".join([variants, *notes]),
         "sampled": len(sampled),
+        "listed_free_list": listed_way,
     }
+
+
+def _decided(
+    decider: Decider | None, reqs: list[Req], total: Reads, apart: Reads
+) -> dict[tuple[int, int], str]:
+    """Replay's verdicts over every kept run's layouts, the listed ways' and the others': a
+    layout only another way makes that reproduces the delivered output is evidence of its own."""
+    if decider is None:
+        return {}
+    every = Reads()
+    every.add(total)
+    every.add(apart)
+    verdicts: dict[tuple[int, int], str] = {}
+    for receiver in sorted(every.layouts):
+        shield = every.unweighed.get(receiver, set())
+        got = decider.decide(reqs, receiver, every.layouts[receiver], shield)
+        verdicts |= {(receiver, leaker): v for leaker, v in got.items()}
+    return verdicts
+
+
+def _pool_way(combo: Combo) -> tuple[str, bool]:
+    """The (driver kind, need_sort) of a combination's pool."""
+    _, (alloc, _, need_sort) = combo
+    return alloc, need_sort
 
 
 def _logged_order(trace: NodeTrace, pool: PagePool) -> tuple[PageRun, Reads]:
@@ -322,38 +356,6 @@ def _headroom_note(headroom: int | None) -> str:
     )
 
 
-def _free_list(
-    stated: FreeList, kind: str, release: tuple[str | None, FreeList | None], role: str
-) -> tuple[FreeList, str]:
-    """The free list followed, and a note where it was taken from the node's release."""
-    if stated is not FreeList.VERSION or kind != "sglang":
-        return stated, ""
-    version, way = release
-    if way is None:
-        return FreeList.ANY, (
-            f"--sglang-free-list version: no SGLang release named for this node "
-            f"({_shown(version)}), so every way its allocator may put freed pages back is "
-            "followed"
-        )
-    return way, (
-        f"--sglang-free-list version: SGLang {version} builds a {role} node's allocator to put "
-        f"freed pages back {_TAKEN[way]}, and only that way is followed"
-    )
-
-
-def _shown(version: str | None, most: int = 40) -> str:
-    """A version string as a note quotes it: none, or at most `most` characters."""
-    if not version:
-        return "none"
-    return repr(version if len(version) <= most else version[:most] + "...")
-
-
-_TAKEN = {
-    FreeList.STAGED: "staged and merged sorted",
-    FreeList.FRONT: "at the front",
-    FreeList.BACK: "at the end",
-}
-_WAYS = {("sglang", True): "staged", ("sglang", False): "front", ("sglang-token", False): "back"}
 _FREES = {
     ("sglang", True): ", frees staged and sorted",
     ("sglang", False): ", frees to the front",

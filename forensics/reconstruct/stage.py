@@ -27,11 +27,12 @@ from forensics.casedb.schema_docs import main_tables
 from forensics.casedb.sql import one_row, run_script, sql, tables
 from forensics.context import RunContext, StageResult
 from forensics.errors import UsageError
-from forensics.options import FreeList, ReconstructOptions, ScreeningParams
+from forensics.options import ReconstructOptions, ScreeningParams
 from forensics.reconstruct.decide import Decider, load_decider
 from forensics.reconstruct.explore import explore
 from forensics.reconstruct.freelist import release_free_list
 from forensics.reconstruct.headline import (
+    MIXED,
     NodeLine,
     ReconstructParameters,
     ReconstructSummary,
@@ -72,7 +73,7 @@ def reconstruct(
     engines_missing = False
     lines: list[NodeLine] = []
     skipped: list[Skipped] = []
-    releases: set[FreeList | None] = set()  # the ways the SGLang nodes' releases build
+    releases: set[str | None] = set()  # the ways the SGLang nodes' lists took (None: every one)
     decider = load_decider(con, rp.replay_model, rp.replay_device.value, rp.replay_budget)
     try:
         nodes = con.execute(sql("reconstruct/nodes")).fetchall()
@@ -111,7 +112,7 @@ def reconstruct(
                 continue
             sampled, why = row.pop("sampled", 0), row.pop("why", "")
             if kind == "sglang":
-                releases.add(release)
+                releases.add(row.get("listed_free_list"))
             con.execute(
                 sql("reconstruct/insert_node"),
                 {
@@ -120,6 +121,7 @@ def reconstruct(
                     "engine_version": version,
                     "allocator_version": pools.version(kind) if kind != "lifo" else None,
                     "consistent": row.get("consistent"),
+                    "listed_free_list": row.get("listed_free_list"),
                 },
             )
             line = NodeLine(
@@ -149,6 +151,7 @@ def reconstruct(
         findings=bool(cross),
         free_lists=named,
         release_free_list=_release_way(releases),
+        other_ways=con.execute(sql("reconstruct/other_ways")).fetchall()[0][0],
         parameters=ReconstructParameters(
             allocator=rp.allocator.value,
             orders=rp.orders,
@@ -160,11 +163,12 @@ def reconstruct(
     )
 
 
-def _release_way(releases: set[FreeList | None]) -> str | None:
-    """The one way every rebuilt SGLang node's release builds (None where they differ or one
-    names no release)."""
-    way = next(iter(releases)) if len(releases) == 1 else None
-    return way.value if way is not None else None
+def _release_way(releases: set[str | None]) -> str | None:
+    """The one way every rebuilt SGLang node's lists took from its release; None where none
+    took one, MIXED where they differ or only some took one."""
+    if not releases or releases == {None}:
+        return None
+    return next(iter(releases)) if len(releases) == 1 else MIXED
 
 
 NO_SIZES = (

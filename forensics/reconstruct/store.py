@@ -46,7 +46,7 @@ def store_runs(
     trace: NodeTrace,
     events: list[tuple[int, str, str, int, int, int, str | None]],
     support: Mapping[tuple[int, int], float],
-    tokens: dict[tuple[int, int], int],
+    tokens: Mapping[tuple[int, int], int],
     verdicts: dict[tuple[int, int], str],
     ways: Mapping[tuple[int, int], set[str]] | None = None,
 ) -> None:
@@ -67,11 +67,50 @@ def store_runs(
             "source": pa.array([e[6] for _, e in ordered], pa.string()),
         }
     )
-    pairs = sorted(
-        support, key=lambda p: (trace.reqs[p[0]].request_id, trace.reqs[p[1]].request_id)
-    )
+    ex = _pairs_table(trace, support, tokens, ways or {})
+    pairs = _ordered(trace, support)
+    ex = ex.append_column("verdict", pa.array([verdicts.get(p) for p in pairs], pa.string()))
+    con.register("_rc_events", ev)
+    con.register("_rc_exposures", ex)
+    try:
+        run_script(con, sql("reconstruct/insert"))
+    finally:
+        con.unregister("_rc_events")
+        con.unregister("_rc_exposures")
+
+
+def store_other_ways(
+    con: duckdb.DuckDBPyConnection,
+    trace: NodeTrace,
+    support: Mapping[tuple[int, int], float],
+    tokens: Mapping[tuple[int, int], int],
+    ways: Mapping[tuple[int, int], set[str]],
+) -> None:
+    """reconstructed_other_ways: the pairs kept out of the lists because only the runs of the
+    ways the node's named release does not build have them."""
+    if not support:
+        return
+    con.register("_rc_other", _pairs_table(trace, support, tokens, ways))
+    try:
+        run_script(con, sql("reconstruct/insert_other_ways"))
+    finally:
+        con.unregister("_rc_other")
+
+
+def _ordered(trace: NodeTrace, support: Mapping[tuple[int, int], float]) -> list[tuple[int, int]]:
     rq = trace.reqs
-    ex = pa.table(
+    return sorted(support, key=lambda p: (rq[p[0]].request_id, rq[p[1]].request_id))
+
+
+def _pairs_table(
+    trace: NodeTrace,
+    support: Mapping[tuple[int, int], float],
+    tokens: Mapping[tuple[int, int], int],
+    ways: Mapping[tuple[int, int], set[str]],
+) -> pa.Table:
+    """One row per (receiver, leaker) pair, in request-id order."""
+    pairs, rq = _ordered(trace, support), trace.reqs
+    return pa.table(
         {
             "receiver_request_id": pa.array([rq[a].request_id for a, _ in pairs], pa.string()),
             "receiver_account_id": pa.array([rq[a].account_id for a, _ in pairs], pa.string()),
@@ -84,17 +123,8 @@ def store_runs(
             "cross_account": pa.array(
                 [rq[a].account_id != rq[b].account_id for a, b in pairs], pa.bool_()
             ),
-            "verdict": pa.array([verdicts.get(p) for p in pairs], pa.string()),
             "free_lists": pa.array(
-                [sorted(ways[p]) if ways and p in ways else None for p in pairs],
-                pa.list_(pa.string()),
+                [sorted(ways[p]) if p in ways else None for p in pairs], pa.list_(pa.string())
             ),
         }
     )
-    con.register("_rc_events", ev)
-    con.register("_rc_exposures", ex)
-    try:
-        run_script(con, sql("reconstruct/insert"))
-    finally:
-        con.unregister("_rc_events")
-        con.unregister("_rc_exposures")

@@ -138,6 +138,19 @@ class FreeListRow:
 
 
 @dataclass(frozen=True)
+class OtherWayRow:
+    """A leaking account only the ways the SGLang nodes' release does not build name, and not
+    listed (queries/report/other_ways.sql)."""
+
+    account_id: str
+    requests: int  # its requests whose data those ways' runs had read
+    receivers: int  # the receiving requests that would have read them
+    nodes: str
+    tokens: int  # most slots one such read took
+    total: int  # all such accounts
+
+
+@dataclass(frozen=True)
 class ReconstructedPairRow:
     """A reconstructed cross-account pair (queries/report/reconstructed_pairs.sql)."""
 

@@ -30,7 +30,7 @@ class Scenario:
     prefill_nodes: int = 2
     decode_nodes: int = 2
     model: str = "example-org/longctx-1m-instruct"
-    engine_version: str = "0.5.19"
+    engine_version: str = ""  # "": the release that reuses pages as `allocator` does (release)
     allocator: str = "lifo"  # page reuse: lifo (own model), sglang or vllm (the real classes)
     start: datetime = DEFAULT_START
     days: float = 14.0
@@ -58,6 +58,19 @@ class Scenario:
     bugs: frozenset[str] = field(default_factory=lambda: frozenset({"oversize-stub"}))
     fixed_at: datetime | None = None
     scale: float = 1.0
+
+    @property
+    def release(self) -> str:
+        """The SGLang release the nodes table names: the one given, else one whose allocator
+        hands out freed pages as the simulated pool does on a disaggregated node. The project's
+        own pool hands out the most recently freed page first, as SGLang's paged allocator did
+        before 0.4.9.post4 (no release does so with one-token pages: none named then); the real
+        classes are driven as a recent disaggregated node builds them (staged frees)."""
+        if self.engine_version:
+            return self.engine_version
+        if self.allocator == "lifo":
+            return "0.4.9" if self.page_size > 1 else ""
+        return "0.5.19"
 
     def scaled(self, factor: float) -> Scenario:
         """The same cluster with every size multiplied by `factor` (0 < factor <= 1)."""

@@ -250,7 +250,7 @@ def write_nodes(path: Path, sc: Scenario) -> None:
                     role,
                     sc.model,
                     "sglang",
-                    sc.engine_version,
+                    sc.release,
                     sc.page_size,
                     sc.buffer_slots(role),
                     sc.context_len,

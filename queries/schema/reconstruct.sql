@@ -28,10 +28,15 @@ CREATE TABLE IF NOT EXISTS reconstructed_nodes (
                                          -- timestamps' order left fewest requests unread;
                                          -- for SGLang each names where its pool put freed
                                          -- pages back (--sglang-free-list)
-    consistent     BOOLEAN               -- vLLM unified node: some explored run of vLLM's v1
+    consistent     BOOLEAN,              -- vLLM unified node: some explored run of vLLM's v1
                                          -- scheduler reproduced every request's logged first
                                          -- token, completion and cached_tokens (NULL on
                                          -- other nodes)
+    listed_free_list VARCHAR             -- SGLang node under --sglang-free-list version: the
+                                         -- way its named release builds (staged, front,
+                                         -- back), whose runs the lists take, the other ways'
+                                         -- pairs kept apart; NULL: every way followed listed,
+                                         -- or one stated
 );
 
 -- Per reconstructed request and node: what the request was modelled as.
@@ -94,12 +99,31 @@ CREATE TABLE IF NOT EXISTS reconstructed_exposures (
                                           -- run has the pair; NULL on other nodes
 );
 
+-- Under --sglang-free-list version, on an SGLang node that names its release: the pairs only
+-- the runs of the ways that release does not build have (and replay did not decide). They are
+-- not in the lists; they are who would be a possible leaker were the node not built as its
+-- release builds it.
+CREATE TABLE IF NOT EXISTS reconstructed_other_ways (
+    receiver_request_id VARCHAR NOT NULL,  -- the request that would have read the data
+    receiver_account_id VARCHAR NOT NULL,  -- its account
+    leaker_request_id   VARCHAR NOT NULL,  -- the request whose data it would have read
+    leaker_account_id   VARCHAR NOT NULL,  -- its account
+    node                VARCHAR NOT NULL,  -- the decode node
+    tokens              BIGINT NOT NULL,   -- slots read, most over the runs that have the pair
+    support             DOUBLE NOT NULL,   -- share of those ways' runs that made the
+                                           -- receiver's read in which the pair appears
+    read_at             TIMESTAMPTZ NOT NULL,  -- the receiver's first token (UTC)
+    cross_account       BOOLEAN NOT NULL,  -- the accounts differ
+    free_lists          VARCHAR[] NOT NULL -- the ways whose runs have the pair
+);
+
 -- Case databases reconstructed before replay decided get the verdict column.
 ALTER TABLE reconstructed_exposures ADD COLUMN IF NOT EXISTS verdict VARCHAR;
 ALTER TABLE reconstructed_exposures ADD COLUMN IF NOT EXISTS free_lists VARCHAR[];
 ALTER TABLE reconstructed_nodes ADD COLUMN IF NOT EXISTS unread BIGINT;
 ALTER TABLE reconstructed_nodes ADD COLUMN IF NOT EXISTS variants VARCHAR;
 ALTER TABLE reconstructed_nodes ADD COLUMN IF NOT EXISTS consistent BOOLEAN;
+ALTER TABLE reconstructed_nodes ADD COLUMN IF NOT EXISTS listed_free_list VARCHAR;
 ALTER TABLE reconstructed_requests ADD COLUMN IF NOT EXISTS waited BOOLEAN;
 ALTER TABLE reconstructed_requests ADD COLUMN IF NOT EXISTS unread BOOLEAN;
 ALTER TABLE reconstructed_requests ADD COLUMN IF NOT EXISTS contradicted BOOLEAN;

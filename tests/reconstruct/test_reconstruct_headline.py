@@ -20,6 +20,7 @@ def _summary(unread: int) -> ReconstructSummary:
         "findings": False,
         "free_lists": {},
         "release_free_list": None,
+        "other_ways": 0,
         "parameters": {
             "allocator": "auto",
             "orders": 8,
@@ -74,16 +75,29 @@ def test_every_free_list_followed_says_what_each_names_alone_and_how_to_narrow()
     assert "--sglang-free-list version" not in line  # no release named
     summary["release_free_list"] = "staged"
     assert "the nodes' SGLang release builds: staged" in reconstruct_headline(summary)
+    summary["release_free_list"] = "mixed"  # nodes of two releases: no one way to name
+    assert "release builds:" not in reconstruct_headline(summary)
     summary["free_lists"] = {"any": 27, "front": 27}  # one way followed: nothing to narrow
     assert "every way" not in reconstruct_headline(summary)
-    summary["free_lists"] = {"any": 41, "front": 27, "staged": 32}  # nodes of two releases
-    summary["parameters"]["sglang_free_list"] = "version"
-    assert "every way" not in reconstruct_headline(summary)
 
 
-def test_free_lists_taken_from_the_release_are_named() -> None:
+def test_the_default_names_the_releases_way_and_the_accounts_kept_apart() -> None:
+    """--sglang-free-list version (the default): with a release named, the line names its way
+    and how many leaking accounts only the other ways name; with none named, every way's
+    reads are listed and the line says so, as under any."""
     summary = _summary(0)
     summary["parameters"]["sglang_free_list"] = "version"
-    assert "as the nodes' release builds them: not one way" in reconstruct_headline(summary)
-    summary["release_free_list"] = "front"
-    assert reconstruct_headline(summary).endswith("as the nodes' release builds them: front")
+    summary["free_lists"] = {"any": 41, "front": 27, "staged": 32}
+    line = reconstruct_headline(summary)
+    assert "every way was followed: the rebuilt reads name 41 leaking accounts" in line
+    assert "release builds them" not in line
+    summary["release_free_list"] = "staged"
+    line = reconstruct_headline(summary)
+    assert line.endswith("as the nodes' release builds them: staged")
+    assert "every way was followed" not in line
+    summary["other_ways"] = 9
+    line = reconstruct_headline(summary)
+    assert "9 leaking account(s) only the other ways name are kept apart, not listed" in line
+    assert "--sglang-free-list any lists them" in line
+    summary["release_free_list"] = "mixed"
+    assert "release builds them: not one way for every node" in reconstruct_headline(summary)

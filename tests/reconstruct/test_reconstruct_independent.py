@@ -203,9 +203,9 @@ def _rebuilt(folder: Path, db: Path, free_list: FreeList) -> tuple[set[str], set
 def test_every_way_sglang_puts_freed_pages_back_is_followed(front_case, front_rebuilt):
     """Where SGLang's allocator puts freed pages back is not in the request log. On a case
     whose allocator put them at the front, a rebuild on the staged free list alone (all it
-    followed before) lists leakers that are not the stubs' and clears true ones; by default
-    every way is followed and every true leaking account stays listed, and stating the way
-    the engine ran narrows the lists without losing one."""
+    followed before) lists leakers that are not the stubs' and clears true ones; under
+    --sglang-free-list any every way is followed and every true leaking account stays listed,
+    and stating the way the engine ran narrows the lists without losing one."""
     _, truth = front_case
     _, leaking = _parties(truth)
     true_pairs = {(s, r) for s, v in truth.items() for r, _ in v["leakers"]}
@@ -228,22 +228,48 @@ def test_every_way_sglang_puts_freed_pages_back_is_followed(front_case, front_re
 def test_the_free_list_taken_from_the_release_is_the_one_it_builds(
     front_case, front_rebuilt, tmp_path, monkeypatch, release, way
 ):
-    """--sglang-free-list version follows the way the release in nodes.csv builds for a
-    decode node: at the front before 0.4.9.post4, staged since (disaggregated nodes)."""
-    folder, _ = front_case
+    """--sglang-free-list version (the default) lists the reads of the way the release in
+    nodes.csv builds for a decode node: at the front before 0.4.9.post4, staged since
+    (disaggregated nodes). The case's allocator freed to the front, so 0.5.9 misnames it: the
+    true leaking accounts the lists then miss are every one kept apart, never dropped."""
+    folder, truth = front_case
+    _, leaking = _parties(truth)
     monkeypatch.setenv("KVFORENSICS_ENGINES_VENV", str(engines_dir()))
     named = tmp_path / "case"
     shutil.copytree(folder, named)
     nodes = (named / "nodes.csv").read_text()
-    (named / "nodes.csv").write_text(nodes.replace(",sglang,0.5.9,", f",sglang,{release},"))
-    _rebuilt(named, tmp_path / "version.duckdb", FreeList.VERSION)
+    assert ",sglang,0.4.9," in nodes  # the generator names a release that frees to the front
+    (named / "nodes.csv").write_text(nodes.replace(",sglang,0.4.9,", f",sglang,{release},"))
+    db = tmp_path / "version.duckdb"
+    listed, _ = _rebuilt(named, db, FreeList.VERSION)
     stated = front_rebuilt[FreeList(way)][0]
-    assert _pairs(tmp_path / "version.duckdb") == _pairs(stated)
-    assert _pairs(tmp_path / "version.duckdb", way) == _pairs(tmp_path / "version.duckdb")
-    con = connect(tmp_path / "version.duckdb")
+    assert _pairs(db) == _pairs(stated)
+    assert _pairs(db, way) == _pairs(db)
+    con = connect(db)
     notes = " ".join(v for (v,) in con.execute(_DECODE_VARIANTS).fetchall())
+    apart = {a for (a,) in con.execute(_APART).fetchall()}
+    taken = con.execute("SELECT DISTINCT listed_free_list FROM reconstructed_nodes").fetchall()
     con.close()
     assert f"SGLang {release} builds a decode node's allocator" in notes
+    assert taken == [(way,)]  # every node, prefill ones too, lists its release's way
+    # the other way's pairs are kept apart: together the ways name what every way names
+    assert _pairs(db) | _apart_pairs(db) == _pairs(front_rebuilt[FreeList.ANY][0])
+    if way == "front":
+        assert leaking <= listed
+    else:
+        assert not leaking <= listed  # the misnamed release clears true leakers...
+        assert leaking - listed <= apart  # ...and every one of them is kept apart
+
+
+def _apart_pairs(db: Path) -> set[tuple[str, str]]:
+    """The cross-account pairs kept apart (only the ways the named release does not build)."""
+    con = connect(db)
+    rows = con.execute(
+        "SELECT receiver_request_id, leaker_request_id FROM reconstructed_other_ways "
+        "WHERE cross_account"
+    ).fetchall()
+    con.close()
+    return set(rows)
 
 
 def _pairs(db: Path, way: str | None = None) -> set[tuple[str, str]]:
@@ -331,6 +357,7 @@ def test_back_is_refused_for_pages_of_more_than_one_token(case, tmp_path, monkey
 
 
 _DECODE_VARIANTS = "SELECT variants FROM reconstructed_nodes WHERE role = 'decode'"
+_APART = "SELECT DISTINCT leaker_account_id FROM reconstructed_other_ways WHERE cross_account"
 _WAITED = re.compile(r"stub read\(s\) the logged order left waiting for pages \(the first: (\S+)\)")
 _UNREAD = "SELECT bool_or(unread) FROM reconstructed_requests WHERE request_id = ? AND stub"
 _MODELLED = "SELECT leaker_request_id FROM reconstructed_exposures WHERE receiver_request_id = ?"

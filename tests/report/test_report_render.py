@@ -419,3 +419,26 @@ def _rebuilt_node() -> dict:
         "orders": 1,
         "deferred": 0,
     }
+
+
+def test_accounts_only_the_ways_the_release_does_not_build_name_are_shown_not_listed(tmp_path):
+    """--sglang-free-list version: the lists take the staged way the nodes' release builds;
+    the account only the front way's runs name (kept apart) is in the report's own table, with
+    its hostile id escaped, and on no notification list. Counted by hand: one such account,
+    two of its requests, read by one receiving request."""
+    hostile = "<b>acct-3</b>"
+    apart = [_rebuilt_pair("S", leaker, hostile, ["front"]) for leaker in "XY"]
+    tables = add_rows(
+        seq_tables(), "reconstructed_exposures", [_rebuilt_pair("S", "L1", "acct-1", ["staged"])]
+    )
+    add_rows(tables, "reconstructed_other_ways", apart)
+    add_rows(tables, "reconstructed_nodes", [{**_rebuilt_node(), "listed_free_list": "staged"}])
+    html = _report(tmp_path, tables)
+    assert hostile not in html and "&lt;b&gt;acct-3&lt;/b&gt;" in html
+    text = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", html))
+    assert "the lists take the way the release named for each node builds: staged," in text
+    assert "name 1 leaking account(s) that are not on the leaking list" in text
+    assert "&lt;b&gt;acct-3&lt;/b&gt; 2 1 decode-0 16" in text
+    assert "1 more account(s) would be possible leakers were those nodes not built" in text
+    listed = (tmp_path / "out" / "notifications" / "leaking_accounts.csv").read_text()
+    assert "acct-3" not in listed

@@ -3,7 +3,7 @@ project's simulator and reconstruction: an independent generator of ledger-free 
 
     python tests/support/sglang_cases.py OUT_DIR [--requests 1500] [--accounts 1000] [--seed 1]
         [--days 1] [--bursts 0.3] [--jitter-us 1000] [--page-size 16]
-        [--allocator paged|token] [--need-sort 1|0]
+        [--allocator paged|token] [--need-sort 1|0] [--engine-version V]
 
 Runs in the engines' environment (scripts/engines_venv.sh): the standard library, torch and
 sglang only, nothing of the project. A disaggregated cluster of two prefill and two decode
@@ -24,6 +24,10 @@ nodes; on a decode node, as SGLang's disaggregated decode does:
   front of the free list, the most recently freed handed out first); `--allocator token` (one
   token per page only) is `TokenToKVPoolAllocator`, which SGLang builds for a page size of 1
   (without need_sort, freed slots go back at the end of the free list);
+- `nodes.csv` names the SGLang release that builds the allocator so for a disaggregated node:
+  0.5.9 with need_sort (which stages), 0.4.9 without (a release from before staging, whose
+  paged allocator frees to the front and one-token allocator to the end); `--engine-version V`
+  names another (a case whose nodes table misnames its engine's release);
 - `--reserved-decode-tokens R` admits a pre-allocation only while the free slots less R for
   every request holding pages cover it, as SGLang's prealloc queue keeps
   `--num-reserved-decode-tokens` of headroom for the running requests (default 0: no headroom).
@@ -192,7 +196,12 @@ def iso(t_us: int, rng: random.Random, jitter: int) -> str:
 
 
 def write(
-    out: Path, reqs: list[dict[str, Any]], truth: dict[str, Any], jitter: int, page: int = PAGE
+    out: Path,
+    reqs: list[dict[str, Any]],
+    truth: dict[str, Any],
+    jitter: int,
+    page: int = PAGE,
+    version: str = "0.5.9",
 ) -> None:
     out.mkdir(parents=True, exist_ok=True)
     rng = random.Random(len(reqs))
@@ -222,9 +231,9 @@ def write(
     with open(out / "nodes.csv", "w", newline="") as fh:
         fh.write("node,role,engine,engine_version,page_size,pool_slots,context_len\n")
         for k in range(2):
-            fh.write(f"prefill-{k},prefill,sglang,0.5.9,{page},{PREFILL_POOL},{CONTEXT}\n")
+            fh.write(f"prefill-{k},prefill,sglang,{version},{page},{PREFILL_POOL},{CONTEXT}\n")
         for k in range(2):
-            fh.write(f"decode-{k},decode,sglang,0.5.9,{page},{DECODE_POOL},{CONTEXT}\n")
+            fh.write(f"decode-{k},decode,sglang,{version},{page},{DECODE_POOL},{CONTEXT}\n")
     accounts = sorted({r["account"] for r in reqs})
     with open(out / "accounts.csv", "w", newline="") as fh:
         fh.write("account_id,name\n" + "".join(f"{a},{a}\n" for a in accounts))
@@ -251,13 +260,15 @@ def main() -> None:
     ap.add_argument("--allocator", choices=["paged", "token"], default="paged")
     ap.add_argument("--need-sort", type=int, choices=[0, 1], default=1)
     ap.add_argument("--reserved-decode-tokens", type=int, default=0)
+    ap.add_argument("--engine-version", default=None)
     args = ap.parse_args()
     rng = random.Random(args.seed)
     reqs = traffic(args, rng)
     truth = run(
         reqs, rng, args.page_size, args.allocator, bool(args.need_sort), args.reserved_decode_tokens
     )
-    write(args.out, reqs, truth, args.jitter_us, args.page_size)
+    version = args.engine_version or ("0.5.9" if args.need_sort else "0.4.9")
+    write(args.out, reqs, truth, args.jitter_us, args.page_size, version)
 
 
 if __name__ == "__main__":
