@@ -21,7 +21,7 @@ from forensics.reconstruct.orders import Explored, explore_orders
 from forensics.reconstruct.pagerun import PageRun, Reads
 from forensics.reconstruct.store import insert_requests, store_other_ways, store_runs
 from forensics.reconstruct.trace import RESERVED_DECODE_TOKENS, NodeTrace, Req
-from forensics.reconstruct.ways import WAYS, chosen, unfitted
+from forensics.reconstruct.ways import WAYS, chosen, listed_runs
 
 # The scheduler variants explored: (decode growth, waiting line, whether an allocation too big
 # for the free pages still reaches the allocator, where SGLang's merges its staged frees). The
@@ -119,7 +119,7 @@ def pools_explored(kind: str, pool_slots: int, ps: int, free_list: FreeList) -> 
     elif free_list is FreeList.BACK and ps != 1:
         raise UsageError(
             f"--sglang-free-list back is SGLang's allocator for a page size of 1, and this "
-            f"node's pages hold {ps} tokens: state staged or front, or leave it at any"
+            f"node's pages hold {ps} tokens: state staged or front, or leave the default"
         )
     else:
         chosen = [free_list]
@@ -158,11 +158,10 @@ def paged_node(
     least = min(len(reads.unread) for _, reads in heads)
     kept = [c for c, (_, reads) in enumerate(heads) if len(reads.unread) == least]
     notes = [n for n in [choice.note, _headroom_note(headroom)] if n]
-    listed = [c for c in kept if choice.listed in (None, WAYS.get(_pool_way(combos[c])))]
-    listed_way = choice.listed
-    if not listed:  # the release's way fits the log worse than another way
-        listed, listed_way = kept, None
-        notes.append(unfitted(release[0], str(choice.listed)))
+    taken = listed_runs([WAYS.get(_pool_way(combos[c])) for c in kept], choice, release[0])
+    listed, listed_way = [kept[k] for k in taken.runs], taken.way
+    if taken.note:
+        notes.append(taken.note)
     first = heads[listed[0]][0]
     total, apart, sampled, unread = Reads(), Reads(), set[int](), set[int]()
     ways: dict[tuple[int, int], set[str]] = {}  # SGLang pair -> the free lists that read it

@@ -9,7 +9,9 @@ or whose log the release's way fits worse than another way, is listed over every
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from forensics.options import FreeList
 
@@ -54,7 +56,23 @@ def chosen(
     )
 
 
-def unfitted(version: str | None, way: str) -> str:
+def listed_runs(kept: Sequence[str | None], choice: Chosen, version: str | None) -> Listed:
+    """Which of the runs kept (each by the way its pool frees, None for a pool of no SGLang
+    way) make the lists: the release's way's, or, where none of them was kept (the release's
+    way fits the log worse than another), every kept run, and a note that says so."""
+    taken = [k for k, way in enumerate(kept) if choice.listed in (None, way)]
+    if taken:
+        return Listed(taken, choice.listed, "")
+    return Listed(list(range(len(kept))), None, _unfitted(version, str(choice.listed)))
+
+
+class Listed(NamedTuple):
+    runs: list[int]  # positions among the kept runs
+    way: str | None  # the way they follow (None: every way kept)
+    note: str  # "" unless the release's way was not kept
+
+
+def _unfitted(version: str | None, way: str) -> str:
     """The note of a node whose log the release's way fits worse than another way."""
     return (
         f"the runs putting freed pages back as SGLang {version} builds ({way}) fit the log "

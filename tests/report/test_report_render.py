@@ -442,3 +442,8 @@ def test_accounts_only_the_ways_the_release_does_not_build_name_are_shown_not_li
     assert "1 more account(s) would be possible leakers were those nodes not built" in text
     listed = (tmp_path / "out" / "notifications" / "leaking_accounts.csv").read_text()
     assert "acct-3" not in listed
+    # kept apart alone (a scope holding only such an account): still named, with its table
+    alone = add_rows(seq_tables(), "reconstructed_other_ways", apart)
+    add_rows(alone, "reconstructed_nodes", [{**_rebuilt_node(), "listed_free_list": "staged"}])
+    html = _report(tmp_path / "alone", alone)
+    assert "&lt;b&gt;acct-3&lt;/b&gt;" in html and "Leaking account, not listed" in html
