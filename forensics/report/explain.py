@@ -39,6 +39,7 @@ READS = (
     "exposure_tokens",
     "possible_exposures",
     "reconstructed_exposures",
+    "reconstructed_other_ways",
     "replay_results",
     "affected_requests",
     "cleared_findings",
@@ -249,6 +250,11 @@ def _story(
             f"{who} {p['other_request_id']} in the reconstructed trace "
             f"({p['tokens']} slot(s), support {p['support']:.2f})"
         )
+        if p.get("kept_apart"):
+            text += (
+                "; only in runs of a free list the node's SGLang release does not build: "
+                "kept apart, not listed"
+            )
         events.append(
             (4, StoryEvent(p["read_at"], "reconstructed", p["node"], text, "reconstructed"))
         )

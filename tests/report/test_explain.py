@@ -14,7 +14,7 @@ from pathlib import Path
 import duckdb
 import pytest
 from support.paths import SAMPLE
-from support.report_case import build_case, every_schema, seq_tables
+from support.report_case import add_rows, build_case, every_schema, seq_tables
 
 from forensics.cli import run
 
@@ -236,3 +236,52 @@ def test_older_case_missing_a_table_and_a_column(tmp_path, cli) -> None:
     names = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
     con.close()
     assert "replay_results" not in names and not any(n.startswith("kvf_shape") for n in names)
+
+
+def test_a_pair_kept_apart_is_shown_as_not_listed(tmp_path, cli) -> None:
+    """A receiver whose rebuilt read names one leaker on the way its node's release builds and
+    another only on a way it does not: both are in its explanation, the second marked kept
+    apart, in the table and in the story."""
+    pair = {
+        "receiver_request_id": "B",
+        "receiver_account_id": "acct-b",
+        "node": "n1",
+        "tokens": 16,
+        "support": 1.0,
+        "read_at": "2026-08-27T10:00:05Z",
+        "cross_account": True,
+    }
+    tables = add_rows(
+        seq_tables(),
+        "reconstructed_exposures",
+        [
+            {
+                **pair,
+                "leaker_request_id": "A",
+                "leaker_account_id": "acct-a",
+                "free_lists": ["staged"],
+            }
+        ],
+    )
+    add_rows(
+        tables,
+        "reconstructed_other_ways",
+        [
+            {
+                **pair,
+                "leaker_request_id": "Z",
+                "leaker_account_id": "acct-z",
+                "free_lists": ["front"],
+            }
+        ],
+    )
+    db = build_case(tmp_path / "case.duckdb", tables)
+    found = _explain_json(cli, db, "B")
+    got = {(r["other_request_id"], r["kept_apart"]) for r in found["reconstructed"]}
+    assert got == {("A", False), ("Z", True)}
+    story = [e["text"] for e in found["story"] if e["event"] == "reconstructed"]
+    assert any("Z" in t and "kept apart, not listed" in t for t in story)
+    assert not any("A in" in t and "kept apart" in t for t in story)
+    code, _, _ = cli("explain", "B", "--db", db, "--html", tmp_path / "b.html")
+    assert code == 0
+    assert "kept apart, not listed" in (tmp_path / "b.html").read_text(encoding="utf-8")
