@@ -78,7 +78,8 @@ def _print(x: Explanation) -> None:
     for p in x.reconstructed:
         console.print(
             f"[bold]reconstructed[/] {_s(p['side'])} {_s(p['other_request_id'])} on "
-            f"{_s(p['node'])}: support {p['support']:.2f}, verdict {_s(p['verdict'])}"
+            f"{_s(p['node'])}: support {p['support']:.2f}, "
+            + ("kept apart, not listed" if p.get("kept_apart") else f"verdict {_s(p['verdict'])}")
         )
     for v in x.replay:
         bits = "–" if v["evidence_bits"] is None else f"{v['evidence_bits']:+.1f}"

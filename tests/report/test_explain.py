@@ -282,6 +282,9 @@ def test_a_pair_kept_apart_is_shown_as_not_listed(tmp_path, cli) -> None:
     story = [e["text"] for e in found["story"] if e["event"] == "reconstructed"]
     assert any("Z" in t and "kept apart, not listed" in t for t in story)
     assert not any("A in" in t and "kept apart" in t for t in story)
+    code, out, err = cli("explain", "B", "--db", db)
+    shown = " ".join((out + err).split())
+    assert code == 0 and "receiving Z on n1: support 1.00, kept apart, not listed" in shown
     code, _, _ = cli("explain", "B", "--db", db, "--html", tmp_path / "b.html")
     assert code == 0
     assert "kept apart, not listed" in (tmp_path / "b.html").read_text(encoding="utf-8")
