@@ -13,7 +13,7 @@ ENGINES_MISSING = (
 )
 
 
-MIXED = "mixed"  # release_free_list where the SGLang nodes' releases build different ways
+MIXED = "mixed"  # release_free_list where the SGLang nodes' lists took different ways
 
 
 class NodeLine(TypedDict):
@@ -135,9 +135,10 @@ def _release(release: str | None, apart: int) -> str:
     line = f"; SGLang free lists as the nodes' release builds them: {release}"
     if apart:
         line += (
-            f"; {apart} leaking account(s) only the other ways name are kept apart, not listed: "
-            "possible leakers were the nodes not built as their release builds them "
-            "(reconstructed_other_ways; --sglang-free-list any lists them)"
+            f"; {apart} leaking account(s) only the other ways' reads name are kept apart from "
+            "the rebuilt pairs: possible leakers were the nodes not built as their release "
+            "builds them (reconstructed_other_ways, the report; --sglang-free-list any lists "
+            "them)"
         )
     return line
 

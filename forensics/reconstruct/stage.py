@@ -32,7 +32,6 @@ from forensics.reconstruct.decide import Decider, load_decider
 from forensics.reconstruct.explore import explore
 from forensics.reconstruct.freelist import release_free_list
 from forensics.reconstruct.headline import (
-    MIXED,
     NodeLine,
     ReconstructParameters,
     ReconstructSummary,
@@ -73,7 +72,6 @@ def reconstruct(
     engines_missing = False
     lines: list[NodeLine] = []
     skipped: list[Skipped] = []
-    releases: set[str | None] = set()  # the ways the SGLang nodes' lists took (None: every one)
     decider = load_decider(con, rp.replay_model, rp.replay_device.value, rp.replay_budget)
     try:
         nodes = con.execute(sql("reconstruct/nodes")).fetchall()
@@ -111,8 +109,6 @@ def reconstruct(
                 _skip(con, skipped, node, str(exc))
                 continue
             sampled, why = row.pop("sampled", 0), row.pop("why", "")
-            if kind == "sglang":
-                releases.add(row.get("listed_free_list"))
             con.execute(
                 sql("reconstruct/insert_node"),
                 {
@@ -150,7 +146,7 @@ def reconstruct(
         layouts_replayed=decider.replayed if decider is not None else 0,
         findings=bool(cross),
         free_lists=named,
-        release_free_list=_release_way(releases),
+        release_free_list=con.execute(sql("reconstruct/listed_free_list")).fetchall()[0][0],
         other_ways=con.execute(sql("reconstruct/other_ways")).fetchall()[0][0],
         parameters=ReconstructParameters(
             allocator=rp.allocator.value,
@@ -161,14 +157,6 @@ def reconstruct(
             replay_budget=rp.replay_budget,
         ),
     )
-
-
-def _release_way(releases: set[str | None]) -> str | None:
-    """The one way every rebuilt SGLang node's lists took from its release; None where none
-    took one, MIXED where they differ or only some took one."""
-    if not releases or releases == {None}:
-        return None
-    return next(iter(releases)) if len(releases) == 1 else MIXED
 
 
 NO_SIZES = (

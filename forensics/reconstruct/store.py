@@ -67,8 +67,8 @@ def store_runs(
             "source": pa.array([e[6] for _, e in ordered], pa.string()),
         }
     )
-    ex = _pairs_table(trace, support, tokens, ways or {})
     pairs = _ordered(trace, support)
+    ex = _pairs_table(trace, pairs, support, tokens, ways or {})
     ex = ex.append_column("verdict", pa.array([verdicts.get(p) for p in pairs], pa.string()))
     con.register("_rc_events", ev)
     con.register("_rc_exposures", ex)
@@ -90,7 +90,7 @@ def store_other_ways(
     ways the node's named release does not build have them."""
     if not support:
         return
-    con.register("_rc_other", _pairs_table(trace, support, tokens, ways))
+    con.register("_rc_other", _pairs_table(trace, _ordered(trace, support), support, tokens, ways))
     try:
         run_script(con, sql("reconstruct/insert_other_ways"))
     finally:
@@ -104,12 +104,13 @@ def _ordered(trace: NodeTrace, support: Mapping[tuple[int, int], float]) -> list
 
 def _pairs_table(
     trace: NodeTrace,
+    pairs: list[tuple[int, int]],
     support: Mapping[tuple[int, int], float],
     tokens: Mapping[tuple[int, int], int],
     ways: Mapping[tuple[int, int], set[str]],
 ) -> pa.Table:
-    """One row per (receiver, leaker) pair, in request-id order."""
-    pairs, rq = _ordered(trace, support), trace.reqs
+    """One row per (receiver, leaker) pair, in the order given."""
+    rq = trace.reqs
     return pa.table(
         {
             "receiver_request_id": pa.array([rq[a].request_id for a, _ in pairs], pa.string()),

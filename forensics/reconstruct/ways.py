@@ -44,7 +44,7 @@ def chosen(
         return Chosen(
             FreeList.ANY,
             None,
-            f"no SGLang release named for this node ({shown(version)}), so the lists take every "
+            f"no SGLang release named for this node ({_shown(version)}), so the lists take every "
             "way its allocator may put freed pages back",
         )
     return Chosen(
@@ -54,6 +54,12 @@ def chosen(
         f"{_TAKEN[way]}: the lists take that way's runs; the pairs only the other ways' runs "
         "have are kept apart (reconstructed_other_ways) unless replay decided them",
     )
+
+
+class Listed(NamedTuple):
+    runs: list[int]  # positions among the kept runs
+    way: str | None  # the way they follow (None: every way kept)
+    note: str  # "" unless the release's way was not kept
 
 
 def listed_runs(kept: Sequence[str | None], choice: Chosen, version: str | None) -> Listed:
@@ -66,12 +72,6 @@ def listed_runs(kept: Sequence[str | None], choice: Chosen, version: str | None)
     return Listed(list(range(len(kept))), None, _unfitted(version, str(choice.listed)))
 
 
-class Listed(NamedTuple):
-    runs: list[int]  # positions among the kept runs
-    way: str | None  # the way they follow (None: every way kept)
-    note: str  # "" unless the release's way was not kept
-
-
 def _unfitted(version: str | None, way: str) -> str:
     """The note of a node whose log the release's way fits worse than another way."""
     return (
@@ -81,7 +81,7 @@ def _unfitted(version: str | None, way: str) -> str:
     )
 
 
-def shown(version: str | None, most: int = 40) -> str:
+def _shown(version: str | None, most: int = 40) -> str:
     """A version string as a note quotes it: none, or at most `most` characters."""
     if not version:
         return "none"

@@ -179,7 +179,7 @@ class ReportContext:
     reconstructed: list[rows.ReconstructedPairRow] = field(default_factory=list)
     free_lists: list[rows.FreeListRow] = field(default_factory=list)  # SGLang: per way
     release_free_list: str | None = None  # the way the SGLang nodes' lists took from their
-    # release (queries/report/listed_free_list.sql: one way, "mixed", or None)
+    # release (queries/reconstruct/listed_free_list.sql: one way, "mixed", or None)
     other_ways: list[rows.OtherWayRow] = field(default_factory=list)  # kept apart, not listed
     node_evidence: list[rows.NodeEvidenceRow] = field(default_factory=list)  # per node, by name
     holes: list[rows.HoleRow] = field(default_factory=list)  # known holes in the ledgers

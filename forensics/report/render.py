@@ -275,7 +275,7 @@ def build_context(
         reconstructed_nodes=_typed(ReconstructedNodeRow, rows(con, "report/reconstructed_nodes")),
         reconstructed=rebuilt,
         free_lists=_typed(FreeListRow, rows(con, "reconstruct/free_lists")),
-        release_free_list=rows(con, "report/listed_free_list")[0]["way"],
+        release_free_list=rows(con, "reconstruct/listed_free_list")[0]["way"],
         other_ways=_typed(OtherWayRow, rows(con, "report/other_ways", [row_limit])),
         node_evidence=_typed(NodeEvidenceRow, rows(con, "report/node_evidence")),
         holes=_typed(HoleRow, rows(con, "report/ledger_holes", [row_limit])),

@@ -97,7 +97,7 @@ def test_the_default_names_the_releases_way_and_the_accounts_kept_apart() -> Non
     assert "every way was followed" not in line
     summary["other_ways"] = 9
     line = reconstruct_headline(summary)
-    assert "9 leaking account(s) only the other ways name are kept apart, not listed" in line
+    assert "9 leaking account(s) only the other ways' reads name are kept apart" in line
     assert "--sglang-free-list any lists them" in line
     summary["release_free_list"] = "mixed"
     assert "release builds them: not one way for every node" in reconstruct_headline(summary)
