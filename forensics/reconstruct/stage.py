@@ -63,8 +63,23 @@ def reconstruct(
     options: ReconstructOptions | None = None,
     progress: ProgressFn = no_progress,
 ) -> ReconstructSummary:
-    """Write the reconstructed_* tables for every ledger-less node; returns the summary."""
-    rp = options or ReconstructOptions()
+    """Write the reconstructed_* tables for every ledger-less node; returns the summary. All in
+    one transaction: a run stopped by an error (an option a node cannot take, the engines'
+    driver gone) leaves the tables of the run before, not emptied ones beside that run's
+    analysis."""
+    con.begin()
+    try:
+        summary = _rebuild(con, options or ReconstructOptions(), progress)
+    except BaseException:
+        con.rollback()
+        raise
+    con.commit()
+    return summary
+
+
+def _rebuild(
+    con: duckdb.DuckDBPyConnection, rp: ReconstructOptions, progress: ProgressFn
+) -> ReconstructSummary:
     aggregate.prepare(con)
     screen(con, ScreeningParams())  # the stub reasons
     run_script(con, sql("reconstruct/clear"))

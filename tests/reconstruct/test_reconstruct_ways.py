@@ -1,9 +1,20 @@
 """Which kept runs make an SGLang node's lists (forensics/reconstruct/ways.py), by hand: the
-release's way's where the node names one and its runs were kept, else every kept run."""
+release's way's where the node names one and its runs were kept, else every kept run; and a
+rebuild stopped by an option a node cannot take leaves the rebuild before it in place."""
 
 from __future__ import annotations
 
-from forensics.options import FreeList
+import shutil
+
+import pytest
+from support.engines import engines_dir
+from support.paths import SAMPLE
+
+from forensics.db import connect
+from forensics.errors import UsageError
+from forensics.ingest.load import ingest_case
+from forensics.options import FreeList, ReconstructOptions
+from forensics.reconstruct.stage import reconstruct
 from forensics.reconstruct.ways import chosen, listed_runs
 
 KEPT = ["staged", "front", "staged", "front"]
@@ -35,3 +46,26 @@ def test_no_release_or_a_stated_way_lists_every_run_followed():
         assert (choice.explored, choice.listed, choice.note) == (stated, None, "")
     # another engine's node: the option is not an SGLang one
     assert chosen(FreeList.VERSION, "vllm", ("0.32.0", None), "unified").listed is None
+
+
+def test_a_run_stopped_by_an_error_keeps_the_tables_of_the_run_before(tmp_path, monkeypatch):
+    """The bundled sample without its ledger or contents, rebuilt, then rebuilt again told a free
+    list its 16-token pages cannot have (back): the second run stops with the reason, and the
+    first run's rebuilt tables stand, not emptied ones beside its analysis."""
+    monkeypatch.setenv("KVFORENSICS_ENGINES_VENV", str(engines_dir()))
+    case = tmp_path / "case"
+    shutil.copytree(SAMPLE, case, ignore=shutil.ignore_patterns("kv_events", "contents.jsonl"))
+    ingest_case(case, tmp_path / "case.duckdb")
+    con = connect(tmp_path / "case.duckdb")
+    reconstruct(con)
+    before = _counts(con)
+    assert before[0] > 0 and before[1] > 0
+    with pytest.raises(UsageError, match="--sglang-free-list back"):
+        reconstruct(con, ReconstructOptions(free_list=FreeList.BACK))
+    assert _counts(con) == before
+    con.close()
+
+
+def _counts(con) -> tuple[int, ...]:
+    tables = ("reconstructed_nodes", "reconstructed_exposures", "reconstructed_events")
+    return tuple(con.execute(f"SELECT count(*) FROM {t}").fetchall()[0][0] for t in tables)
